@@ -1,0 +1,48 @@
+// Shape and dtype inference for every op of v1, on MLIR-free types.
+//
+// The MLIR verifier, the graph-file importer, the tracing API and the
+// interpreter all call this, so each op's typing rule exists exactly once.
+// Errors are thrown as tensorc::Error with a message that names the operands
+// by the names the caller passed ("inner dims differ: x is (B, 784), w1 is
+// (512, 256)"); the caller adds the file, node and op.
+#pragma once
+
+#include "ir/core/OpSchema.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorc {
+
+struct OperandRef {
+  std::optional<TensorSpec> spec; // nullopt: an absent optional operand
+  std::string name;               // for messages
+};
+
+// `operands` follows the schema's operand order, with a variadic operand
+// expanded in place; `attrs` must come from completeAttrs().
+std::vector<TensorSpec> inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands,
+                                         const AttrMap &attrs);
+
+// Helpers shared with the interpreter, which applies the same rules to
+// concrete sizes.
+int64_t normalizeAxis(int64_t axis, int64_t rank, const char *what = "axis");
+// Sorted, deduplicated-or-rejected axes; all axes when `axes` is absent.
+std::vector<int64_t> normalizeAxes(const AttrMap &attrs, const char *key, int64_t rank);
+Shape broadcastShapes(const Shape &a, const Shape &b, const std::string &aName,
+                      const std::string &bName);
+
+struct SliceRange {
+  int64_t start, step, length;
+};
+// Python/PyTorch slice semantics on a dim of `size`: negative indices count
+// from the end, out-of-range bounds clamp, step must be positive.
+SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step);
+// Output size of a pooling/convolution window sweep.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                         bool ceilMode);
+// The stride of max/avg_pool2d: the attribute, or the kernel size when absent.
+std::vector<int64_t> poolStride(const AttrMap &attrs);
+
+} // namespace tensorc

@@ -1,0 +1,121 @@
+#include "ir/dialect/TCDialect.h"
+
+#include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
+#include "ir/dialect/Conversion.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace tensorc::tc {
+
+LogicalResult verifyInferredResultTypes(Operation *op) {
+  const OpSchema *schema = schemaOf(op);
+  if (!schema)
+    return op->emitOpError() << "is not in the op set";
+  std::vector<OperandRef> operands;
+  std::vector<std::optional<Value>> values = schemaOperands(op, *schema);
+  for (size_t i = 0; i < values.size(); ++i) {
+    OperandRef ref;
+    size_t schemaIndex = std::min(i, schema->operands.size() - 1);
+    ref.name = schema->operands.empty() ? "operand" : schema->operands[schemaIndex].name;
+    if (schema->hasVariadicOperands())
+      ref.name += "#" + std::to_string(i);
+    if (values[i]) {
+      ref.spec = toTensorSpec(values[i]->getType());
+      if (!ref.spec)
+        return op->emitOpError() << "operand #" << i << " is not a !tc.tensor";
+    }
+    operands.push_back(std::move(ref));
+  }
+  std::vector<TensorSpec> inferred;
+  try {
+    AttrMap attrs = completeAttrs(*schema, coreAttrs(op, *schema));
+    inferred = inferResultTypes(*schema, operands, attrs);
+  } catch (const Error &e) {
+    return op->emitOpError() << e.what();
+  }
+  if (inferred.size() != op->getNumResults())
+    return op->emitOpError() << "has " << op->getNumResults() << " results but "
+                             << inferred.size() << " are inferred";
+  for (size_t i = 0; i < inferred.size(); ++i) {
+    std::optional<TensorSpec> declared = toTensorSpec(op->getResult(i).getType());
+    if (!declared || *declared != inferred[i])
+      return op->emitOpError() << "result #" << i << " is declared "
+                               << op->getResult(i).getType() << " but inferred as "
+                               << toMlirType(op->getContext(), inferred[i]);
+  }
+  return success();
+}
+
+// Folders: each removes an op that is the identity on its operand.
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  return getX().getType() == getType() ? getX() : OpFoldResult();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  // reshape(reshape(x)) -> reshape(x)
+  if (auto inner = getX().getDefiningOp<ReshapeOp>()) {
+    if (inner.getX().getType() == getType())
+      return inner.getX();
+    getXMutable().assign(inner.getX());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  int64_t rank = llvm::cast<TcTensorType>(getX().getType()).getSizes().size();
+  auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
+  if (norm(getDim0()) == norm(getDim1()))
+    return getX();
+  // transpose(transpose(x, a, b), a, b) -> x
+  if (auto inner = getX().getDefiningOp<TransposeOp>()) {
+    std::set<int64_t> outer{norm(getDim0()), norm(getDim1())};
+    std::set<int64_t> in{norm(inner.getDim0()), norm(inner.getDim1())};
+    if (outer == in)
+      return inner.getX();
+  }
+  return {};
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getX().getType() == getType())
+    return getX();
+  // broadcast_to(broadcast_to(x)) -> broadcast_to(x)
+  if (auto inner = getX().getDefiningOp<BroadcastToOp>()) {
+    getXMutable().assign(inner.getX());
+    return getResult();
+  }
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult MeshOp::verify() {
+  if (getAxes().size() != getSizes().size())
+    return emitOpError() << "has " << getAxes().size() << " axes but " << getSizes().size()
+                         << " sizes";
+  std::set<std::string> names;
+  for (auto [name, size] : llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes())) {
+    if (name.empty())
+      return emitOpError() << "has an empty axis name";
+    if (!names.insert(name.str()).second)
+      return emitOpError() << "axis \"" << name << "\" appears twice";
+    if (size < 1)
+      return emitOpError() << "axis \"" << name << "\" has size " << size << "; sizes must be >= 1";
+  }
+  return success();
+}
+
+} // namespace tensorc::tc
+
+#define GET_OP_CLASSES
+#include "ir/dialect/TCOps.cpp.inc"
