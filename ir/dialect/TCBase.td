@@ -19,7 +19,8 @@ def TC_Dialect : Dialect {
 
     Discardable attributes: `tc.name` (a value's name in the graph file),
     `tc.trainable` (a function argument that is a trainable parameter),
-    `tc.sharding` (a `#tc.sharding` on a value), `tc.dim_bounds` (on a
+    `tc.sharding` (a `#tc.sharding` on a value), `tc.literal` (a tc.constant
+    written as a scalar literal in the graph file), `tc.dim_bounds` (on a
     function: symbol name -> [min, max]).
   }];
   let useDefaultTypePrinterParser = 1;

@@ -97,9 +97,11 @@ LogicalResult TCDialect::verifyOperationAttribute(Operation *op, NamedAttribute 
       return op->emitOpError() << "'tc.dim_bounds' must be a dictionary";
     for (NamedAttribute bound : dict) {
       auto range = llvm::dyn_cast<DenseI64ArrayAttr>(bound.getValue());
-      if (!range || range.size() != 2 || range[0] < 1 || range[0] > range[1])
+      if (!range || range.size() < 1 || range.size() > 2 || range[0] < 1 ||
+          (range.size() == 2 && range[0] > range[1]))
         return op->emitOpError() << "'tc.dim_bounds' entry '" << bound.getName().getValue()
-                                 << "' must be array<i64: min, max> with 1 <= min <= max";
+                                 << "' must be array<i64: min> or array<i64: min, max> with 1 <= "
+                                    "min <= max";
     }
     return success();
   }
@@ -110,6 +112,11 @@ LogicalResult TCDialect::verifyOperationAttribute(Operation *op, NamedAttribute 
   }
   if (name == "tc.name")
     return verifyValueAttr(op, attr, {});
+  if (name == "tc.literal") {
+    if (!llvm::isa<UnitAttr>(attr.getValue()) || op->getName().getStringRef() != "tc.constant")
+      return op->emitOpError() << "'tc.literal' is a unit attribute of tc.constant";
+    return success();
+  }
   return op->emitOpError() << "unknown tc attribute '" << name << "'";
 }
 

@@ -1,0 +1,105 @@
+// A dataflow graph as graph files (docs/graph-format.md) and the tracing API
+// describe it, before it becomes tc IR. MLIR-free: the interpreter and the
+// tracer work on it directly.
+#pragma once
+
+#include "ir/core/Attr.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorc {
+
+inline constexpr int kGraphFormatVersion = 1;
+
+struct DimBound {
+  int64_t min = 1;
+  std::optional<int64_t> max;
+  bool operator==(const DimBound &o) const { return min == o.min && max == o.max; }
+};
+
+struct Mesh {
+  std::string name;
+  std::vector<std::string> axes;
+  std::vector<int64_t> sizes;
+  bool operator==(const Mesh &o) const {
+    return name == o.name && axes == o.axes && sizes == o.sizes;
+  }
+};
+
+// Per tensor dim, the mesh axes it is split over (Shardy style).
+struct Sharding {
+  std::string mesh;
+  std::vector<std::vector<std::string>> dims;
+  bool operator==(const Sharding &o) const { return mesh == o.mesh && dims == o.dims; }
+};
+
+struct GraphInput {
+  std::string name;
+  TensorSpec spec;
+  bool trainable = false;
+  std::optional<Sharding> sharding;
+  bool operator==(const GraphInput &o) const {
+    return name == o.name && spec == o.spec && trainable == o.trainable && sharding == o.sharding;
+  }
+};
+
+// A scalar literal written in place of a tensor argument (`["x", 0.5]`).
+struct Literal {
+  enum class Kind { Int, Float, Bool } kind = Kind::Float;
+  double floatValue = 0;
+  int64_t intValue = 0;
+  std::optional<DType> dtype; // explicit `{"literal": v, "dtype": d}`
+  bool operator==(const Literal &o) const {
+    return kind == o.kind && floatValue == o.floatValue && intValue == o.intValue &&
+           dtype == o.dtype;
+  }
+};
+
+struct Arg {
+  enum class Kind { Absent, Value, Literal } kind = Kind::Absent;
+  std::string value; // "x", "h", "h:1"
+  tensorc::Literal literal;
+  static Arg absent() { return {}; }
+  static Arg ref(std::string v) { return {Kind::Value, std::move(v), {}}; }
+  static Arg lit(tensorc::Literal l) { return {Kind::Literal, {}, l}; }
+  bool operator==(const Arg &o) const {
+    return kind == o.kind && value == o.value && literal == o.literal;
+  }
+};
+
+struct Node {
+  std::string name;
+  std::string op;
+  std::vector<Arg> args;
+  AttrMap attrs;
+  std::optional<Sharding> sharding;
+  bool operator==(const Node &o) const {
+    return name == o.name && op == o.op && args == o.args && attrs == o.attrs &&
+           sharding == o.sharding;
+  }
+};
+
+struct Graph {
+  std::string name = "main";
+  std::map<std::string, DimBound> dims;
+  std::vector<Mesh> meshes;
+  std::vector<GraphInput> inputs;
+  std::vector<Node> nodes;
+  std::vector<std::string> outputs; // value references
+  bool operator==(const Graph &o) const {
+    return name == o.name && dims == o.dims && meshes == o.meshes && inputs == o.inputs &&
+           nodes == o.nodes && outputs == o.outputs;
+  }
+};
+
+// A value reference split into its producer and result index: "h:1" -> (h, 1).
+struct ValueRef {
+  std::string producer;
+  int index = 0;
+};
+ValueRef parseValueRef(const std::string &ref);
+
+} // namespace tensorc

@@ -1,0 +1,241 @@
+#include "compiler/graph/GraphAnalysis.h"
+
+#include "ir/core/Error.h"
+
+#include <algorithm>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+namespace tensorc {
+
+ValueRef parseValueRef(const std::string &ref) {
+  size_t colon = ref.rfind(':');
+  if (colon == std::string::npos)
+    return {ref, 0};
+  std::string digits = ref.substr(colon + 1);
+  if (digits.empty() || digits.size() > 6 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return {ref, -1};
+  return {ref.substr(0, colon), std::stoi(digits)};
+}
+
+DType literalDType(const Literal &literal, const std::vector<std::optional<TensorSpec>> &argTypes) {
+  if (literal.dtype)
+    return *literal.dtype;
+  const TensorSpec *firstTensor = nullptr;
+  for (const auto &t : argTypes) {
+    if (!t)
+      continue;
+    if (!isBool(t->dtype))
+      return t->dtype;
+    if (!firstTensor)
+      firstTensor = &*t;
+  }
+  if (firstTensor)
+    return firstTensor->dtype;
+  switch (literal.kind) {
+  case Literal::Kind::Int: return DType::I64;
+  case Literal::Kind::Float: return DType::F32;
+  case Literal::Kind::Bool: return DType::I1;
+  }
+  return DType::F32;
+}
+
+namespace {
+
+bool isValidName(const std::string &name) {
+  return !name.empty() && name.size() <= 256 && name.find(':') == std::string::npos &&
+         name.find_first_of("\"\\\n\t") == std::string::npos;
+}
+
+void checkInputShape(const GraphInput &in, const std::string &where) {
+  for (const Dim &d : in.spec.shape)
+    check(!d.isStatic() || d.value() >= 1,
+          where + ": input \"" + in.name + "\": dim " + d.str() + " must be positive");
+  try {
+    Dim n = numElements(in.spec.shape);
+    check(!n.isStatic() || n.value() <= kMaxElements,
+          "shape " + shapeStr(in.spec.shape) + " has more than 2^40 elements");
+    check(n.coefficient() <= kMaxElements,
+          "shape " + shapeStr(in.spec.shape) + " is too large");
+  } catch (const Error &e) {
+    fail(where + ": input \"" + in.name + "\": " + e.what());
+  }
+}
+
+// Kahn's algorithm, preferring file order, so a sorted file keeps its order.
+std::vector<size_t> topologicalOrder(const Graph &g, const std::string &where) {
+  std::unordered_map<std::string, size_t> nodeIndex;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    nodeIndex.emplace(g.nodes[i].name, i);
+  std::vector<std::vector<size_t>> users(g.nodes.size());
+  std::vector<size_t> pending(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const Arg &a : g.nodes[i].args) {
+      if (a.kind != Arg::Kind::Value)
+        continue;
+      auto it = nodeIndex.find(parseValueRef(a.value).producer);
+      if (it == nodeIndex.end())
+        continue; // an input, or undefined (reported when typing)
+      users[it->second].push_back(i);
+      ++pending[i];
+    }
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (pending[i] == 0)
+      ready.push(i);
+  std::vector<size_t> order;
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--pending[u] == 0)
+        ready.push(u);
+  }
+  if (order.size() == g.nodes.size())
+    return order;
+  // Walk back along unfinished producers until a node repeats: that is a cycle.
+  size_t start = 0;
+  while (pending[start] == 0)
+    ++start;
+  std::vector<size_t> path{start};
+  std::set<size_t> onPath{start};
+  while (true) {
+    size_t cur = path.back(), next = cur;
+    for (const Arg &a : g.nodes[cur].args) {
+      if (a.kind != Arg::Kind::Value)
+        continue;
+      auto it = nodeIndex.find(parseValueRef(a.value).producer);
+      if (it != nodeIndex.end() && pending[it->second] > 0) {
+        next = it->second;
+        break;
+      }
+    }
+    if (onPath.count(next)) {
+      std::string cycle;
+      auto from = std::find(path.begin(), path.end(), next);
+      for (auto it = from; it != path.end(); ++it)
+        cycle = "\"" + g.nodes[*it].name + "\"" + (cycle.empty() ? "" : " -> ") + cycle;
+      fail(where + ": the graph has a cycle: " + cycle + " -> \"" + g.nodes[next].name + "\"");
+    }
+    path.push_back(next);
+    onPath.insert(next);
+  }
+}
+
+} // namespace
+
+GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
+  GraphAnalysis result;
+  std::set<std::string> names;
+  for (const auto &[symbol, bound] : g.dims) {
+    check(Dim::isValidSymbolName(symbol), where + ": dims: \"" + symbol + "\" is not a valid symbol name");
+    check(bound.min >= 1 && (!bound.max || *bound.max >= bound.min),
+          where + ": dims: \"" + symbol + "\" needs 1 <= min <= max");
+  }
+  std::set<std::string> meshNames;
+  for (const Mesh &m : g.meshes) {
+    check(isValidName(m.name) && meshNames.insert(m.name).second,
+          where + ": mesh \"" + m.name + "\" is defined twice or badly named");
+    check(m.axes.size() == m.sizes.size() && !m.axes.empty(),
+          where + ": mesh \"" + m.name + "\": axes and sizes must be non-empty and of equal length");
+    std::set<std::string> axes(m.axes.begin(), m.axes.end());
+    check(axes.size() == m.axes.size(), where + ": mesh \"" + m.name + "\" repeats an axis");
+    for (int64_t s : m.sizes)
+      check(s >= 1 && s <= (1 << 20), where + ": mesh \"" + m.name + "\" has an axis size out of range");
+  }
+  for (const GraphInput &in : g.inputs) {
+    check(isValidName(in.name), where + ": input name \"" + in.name + "\" is not valid (empty, or contains ':')");
+    check(names.insert(in.name).second, where + ": input \"" + in.name + "\" is defined twice");
+    checkInputShape(in, where);
+    result.values.emplace(in.name, in.spec);
+  }
+  for (const Node &n : g.nodes) {
+    check(isValidName(n.name), where + ": node name \"" + n.name + "\" is not valid (empty, or contains ':')");
+    check(names.insert(n.name).second, where + ": node \"" + n.name + "\": the name is already defined");
+  }
+
+  for (size_t index : topologicalOrder(g, where)) {
+    const Node &n = g.nodes[index];
+    std::string prefix = where + ": node \"" + n.name + "\" (" + n.op + "): ";
+    TypedNode typed;
+    typed.node = &n;
+    typed.schema = findOpSchema(n.op);
+    check(typed.schema != nullptr, where + ": node \"" + n.name + "\": unknown op '" + n.op + "'");
+    const OpSchema &op = *typed.schema;
+    try {
+      // Arity.
+      if (op.hasVariadicOperands()) {
+        check(!n.args.empty(), "expects at least one argument");
+      } else {
+        std::string expected;
+        for (const OperandDef &o : op.operands)
+          expected += (expected.empty() ? "" : ", ") + o.name + (o.arity == Arity::Optional ? "?" : "");
+        check(n.args.size() <= op.operands.size(),
+              "expects " + std::to_string(op.operands.size()) + " arguments (" + expected + "), got " +
+                  std::to_string(n.args.size()));
+        for (size_t i = 0; i < op.operands.size(); ++i)
+          check(op.operands[i].arity == Arity::Optional ||
+                    (i < n.args.size() && n.args[i].kind != Arg::Kind::Absent),
+                "argument " + std::to_string(i) + " (" + op.operands[i].name + ") is required; expects (" +
+                    expected + ")");
+      }
+      // Types of value arguments first; literals then take theirs from them.
+      size_t slots = op.hasVariadicOperands() ? n.args.size() : op.operands.size();
+      typed.argTypes.assign(slots, std::nullopt);
+      for (size_t i = 0; i < n.args.size(); ++i) {
+        const Arg &a = n.args[i];
+        if (a.kind != Arg::Kind::Value)
+          continue;
+        ValueRef ref = parseValueRef(a.value);
+        auto it = result.values.find(a.value);
+        if (it == result.values.end()) {
+          check(names.count(ref.producer) == 0 || ref.index < 0,
+                "argument \"" + a.value + "\" names a result that node \"" + ref.producer +
+                    "\" does not have");
+          fail("argument \"" + a.value + "\" is not defined");
+        }
+        typed.argTypes[i] = it->second;
+      }
+      for (size_t i = 0; i < n.args.size(); ++i) {
+        const Arg &a = n.args[i];
+        if (a.kind != Arg::Kind::Literal)
+          continue;
+        DType d = literalDType(a.literal, typed.argTypes);
+        if (isInteger(d) && a.literal.kind == Literal::Kind::Float)
+          check(a.literal.floatValue == double(int64_t(a.literal.floatValue)),
+                "literal " + attrStr(Attr(a.literal.floatValue)) + " is not an integer for dtype " +
+                    std::string(dtypeName(d)));
+        typed.argTypes[i] = TensorSpec{d, {}};
+      }
+      std::vector<OperandRef> operands;
+      for (size_t i = 0; i < typed.argTypes.size(); ++i) {
+        std::string name = i < n.args.size() && n.args[i].kind == Arg::Kind::Value
+                               ? n.args[i].value
+                               : op.operands[std::min(i, op.operands.size() - 1)].name;
+        operands.push_back({typed.argTypes[i], name});
+      }
+      typed.attrs = completeAttrs(op, n.attrs);
+      typed.results = inferResultTypes(op, operands, typed.attrs);
+    } catch (const Error &e) {
+      fail(prefix + e.what());
+    }
+    for (size_t r = 0; r < typed.results.size(); ++r) {
+      result.values[n.name + ":" + std::to_string(r)] = typed.results[r];
+      if (r == 0)
+        result.values[n.name] = typed.results[r];
+    }
+    result.nodes.push_back(std::move(typed));
+  }
+  check(!g.outputs.empty(), where + ": the graph has no outputs");
+  for (const std::string &out : g.outputs) {
+    auto it = result.values.find(out);
+    check(it != result.values.end(), where + ": output \"" + out + "\" is not defined");
+    result.outputs.push_back(it->second);
+  }
+  return result;
+}
+
+} // namespace tensorc

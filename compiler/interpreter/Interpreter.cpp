@@ -1,0 +1,185 @@
+#include "compiler/interpreter/Interpreter.h"
+
+#include "compiler/interpreter/Kernels.h"
+#include "ir/core/Error.h"
+
+namespace tensorc {
+
+namespace interp {
+
+std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> coords(shape.size());
+  for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
+    coords[i] = shape[i] == 0 ? 0 : linear % shape[i];
+    linear = shape[i] == 0 ? 0 : linear / shape[i];
+  }
+  return coords;
+}
+
+int64_t broadcastOffset(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape) {
+  size_t lead = coords.size() - shape.size();
+  int64_t offset = 0;
+  for (size_t i = 0; i < shape.size(); ++i)
+    offset = offset * shape[i] + (shape[i] == 1 ? 0 : coords[lead + i]);
+  return offset;
+}
+
+int64_t product(const std::vector<int64_t> &dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i)
+    p *= dims[i];
+  return p;
+}
+
+static const KernelTable &kernels() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    addElementwiseKernels(t);
+    addReductionKernels(t);
+    addLinalgKernels(t);
+    addNNKernels(t);
+    addShapeKernels(t);
+    addCreationKernels(t);
+    return t;
+  }();
+  return table;
+}
+
+} // namespace interp
+
+bool interpreterSupports(const std::string &op) { return interp::kernels().count(op) != 0; }
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k[0] += kW0;
+      k[1] += kW1;
+    }
+    uint64_t p0 = uint64_t(kM0) * c[0], p1 = uint64_t(kM1) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k[1],
+         uint32_t(p0)};
+  }
+  return c;
+}
+
+std::vector<int64_t> concreteShape(const Shape &shape, const std::map<std::string, int64_t> &bindings) {
+  std::vector<int64_t> out;
+  for (const Dim &d : shape) {
+    std::optional<int64_t> v = d.evaluate(bindings);
+    if (!v) {
+      std::string missing;
+      for (const std::string &s : d.symbols())
+        if (!bindings.count(s))
+          missing = s;
+      fail("symbol " + missing + " cannot be bound: no input has it as a plain dim");
+    }
+    out.push_back(*v);
+  }
+  return out;
+}
+
+static std::map<std::string, int64_t> bindSymbols(const Graph &g,
+                                                  const std::map<std::string, HostTensor> &inputs) {
+  std::map<std::string, int64_t> bindings;
+  for (const GraphInput &in : g.inputs) {
+    auto it = inputs.find(in.name);
+    check(it != inputs.end(), "input \"" + in.name + "\" is missing");
+    const HostTensor &t = it->second;
+    check(t.dtype() == in.spec.dtype, "input \"" + in.name + "\" has dtype " +
+                                          std::string(dtypeName(t.dtype())) + " but the graph expects " +
+                                          std::string(dtypeName(in.spec.dtype)));
+    check(t.rank() == in.spec.rank(), "input \"" + in.name + "\" has shape " + t.shapeStr() +
+                                          " but the graph expects " + shapeStr(in.spec.shape));
+    for (size_t i = 0; i < in.spec.shape.size(); ++i) {
+      const Dim &d = in.spec.shape[i];
+      if (!d.isPlainSymbol())
+        continue;
+      const std::string &s = d.symbols()[0];
+      auto [pos, inserted] = bindings.emplace(s, t.shape()[i]);
+      check(inserted || pos->second == t.shape()[i],
+            "input \"" + in.name + "\" dim " + std::to_string(i) + " binds " + s + " = " +
+                std::to_string(t.shape()[i]) + " but an earlier input bound " + s + " = " +
+                std::to_string(pos->second));
+    }
+  }
+  for (const auto &[symbol, value] : bindings) {
+    auto bound = g.dims.find(symbol);
+    check(value >= 1, "symbol " + symbol + " = " + std::to_string(value) + " must be >= 1");
+    if (bound != g.dims.end())
+      check(value >= bound->second.min && (!bound->second.max || value <= *bound->second.max),
+            "symbol " + symbol + " = " + std::to_string(value) + " is outside its bounds [" +
+                std::to_string(bound->second.min) + ", " +
+                (bound->second.max ? std::to_string(*bound->second.max) : "inf") + "]");
+  }
+  for (const GraphInput &in : g.inputs) {
+    const HostTensor &t = inputs.at(in.name);
+    std::vector<int64_t> expected = concreteShape(in.spec.shape, bindings);
+    check(expected == t.shape(), "input \"" + in.name + "\" has shape " + t.shapeStr() +
+                                     " but the graph expects " + shapeStr(in.spec.shape));
+  }
+  for (const auto &[name, tensor] : inputs) {
+    bool known = false;
+    for (const GraphInput &in : g.inputs)
+      known |= in.name == name;
+    check(known, "\"" + name + "\" is not an input of the graph");
+  }
+  return bindings;
+}
+
+InterpreterResult interpret(const Graph &g, const GraphAnalysis &analysis,
+                            const std::map<std::string, HostTensor> &inputs) {
+  InterpreterResult result;
+  result.bindings = bindSymbols(g, inputs);
+  std::map<std::string, HostTensor> values(inputs.begin(), inputs.end());
+  auto lookup = [&](const std::string &ref) -> const HostTensor & {
+    auto it = values.find(ref);
+    if (it == values.end())
+      it = values.find(ref + ":0");
+    return it->second;
+  };
+  for (const TypedNode &typed : analysis.nodes) {
+    const Node &n = *typed.node;
+    try {
+      std::vector<HostTensor> literals;
+      literals.reserve(n.args.size());
+      interp::OpCall call{typed, {}, {}, {}};
+      for (size_t i = 0; i < typed.argTypes.size(); ++i) {
+        const Arg arg = i < n.args.size() ? n.args[i] : Arg::absent();
+        if (arg.kind == Arg::Kind::Absent) {
+          call.args.push_back(nullptr);
+        } else if (arg.kind == Arg::Kind::Value) {
+          call.args.push_back(&lookup(arg.value));
+        } else {
+          HostTensor t(typed.argTypes[i]->dtype, {});
+          if (arg.literal.kind == Literal::Kind::Float)
+            t.setF(0, arg.literal.floatValue);
+          else
+            t.setI(0, arg.literal.intValue);
+          literals.push_back(std::move(t));
+          call.args.push_back(&literals.back());
+        }
+      }
+      for (const TensorSpec &r : typed.results) {
+        call.resultShapes.push_back(concreteShape(r.shape, result.bindings));
+        call.resultDTypes.push_back(r.dtype);
+      }
+      auto kernel = interp::kernels().find(n.op);
+      check(kernel != interp::kernels().end(), "the interpreter has no kernel for this op");
+      std::vector<HostTensor> outs = kernel->second(call);
+      check(outs.size() == typed.results.size(), "kernel produced the wrong number of results");
+      for (size_t r = 0; r < outs.size(); ++r) {
+        check(outs[r].shape() == call.resultShapes[r] && outs[r].dtype() == call.resultDTypes[r],
+              "kernel result " + std::to_string(r) + " has the wrong type");
+        values[n.name + ":" + std::to_string(r)] = std::move(outs[r]);
+      }
+    } catch (const Error &e) {
+      fail("node \"" + n.name + "\" (" + n.op + "): " + e.what());
+    }
+  }
+  for (const std::string &out : g.outputs)
+    result.outputs.push_back(lookup(out));
+  return result;
+}
+
+} // namespace tensorc

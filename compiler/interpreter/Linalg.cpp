@@ -1,0 +1,136 @@
+// matmul, conv2d and 2-D pooling as direct loops with f64/i64 accumulation.
+#include "compiler/interpreter/Kernels.h"
+
+#include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
+
+#include <cmath>
+
+namespace tensorc::interp {
+namespace {
+
+std::vector<HostTensor> matmul(const OpCall &c) {
+  const HostTensor &a = c.arg(0), &b = c.arg(1);
+  std::vector<int64_t> as = a.shape(), bs = b.shape();
+  bool aVector = as.size() == 1, bVector = bs.size() == 1;
+  if (aVector)
+    as.insert(as.begin(), 1);
+  if (bVector)
+    bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  std::vector<int64_t> aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  HostTensor out = c.result();
+  // Batch shape = the result's shape minus M and N where present.
+  std::vector<int64_t> batch = out.shape();
+  if (!bVector)
+    batch.pop_back();
+  if (!aVector)
+    batch.pop_back();
+  int64_t batches = product(batch, 0, batch.size());
+  bool floats = isFloat(a.dtype());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    std::vector<int64_t> coords = unravel(bi, batch);
+    int64_t aBase = broadcastOffset(coords, aBatch) * M * K;
+    int64_t bBase = broadcastOffset(coords, bBatch) * K * N;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        int64_t o = (bi * M + i) * N + j;
+        if (floats) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += a.getF(aBase + i * K + k) * b.getF(bBase + k * N + j);
+          out.setF(o, acc);
+        } else {
+          uint64_t acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += uint64_t(a.getI(aBase + i * K + k)) * uint64_t(b.getI(bBase + k * N + j));
+          out.setI(o, int64_t(acc));
+        }
+      }
+  }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> conv2d(const OpCall &c) {
+  const HostTensor &x = c.arg(0), &w = c.arg(1);
+  const AttrMap &a = c.attrs();
+  std::vector<int64_t> stride = getInts(a, "stride"), pad = getInts(a, "padding"),
+                       dil = getInts(a, "dilation");
+  int64_t groups = getInt(a, "groups");
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  int64_t O = w.shape()[0], Cg = w.shape()[1], KH = w.shape()[2], KW = w.shape()[3];
+  HostTensor out = c.result();
+  int64_t HO = out.shape()[2], WO = out.shape()[3], Og = O / groups;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o) {
+      int64_t g = o / Og;
+      for (int64_t oy = 0; oy < HO; ++oy)
+        for (int64_t ox = 0; ox < WO; ++ox) {
+          double acc = c.has(2) ? c.arg(2).getF(o) : 0.0;
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t iy = oy * stride[0] - pad[0] + ky * dil[0];
+                int64_t ix = ox * stride[1] - pad[1] + kx * dil[1];
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                  continue;
+                int64_t cin = g * Cg + ci;
+                acc += x.getF(((n * C + cin) * H + iy) * W + ix) *
+                       w.getF(((o * Cg + ci) * KH + ky) * KW + kx);
+              }
+          out.setF(((n * O + o) * HO + oy) * WO + ox, acc);
+        }
+    }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> pool(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  const AttrMap &a = c.attrs();
+  bool isMax = c.node.node->op == "max_pool2d";
+  std::vector<int64_t> k = getInts(a, "kernel_size"), stride = poolStride(a),
+                       pad = getInts(a, "padding");
+  std::vector<int64_t> dil = isMax ? getInts(a, "dilation") : std::vector<int64_t>{1, 1};
+  bool includePad = !isMax && getBool(a, "count_include_pad");
+  int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  HostTensor out = c.result();
+  int64_t HO = out.shape()[2], WO = out.shape()[3];
+  for (int64_t nc = 0; nc < N * C; ++nc)
+    for (int64_t oy = 0; oy < HO; ++oy)
+      for (int64_t ox = 0; ox < WO; ++ox) {
+        int64_t y0 = oy * stride[0] - pad[0], x0 = ox * stride[1] - pad[1];
+        double acc = isMax ? -INFINITY : 0.0;
+        int64_t count = 0;
+        for (int64_t ky = 0; ky < k[0]; ++ky)
+          for (int64_t kx = 0; kx < k[1]; ++kx) {
+            int64_t iy = y0 + ky * dil[0], ix = x0 + kx * dil[1];
+            if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+              continue;
+            double v = x.getF((nc * H + iy) * W + ix);
+            if (isMax)
+              acc = (std::isnan(v) || std::isnan(acc)) ? NAN : std::max(acc, v);
+            else
+              acc += v;
+            ++count;
+          }
+        if (!isMax) {
+          // PyTorch's divisor: the window clipped to the padded input, or
+          // only its in-bounds part without count_include_pad.
+          int64_t y1 = std::min(y0 + k[0], H + pad[0]), x1 = std::min(x0 + k[1], W + pad[1]);
+          int64_t padded = (y1 - y0) * (x1 - x0);
+          acc /= double(includePad ? padded : count);
+        }
+        out.setF((nc * HO + oy) * WO + ox, acc);
+      }
+  return {std::move(out)};
+}
+
+} // namespace
+
+void addLinalgKernels(KernelTable &t) {
+  t["matmul"] = matmul;
+  t["conv2d"] = conv2d;
+  t["max_pool2d"] = t["avg_pool2d"] = pool;
+}
+
+} // namespace tensorc::interp

@@ -1,0 +1,269 @@
+// Neural-network ops, each written out from its definition in docs/ops.md.
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/interpreter/Kernels.h"
+
+#include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tensorc::interp {
+namespace {
+
+// A tensor viewed as (outer, n, inner) around `axis`.
+struct AxisView {
+  int64_t outer, n, inner;
+  AxisView(const std::vector<int64_t> &shape, int64_t axis)
+      : outer(product(shape, 0, axis)), n(shape[axis]), inner(product(shape, axis + 1, shape.size())) {}
+  int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
+};
+
+std::vector<HostTensor> softmax(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  bool log = c.node.node->op == "log_softmax";
+  AxisView v(x.shape(), normalizeAxis(getInt(c.attrs(), "axis"), x.rank()));
+  HostTensor out = c.result();
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      double m = -INFINITY;
+      for (int64_t k = 0; k < v.n; ++k)
+        m = std::max(m, x.getF(v.at(o, k, i)));
+      double sum = 0;
+      for (int64_t k = 0; k < v.n; ++k)
+        sum += std::exp(x.getF(v.at(o, k, i)) - m);
+      for (int64_t k = 0; k < v.n; ++k) {
+        double z = x.getF(v.at(o, k, i)) - m;
+        out.setF(v.at(o, k, i), log ? z - std::log(sum) : std::exp(z) / sum);
+      }
+    }
+  return {std::move(out)};
+}
+
+double machineEpsilon(DType d) {
+  switch (d) {
+  case DType::F64: return std::numeric_limits<double>::epsilon();
+  case DType::F16: return 0.0009765625;  // 2^-10
+  case DType::BF16: return 0.0078125;    // 2^-7
+  default: return std::numeric_limits<float>::epsilon();
+  }
+}
+
+// layer_norm and rms_norm: normalize each row of (outer, n) where n spans the
+// trailing axes from `axis`.
+std::vector<HostTensor> norm(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  bool rms = c.node.node->op == "rms_norm";
+  int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
+  int64_t n = product(x.shape(), axis, x.shape().size());
+  int64_t outer = n == 0 ? 0 : x.numel() / n;
+  double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : machineEpsilon(x.dtype());
+  HostTensor out = c.result();
+  for (int64_t o = 0; o < outer; ++o) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < n; ++j)
+      mean += x.getF(o * n + j);
+    mean /= double(n);
+    for (int64_t j = 0; j < n; ++j) {
+      double v = x.getF(o * n + j);
+      var += rms ? v * v : (v - mean) * (v - mean);
+    }
+    var /= double(n);
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      double y = ((rms ? x.getF(o * n + j) : x.getF(o * n + j) - mean)) * inv;
+      if (c.has(1))
+        y *= c.arg(1).getF(j);
+      if (!rms && c.has(2))
+        y += c.arg(2).getF(j);
+      out.setF(o * n + j, y);
+    }
+  }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> crossEntropy(const OpCall &c) {
+  const HostTensor &logits = c.arg(0), &target = c.arg(1);
+  const std::string &reduction = getEnum(c.attrs(), "reduction");
+  int64_t ignore = getInt(c.attrs(), "ignore_index");
+  double smoothing = getFloat(c.attrs(), "label_smoothing");
+  // logits (N, C, rest...) -> (N, C, inner); (C) -> (1, C, 1).
+  int64_t classAxis = logits.rank() >= 2 ? 1 : 0;
+  AxisView v(logits.shape(), classAxis);
+  int64_t C = v.n;
+  HostTensor losses(logits.dtype(), {v.outer * v.inner});
+  double total = 0;
+  int64_t counted = 0;
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      int64_t t = o * v.inner + i;
+      int64_t y = target.getI(t);
+      if (y == ignore) {
+        losses.setF(t, 0.0);
+        continue;
+      }
+      check(y >= 0 && y < C, "target " + std::to_string(y) + " is outside the classes [0, " +
+                                 std::to_string(C) + ")");
+      double m = -INFINITY;
+      for (int64_t k = 0; k < C; ++k)
+        m = std::max(m, logits.getF(v.at(o, k, i)));
+      double sum = 0;
+      for (int64_t k = 0; k < C; ++k)
+        sum += std::exp(logits.getF(v.at(o, k, i)) - m);
+      double logZ = m + std::log(sum);
+      double nll = logZ - logits.getF(v.at(o, y, i));
+      double smooth = 0;
+      for (int64_t k = 0; k < C; ++k)
+        smooth += logZ - logits.getF(v.at(o, k, i));
+      double loss = (1 - smoothing) * nll + smoothing / double(C) * smooth;
+      losses.setF(t, loss);
+      total += loss;
+      ++counted;
+    }
+  HostTensor out = c.result();
+  if (reduction == "none") {
+    for (int64_t t = 0; t < losses.numel(); ++t)
+      out.setF(t, losses.getF(t));
+  } else {
+    out.setF(0, reduction == "sum" ? total : total / double(counted));
+  }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> embedding(const OpCall &c) {
+  const HostTensor &idx = c.arg(0), &w = c.arg(1);
+  int64_t V = w.shape()[0], D = w.shape()[1];
+  HostTensor out = c.result();
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t row = idx.getI(i);
+    check(row >= 0 && row < V, "index " + std::to_string(row) + " is outside the table's rows [0, " +
+                                   std::to_string(V) + ")");
+    for (int64_t d = 0; d < D; ++d)
+      out.setF(i * D + d, w.getF(row * D + d));
+  }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> dropout(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  uint64_t seed = uint64_t(c.arg(1).getI(0));
+  double p = getFloat(c.attrs(), "p");
+  uint32_t stream = uint32_t(getInt(c.attrs(), "stream"));
+  HostTensor out = c.result();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    std::array<uint32_t, 4> r = philox4x32({uint32_t(i), uint32_t(uint64_t(i) >> 32), stream, 0},
+                                           {uint32_t(seed), uint32_t(seed >> 32)});
+    double u = double(r[0] >> 8) * (1.0 / 16777216.0);
+    out.setF(i, p < 1 && u >= p ? x.getF(i) / (1 - p) : 0.0);
+  }
+  return {std::move(out)};
+}
+
+std::vector<HostTensor> batchNorm(const OpCall &c) {
+  const HostTensor &x = c.arg(0), &rm = c.arg(1), &rv = c.arg(2);
+  bool training = getBool(c.attrs(), "training");
+  double momentum = getFloat(c.attrs(), "momentum"), eps = getFloat(c.attrs(), "eps");
+  AxisView v(x.shape(), 1);
+  int64_t C = v.n, count = v.outer * v.inner;
+  HostTensor y = c.result(0), newMean = c.result(1), newVar = c.result(2);
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double mean = rm.getF(ch), var = rv.getF(ch);
+    if (training) {
+      check(count > 1, "training needs more than one value per channel");
+      double sum = 0, sq = 0;
+      for (int64_t o = 0; o < v.outer; ++o)
+        for (int64_t i = 0; i < v.inner; ++i)
+          sum += x.getF(v.at(o, ch, i));
+      mean = sum / double(count);
+      for (int64_t o = 0; o < v.outer; ++o)
+        for (int64_t i = 0; i < v.inner; ++i) {
+          double d = x.getF(v.at(o, ch, i)) - mean;
+          sq += d * d;
+        }
+      var = sq / double(count);
+      newMean.setF(ch, (1 - momentum) * rm.getF(ch) + momentum * mean);
+      newVar.setF(ch, (1 - momentum) * rv.getF(ch) + momentum * sq / double(count - 1));
+    } else {
+      newMean.setF(ch, mean);
+      newVar.setF(ch, var);
+    }
+    double inv = 1.0 / std::sqrt(var + eps);
+    double scale = c.has(3) ? c.arg(3).getF(ch) : 1.0, shift = c.has(4) ? c.arg(4).getF(ch) : 0.0;
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i)
+        y.setF(v.at(o, ch, i), (x.getF(v.at(o, ch, i)) - mean) * inv * scale + shift);
+  }
+  return {std::move(y), std::move(newMean), std::move(newVar)};
+}
+
+std::vector<HostTensor> attention(const OpCall &c) {
+  const HostTensor &q = c.arg(0), &k = c.arg(1), &v = c.arg(2);
+  const HostTensor *mask = c.has(3) ? &c.arg(3) : nullptr;
+  int64_t L = q.shape()[q.rank() - 2], E = q.shape().back();
+  int64_t S = k.shape()[k.rank() - 2], Ev = v.shape().back();
+  double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
+  bool causal = getBool(c.attrs(), "is_causal");
+  HostTensor out = c.result();
+  std::vector<int64_t> batch(out.shape().begin(), out.shape().end() - 2);
+  auto batchOf = [](const std::vector<int64_t> &s) { return std::vector<int64_t>(s.begin(), s.end() - 2); };
+  std::vector<int64_t> scoreShape = batch;
+  scoreShape.push_back(L);
+  scoreShape.push_back(S);
+  int64_t batches = product(batch, 0, batch.size());
+  std::vector<double> scores(S);
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> coords = unravel(b, batch);
+    int64_t qb = broadcastOffset(coords, batchOf(q.shape())) * L * E;
+    int64_t kb = broadcastOffset(coords, batchOf(k.shape())) * S * E;
+    int64_t vb = broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
+    for (int64_t i = 0; i < L; ++i) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < S; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < E; ++e)
+          s += q.getF(qb + i * E + e) * k.getF(kb + j * E + e);
+        s *= scale;
+        if (causal && j > i)
+          s = -INFINITY;
+        if (mask) {
+          std::vector<int64_t> sc = coords;
+          sc.push_back(i);
+          sc.push_back(j);
+          int64_t mi = broadcastOffset(sc, mask->shape());
+          if (isBool(mask->dtype()))
+            s = mask->getI(mi) ? s : -INFINITY;
+          else
+            s += mask->getF(mi);
+        }
+        scores[j] = s;
+        m = std::max(m, s);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        scores[j] = std::exp(scores[j] - m); // a fully masked row: exp(nan) -> nan
+        sum += scores[j];
+      }
+      for (int64_t e = 0; e < Ev; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; ++j)
+          acc += scores[j] / sum * v.getF(vb + j * Ev + e);
+        out.setF((b * L + i) * Ev + e, acc);
+      }
+    }
+  }
+  return {std::move(out)};
+}
+
+} // namespace
+
+void addNNKernels(KernelTable &t) {
+  t["softmax"] = t["log_softmax"] = softmax;
+  t["layer_norm"] = t["rms_norm"] = norm;
+  t["cross_entropy"] = crossEntropy;
+  t["embedding"] = embedding;
+  t["dropout"] = dropout;
+  t["batch_norm"] = batchNorm;
+  t["scaled_dot_product_attention"] = attention;
+}
+
+} // namespace tensorc::interp
