@@ -1,6 +1,7 @@
 // tensorc-opt: MlirOptMain with the tc dialect and tensorc's passes, for lit
 // tests and for running single passes by hand.
 #include "ir/dialect/TCDialect.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -11,6 +12,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  tensorc::registerTensorcPipelines();
   mlir::DialectRegistry registry;
   registry.insert<tensorc::tc::TCDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "tensorc optimizer driver\n", registry));

@@ -1,0 +1,19 @@
+#include "passes/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tensorc {
+
+void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &) {
+  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(mlir::createCSEPass());
+}
+
+void registerTensorcPipelines() {
+  static mlir::PassPipelineRegistration<> simplify(
+      "tensorc-simplify-pipeline", "tensorc's target-independent cleanup",
+      [](mlir::OpPassManager &pm) { buildSimplifyPipeline(pm); });
+}
+
+} // namespace tensorc

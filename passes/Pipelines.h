@@ -1,0 +1,19 @@
+// Pipeline builders shared by the tensorc driver and tensorc-opt.
+#pragma once
+
+#include "mlir/Pass/PassManager.h"
+
+namespace tensorc {
+
+struct PipelineOptions {
+  // Grows with the passes issue (decomposition, autocast, fusion, memory).
+};
+
+// The target-independent cleanup every compile runs: canonicalization (the
+// tc folders) and CSE.
+void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
+
+// Registers the pipelines above with MLIR's command-line registry.
+void registerTensorcPipelines();
+
+} // namespace tensorc

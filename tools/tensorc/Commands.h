@@ -1,0 +1,20 @@
+// The tensorc CLI's subcommands. Each registers itself on the CLI11 app with
+// a callback; errors are thrown as tensorc::Error and reported once by main().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace tensorc::cli {
+
+void addVerifyCommand(CLI::App &app);
+void addCompileCommand(CLI::App &app);
+void addRunCommand(CLI::App &app);
+void addOpsCommand(CLI::App &app);
+
+// Writes `text` to `path` atomically: a temporary file renamed into place,
+// so a failed command never leaves partial output. "-" writes to stdout.
+void writeOutputFile(const std::string &path, const std::string &text);
+
+} // namespace tensorc::cli

@@ -1,0 +1,61 @@
+// tensorc: the command-line driver.
+#include "tools/tensorc/Commands.h"
+
+#include "compiler/graph/Graph.h"
+#include "ir/core/Error.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <unistd.h>
+
+namespace tensorc::cli {
+
+void writeOutputFile(const std::string &path, const std::string &text) {
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    check(bool(out), path + ": cannot write the file");
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      fail(path + ": writing failed (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(path + ": cannot move the finished file into place");
+  }
+}
+
+} // namespace tensorc::cli
+
+int main(int argc, char **argv) {
+  CLI::App app{"tensorc: a compiler for deep-learning graphs"};
+  app.set_version_flag("--version",
+                       std::string("tensorc 0.1.0 (graph format ") +
+                           std::to_string(tensorc::kGraphFormatVersion) + ", LLVM/MLIR 19)");
+  app.require_subcommand(1);
+  tensorc::cli::addVerifyCommand(app);
+  tensorc::cli::addCompileCommand(app);
+  tensorc::cli::addRunCommand(app);
+  tensorc::cli::addOpsCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  } catch (const tensorc::Error &e) {
+    std::cerr << "tensorc: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "tensorc: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
