@@ -127,6 +127,71 @@ std::vector<size_t> topologicalOrder(const Graph &g, const std::string &where) {
 
 } // namespace
 
+TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &values) {
+  TypedNode typed;
+  typed.node = &n;
+  typed.schema = findOpSchema(n.op);
+  check(typed.schema != nullptr, "unknown op '" + n.op + "'");
+  const OpSchema &op = *typed.schema;
+  // Arity.
+  if (op.hasVariadicOperands()) {
+    check(!n.args.empty(), "expects at least one argument");
+  } else {
+    std::string expected;
+    for (const OperandDef &o : op.operands)
+      expected += (expected.empty() ? "" : ", ") + o.name + (o.arity == Arity::Optional ? "?" : "");
+    check(n.args.size() <= op.operands.size(),
+          "expects " + std::to_string(op.operands.size()) + " arguments (" + expected + "), got " +
+              std::to_string(n.args.size()));
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      check(op.operands[i].arity == Arity::Optional ||
+                (i < n.args.size() && n.args[i].kind != Arg::Kind::Absent),
+            "argument " + std::to_string(i) + " (" + op.operands[i].name + ") is required; expects (" +
+                expected + ")");
+  }
+  if (op.hasVariadicOperands())
+    for (const Arg &a : n.args)
+      check(a.kind != Arg::Kind::Absent, "arguments of a variadic op cannot be null");
+  // Types of value arguments first; literals then take theirs from them.
+  size_t slots = op.hasVariadicOperands() ? n.args.size() : op.operands.size();
+  typed.argTypes.assign(slots, std::nullopt);
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    const Arg &a = n.args[i];
+    if (a.kind != Arg::Kind::Value)
+      continue;
+    auto it = values.find(a.value);
+    if (it == values.end()) {
+      ValueRef ref = parseValueRef(a.value);
+      check(ref.index < 0 || !values.count(ref.producer + ":0"),
+            "argument \"" + a.value + "\" names a result that node \"" + ref.producer +
+                "\" does not have");
+      fail("argument \"" + a.value + "\" is not defined");
+    }
+    typed.argTypes[i] = it->second;
+  }
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    const Arg &a = n.args[i];
+    if (a.kind != Arg::Kind::Literal)
+      continue;
+    DType d = literalDType(a.literal, typed.argTypes);
+    if (isInteger(d) && a.literal.kind == Literal::Kind::Float)
+      check(a.literal.floatValue == double(int64_t(a.literal.floatValue)),
+            "literal " + attrStr(Attr(a.literal.floatValue)) + " is not an integer for dtype " +
+                std::string(dtypeName(d)));
+    typed.argTypes[i] = TensorSpec{d, {}};
+  }
+  std::vector<OperandRef> operands;
+  for (size_t i = 0; i < typed.argTypes.size(); ++i) {
+    std::string name = i < n.args.size() && n.args[i].kind == Arg::Kind::Value
+                           ? n.args[i].value
+                           : op.operands[std::min(i, op.operands.size() - 1)].name;
+    operands.push_back({typed.argTypes[i], name});
+  }
+  typed.attrs = completeAttrs(op, n.attrs);
+  typed.results = inferResultTypes(op, operands, typed.attrs);
+  return typed;
+}
+
 GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
   GraphAnalysis result;
   std::set<std::string> names;
@@ -161,65 +226,11 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
     const Node &n = g.nodes[index];
     std::string prefix = where + ": node \"" + n.name + "\" (" + n.op + "): ";
     TypedNode typed;
-    typed.node = &n;
-    typed.schema = findOpSchema(n.op);
-    check(typed.schema != nullptr, where + ": node \"" + n.name + "\": unknown op '" + n.op + "'");
-    const OpSchema &op = *typed.schema;
     try {
-      // Arity.
-      if (op.hasVariadicOperands()) {
-        check(!n.args.empty(), "expects at least one argument");
-      } else {
-        std::string expected;
-        for (const OperandDef &o : op.operands)
-          expected += (expected.empty() ? "" : ", ") + o.name + (o.arity == Arity::Optional ? "?" : "");
-        check(n.args.size() <= op.operands.size(),
-              "expects " + std::to_string(op.operands.size()) + " arguments (" + expected + "), got " +
-                  std::to_string(n.args.size()));
-        for (size_t i = 0; i < op.operands.size(); ++i)
-          check(op.operands[i].arity == Arity::Optional ||
-                    (i < n.args.size() && n.args[i].kind != Arg::Kind::Absent),
-                "argument " + std::to_string(i) + " (" + op.operands[i].name + ") is required; expects (" +
-                    expected + ")");
-      }
-      // Types of value arguments first; literals then take theirs from them.
-      size_t slots = op.hasVariadicOperands() ? n.args.size() : op.operands.size();
-      typed.argTypes.assign(slots, std::nullopt);
-      for (size_t i = 0; i < n.args.size(); ++i) {
-        const Arg &a = n.args[i];
-        if (a.kind != Arg::Kind::Value)
-          continue;
-        ValueRef ref = parseValueRef(a.value);
-        auto it = result.values.find(a.value);
-        if (it == result.values.end()) {
-          check(names.count(ref.producer) == 0 || ref.index < 0,
-                "argument \"" + a.value + "\" names a result that node \"" + ref.producer +
-                    "\" does not have");
-          fail("argument \"" + a.value + "\" is not defined");
-        }
-        typed.argTypes[i] = it->second;
-      }
-      for (size_t i = 0; i < n.args.size(); ++i) {
-        const Arg &a = n.args[i];
-        if (a.kind != Arg::Kind::Literal)
-          continue;
-        DType d = literalDType(a.literal, typed.argTypes);
-        if (isInteger(d) && a.literal.kind == Literal::Kind::Float)
-          check(a.literal.floatValue == double(int64_t(a.literal.floatValue)),
-                "literal " + attrStr(Attr(a.literal.floatValue)) + " is not an integer for dtype " +
-                    std::string(dtypeName(d)));
-        typed.argTypes[i] = TensorSpec{d, {}};
-      }
-      std::vector<OperandRef> operands;
-      for (size_t i = 0; i < typed.argTypes.size(); ++i) {
-        std::string name = i < n.args.size() && n.args[i].kind == Arg::Kind::Value
-                               ? n.args[i].value
-                               : op.operands[std::min(i, op.operands.size() - 1)].name;
-        operands.push_back({typed.argTypes[i], name});
-      }
-      typed.attrs = completeAttrs(op, n.attrs);
-      typed.results = inferResultTypes(op, operands, typed.attrs);
+      typed = typeNode(n, result.values);
     } catch (const Error &e) {
+      if (!findOpSchema(n.op))
+        fail(where + ": node \"" + n.name + "\": " + e.what());
       fail(prefix + e.what());
     }
     for (size_t r = 0; r < typed.results.size(); ++r) {

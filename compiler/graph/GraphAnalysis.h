@@ -28,6 +28,10 @@ struct GraphAnalysis {
   std::vector<TensorSpec> outputs;
 };
 
+// Types one node against already-typed values (every reference form). Throws
+// Error with the bare problem; the caller says where.
+TypedNode typeNode(const Node &node, const std::map<std::string, TensorSpec> &values);
+
 // `where` prefixes messages ("model.json"); a Literal's dtype when not given.
 GraphAnalysis analyzeGraph(const Graph &graph, const std::string &where);
 DType literalDType(const Literal &literal, const std::vector<std::optional<TensorSpec>> &argTypes);

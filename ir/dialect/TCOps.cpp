@@ -17,6 +17,12 @@ LogicalResult verifyInferredResultTypes(Operation *op) {
   const OpSchema *schema = schemaOf(op);
   if (!schema)
     return op->emitOpError() << "is not in the op set";
+  for (NamedAttribute attr : op->getAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (!schema->findAttr(std::string_view(name.data(), name.size())) &&
+        name != "operandSegmentSizes" && !name.contains('.'))
+      return op->emitOpError() << "unknown attribute '" << name << "'";
+  }
   std::vector<OperandRef> operands;
   std::vector<std::optional<Value>> values = schemaOperands(op, *schema);
   for (size_t i = 0; i < values.size(); ++i) {

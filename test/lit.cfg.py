@@ -1,0 +1,16 @@
+# lit configuration for tensorc's regression tests.
+import os
+import lit.formats
+
+config.name = "tensorc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tensorc_binary_dir, "test")
+
+# Tools: tensorc, tensorc-opt, FileCheck, not, count.
+paths = [config.tensorc_tools_dir, config.llvm_tools_dir]
+config.environment["PATH"] = os.pathsep.join(paths + [config.environment.get("PATH", os.environ.get("PATH", ""))])
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%examples", os.path.join(config.tensorc_source_dir, "examples")))
