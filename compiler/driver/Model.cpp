@@ -32,7 +32,7 @@ std::unique_ptr<Model> loadModel(const std::string &path) {
       if (message.empty() && d.getSeverity() == mlir::DiagnosticSeverity::Error) {
         llvm::raw_string_ostream os(message);
         if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
-          os << loc.getFilename() << ":" << loc.getLine() << ":" << loc.getColumn() << ": ";
+          os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn() << ": ";
         else
           os << path << ": ";
         os << d.str();

@@ -114,11 +114,12 @@ std::vector<size_t> topologicalOrder(const Graph &g, const std::string &where) {
       }
     }
     if (onPath.count(next)) {
+      // `path` runs from consumers to producers; print it in dataflow order.
       std::string cycle;
       auto from = std::find(path.begin(), path.end(), next);
       for (auto it = from; it != path.end(); ++it)
         cycle = "\"" + g.nodes[*it].name + "\"" + (cycle.empty() ? "" : " -> ") + cycle;
-      fail(where + ": the graph has a cycle: " + cycle + " -> \"" + g.nodes[next].name + "\"");
+      fail(where + ": the graph has a cycle: " + cycle + " -> \"" + g.nodes[path.back()].name + "\"");
     }
     path.push_back(next);
     onPath.insert(next);
@@ -141,7 +142,8 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
     for (const OperandDef &o : op.operands)
       expected += (expected.empty() ? "" : ", ") + o.name + (o.arity == Arity::Optional ? "?" : "");
     check(n.args.size() <= op.operands.size(),
-          "expects " + std::to_string(op.operands.size()) + " arguments (" + expected + "), got " +
+          "expects " + std::to_string(op.operands.size()) +
+              (op.operands.size() == 1 ? " argument (" : " arguments (") + expected + "), got " +
               std::to_string(n.args.size()));
     for (size_t i = 0; i < op.operands.size(); ++i)
       check(op.operands[i].arity == Arity::Optional ||
@@ -192,6 +194,35 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
   return typed;
 }
 
+// The MLIR verifier checks shardings too; checking them here names the
+// input or node in the words of the graph file.
+static void checkSharding(const Graph &g, const Sharding &s, const TensorSpec &spec,
+                          const std::string &what) {
+  const Mesh *mesh = nullptr;
+  for (const Mesh &m : g.meshes)
+    if (m.name == s.mesh)
+      mesh = &m;
+  check(mesh != nullptr, what + ": sharding names unknown mesh \"" + s.mesh + "\"");
+  check(int64_t(s.dims.size()) == spec.rank(),
+        what + ": sharding has " + std::to_string(s.dims.size()) + " dim entries for rank " +
+            std::to_string(spec.rank()));
+  std::set<std::string> used;
+  for (size_t d = 0; d < s.dims.size(); ++d) {
+    int64_t parts = 1;
+    for (const std::string &axis : s.dims[d]) {
+      auto it = std::find(mesh->axes.begin(), mesh->axes.end(), axis);
+      check(it != mesh->axes.end(),
+            what + ": sharding uses axis \"" + axis + "\" not in mesh \"" + mesh->name + "\"");
+      check(used.insert(axis).second, what + ": sharding uses mesh axis \"" + axis + "\" twice");
+      parts *= mesh->sizes[it - mesh->axes.begin()];
+    }
+    const Dim &dim = spec.shape[d];
+    check(!dim.isStatic() || dim.value() % parts == 0,
+          what + ": sharding splits dim " + std::to_string(d) + " of size " + dim.str() + " into " +
+              std::to_string(parts) + " parts, which does not divide it");
+  }
+}
+
 GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
   GraphAnalysis result;
   std::set<std::string> names;
@@ -215,6 +246,8 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
     check(isValidName(in.name), where + ": input name \"" + in.name + "\" is not valid (empty, or contains ':')");
     check(names.insert(in.name).second, where + ": input \"" + in.name + "\" is defined twice");
     checkInputShape(in, where);
+    if (in.sharding)
+      checkSharding(g, *in.sharding, in.spec, where + ": input \"" + in.name + "\"");
     result.values.emplace(in.name, in.spec);
   }
   for (const Node &n : g.nodes) {
@@ -232,6 +265,10 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where) {
       if (!findOpSchema(n.op))
         fail(where + ": node \"" + n.name + "\": " + e.what());
       fail(prefix + e.what());
+    }
+    if (n.sharding) {
+      check(typed.results.size() == 1, prefix + "a sharding needs an op with one result");
+      checkSharding(g, *n.sharding, typed.results[0], where + ": node \"" + n.name + "\"");
     }
     for (size_t r = 0; r < typed.results.size(); ++r) {
       result.values[n.name + ":" + std::to_string(r)] = typed.results[r];

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -22,6 +23,7 @@ constexpr size_t kMaxFileBytes = size_t(1) << 30;
 std::string typeName(const Json &j) {
   if (j.is_number_integer()) return "an integer";
   if (j.is_number()) return "a number";
+  if (j.is_array() || j.is_object()) return std::string("an ") + j.type_name();
   return std::string("a ") + j.type_name();
 }
 
@@ -398,6 +400,9 @@ Graph parseGraphJson(const std::string &text, const std::string &where) {
 }
 
 Graph readGraphFile(const std::string &path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec))
+    check(std::filesystem::is_regular_file(path, ec), path + ": cannot read it: not a regular file");
   std::ifstream in(path, std::ios::binary);
   check(bool(in), path + ": cannot open the file");
   in.seekg(0, std::ios::end);

@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace tensorc {
 
@@ -20,9 +21,14 @@ const char *attrKindName(AttrKind kind) {
   return "?";
 }
 
+// The shortest text that reads back as the same double.
 static std::string floatStr(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v)
+      break;
+  }
   return buf;
 }
 

@@ -46,6 +46,14 @@ int main(int argc, char **argv) {
   tensorc::cli::addCompileCommand(app);
   tensorc::cli::addRunCommand(app);
   tensorc::cli::addOpsCommand(app);
+  bool knownCommand = false;
+  for (const CLI::App *sub : app.get_subcommands({}))
+    knownCommand |= argc > 1 && sub->get_name() == argv[1];
+  if (argc > 1 && argv[1][0] != '-' && !knownCommand) {
+    std::cerr << "tensorc: unknown command '" << argv[1]
+              << "' (expected verify, compile, run or ops; see tensorc --help)\n";
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
