@@ -171,11 +171,13 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
     }
     typed.argTypes[i] = it->second;
   }
+  // Literals follow tensor arguments only, never each other.
+  const std::vector<std::optional<TensorSpec>> tensorTypes = typed.argTypes;
   for (size_t i = 0; i < n.args.size(); ++i) {
     const Arg &a = n.args[i];
     if (a.kind != Arg::Kind::Literal)
       continue;
-    DType d = literalDType(a.literal, typed.argTypes);
+    DType d = literalDType(a.literal, tensorTypes);
     if (isInteger(d) && a.literal.kind == Literal::Kind::Float)
       check(a.literal.floatValue == double(int64_t(a.literal.floatValue)),
             "literal " + attrStr(Attr(a.literal.floatValue)) + " is not an integer for dtype " +

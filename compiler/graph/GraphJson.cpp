@@ -368,9 +368,14 @@ Json writeArg(const Arg &a) {
     Json v = l.kind == Literal::Kind::Bool  ? Json(l.intValue != 0)
              : l.kind == Literal::Kind::Int ? Json(l.intValue)
                                             : writeFloat(l.floatValue);
-    if (!l.dtype)
+    // A bare string in args names a value, so non-finite floats need the
+    // object form.
+    if (!l.dtype && !v.is_string())
       return v;
-    return Json{{"literal", v}, {"dtype", std::string(dtypeName(*l.dtype))}};
+    Json object = {{"literal", v}};
+    if (l.dtype)
+      object["dtype"] = std::string(dtypeName(*l.dtype));
+    return object;
   }
   }
   return nullptr;
