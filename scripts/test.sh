@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds tensorc and runs the whole test suite: the lit/FileCheck regression
+# tests and the GoogleTest unit tests. Ends with one line:
+#   "N passed, M failed, K skipped"
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if ! scripts/build.sh tensorc tensorc-opt tensorc-unittests; then
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+echo "== lit (FileCheck) tests"
+lit_log=$(mktemp)
+python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v build/test 2>&1 | tee "$lit_log"
+lit_status=${PIPESTATUS[0]}
+
+echo "== unit tests"
+unit_log=$(mktemp)
+build/bin/tensorc-unittests --gtest_brief=1 2>&1 | tee "$unit_log"
+unit_status=${PIPESTATUS[0]}
+
+count() { grep -E "$1" "$2" | grep -oE '[0-9]+' | head -1; }
+lit_passed=$(count '^ *Passed *:' "$lit_log"); lit_failed=$(count '^ *Failed *:' "$lit_log")
+lit_skipped=$(count '^ *(Unsupported|Skipped) *:' "$lit_log")
+unit_total=$(grep -oE '^\[==========\] [0-9]+ tests? ' "$unit_log" | grep -oE '[0-9]+' | head -1)
+unit_failed=$(count '^\[  FAILED  \] [0-9]+ tests?' "$unit_log")
+unit_skipped=$(count '^\[  SKIPPED \] [0-9]+ tests?' "$unit_log")
+lit_passed=${lit_passed:-0}; lit_failed=${lit_failed:-0}; lit_skipped=${lit_skipped:-0}
+unit_total=${unit_total:-0}; unit_failed=${unit_failed:-0}; unit_skipped=${unit_skipped:-0}
+unit_passed=$((unit_total - unit_failed - unit_skipped))
+rm -f "$lit_log" "$unit_log"
+
+echo "lit: $lit_passed passed, $lit_failed failed; unit: $unit_passed passed, $unit_failed failed"
+failed=$((lit_failed + unit_failed))
+if [ "$lit_status" -ne 0 ] || [ "$unit_status" -ne 0 ]; then
+  [ "$failed" -eq 0 ] && failed=1
+fi
+echo "$((lit_passed + unit_passed)) passed, $failed failed, $((lit_skipped + unit_skipped)) skipped"
+[ "$failed" -eq 0 ]
