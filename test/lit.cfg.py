@@ -14,3 +14,5 @@ paths = [config.tensorc_tools_dir, config.llvm_tools_dir]
 config.environment["PATH"] = os.pathsep.join(paths + [config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%examples", os.path.join(config.tensorc_source_dir, "examples")))
+config.substitutions.append(("%tensorc_src", config.tensorc_source_dir))
+config.substitutions.append(("%mlir_include", config.mlir_include_dir))

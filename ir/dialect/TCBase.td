@@ -17,6 +17,23 @@ def TC_Dialect : Dialect {
     ir/core/ShapeInference.cpp; the verifier checks that the declared result
     types are exactly the inferred ones.
 
+    Rules shared by every op:
+
+    - **dtypes**: f64, f32, f16, bf16, i64, i32, i1. There is no implicit
+      promotion: operands that must agree must have the same dtype (insert a
+      `tc.cast`). Float results in f16/bf16 are rounded once per op.
+    - **Broadcasting** (NumPy/PyTorch): shapes align on the right; a dim of
+      size 1 stretches; otherwise dims must be equal, and symbolic dims are
+      equal only when they are the same monomial.
+    - **Axes**: negative axes count from the end (`-1` is the last); an axis
+      list may not repeat an axis.
+    - **Symbolic dims**: bound at run time from the inputs that have them as
+      a plain dim; ops whose result size would not be a monomial (slicing or
+      padding a symbolic dim, concatenating `B` with `C`) are rejected.
+    - **Scalar literals** in graph files become `tc.constant` scalars with the
+      `tc.literal` attribute and the dtype of the op's first non-i1 tensor
+      argument (docs/graph-format.md).
+
     Discardable attributes: `tc.name` (a value's name in the graph file),
     `tc.trainable` (a function argument that is a trainable parameter),
     `tc.sharding` (a `#tc.sharding` on a value), `tc.literal` (a tc.constant

@@ -25,7 +25,7 @@ class TC_UnaryOp<string mnemonic, string formula, string dtypes = "float">
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element. Operand "
     # "dtype: " # dtypes # "; the result has the operand's shape and dtype. "
-    # "f16/bf16 values are computed in f32 and rounded once."
+    # "f16/bf16 results are computed wider and rounded once."
     # "\n\nExample:\n\n```mlir\n%y = tc." # mnemonic
     # " %x : (!tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32>\n```";
   let arguments = (ins TC_Tensor:$x);
