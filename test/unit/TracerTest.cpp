@@ -3,10 +3,13 @@
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphAnalysis.h"
+#include "compiler/graph/GraphJson.h"
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
 
 #ifndef TENSORC_EXAMPLES_DIR
 #error "TENSORC_EXAMPLES_DIR must be defined"
@@ -118,6 +121,11 @@ TEST(Tracer, LiteralsAndSaving) {
   EXPECT_EQ(g.nodes[1].args[1].literal.kind, Literal::Kind::Int);
   GraphAnalysis a = analyzeGraph(g, "lits");
   EXPECT_EQ(a.outputs[0].str(), "(3) f16");
+  // save() writes the canonical graph file, which reads back to the same graph.
+  std::string path = ::testing::TempDir() + "tensorc-trace-save.json";
+  t.save(path);
+  EXPECT_EQ(readGraphFile(path), g);
+  std::remove(path.c_str());
 }
 
 } // namespace
