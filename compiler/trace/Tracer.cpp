@@ -59,19 +59,43 @@ Tensor &Tensor::named(const std::string &name) {
   for (const std::string &out : g.outputs)
     check(parseValueRef(out).producer != old, "trace: name \"" + old + "\" before it becomes an output");
   tracer_->checkFreshName(name);
+  tracer_->names_.erase(old);
+  tracer_->names_.insert(name);
   g.nodes[node_].name = name;
   return *this;
 }
 
 Tracer::Tracer(std::string graphName) { graph_.name = std::move(graphName); }
 
+Tracer::Tracer(const Graph &graph) {
+  GraphAnalysis analysis = analyzeGraph(graph, "trace " + graph.name);
+  graph_ = graph;
+  graph_.nodes.clear();
+  for (const TypedNode &typed : analysis.nodes) {
+    graph_.nodes.push_back(*typed.node);
+    nodeResults_.push_back(typed.results);
+  }
+  for (const GraphInput &in : graph_.inputs)
+    names_.insert(in.name);
+  for (const Node &n : graph_.nodes)
+    names_.insert(n.name);
+}
+
+Tensor Tracer::value(const std::string &ref) {
+  for (size_t i = 0; i < graph_.inputs.size(); ++i)
+    if (graph_.inputs[i].name == ref)
+      return Tensor(this, -1, int(i));
+  ValueRef v = parseValueRef(ref);
+  for (size_t i = 0; i < graph_.nodes.size(); ++i)
+    if (graph_.nodes[i].name == v.producer && v.index >= 0 && v.index < int(nodeResults_[i].size()))
+      return Tensor(this, int(i), v.index);
+  fail("trace " + graph_.name + ": no value \"" + ref + "\"");
+}
+
 void Tracer::checkFreshName(const std::string &name) const {
   check(!name.empty() && name.find(':') == std::string::npos,
         "trace " + graph_.name + ": \"" + name + "\" is not a valid name");
-  for (const GraphInput &in : graph_.inputs)
-    check(in.name != name, "trace " + graph_.name + ": the name \"" + name + "\" is taken");
-  for (const Node &n : graph_.nodes)
-    check(n.name != name, "trace " + graph_.name + ": the name \"" + name + "\" is taken");
+  check(!names_.count(name), "trace " + graph_.name + ": the name \"" + name + "\" is taken");
 }
 
 Tensor Tracer::addInput(const std::string &name, DType dtype,
@@ -82,6 +106,7 @@ Tensor Tracer::addInput(const std::string &name, DType dtype,
     check(!d.isStatic() || d.value() >= 1,
           "trace " + graph_.name + ": input \"" + name + "\": dim " + d.str() + " must be positive");
   graph_.inputs.push_back(in);
+  names_.insert(name);
   return Tensor(this, -1, int(graph_.inputs.size() - 1));
 }
 
@@ -106,19 +131,17 @@ void Tracer::output(const Tensor &t) {
   graph_.outputs.push_back(t.ref());
 }
 
-std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs) {
+std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs,
+                                 const std::string &name) {
   Node node;
   node.op = op;
-  node.name = op + std::to_string(counter_++);
-  while (true) {
-    bool taken = false;
-    for (const Node &n : graph_.nodes)
-      taken |= n.name == node.name;
-    for (const GraphInput &in : graph_.inputs)
-      taken |= in.name == node.name;
-    if (!taken)
-      break;
-    node.name = op + std::to_string(counter_++);
+  if (!name.empty()) {
+    checkFreshName(name);
+    node.name = name;
+  } else {
+    do
+      node.name = op + std::to_string(counter_++);
+    while (names_.count(node.name));
   }
   for (const Operand &a : args) {
     if (const Tensor *t = std::get_if<Tensor>(&a)) {
@@ -139,15 +162,11 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
   const OpSchema *schema = findOpSchema(op);
   check(schema != nullptr, "trace " + graph_.name + ": unknown op '" + op + "'");
   node.attrs = canonicalAttrs(*schema, attrs);
+  // Only the arguments' types are needed to type the node.
   std::map<std::string, TensorSpec> values;
-  for (const GraphInput &in : graph_.inputs)
-    values[in.name] = in.spec;
-  for (size_t i = 0; i < graph_.nodes.size(); ++i)
-    for (size_t r = 0; r < nodeResults_[i].size(); ++r) {
-      values[graph_.nodes[i].name + ":" + std::to_string(r)] = nodeResults_[i][r];
-      if (r == 0)
-        values[graph_.nodes[i].name] = nodeResults_[i][r];
-    }
+  for (const Operand &a : args)
+    if (const Tensor *t = std::get_if<Tensor>(&a))
+      values[t->ref()] = t->spec();
   TypedNode typed;
   try {
     typed = typeNode(node, values);
@@ -155,6 +174,7 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
     fail("trace " + graph_.name + ": node \"" + node.name + "\" (" + op + "): " + e.what());
   }
   graph_.nodes.push_back(node);
+  names_.insert(node.name);
   nodeResults_.push_back(typed.results);
   std::vector<Tensor> out;
   for (size_t r = 0; r < typed.results.size(); ++r)

@@ -16,6 +16,7 @@
 #include "compiler/graph/Graph.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -55,6 +56,12 @@ struct Operand : std::variant<std::monostate, Tensor, double, int64_t, bool> {
 class Tracer {
 public:
   explicit Tracer(std::string graphName = "main");
+  // Continues an existing graph: its inputs and nodes (in topological order)
+  // become traced values reachable through value(). Throws Error if `graph`
+  // does not type-check.
+  explicit Tracer(const Graph &graph);
+  // The traced value of an existing reference ("x", "h", "h:1").
+  Tensor value(const std::string &ref);
 
   Tensor input(const std::string &name, DType dtype, const std::vector<std::variant<int64_t, std::string>> &shape);
   Tensor parameter(const std::string &name, DType dtype, const std::vector<std::variant<int64_t, std::string>> &shape);
@@ -62,7 +69,8 @@ public:
   void output(const Tensor &t);
 
   // Records one node; the generic entry point every op function uses.
-  std::vector<Tensor> call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs = {});
+  std::vector<Tensor> call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs = {},
+                           const std::string &name = "");
 
   const Graph &graph() const { return graph_; }
   void save(const std::string &path) const;
@@ -74,6 +82,7 @@ private:
   void checkFreshName(const std::string &name) const;
   Graph graph_;
   std::vector<std::vector<TensorSpec>> nodeResults_;
+  std::set<std::string> names_; // every input and node name, for uniqueness
   int counter_ = 0;
 };
 

@@ -1,0 +1,314 @@
+// gradcheck: gradients from the derived backward graph, evaluated on the
+// reference interpreter in f64, against central finite differences of the
+// forward graph. Inputs are fresh random values each run (the seed is
+// printed on failure); points of non-differentiability are avoided by the
+// input ranges.
+#include "TestUtil.h"
+
+#include "compiler/autodiff/Autodiff.h"
+#include "ir/core/Error.h"
+
+#include <functional>
+#include <random>
+
+using namespace tensorc;
+using namespace tensorc::testing;
+using trace::Tensor;
+using trace::Tracer;
+
+namespace {
+
+struct In {
+  std::string name;
+  trace::DimSpec declared;        // as the graph declares it (may be symbolic)
+  std::vector<int64_t> shape;     // the concrete shape to run
+  DType dtype = DType::F64;
+  double lo = -1, hi = 1;         // float range; integers in [0, hi)
+  bool wrt = true;
+};
+
+In floats(std::string name, std::vector<int64_t> shape, double lo = -1, double hi = 1) {
+  return {std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::F64, lo, hi, true};
+}
+In ints(std::string name, std::vector<int64_t> shape, int64_t bound) {
+  return {std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::I64, 0, double(bound), false};
+}
+In symbolic(std::string name, trace::DimSpec declared, std::vector<int64_t> shape) {
+  return {std::move(name), std::move(declared), std::move(shape), DType::F64, -1, 1, true};
+}
+
+uint64_t freshSeed() {
+  static std::random_device device;
+  return (uint64_t(device()) << 32) | device();
+}
+
+HostTensor draw(const In &in, std::mt19937_64 &rng) {
+  HostTensor t(in.dtype, in.shape);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (isFloat(in.dtype))
+      t.setF(i, std::uniform_real_distribution<double>(in.lo, in.hi)(rng));
+    else
+      t.setI(i, std::uniform_int_distribution<int64_t>(0, int64_t(in.hi) - 1)(rng));
+  }
+  return t;
+}
+
+double run(const Graph &g, const GraphAnalysis &a, const std::map<std::string, HostTensor> &inputs,
+           const HostTensor *cotangent) {
+  HostTensor y = interpret(g, a, inputs).outputs.at(0);
+  double total = 0;
+  for (int64_t i = 0; i < y.numel(); ++i)
+    total += y.getF(i) * (cotangent ? cotangent->getF(i) : 1.0);
+  return total;
+}
+
+using Build = std::function<Tensor(Tracer &, const std::vector<Tensor> &)>;
+
+// Checks d<c, f(inputs)>/d(input) for every wrt input against central
+// differences, with c a random cotangent (1 for a scalar output).
+void gradcheck(const std::string &label, std::vector<In> ins, Build build, double tol = 1e-6) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE(label + " (seed " + std::to_string(seed) + ")");
+  std::mt19937_64 rng(seed);
+  Tracer t("f");
+  std::vector<Tensor> args;
+  for (const In &in : ins)
+    args.push_back(t.input(in.name, in.dtype, in.declared));
+  t.output(build(t, args));
+  Graph forward = t.graph();
+  autodiff::AutodiffOptions options;
+  for (const In &in : ins)
+    if (in.wrt)
+      options.wrt.push_back(in.name);
+  autodiff::JointGraph joint = autodiff::buildJointGraph(forward, options);
+  GraphAnalysis fa = analyzeGraph(forward, "forward");
+  GraphAnalysis ja = analyzeGraph(joint.graph, "joint");
+
+  std::map<std::string, HostTensor> inputs;
+  for (const In &in : ins)
+    inputs.emplace(in.name, draw(in, rng));
+  HostTensor y = interpret(forward, fa, inputs).outputs.at(0);
+  std::optional<HostTensor> cot;
+  std::map<std::string, HostTensor> jointInputs = inputs;
+  if (!joint.cotangentInputs.empty()) {
+    ASSERT_EQ(joint.cotangentInputs.size(), 1u);
+    cot = HostTensor(DType::F64, y.shape());
+    for (int64_t i = 0; i < cot->numel(); ++i)
+      cot->setF(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    jointInputs.emplace(joint.cotangentInputs[0], *cot);
+  }
+  std::vector<HostTensor> outs = interpret(joint.graph, ja, jointInputs).outputs;
+  ASSERT_EQ(outs.size(), 1 + joint.wrt.size());
+  for (size_t w = 0; w < joint.wrt.size(); ++w) {
+    HostTensor analytic = outs[1 + w];
+    HostTensor x = inputs.at(joint.wrt[w]);
+    ASSERT_EQ(analytic.shape(), x.shape()) << joint.wrt[w];
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      double v = x.getF(i), h = 1e-6 * std::max(1.0, std::fabs(v));
+      std::map<std::string, HostTensor> plus = inputs, minus = inputs;
+      plus.at(joint.wrt[w]).setF(i, v + h);
+      minus.at(joint.wrt[w]).setF(i, v - h);
+      double numeric = (run(forward, fa, plus, cot ? &*cot : nullptr) - run(forward, fa, minus, cot ? &*cot : nullptr)) / (2 * h);
+      double got = analytic.getF(i);
+      EXPECT_NEAR(got, numeric, tol * std::max(1.0, std::fabs(numeric)) + 1e-7)
+          << "d/d " << joint.wrt[w] << "[" << i << "]";
+    }
+  }
+}
+
+Tensor in(const std::vector<Tensor> &a, size_t i) { return a.at(i); }
+
+TEST(GradCheck, Unary) {
+  for (const char *op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "silu", "sin", "cos", "erf", "gelu"})
+    gradcheck(op, {floats("x", {2, 3})}, [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
+  gradcheck("gelu tanh", {floats("x", {5})}, [](Tracer &, auto &a) { return trace::gelu(a[0], "tanh"); });
+  for (const char *op : {"log", "sqrt", "rsqrt", "reciprocal"})
+    gradcheck(op, {floats("x", {2, 3}, 0.5, 2.0)}, [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
+}
+
+TEST(GradCheck, BinaryWithBroadcasting) {
+  for (const char *op : {"add", "sub", "mul", "maximum", "minimum"})
+    gradcheck(op, {floats("a", {2, 1, 3}), floats("b", {4, 1})},
+              [op](Tracer &t, auto &a) { return t.call(op, {a[0], a[1]})[0]; });
+  gradcheck("div", {floats("a", {2, 3}), floats("b", {3}, 0.5, 2)}, [](Tracer &, auto &a) { return a[0] / a[1]; });
+  gradcheck("pow", {floats("a", {2, 3}, 0.5, 2), floats("b", {2, 1})},
+            [](Tracer &, auto &a) { return trace::pow(a[0], a[1]); });
+  gradcheck("literals", {floats("a", {3})},
+            [](Tracer &, auto &a) { return trace::pow(a[0] * 2.0 + 3.0, 2.0) - trace::div(1.0, trace::add(a[0], 3.0)); });
+  gradcheck("same value twice", {floats("a", {3})}, [](Tracer &, auto &a) { return a[0] * a[0] + a[0]; });
+}
+
+TEST(GradCheck, SelectAndClamp) {
+  gradcheck("where", {floats("c", {2, 3}), floats("x", {2, 3}), floats("y", {3})},
+            [](Tracer &, auto &a) { return trace::where(trace::gt(a[0], 0.0), a[1], a[2]); });
+  gradcheck("clamp", {floats("x", {8}, -2, 2)}, [](Tracer &, auto &a) { return trace::clamp(a[0], -0.5, 0.75); });
+  gradcheck("clamp min", {floats("x", {8}, -2, 2)}, [](Tracer &, auto &a) { return trace::clamp(a[0], 0.1, std::nullopt); });
+}
+
+TEST(GradCheck, Reductions) {
+  for (const char *op : {"sum", "mean", "max", "min", "prod", "var"}) {
+    gradcheck(std::string(op) + " all", {floats("x", {2, 3}, 0.5, 1.5)},
+              [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
+    gradcheck(std::string(op) + " axes", {floats("x", {2, 3, 4}, 0.5, 1.5)}, [op](Tracer &t, auto &a) {
+      return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{-1, 0}}})[0];
+    });
+    gradcheck(std::string(op) + " keepdim", {floats("x", {2, 3, 4}, 0.5, 1.5)}, [op](Tracer &t, auto &a) {
+      return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}})[0];
+    });
+  }
+  gradcheck("var correction 0", {floats("x", {3, 4})}, [](Tracer &, auto &a) { return trace::var(a[0], {1}, false, 0); });
+  gradcheck("transpose then reduce", {floats("x", {3, 4})},
+            [](Tracer &, auto &a) { return trace::sum(trace::transpose(a[0], 0, 1), {0}); });
+  gradcheck("symbolic mean", {symbolic("x", {"B", 3}, {5, 3})}, [](Tracer &, auto &a) { return trace::mean(a[0], {0}); });
+}
+
+TEST(GradCheck, Matmul) {
+  gradcheck("2d", {floats("a", {2, 3}), floats("b", {3, 4})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("vec-vec", {floats("a", {3}), floats("b", {3})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("vec-mat", {floats("a", {3}), floats("b", {2, 3, 4})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("mat-vec", {floats("a", {2, 4, 3}), floats("b", {3})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("batch broadcast", {floats("a", {2, 1, 2, 3}), floats("b", {3, 3, 2})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("symbolic batch", {symbolic("a", {"B", 3}, {4, 3}), floats("b", {3, 2})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+}
+
+TEST(GradCheck, Normalization) {
+  gradcheck("softmax", {floats("x", {2, 5})}, [](Tracer &, auto &a) { return trace::softmax(a[0], 1); });
+  gradcheck("softmax axis 0", {floats("x", {3, 2})}, [](Tracer &, auto &a) { return trace::softmax(a[0], 0); });
+  gradcheck("log_softmax", {floats("x", {2, 5})}, [](Tracer &, auto &a) { return trace::log_softmax(a[0]); });
+  gradcheck("layer_norm", {floats("x", {3, 5}), floats("w", {5}), floats("b", {5})},
+            [](Tracer &, auto &a) { return trace::layer_norm(a[0], a[1], a[2]); });
+  gradcheck("layer_norm two axes", {floats("x", {2, 3, 4}), floats("w", {3, 4})},
+            [](Tracer &, auto &a) { return trace::layer_norm(a[0], a[1], std::nullopt, -2); });
+  gradcheck("layer_norm plain", {floats("x", {2, 6})}, [](Tracer &, auto &a) { return trace::layer_norm(a[0]); });
+  gradcheck("rms_norm", {floats("x", {3, 5}), floats("w", {5})},
+            [](Tracer &, auto &a) { return trace::rms_norm(a[0], a[1], -1, 1e-6); });
+  gradcheck("rms_norm default eps", {floats("x", {2, 4})}, [](Tracer &, auto &a) { return trace::rms_norm(a[0]); });
+  gradcheck("batch_norm train", {floats("x", {3, 2, 2, 2}), floats("w", {2}), floats("b", {2})}, [](Tracer &t, auto &a) {
+    return trace::batch_norm(a[0], trace::zeros(t, {2}, DType::F64), trace::ones(t, {2}, DType::F64), a[1], a[2], true)[0];
+  });
+  gradcheck("batch_norm eval", {floats("x", {3, 2, 2}), floats("w", {2}), floats("b", {2}), floats("m", {2}),
+                                 floats("v", {2}, 0.5, 2.0)},
+            [](Tracer &, auto &a) { return trace::batch_norm(a[0], a[3], a[4], a[1], a[2], false)[0]; });
+}
+
+TEST(GradCheck, Losses) {
+  for (const char *reduction : {"mean", "sum", "none"})
+    gradcheck(std::string("cross_entropy ") + reduction, {floats("x", {4, 5}), ints("y", {4}, 5)},
+              [reduction](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], reduction); });
+  gradcheck("cross_entropy smoothing ignore", {floats("x", {4, 3}), ints("y", {4}, 3)},
+            [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], "mean", 1, 0.2); });
+  gradcheck("cross_entropy spatial", {floats("x", {2, 3, 2}), ints("y", {2, 2}, 3)},
+            [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1]); });
+  gradcheck("cross_entropy 1-D", {floats("x", {4}), ints("y", {}, 4)},
+            [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1]); });
+}
+
+TEST(GradCheck, IndexingOps) {
+  gradcheck("embedding", {ints("i", {2, 3}, 4), floats("w", {4, 2})},
+            [](Tracer &, auto &a) { return trace::embedding(a[0], a[1]); });
+  gradcheck("gather", {floats("x", {3, 4}), ints("i", {2, 4}, 3)},
+            [](Tracer &, auto &a) { return trace::gather(a[0], a[1], 0); });
+  gradcheck("gather last axis", {floats("x", {3, 4}), ints("i", {3, 2}, 4)},
+            [](Tracer &, auto &a) { return trace::gather(a[0], a[1], -1); });
+  gradcheck("index_select", {floats("x", {3, 2, 4}), ints("i", {5}, 2)},
+            [](Tracer &, auto &a) { return trace::index_select(a[0], a[1], 1); });
+  gradcheck("dropout", {floats("x", {20})}, [](Tracer &t, auto &a) {
+    return trace::dropout(a[0], trace::constant(t, DenseValue{DType::I64, {}, {}, {7}}), 0.3);
+  });
+}
+
+TEST(GradCheck, ShapeOps) {
+  gradcheck("reshape", {floats("x", {2, 6})}, [](Tracer &, auto &a) { return trace::reshape(a[0], {3, -1}); });
+  gradcheck("permute", {floats("x", {2, 3, 4})}, [](Tracer &, auto &a) { return trace::permute(a[0], {2, 0, 1}); });
+  gradcheck("transpose", {floats("x", {2, 3})}, [](Tracer &, auto &a) { return trace::transpose(a[0], 0, 1); });
+  gradcheck("broadcast_to", {floats("x", {3, 1})}, [](Tracer &, auto &a) { return trace::broadcast_to(a[0], {2, 3, 4}); });
+  gradcheck("slice", {floats("x", {7, 3})}, [](Tracer &, auto &a) { return trace::slice(a[0], {0, 1}, {1, -2}, {7, 3}, {3, 1}); });
+  gradcheck("concat", {floats("a", {2, 3}), floats("b", {2, 1})}, [](Tracer &, auto &a) { return trace::concat({a[0], a[1], a[0]}, 1); });
+  gradcheck("split", {floats("x", {5, 2})}, [](Tracer &, auto &a) {
+    std::vector<Tensor> p = trace::split(a[0], {2, 3}, 0);
+    return trace::sum(p[0]) * trace::sum(p[1] * p[1]);
+  });
+  gradcheck("split unused part", {floats("x", {5})}, [](Tracer &, auto &a) { return trace::split(a[0], {2, 3})[1]; });
+  gradcheck("squeeze unsqueeze flatten", {floats("x", {2, 1, 3})}, [](Tracer &, auto &a) {
+    return trace::flatten(trace::unsqueeze(trace::squeeze(a[0]), 0));
+  });
+  gradcheck("pad", {floats("x", {2, 3})}, [](Tracer &, auto &a) { return trace::pad(a[0], {1, -1, 2, 0}, 0.5); });
+  gradcheck("symbolic reshape", {symbolic("x", {"B", "T", 4}, {2, 3, 4})},
+            [](Tracer &, auto &a) { return trace::reshape(a[0], {"B*T", 2, 2}); });
+}
+
+TEST(GradCheck, Convolution) {
+  gradcheck("conv2d", {floats("x", {2, 2, 5, 4}), floats("w", {3, 2, 2, 3}), floats("b", {3})},
+            [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], a[2]); });
+  gradcheck("conv2d stride pad dilation", {floats("x", {1, 2, 7, 6}), floats("w", {2, 2, 3, 2})}, [](Tracer &, auto &a) {
+    return trace::conv2d(a[0], a[1], std::nullopt, {2, 1}, {1, 2}, {2, 1});
+  });
+  gradcheck("conv2d groups", {floats("x", {1, 4, 4, 4}), floats("w", {6, 2, 2, 2})},
+            [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], std::nullopt, {1, 1}, {0, 0}, {1, 1}, 2); });
+  gradcheck("conv2d symbolic batch", {symbolic("x", {"N", 1, 4, 4}, {2, 1, 4, 4}), floats("w", {2, 1, 3, 3})},
+            [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], std::nullopt, {2, 2}, {1, 1}); });
+  gradcheck("max_pool2d", {floats("x", {1, 2, 5, 5})}, [](Tracer &, auto &a) { return trace::max_pool2d(a[0], {2, 2}); });
+  gradcheck("max_pool2d overlap pad ceil", {floats("x", {1, 1, 6, 5})}, [](Tracer &, auto &a) {
+    return trace::max_pool2d(a[0], {3, 2}, std::vector<int64_t>{2, 1}, {1, 1}, {1, 1}, true);
+  });
+  gradcheck("max_pool2d dilation", {floats("x", {1, 1, 6, 6})},
+            [](Tracer &, auto &a) { return trace::max_pool2d(a[0], {2, 2}, std::vector<int64_t>{1, 1}, {0, 0}, {2, 2}); });
+  gradcheck("avg_pool2d", {floats("x", {2, 1, 4, 6})}, [](Tracer &, auto &a) { return trace::avg_pool2d(a[0], {2, 3}); });
+  gradcheck("avg_pool2d pad ceil", {floats("x", {1, 2, 5, 5})}, [](Tracer &, auto &a) {
+    return trace::avg_pool2d(a[0], {3, 3}, std::vector<int64_t>{2, 2}, {1, 1}, true, true);
+  });
+  gradcheck("avg_pool2d exclude pad", {floats("x", {1, 1, 5, 4})}, [](Tracer &, auto &a) {
+    return trace::avg_pool2d(a[0], {2, 2}, std::vector<int64_t>{2, 2}, {1, 1}, false, false);
+  });
+}
+
+TEST(GradCheck, Attention) {
+  gradcheck("sdpa", {floats("q", {2, 3, 4}), floats("k", {2, 5, 4}), floats("v", {2, 5, 2})},
+            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
+  gradcheck("sdpa causal", {floats("q", {2, 4, 3}), floats("k", {2, 4, 3}), floats("v", {2, 4, 3})},
+            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true); });
+  gradcheck("sdpa additive mask scale", {floats("q", {3, 2}), floats("k", {4, 2}), floats("v", {4, 3}), floats("m", {3, 4})},
+            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], a[3], false, 0.7); });
+  gradcheck("sdpa bool mask broadcast batch", {floats("q", {2, 2, 3}), floats("k", {3, 3}), floats("v", {3, 2})}, [](Tracer &t, auto &a) {
+    Tensor mask = trace::constant(t, DenseValue{DType::I1, {2, 3}, {}, {1, 0, 1, 1, 1, 0}});
+    return trace::scaled_dot_product_attention(a[0], a[1], a[2], mask);
+  });
+  gradcheck("sdpa symbolic", {symbolic("q", {"B", 2, 3}, {2, 2, 3}), symbolic("k", {"B", 2, 3}, {2, 2, 3}),
+                              symbolic("v", {"B", 2, 3}, {2, 2, 3})},
+            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
+}
+
+TEST(Autodiff, DeadPathsAreNotBuilt) {
+  Tracer t("f");
+  Tensor x = t.parameter("x", DType::F64, {3});
+  Tensor y = t.input("y", DType::F64, {3});
+  t.output(trace::sum(x * 2.0) + trace::sum(trace::exp(y)));
+  autodiff::JointGraph joint = autodiff::buildJointGraph(t.graph());
+  ASSERT_EQ(joint.wrt, std::vector<std::string>{"x"});
+  // y needs no gradient, so nothing of the backward reads exp(y) (only the
+  // forward sum does), and y's gradient rule is never run.
+  std::string expNode;
+  for (const Node &n : joint.graph.nodes)
+    if (n.op == "exp")
+      expNode = n.name;
+  int readers = 0;
+  for (const Node &n : joint.graph.nodes)
+    for (const Arg &a : n.args)
+      readers += a.kind == Arg::Kind::Value && parseValueRef(a.value).producer == expNode;
+  EXPECT_EQ(readers, 1);
+  EXPECT_EQ(joint.graph.outputs.size(), 2u);
+}
+
+TEST(Autodiff, Errors) {
+  Tracer t("f");
+  Tensor x = t.input("x", DType::F64, {3});
+  t.output(trace::sum(x));
+  EXPECT_THROW(autodiff::buildJointGraph(t.graph()), Error); // nothing trainable
+  autodiff::AutodiffOptions o;
+  o.wrt = {"nope"};
+  EXPECT_THROW(autodiff::buildJointGraph(t.graph(), o), Error);
+}
+
+} // namespace
