@@ -88,11 +88,11 @@ int64_t staticDim(const Tensor &x, int64_t axis, const char *why) {
   return d.value();
 }
 
-// iota(n) shaped to broadcast along `axis` of a rank-`rank` tensor.
-Tensor iotaAlong(Tracer &t, int64_t n, int64_t axis, int64_t rank, DType dtype) {
+// 0, 1, ..., n-1 shaped to broadcast along `axis` of a rank-`rank` tensor.
+Tensor iotaAlong(Tracer &t, const Dim &n, int64_t axis, int64_t rank, DType dtype) {
   trace::DimSpec shape(rank, int64_t(1));
-  shape[axis] = n;
-  return reshape(iota(t, n, 0, 1, dtype), shape);
+  shape[axis] = dimSpec({n})[0];
+  return reshape(iota_length(t, shape[axis], 0, 1, dtype), shape);
 }
 
 // Pads (or crops, when negative) one axis.
@@ -405,7 +405,7 @@ Grads batchNormRule(const GradContext &c) {
 Grads crossEntropyRule(const GradContext &c) {
   const Tensor &logits = c.in(0), &target = c.in(1);
   int64_t classAxis = logits.rank() >= 2 ? 1 : 0;
-  int64_t C = staticDim(logits, classAxis, "cross_entropy");
+  const Dim &C = logits.shape()[classAxis];
   double smoothing = getFloat(c.attrs(), "label_smoothing");
   const std::string &reduction = getEnum(c.attrs(), "reduction");
   Tensor valid = floatMask(ne(target, getInt(c.attrs(), "ignore_index")), logits.dtype());
@@ -414,13 +414,16 @@ Grads crossEntropyRule(const GradContext &c) {
   Tensor oneHot = floatMask(eq(unsqueeze(target, classAxis), iotaAlong(c.tracer, C, classAxis, logits.rank(), target.dtype())),
                             logits.dtype());
   Tensor p = softmax(logits, classAxis);
-  Tensor d = sub(p - oneHot * (1.0 - smoothing), smoothing / double(C));
+  Operand classes = countOver(c.tracer, logits, {classAxis});
+  Operand uniform = std::holds_alternative<double>(classes) ? Operand(smoothing / std::get<double>(classes))
+                                                            : Operand(div(smoothing, classes));
+  Tensor d = smoothing == 0.0 ? p - oneHot : sub(p - oneHot * (1.0 - smoothing), uniform);
   return {d * unsqueeze(scale, classAxis), std::nullopt};
 }
 
 Grads embeddingRule(const GradContext &c) {
   const Tensor &indices = c.in(0), &weight = c.in(1);
-  int64_t V = staticDim(weight, 0, "embedding");
+  const Dim &V = weight.shape()[0];
   Dim n = numElements(indices.shape());
   trace::DimSpec flat = dimSpec({n});
   Tensor oneHot = floatMask(eq(unsqueeze(reshape(indices, flat), 1), iotaAlong(c.tracer, V, 1, 2, indices.dtype())),
@@ -441,7 +444,7 @@ Grads attentionRule(const GradContext &c) {
   // Recompute the probabilities P = softmax(q k^T * scale + mask).
   Tensor s = matmul(q, transpose(k, -1, -2)) * scale;
   if (getBool(c.attrs(), "is_causal")) {
-    int64_t L = staticDim(q, q.rank() - 2, "causal attention"), S = staticDim(k, k.rank() - 2, "causal attention");
+    const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
     Tensor allowed = ge(iotaAlong(c.tracer, L, 0, 2, DType::I64), iotaAlong(c.tracer, S, 1, 2, DType::I64));
     s = where(allowed, s, -INFINITY);
   }
@@ -651,7 +654,7 @@ Grads splitRule(const GradContext &c) {
 Grads gatherRule(const GradContext &c) {
   const Tensor &x = c.in(0), &index = c.in(1);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
-  int64_t S = staticDim(x, axis, "gather");
+  const Dim &S = x.shape()[axis];
   int64_t r = x.rank();
   // contribution[..., s] = g * (index == s), summed over the gather axis.
   Tensor oneHot = floatMask(eq(unsqueeze(index, -1), iotaAlong(c.tracer, S, r, r + 1, index.dtype())), x.dtype());
@@ -674,7 +677,7 @@ Grads gatherRule(const GradContext &c) {
 Grads indexSelectRule(const GradContext &c) {
   const Tensor &x = c.in(0), &index = c.in(1);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
-  int64_t S = staticDim(x, axis, "index_select");
+  const Dim &S = x.shape()[axis];
   Tensor oneHot = floatMask(eq(unsqueeze(index, 1), iotaAlong(c.tracer, S, 1, 2, index.dtype())), x.dtype()); // (n, S)
   std::vector<int64_t> front{axis};
   for (int64_t d = 0; d < x.rank(); ++d)
@@ -684,7 +687,7 @@ Grads indexSelectRule(const GradContext &c) {
   Shape rest(g.shape().begin() + 1, g.shape().end());
   Tensor flat = reshape(g, dimSpec({g.shape()[0], numElements(rest)}));
   Tensor dFront = matmul(transpose(oneHot, 0, 1), flat); // (S, rest)
-  Shape frontShape{Dim::of(S)};
+  Shape frontShape{S};
   frontShape.insert(frontShape.end(), rest.begin(), rest.end());
   std::vector<int64_t> inverse(front.size());
   for (size_t i = 0; i < front.size(); ++i)

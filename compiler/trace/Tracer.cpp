@@ -383,5 +383,9 @@ Tensor ones(Tracer &t, const DimSpec &shape, DType dtype) {
 Tensor iota(Tracer &t, int64_t end, int64_t start, int64_t step, DType dtype) {
   return one(t, "iota", {}, {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
 }
+Tensor iota_length(Tracer &t, const std::variant<int64_t, std::string> &length, int64_t start, int64_t step,
+                   DType dtype) {
+  return one(t, "iota", {}, {{"start", start}, {"length", dims({length})}, {"step", step}, {"dtype", dtype}});
+}
 
 } // namespace tensorc::trace

@@ -177,5 +177,8 @@ Tensor full(Tracer &t, const DimSpec &shape, double value, DType dtype = DType::
 Tensor zeros(Tracer &t, const DimSpec &shape, DType dtype = DType::F32);
 Tensor ones(Tracer &t, const DimSpec &shape, DType dtype = DType::F32);
 Tensor iota(Tracer &t, int64_t end, int64_t start = 0, int64_t step = 1, DType dtype = DType::I64);
+// `length` elements start, start + step, ...; the length may be symbolic.
+Tensor iota_length(Tracer &t, const std::variant<int64_t, std::string> &length, int64_t start = 0,
+                   int64_t step = 1, DType dtype = DType::I64);
 
 } // namespace tensorc::trace

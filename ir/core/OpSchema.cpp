@@ -119,8 +119,8 @@ std::vector<OpSchema> buildTable() {
   add("ones", "creation", {}, {req("shape", AttrKind::Dims), dflt("dtype", Attr(DType::F32))},
       false);
   add("iota", "creation", {},
-      {dflt("start", i(0)), req("end", AttrKind::Int), dflt("step", i(1)),
-       dflt("dtype", Attr(DType::I64))},
+      {dflt("start", i(0)), optional("end", AttrKind::Int), optional("length", AttrKind::Dims),
+       dflt("step", i(1)), dflt("dtype", Attr(DType::I64))},
       false);
   return t;
 }

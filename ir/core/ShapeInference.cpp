@@ -582,9 +582,17 @@ std::vector<TensorSpec> inferFilled(const Operands &, const AttrMap &attrs) {
 }
 
 std::vector<TensorSpec> inferIota(const Operands &, const AttrMap &attrs) {
-  int64_t start = getInt(attrs, "start"), end = getInt(attrs, "end"), step = getInt(attrs, "step");
+  check(hasAttr(attrs, "end") != hasAttr(attrs, "length"), "needs exactly one of 'end' and 'length'");
+  int64_t start = getInt(attrs, "start"), step = getInt(attrs, "step");
   check(step != 0, "step must not be 0");
   check(!isBool(getDType(attrs, "dtype")), "iota needs a numeric dtype");
+  if (hasAttr(attrs, "length")) {
+    const Shape &length = getDims(attrs, "length");
+    check(length.size() == 1, "length must hold one dim");
+    checkShapeDims(length, false);
+    return one(getDType(attrs, "dtype"), length);
+  }
+  int64_t end = getInt(attrs, "end");
   __int128 span = (__int128)end - start;
   __int128 n = span / step + ((span % step) != 0 && ((span > 0) == (step > 0)) ? 1 : 0);
   check(n >= 0 && n <= kMaxElements, "iota range [" + std::to_string(start) + ", " +

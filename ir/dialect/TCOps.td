@@ -689,16 +689,20 @@ def TC_FullOp : TC_FilledOp<"full", "`value` (converted to the dtype)"> {
 def TC_IotaOp : TC_Op<"iota"> {
   let summary = "evenly spaced integers (torch.arange)";
   let description = [{
-    `start, start + step, ...` up to but excluding `end`, as a 1-D tensor of
-    `dtype` (default i64). `step` is non-zero and may be negative.
+    `start, start + step, ...` as a 1-D tensor of `dtype` (default i64):
+    either up to but excluding `end`, or exactly `length` elements, where
+    `length` is one dim and may be symbolic (`["T"]`). `step` is non-zero and
+    may be negative.
 
     Example:
 
     ```mlir
     %i = tc.iota {end = 5 : i64} : () -> !tc.tensor<[5], i64>
+    %t = tc.iota {length = ["T"]} : () -> !tc.tensor<[T], i64>
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, I64Attr:$end,
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$start, OptionalAttr<I64Attr>:$end,
+                       OptionalAttr<TC_DimsAttr>:$length,
                        DefaultValuedAttr<I64Attr, "1">:$step,
                        OptionalAttr<TypeAttr>:$dtype);
 }

@@ -64,22 +64,15 @@ double run(const Graph &g, const GraphAnalysis &a, const std::map<std::string, H
 
 using Build = std::function<Tensor(Tracer &, const std::vector<Tensor> &)>;
 
-// Checks d<c, f(inputs)>/d(input) for every wrt input against central
-// differences, with c a random cotangent (1 for a scalar output).
-void gradcheck(const std::string &label, std::vector<In> ins, Build build, double tol = 1e-6) {
-  uint64_t seed = freshSeed();
-  SCOPED_TRACE(label + " (seed " + std::to_string(seed) + ")");
+// Checks d<c, f(inputs)>/d(input) of the forward graph's first output for
+// every input in `wrt`, against central differences, with c a random
+// cotangent (1 for a scalar output). `ins` describes how to draw each input.
+void gradcheckGraph(const Graph &forward, const std::vector<In> &ins, const std::vector<std::string> &wrt, double tol,
+                    uint64_t seed) {
   std::mt19937_64 rng(seed);
-  Tracer t("f");
-  std::vector<Tensor> args;
-  for (const In &in : ins)
-    args.push_back(t.input(in.name, in.dtype, in.declared));
-  t.output(build(t, args));
-  Graph forward = t.graph();
   autodiff::AutodiffOptions options;
-  for (const In &in : ins)
-    if (in.wrt)
-      options.wrt.push_back(in.name);
+  options.wrt = wrt;
+  options.of = {forward.outputs.at(0)};
   autodiff::JointGraph joint = autodiff::buildJointGraph(forward, options);
   GraphAnalysis fa = analyzeGraph(forward, "forward");
   GraphAnalysis ja = analyzeGraph(joint.graph, "joint");
@@ -98,9 +91,10 @@ void gradcheck(const std::string &label, std::vector<In> ins, Build build, doubl
     jointInputs.emplace(joint.cotangentInputs[0], *cot);
   }
   std::vector<HostTensor> outs = interpret(joint.graph, ja, jointInputs).outputs;
-  ASSERT_EQ(outs.size(), 1 + joint.wrt.size());
+  size_t first = forward.outputs.size();
+  ASSERT_EQ(outs.size(), first + joint.wrt.size());
   for (size_t w = 0; w < joint.wrt.size(); ++w) {
-    HostTensor analytic = outs[1 + w];
+    HostTensor analytic = outs[first + w];
     HostTensor x = inputs.at(joint.wrt[w]);
     ASSERT_EQ(analytic.shape(), x.shape()) << joint.wrt[w];
     for (int64_t i = 0; i < x.numel(); ++i) {
@@ -114,6 +108,21 @@ void gradcheck(const std::string &label, std::vector<In> ins, Build build, doubl
           << "d/d " << joint.wrt[w] << "[" << i << "]";
     }
   }
+}
+
+void gradcheck(const std::string &label, std::vector<In> ins, Build build, double tol = 1e-6) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE(label + " (seed " + std::to_string(seed) + ")");
+  Tracer t("f");
+  std::vector<Tensor> args;
+  std::vector<std::string> wrt;
+  for (const In &in : ins) {
+    args.push_back(t.input(in.name, in.dtype, in.declared));
+    if (in.wrt)
+      wrt.push_back(in.name);
+  }
+  t.output(build(t, args));
+  gradcheckGraph(t.graph(), ins, wrt, tol, seed);
 }
 
 Tensor in(const std::vector<Tensor> &a, size_t i) { return a.at(i); }
@@ -275,6 +284,9 @@ TEST(GradCheck, Attention) {
     Tensor mask = trace::constant(t, DenseValue{DType::I1, {2, 3}, {}, {1, 0, 1, 1, 1, 0}});
     return trace::scaled_dot_product_attention(a[0], a[1], a[2], mask);
   });
+  gradcheck("sdpa causal symbolic", {symbolic("q", {"T", 3}, {4, 3}), symbolic("k", {"T", 3}, {4, 3}),
+                                     symbolic("v", {"T", 2}, {4, 2})},
+            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true); });
   gradcheck("sdpa symbolic", {symbolic("q", {"B", 2, 3}, {2, 2, 3}), symbolic("k", {"B", 2, 3}, {2, 2, 3}),
                               symbolic("v", {"B", 2, 3}, {2, 2, 3})},
             [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
@@ -309,6 +321,106 @@ TEST(Autodiff, Errors) {
   autodiff::AutodiffOptions o;
   o.wrt = {"nope"};
   EXPECT_THROW(autodiff::buildJointGraph(t.graph(), o), Error);
+}
+
+} // namespace
+
+namespace {
+
+// A small MLP with cross-entropy loss and a GPT-style transformer block, in
+// f64 so finite differences are exact enough: every parameter's gradient.
+Graph smallMlp() {
+  Tracer t("mlp");
+  Tensor x = t.input("x", DType::F64, {"B", 6});
+  Tensor y = t.input("y", DType::I64, {"B"});
+  Tensor w1 = t.parameter("w1", DType::F64, {6, 5}), b1 = t.parameter("b1", DType::F64, {5});
+  Tensor w2 = t.parameter("w2", DType::F64, {5, 3}), b2 = t.parameter("b2", DType::F64, {3});
+  Tensor logits = trace::matmul(trace::relu(trace::matmul(x, w1) + b1), w2) + b2;
+  t.output(trace::cross_entropy(logits, y));
+  return t.graph();
+}
+
+std::vector<In> smallMlpInputs() {
+  return {symbolic("x", {"B", 6}, {4, 6}), ints("y", {4}, 3), floats("w1", {6, 5}), floats("b1", {5}),
+          floats("w2", {5, 3}), floats("b2", {3})};
+}
+
+Graph smallTransformerBlock() {
+  Tracer t("block");
+  const int64_t C = 8, H = 2, D = 4;
+  Tensor x = t.input("x", DType::F64, {"B", "T", C});
+  auto p = [&](const char *n, trace::DimSpec s) { return t.parameter(n, DType::F64, s); };
+  Tensor ln1w = p("ln1_w", {C}), ln1b = p("ln1_b", {C}), aw = p("attn_w", {C, 3 * C}), ab = p("attn_b", {3 * C});
+  Tensor pw = p("proj_w", {C, C}), pb = p("proj_b", {C}), ln2w = p("ln2_w", {C}), ln2b = p("ln2_b", {C});
+  Tensor fw = p("fc_w", {C, 4 * C}), fb = p("fc_b", {4 * C}), fpw = p("fc_proj_w", {4 * C, C}), fpb = p("fc_proj_b", {C});
+  std::vector<Tensor> qkv = trace::split(trace::matmul(trace::layer_norm(x, ln1w, ln1b), aw) + ab, {C, C, C}, 2);
+  auto heads = [&](const Tensor &v) { return trace::permute(trace::reshape(v, {"B", "T", H, D}), {0, 2, 1, 3}); };
+  Tensor attn = trace::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), std::nullopt, true);
+  Tensor merged = trace::reshape(trace::permute(attn, {0, 2, 1, 3}), {"B", "T", C});
+  Tensor res = x + (trace::matmul(merged, pw) + pb);
+  Tensor mlp = trace::matmul(trace::gelu(trace::matmul(trace::layer_norm(res, ln2w, ln2b), fw) + fb, "tanh"), fpw) + fpb;
+  t.output(res + mlp);
+  return t.graph();
+}
+
+TEST(GradCheck, MlpEveryParameter) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  gradcheckGraph(smallMlp(), smallMlpInputs(), {"w1", "b1", "w2", "b2"}, 1e-6, seed);
+}
+
+TEST(GradCheck, TransformerBlockEveryParameter) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<In> ins = {symbolic("x", {"B", "T", 8}, {2, 3, 8})};
+  for (const auto &[name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"ln1_w", {8}}, {"ln1_b", {8}}, {"attn_w", {8, 24}}, {"attn_b", {24}}, {"proj_w", {8, 8}}, {"proj_b", {8}},
+           {"ln2_w", {8}}, {"ln2_b", {8}}, {"fc_w", {8, 32}}, {"fc_b", {32}}, {"fc_proj_w", {32, 8}}, {"fc_proj_b", {8}}})
+    ins.push_back(floats(name, shape));
+  std::vector<std::string> wrt;
+  for (size_t i = 0; i < ins.size(); ++i)
+    wrt.push_back(ins[i].name);
+  gradcheckGraph(smallTransformerBlock(), ins, wrt, 1e-6, seed);
+}
+
+// Double backward: the backward graph is an ordinary graph, so it is
+// differentiated again. f(w) = |dL/dw|^2 for the MLP's loss L.
+TEST(GradCheck, DoubleBackwardOfMlpGradientNorm) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  autodiff::JointGraph first = autodiff::buildJointGraph(smallMlp());
+  Tracer t(first.graph);
+  Tensor norm = trace::sum(trace::full(t, {}, 0.0, DType::F64));
+  for (const std::string &g : first.gradientOutputs) {
+    Tensor v = t.value(g);
+    norm = norm + trace::sum(v * v);
+  }
+  t.output(norm);
+  Graph g = t.graph();
+  g.outputs = {norm.ref()};
+  gradcheckGraph(g, smallMlpInputs(), {"w1", "b1", "w2", "b2"}, 1e-5, seed);
+}
+
+// Second derivatives of single ops: differentiate sum(dy/dx * c) again.
+TEST(GradCheck, DoubleBackwardOfOps) {
+  struct Case { const char *op; double lo, hi; };
+  for (const Case &c : std::vector<Case>{{"exp", -1, 1}, {"tanh", -1, 1}, {"sigmoid", -1, 1}, {"log", 0.5, 2},
+                                         {"sqrt", 0.5, 2}, {"sin", -1, 1}, {"gelu", -1, 1}, {"silu", -1, 1},
+                                         {"softmax", -1, 1}, {"log_softmax", -1, 1}, {"layer_norm", -1, 1}}) {
+    uint64_t seed = freshSeed();
+    SCOPED_TRACE(std::string(c.op) + " seed " + std::to_string(seed));
+    Tracer t("f");
+    Tensor x = t.parameter("x", DType::F64, {2, 4});
+    t.output(trace::sum(t.call(c.op, {x})[0] * t.call(c.op, {x})[0]));
+    autodiff::JointGraph first = autodiff::buildJointGraph(t.graph());
+    Tracer t2(first.graph);
+    Tensor gx = t2.value(first.gradientOutputs[0]);
+    Tensor out = trace::sum(gx * gx);
+    t2.output(out);
+    Graph g = t2.graph();
+    g.outputs = {out.ref()};
+    gradcheckGraph(g, {floats("x", {2, 4}, c.lo, c.hi)}, {"x"}, 1e-5, seed);
+  }
 }
 
 } // namespace

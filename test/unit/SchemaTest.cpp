@@ -40,3 +40,10 @@ TEST(Schema, TheInterpreterSupportsEveryOp) {
   for (const OpSchema &op : allOpSchemas())
     EXPECT_TRUE(interpreterSupports(op.name)) << op.name;
 }
+
+#include "compiler/autodiff/GradRules.h"
+
+TEST(Schema, DifferentiableOpsAreExactlyThoseWithGradientRules) {
+  for (const OpSchema &op : allOpSchemas())
+    EXPECT_EQ(op.differentiable, autodiff::findGradRule(op.name) != nullptr) << op.name;
+}

@@ -44,6 +44,7 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
   tensorc::cli::addVerifyCommand(app);
   tensorc::cli::addCompileCommand(app);
+  tensorc::cli::addGradCommand(app);
   tensorc::cli::addRunCommand(app);
   tensorc::cli::addOpsCommand(app);
   bool knownCommand = false;
@@ -51,7 +52,7 @@ int main(int argc, char **argv) {
     knownCommand |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !knownCommand) {
     std::cerr << "tensorc: unknown command '" << argv[1]
-              << "' (expected verify, compile, run or ops; see tensorc --help)\n";
+              << "' (expected verify, compile, grad, run or ops; see tensorc --help)\n";
     return 1;
   }
   try {
