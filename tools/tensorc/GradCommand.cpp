@@ -2,20 +2,42 @@
 #include "tools/tensorc/Commands.h"
 
 #include "compiler/autodiff/Autodiff.h"
+#include "compiler/autodiff/Partition.h"
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
 #include "ir/core/Error.h"
 
+#include <cstdlib>
 #include <iostream>
 
 namespace tensorc::cli {
 
+using autodiff::PartitionOptions;
+using autodiff::PartitionResult;
+using autodiff::partitionJointGraph;
+using autodiff::partitionReport;
+
 namespace {
 struct GradArgs {
   std::string file, output = "-", emit = "mlir";
-  std::vector<std::string> wrt, of;
+  std::vector<std::string> wrt, of, dims;
+  bool partition = false, report = false, saveAll = false;
+  std::optional<int64_t> budget;
 };
+
+std::map<std::string, int64_t> parseDims(const std::vector<std::string> &dims) {
+  std::map<std::string, int64_t> out;
+  for (const std::string &d : dims) {
+    size_t eq = d.find('=');
+    check(eq != std::string::npos && eq > 0, "--dim \"" + d + "\" must look like SYMBOL=SIZE");
+    char *end = nullptr;
+    long long v = std::strtoll(d.c_str() + eq + 1, &end, 10);
+    check(*end == '\0' && v >= 1, "--dim " + d + ": the size must be a positive integer");
+    out[d.substr(0, eq)] = v;
+  }
+  return out;
+}
 } // namespace
 
 void addGradCommand(CLI::App &app) {
@@ -29,7 +51,16 @@ void addGradCommand(CLI::App &app) {
                   "a scalar is seeded with 1, others get a cotangent input")
       ->delimiter(',');
   cmd->add_option("--emit", args->emit, "mlir (tc IR) or json (a graph file)")->check(CLI::IsMember({"mlir", "json"}));
-  cmd->add_option("-o,--output", args->output, "output path, - for stdout (the default)");
+  cmd->add_option("-o,--output", args->output,
+                  "output path, - for stdout (the default); with --partition, a prefix for PREFIX.forward.EXT "
+                  "and PREFIX.backward.EXT");
+  cmd->add_flag("--partition", args->partition,
+                "split into forward and backward graphs with a min-cut choice of saved tensors");
+  cmd->add_option("--memory-budget", args->budget,
+                  "with --partition: saved bytes allowed (at --dim sizes); recomputes more to fit");
+  cmd->add_flag("--save-all", args->saveAll, "with --partition: save every value the backward reads, recompute nothing");
+  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE used to measure bytes and FLOPs (default: min(bound, 64))");
+  cmd->add_flag("--report", args->report, "with --partition: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
     autodiff::AutodiffOptions options;
@@ -41,14 +72,38 @@ void addGradCommand(CLI::App &app) {
     } catch (const Error &e) {
       fail(args->file + ": " + e.what());
     }
-    std::string text;
-    if (args->emit == "json") {
-      text = writeGraphJson(joint.graph);
-    } else {
-      GraphAnalysis analysis = analyzeGraph(joint.graph, args->file);
-      text = printModule(*importGraph(*model->context, joint.graph, analysis, args->file));
+    auto render = [&](const Graph &g) {
+      if (args->emit == "json")
+        return writeGraphJson(g);
+      GraphAnalysis analysis = analyzeGraph(g, args->file);
+      return printModule(*importGraph(*model->context, g, analysis, args->file));
+    };
+    if (!args->partition) {
+      check(!args->report && !args->budget && !args->saveAll, "--report, --memory-budget and --save-all need --partition");
+      writeOutputFile(args->output, render(joint.graph));
+      return;
     }
-    writeOutputFile(args->output, text);
+    PartitionOptions options2;
+    options2.memoryBudget = args->budget;
+    options2.saveAll = args->saveAll;
+    options2.dims = parseDims(args->dims);
+    PartitionResult parts;
+    try {
+      parts = partitionJointGraph(model->graph, joint, options2);
+    } catch (const Error &e) {
+      fail(args->file + ": " + e.what());
+    }
+    std::string forward = render(parts.forward), backward = render(parts.backward);
+    if (args->report)
+      std::cout << partitionReport(parts);
+    if (args->output == "-") {
+      if (!args->report)
+        std::cout << forward << backward;
+    } else {
+      std::string ext = args->emit == "json" ? ".json" : ".mlir";
+      writeOutputFile(args->output + ".forward" + ext, forward);
+      writeOutputFile(args->output + ".backward" + ext, backward);
+    }
   });
 }
 
