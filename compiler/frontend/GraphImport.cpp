@@ -43,9 +43,15 @@ static Sharding shardingFrom(tc::ShardingAttr attr) {
   return s;
 }
 
+// The node name a location carries: a NameLoc, or the first one inside a
+// FusedLoc (CSE and folding fuse the locations of ops they merge).
 static std::string locationName(Location loc) {
   if (auto name = llvm::dyn_cast<NameLoc>(loc))
     return name.getName().getValue().str();
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string n = locationName(inner); !n.empty())
+        return n;
   return "";
 }
 
@@ -212,6 +218,14 @@ Graph exportGraph(ModuleOp module) {
     names[arg.getAsOpaquePointer()] = in.name;
     g.inputs.push_back(in);
   }
+  // A returned value whose op lost its name is named after the output.
+  std::map<Operation *, std::string> outputNames;
+  if (!fn.getBody().front().empty())
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(fn.getBody().front().back()))
+      for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+        if (auto name = fn.getResultAttrOfType<StringAttr>(i, "tc.name"))
+          if (Operation *def = v.getDefiningOp(); def && def->getNumResults() == 1)
+            outputNames.emplace(def, name.getValue().str());
   std::map<void *, Literal> literals;
   auto refOf = [&](Value v) {
     auto it = names.find(v.getAsOpaquePointer());
@@ -239,7 +253,10 @@ Graph exportGraph(ModuleOp module) {
       continue;
     }
     Node n;
-    n.name = unique(locationName(op.getLoc()));
+    std::string base = locationName(op.getLoc());
+    if (base.empty() && outputNames.count(&op))
+      base = outputNames.at(&op);
+    n.name = unique(base);
     n.op = schema->name;
     n.attrs = canonicalAttrs(*schema, tc::coreAttrs(&op, *schema));
     if (auto s = op.getAttrOfType<tc::ShardingAttr>("tc.sharding"))

@@ -2,6 +2,8 @@
 // writes the result.
 #include "tools/tensorc/Commands.h"
 
+#include "compiler/autodiff/Partition.h"
+#include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/frontend/GraphImport.h"
@@ -13,6 +15,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
+#include <optional>
 
 namespace tensorc::cli {
 
@@ -20,7 +23,23 @@ namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir";
   bool printIrAfterAll = false, debugInfo = false;
+  // --train
+  bool train = false, accumulate = false, report = false;
+  std::string optimizer = "sgd", loss;
+  std::vector<std::string> wrt;
+  double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> weightDecay;
+  std::optional<int64_t> memoryBudget;
 };
+
+// "out/model.mlir" -> "out/model.forward.mlir"
+std::string sibling(const std::string &path, const std::string &part) {
+  size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return path + "." + part;
+  return path.substr(0, dot) + "." + part + path.substr(dot);
+}
 } // namespace
 
 void addCompileCommand(CLI::App &app) {
@@ -33,8 +52,69 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
+  cmd->add_flag("--train", args->train,
+                "compile a training step: forward, backward and optimizer update in one program; with -o OUT "
+                "also writes OUT's .forward and .backward siblings");
+  cmd->add_option("--optimizer", args->optimizer, "with --train: sgd (default), momentum or adamw")
+      ->check(CLI::IsMember({"sgd", "momentum", "adamw"}));
+  cmd->add_option("--lr", args->lr, "learning rate (default 1e-3)");
+  cmd->add_option("--momentum", args->momentum, "momentum for --optimizer momentum (default 0.9)");
+  cmd->add_option("--weight-decay", args->weightDecay, "weight decay (default 0; 0.01 for adamw)");
+  cmd->add_option("--beta1", args->beta1, "AdamW beta1 (default 0.9)");
+  cmd->add_option("--beta2", args->beta2, "AdamW beta2 (default 0.999)");
+  cmd->add_option("--eps", args->eps, "AdamW epsilon (default 1e-8)");
+  cmd->add_option("--wrt", args->wrt, "parameters to train (default: the trainable inputs)")->delimiter(',');
+  cmd->add_option("--loss", args->loss, "the scalar output to minimize (default: the only scalar float output)");
+  cmd->add_flag("--accumulate", args->accumulate,
+                "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
+  cmd->add_option("--memory-budget", args->memoryBudget,
+                  "bytes the forward may save for the backward (the .forward/.backward split)");
+  cmd->add_flag("--report", args->report, "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
+    if (args->train) {
+      autodiff::TrainingStepOptions options;
+      options.autodiff.wrt = args->wrt;
+      if (!args->loss.empty())
+        options.autodiff.of = {args->loss};
+      options.accumulate = args->accumulate;
+      options.optimizer.kind = autodiff::parseOptimizer(args->optimizer);
+      options.optimizer.lr = args->lr;
+      options.optimizer.momentum = args->momentum;
+      options.optimizer.weightDecay =
+          args->weightDecay.value_or(options.optimizer.kind == autodiff::Optimizer::AdamW ? 0.01 : 0.0);
+      options.optimizer.beta1 = args->beta1;
+      options.optimizer.beta2 = args->beta2;
+      options.optimizer.eps = args->eps;
+      autodiff::TrainingStep step;
+      autodiff::PartitionResult parts;
+      try {
+        step = autodiff::buildTrainingStep(model->graph, options);
+        autodiff::JointGraph joint = autodiff::buildJointGraph(model->graph, options.autodiff);
+        autodiff::PartitionOptions partition;
+        partition.memoryBudget = args->memoryBudget;
+        parts = autodiff::partitionJointGraph(model->graph, joint, partition);
+      } catch (const Error &e) {
+        fail(args->file + ": " + e.what());
+      }
+      if (args->report)
+        std::cout << autodiff::partitionReport(parts);
+      model->graph = step.graph;
+      model->analysis = analyzeGraph(step.graph, args->file);
+      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
+      if (args->output != "-") {
+        for (auto [graph, part] : {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
+          GraphAnalysis a = analyzeGraph(*graph, args->file);
+          std::string text = args->emit == "json"
+                                 ? writeGraphJson(*graph)
+                                 : printModule(*importGraph(*model->context, *graph, a, args->file), args->debugInfo);
+          writeOutputFile(sibling(args->output, part), text);
+        }
+      }
+    } else {
+      check(!args->accumulate && !args->report && !args->memoryBudget && args->wrt.empty() && args->loss.empty(),
+            "--accumulate, --report, --memory-budget, --wrt and --loss need --train");
+    }
     mlir::PassManager pm(model->context.get());
     buildSimplifyPipeline(pm);
     if (args->printIrAfterAll)
