@@ -1,6 +1,7 @@
 // tensorc-opt: MlirOptMain with the tc dialect and tensorc's passes, for lit
 // tests and for running single passes by hand.
 #include "ir/dialect/TCDialect.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -12,6 +13,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
+  tensorc::registerTensorcPasses();
   tensorc::registerTensorcPipelines();
   mlir::DialectRegistry registry;
   registry.insert<tensorc::tc::TCDialect, mlir::func::FuncDialect>();

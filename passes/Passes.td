@@ -1,0 +1,27 @@
+// Every tensorc pass, with its `tensorc-` flag. Passes that need only ir/ are
+// implemented in passes/; passes that run a compiler stage (autodiff) are
+// implemented beside that stage in compiler/ and declared here all the same.
+#ifndef TENSORC_PASSES_TD
+#define TENSORC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutodiffPass : Pass<"tensorc-autodiff", "mlir::ModuleOp"> {
+  let summary = "Replace the module's function by its joint forward+backward function";
+  let description = [{
+    Reverse-mode differentiation ahead of time (docs/autodiff.md). The
+    function's outputs become the forward outputs followed by `grad_<input>`
+    for each input differentiated; non-scalar differentiated outputs get a
+    cotangent argument. Values off every path from a differentiated input to
+    a differentiated output get no backward nodes.
+  }];
+  let options = [
+    ListOption<"wrt", "wrt", "std::string",
+               "inputs (tc.name) to differentiate with respect to; default: the tc.trainable ones">,
+    ListOption<"of", "of", "std::string",
+               "outputs (tc.name) to differentiate; default: the only scalar float output, else all float outputs">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
+#endif // TENSORC_PASSES_TD
