@@ -24,4 +24,19 @@ def AutodiffPass : Pass<"tensorc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
+  let summary = "Rewrite composite ops into primitives";
+  let description = [{
+    softmax, log_softmax, layer_norm, rms_norm, batch_norm, cross_entropy,
+    gelu, silu, var and scaled_dot_product_attention become elementwise ops,
+    reductions, matmuls and shape ops computing the same function (within
+    rounding). `ops` limits the rewrite to some of them, so a backend with a
+    dedicated kernel keeps those whole.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string", "ops to decompose (default: every decomposable op)">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // TENSORC_PASSES_TD

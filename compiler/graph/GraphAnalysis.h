@@ -33,7 +33,8 @@ struct GraphAnalysis {
 TypedNode typeNode(const Node &node, const std::map<std::string, TensorSpec> &values);
 
 // `where` prefixes messages ("model.json"); a Literal's dtype when not given.
-GraphAnalysis analyzeGraph(const Graph &graph, const std::string &where);
+// `requireOutputs` = false accepts a graph under construction (no outputs yet).
+GraphAnalysis analyzeGraph(const Graph &graph, const std::string &where, bool requireOutputs = true);
 DType literalDType(const Literal &literal, const std::vector<std::optional<TensorSpec>> &argTypes);
 
 } // namespace tensorc

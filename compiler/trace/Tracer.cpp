@@ -68,7 +68,7 @@ Tensor &Tensor::named(const std::string &name) {
 Tracer::Tracer(std::string graphName) { graph_.name = std::move(graphName); }
 
 Tracer::Tracer(const Graph &graph) {
-  GraphAnalysis analysis = analyzeGraph(graph, "trace " + graph.name);
+  GraphAnalysis analysis = analyzeGraph(graph, "trace " + graph.name, /*requireOutputs=*/false);
   graph_ = graph;
   graph_.nodes.clear();
   for (const TypedNode &typed : analysis.nodes) {
@@ -126,6 +126,14 @@ void Tracer::bound(const std::string &symbol, int64_t min, std::optional<int64_t
   graph_.dims[symbol] = DimBound{min, max};
 }
 
+void Tracer::shard(const Tensor &t, const Sharding &sharding) {
+  check(t.tracer() == this, "trace " + graph_.name + ": sharding a tensor from another tracer");
+  if (t.node_ < 0)
+    graph_.inputs[t.result_].sharding = sharding;
+  else
+    graph_.nodes[t.node_].sharding = sharding;
+}
+
 void Tracer::output(const Tensor &t) {
   check(t.tracer() == this, "trace " + graph_.name + ": output from another tracer");
   graph_.outputs.push_back(t.ref());
@@ -175,6 +183,29 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
   }
   graph_.nodes.push_back(node);
   names_.insert(node.name);
+  nodeResults_.push_back(typed.results);
+  std::vector<Tensor> out;
+  for (size_t r = 0; r < typed.results.size(); ++r)
+    out.push_back(Tensor(this, int(graph_.nodes.size() - 1), int(r)));
+  return out;
+}
+
+std::vector<Tensor> Tracer::addNode(const Node &node) {
+  checkFreshName(node.name);
+  std::map<std::string, TensorSpec> values;
+  for (const Arg &a : node.args)
+    if (a.kind == Arg::Kind::Value)
+      values[a.value] = value(a.value).spec();
+  TypedNode typed;
+  try {
+    typed = typeNode(node, values);
+  } catch (const Error &e) {
+    fail("trace " + graph_.name + ": node \"" + node.name + "\" (" + node.op + "): " + e.what());
+  }
+  Node copy = node;
+  copy.attrs = canonicalAttrs(*typed.schema, node.attrs);
+  graph_.nodes.push_back(copy);
+  names_.insert(copy.name);
   nodeResults_.push_back(typed.results);
   std::vector<Tensor> out;
   for (size_t r = 0; r < typed.results.size(); ++r)

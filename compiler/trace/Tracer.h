@@ -67,10 +67,16 @@ public:
   Tensor parameter(const std::string &name, DType dtype, const std::vector<std::variant<int64_t, std::string>> &shape);
   void bound(const std::string &symbol, int64_t min, std::optional<int64_t> max = std::nullopt);
   void output(const Tensor &t);
+  // Attaches a sharding to the node that produced `t` (inputs: to the input).
+  void shard(const Tensor &t, const Sharding &sharding);
 
   // Records one node; the generic entry point every op function uses.
   std::vector<Tensor> call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs = {},
                            const std::string &name = "");
+
+  // Appends a node as it is (literal dtypes and sharding kept); its name
+  // must be fresh and its references must name existing values.
+  std::vector<Tensor> addNode(const Node &node);
 
   const Graph &graph() const { return graph_; }
   void save(const std::string &path) const;

@@ -1,0 +1,279 @@
+#include "compiler/transforms/Decompose.h"
+
+#include "compiler/autodiff/GradRules.h"
+#include "compiler/graph/GraphAnalysis.h"
+#include "compiler/trace/Tracer.h"
+#include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
+
+namespace tensorc::transforms {
+
+using autodiff::dimSpec;
+using trace::Operand;
+using trace::Tensor;
+using trace::Tracer;
+using namespace trace;
+
+namespace {
+
+struct Context {
+  Tracer &t;
+  const TypedNode &node;
+  std::vector<Operand> args;
+  const AttrMap &attrs() const { return node.attrs; }
+  const Tensor &in(size_t i) const { return std::get<Tensor>(args.at(i)); }
+  bool has(size_t i) const { return i < args.size() && std::holds_alternative<Tensor>(args[i]); }
+};
+
+using Rule = std::function<std::vector<Tensor>(const Context &)>;
+
+std::vector<int64_t> trailing(int64_t from, int64_t rank) {
+  std::vector<int64_t> axes(rank - from);
+  std::iota(axes.begin(), axes.end(), from);
+  return axes;
+}
+
+// The element count over `axes` as an operand (a literal when static).
+Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) {
+  Shape dims;
+  for (int64_t a : axes)
+    dims.push_back(x.shape()[a]);
+  Dim n = numElements(dims);
+  if (n.isStatic())
+    return double(n.value());
+  return sum(ones(t, dimSpec(dims), x.dtype()));
+}
+
+Tensor softmaxOf(const Tensor &x, int64_t axis) {
+  Tensor e = exp(x - max(x, {axis}, true));
+  return e / sum(e, {axis}, true);
+}
+
+Tensor logSoftmaxOf(const Tensor &x, int64_t axis) {
+  Tensor z = x - max(x, {axis}, true);
+  return z - log(sum(exp(z), {axis}, true));
+}
+
+double machineEpsilon(DType d) {
+  switch (d) {
+  case DType::F64: return std::numeric_limits<double>::epsilon();
+  case DType::F16: return 0.0009765625;
+  case DType::BF16: return 0.0078125;
+  default: return double(std::numeric_limits<float>::epsilon());
+  }
+}
+
+const std::map<std::string, Rule> &rules() {
+  static const std::map<std::string, Rule> r = {
+      {"softmax", [](const Context &c) { return std::vector{softmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
+      {"log_softmax", [](const Context &c) { return std::vector{logSoftmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
+      {"gelu",
+       [](const Context &c) {
+         const Tensor &x = c.in(0);
+         if (getEnum(c.attrs(), "approximate") == "tanh") {
+           Tensor inner = (x + x * x * x * 0.044715) * std::sqrt(2.0 / M_PI);
+           return std::vector{x * 0.5 * add(1.0, tanh(inner))};
+         }
+         return std::vector{x * 0.5 * add(1.0, erf(x * (1.0 / std::sqrt(2.0))))};
+       }},
+      {"silu", [](const Context &c) { return std::vector{c.in(0) * sigmoid(c.in(0))}; }},
+      {"var",
+       [](const Context &c) {
+         const Tensor &x = c.in(0);
+         std::vector<int64_t> axes = normalizeAxes(c.attrs(), "axes", x.rank());
+         bool keepdim = getBool(c.attrs(), "keepdim");
+         Tensor centered = x - mean(x, axes, true);
+         Tensor ss = sum(centered * centered, axes, keepdim);
+         Operand n = countOver(c.t, x, axes);
+         double correction = double(getInt(c.attrs(), "correction"));
+         Operand denom = std::holds_alternative<double>(n) ? Operand(std::get<double>(n) - correction)
+                                                           : Operand(sub(n, correction));
+         return std::vector{div(ss, denom)};
+       }},
+      {"layer_norm",
+       [](const Context &c) {
+         const Tensor &x = c.in(0);
+         std::vector<int64_t> axes = trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
+         Tensor centered = x - mean(x, axes, true);
+         Tensor y = centered * rsqrt(add(mean(centered * centered, axes, true), getFloat(c.attrs(), "eps")));
+         if (c.has(1))
+           y = y * c.in(1);
+         if (c.has(2))
+           y = y + c.in(2);
+         return std::vector{y};
+       }},
+      {"rms_norm",
+       [](const Context &c) {
+         const Tensor &x = c.in(0);
+         std::vector<int64_t> axes = trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
+         double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : machineEpsilon(x.dtype());
+         Tensor y = x * rsqrt(add(mean(x * x, axes, true), eps));
+         return std::vector{c.has(1) ? y * c.in(1) : y};
+       }},
+      {"batch_norm",
+       [](const Context &c) {
+         const Tensor &x = c.in(0), &rm = c.in(1), &rv = c.in(2);
+         trace::DimSpec view(x.rank(), int64_t(1));
+         view[1] = dimSpec({x.shape()[1]})[0];
+         std::vector<int64_t> axes{0};
+         for (int64_t a = 2; a < x.rank(); ++a)
+           axes.push_back(a);
+         double eps = getFloat(c.attrs(), "eps"), momentum = getFloat(c.attrs(), "momentum");
+         Tensor mean = reshape(rm, view), var = reshape(rv, view);
+         Tensor newMean = rm, newVar = rv;
+         if (getBool(c.attrs(), "training")) {
+           mean = trace::mean(x, axes, true);
+           Tensor centered = x - mean;
+           Tensor ss = sum(centered * centered, axes, true);
+           Operand n = countOver(c.t, x, axes);
+           var = div(ss, n);
+           Operand n1 = std::holds_alternative<double>(n) ? Operand(std::get<double>(n) - 1.0) : Operand(sub(n, 1.0));
+           Tensor unbiased = reshape(div(ss, n1), dimSpec(rm.shape()));
+           newMean = rm * (1 - momentum) + reshape(mean, dimSpec(rm.shape())) * momentum;
+           newVar = rv * (1 - momentum) + unbiased * momentum;
+         }
+         Tensor y = (x - mean) * rsqrt(add(var, eps));
+         if (c.has(3))
+           y = y * reshape(c.in(3), view);
+         if (c.has(4))
+           y = y + reshape(c.in(4), view);
+         return std::vector{y, newMean, newVar};
+       }},
+      {"cross_entropy",
+       [](const Context &c) {
+         const Tensor &logits = c.in(0), &target = c.in(1);
+         int64_t classAxis = logits.rank() >= 2 ? 1 : 0;
+         const Dim &C = logits.shape()[classAxis];
+         Tensor logp = logSoftmaxOf(logits, classAxis);
+         trace::DimSpec classes(logits.rank(), int64_t(1));
+         classes[classAxis] = dimSpec({C})[0];
+         Tensor classIds = reshape(iota_length(c.t, classes[classAxis], 0, 1, target.dtype()), classes);
+         Tensor oneHot = cast(eq(unsqueeze(target, classAxis), classIds), logits.dtype());
+         double s = getFloat(c.attrs(), "label_smoothing");
+         Tensor nll = -sum(logp * oneHot, {classAxis});
+         Tensor loss = nll;
+         if (s != 0.0) {
+           Operand n = countOver(c.t, logits, {classAxis});
+           Tensor smooth = -sum(logp, {classAxis});
+           loss = nll * (1 - s) + (std::holds_alternative<double>(n) ? smooth * (s / std::get<double>(n)) : smooth * s / n);
+         }
+         Tensor valid = cast(ne(target, getInt(c.attrs(), "ignore_index")), logits.dtype());
+         loss = loss * valid;
+         const std::string &reduction = getEnum(c.attrs(), "reduction");
+         if (reduction == "none")
+           return std::vector{loss};
+         if (reduction == "sum")
+           return std::vector{sum(loss)};
+         return std::vector{sum(loss) / sum(valid)};
+       }},
+      {"scaled_dot_product_attention",
+       [](const Context &c) {
+         const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+         check(hasAttr(c.attrs(), "scale") || q.shape().back().isStatic(), "the default scale needs a static embedding dim");
+         double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale")
+                                                    : 1.0 / std::sqrt(double(q.shape().back().value()));
+         Tensor s = matmul(q, transpose(k, -1, -2)) * scale;
+         if (getBool(c.attrs(), "is_causal")) {
+           const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
+           Tensor rows = reshape(iota_length(c.t, dimSpec({L})[0]), {dimSpec({L})[0], int64_t(1)});
+           Tensor cols = reshape(iota_length(c.t, dimSpec({S})[0]), {int64_t(1), dimSpec({S})[0]});
+           s = where(ge(rows, cols), s, -INFINITY);
+         }
+         if (c.has(3)) {
+           const Tensor &mask = c.in(3);
+           s = isBool(mask.dtype()) ? where(mask, s, -INFINITY) : s + mask;
+         }
+         return std::vector{matmul(softmaxOf(s, -1), v)};
+       }},
+  };
+  return r;
+}
+
+} // namespace
+
+const std::set<std::string> &decomposableOps() {
+  static const std::set<std::string> ops = [] {
+    std::set<std::string> s;
+    for (const auto &[name, rule] : rules())
+      s.insert(name);
+    return s;
+  }();
+  return ops;
+}
+
+Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested) {
+  const std::set<std::string> &ops = requested.empty() ? decomposableOps() : requested;
+  for (const std::string &op : ops)
+    check(decomposableOps().count(op), "decompose: op '" + op + "' has no decomposition");
+  GraphAnalysis analysis = analyzeGraph(graph, "decompose " + graph.name);
+  Graph empty = graph;
+  empty.nodes.clear();
+  empty.outputs.clear();
+  Tracer t(empty);
+  std::map<std::string, std::string> renamed; // old reference -> new reference
+  auto ref = [&](const std::string &r) {
+    auto it = renamed.find(r);
+    if (it != renamed.end())
+      return it->second;
+    ValueRef v = parseValueRef(r);
+    auto it0 = renamed.find(v.producer + ":" + std::to_string(v.index));
+    return it0 != renamed.end() ? it0->second : r;
+  };
+  for (const TypedNode &n : analysis.nodes) {
+    std::vector<Operand> args;
+    for (size_t i = 0; i < n.argTypes.size(); ++i) {
+      const Arg a = i < n.node->args.size() ? n.node->args[i] : Arg::absent();
+      if (a.kind == Arg::Kind::Value)
+        args.push_back(t.value(ref(a.value)));
+      else if (a.kind == Arg::Kind::Literal)
+        args.push_back(a.literal.kind == Literal::Kind::Float ? Operand(a.literal.floatValue) : Operand(a.literal.intValue));
+      else
+        args.push_back(std::monostate{});
+    }
+    std::vector<Tensor> results;
+    if (ops.count(n.node->op)) {
+      try {
+        results = rules().at(n.node->op)(Context{t, n, args});
+      } catch (const Error &e) {
+        fail("decompose: node \"" + n.node->name + "\" (" + n.node->op + "): " + e.what());
+      }
+      // Literal-typed args: the tracer gave literals their dtype; make sure
+      // every result has the original node's type.
+      for (size_t r = 0; r < results.size(); ++r) {
+        check(results[r].spec() == n.results[r], "decompose: node \"" + n.node->name + "\": decomposition gave " +
+                                                     results[r].spec().str() + " for " + n.results[r].str());
+        // The last node of a single-result decomposition takes the name.
+        if (n.results.size() == 1) {
+          try {
+            results[r].named(n.node->name);
+          } catch (const Error &) {
+          }
+        }
+      }
+    } else {
+      Node copy = *n.node;
+      for (Arg &a : copy.args)
+        if (a.kind == Arg::Kind::Value)
+          a.value = ref(a.value);
+      results = t.addNode(copy);
+    }
+    for (size_t r = 0; r < results.size(); ++r) {
+      renamed[n.node->name + ":" + std::to_string(r)] = results[r].ref();
+      if (r == 0)
+        renamed[n.node->name] = results[r].ref();
+    }
+  }
+  Graph out = t.graph();
+  out.outputs.clear();
+  for (const std::string &o : graph.outputs)
+    out.outputs.push_back(ref(o));
+  return out;
+}
+
+} // namespace tensorc::transforms

@@ -1,0 +1,21 @@
+// Decomposition: composite ops rewritten into primitives (elementwise ops,
+// reductions, matmul, shape ops), for backends without a dedicated kernel.
+// The decomposed and whole forms compute the same function (tested on the
+// interpreter); a backend with a kernel for an op leaves it out of `ops`.
+#pragma once
+
+#include "compiler/graph/Graph.h"
+
+#include <set>
+#include <string>
+
+namespace tensorc::transforms {
+
+// The ops decomposeGraph knows how to decompose.
+const std::set<std::string> &decomposableOps();
+
+// Rewrites every node whose op is in `ops` (default: all decomposable ops).
+// Nodes keep their names for their final value, so references stay valid.
+Graph decomposeGraph(const Graph &graph, const std::set<std::string> &ops = {});
+
+} // namespace tensorc::transforms
