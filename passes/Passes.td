@@ -6,6 +6,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def AutocastPass : Pass<"tensorc-autocast", "mlir::ModuleOp"> {
+  let summary = "Mixed precision: matmul/conv/attention in bf16 or f16, sensitive ops in f32";
+  let description = [{
+    Inserts casts by the policy of docs/autocast.md: matmul, conv2d and
+    scaled_dot_product_attention take `dtype` operands (backends accumulate in
+    f32); reductions, softmax, norms, losses, exp/log/pow take f32 operands;
+    every other op promotes mixed float operands to the widest. Only f32
+    values are lowered; the function's signature is unchanged. Run it before
+    tensorc-autodiff to train in mixed precision.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"", "the low-precision dtype: bf16 or f16">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def AutodiffPass : Pass<"tensorc-autodiff", "mlir::ModuleOp"> {
   let summary = "Replace the module's function by its joint forward+backward function";
   let description = [{

@@ -2,14 +2,31 @@
 #include "passes/Passes.h"
 
 #include "compiler/frontend/GraphTransform.h"
+#include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/Decompose.h"
+#include "ir/core/Error.h"
 
 namespace tensorc {
 
+#define GEN_PASS_DEF_AUTOCASTPASS
 #define GEN_PASS_DEF_DECOMPOSEPASS
 #include "passes/Passes.h.inc"
 
 namespace {
+
+struct AutocastPass : impl::AutocastPassBase<AutocastPass> {
+  using AutocastPassBase::AutocastPassBase;
+  void runOnOperation() override {
+    std::optional<DType> low = parseDType(dtype);
+    if (!low || (*low != DType::BF16 && *low != DType::F16)) {
+      getOperation().emitError() << "tensorc-autocast: dtype must be bf16 or f16, got '" << dtype << "'";
+      return signalPassFailure();
+    }
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-autocast",
+                                            [&](const Graph &g) { return transforms::autocastGraph(g, *low); })))
+      signalPassFailure();
+  }
+};
 
 struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
   using DecomposePassBase::DecomposePassBase;

@@ -5,6 +5,7 @@
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
+#include "compiler/transforms/Autocast.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/frontend/GraphImport.h"
 #include "ir/core/Error.h"
@@ -25,7 +26,7 @@ struct CompileArgs {
   bool printIrAfterAll = false, debugInfo = false;
   // --train
   bool train = false, accumulate = false, report = false;
-  std::string optimizer = "sgd", loss;
+  std::string optimizer = "sgd", loss, autocast;
   std::vector<std::string> wrt;
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> weightDecay;
@@ -52,6 +53,9 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
+  cmd->add_option("--autocast", args->autocast,
+                  "mixed precision: run matmul/conv/attention in bf16 or f16 (docs/autocast.md)")
+      ->check(CLI::IsMember({"bf16", "f16"}));
   cmd->add_flag("--train", args->train,
                 "compile a training step: forward, backward and optimizer update in one program; with -o OUT "
                 "also writes OUT's .forward and .backward siblings");
@@ -72,6 +76,15 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--report", args->report, "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
+    if (!args->autocast.empty()) {
+      try {
+        model->graph = transforms::autocastGraph(model->graph, *parseDType(args->autocast));
+      } catch (const Error &e) {
+        fail(args->file + ": " + e.what());
+      }
+      model->analysis = analyzeGraph(model->graph, args->file);
+      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
+    }
     if (args->train) {
       autodiff::TrainingStepOptions options;
       options.autodiff.wrt = args->wrt;
