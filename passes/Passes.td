@@ -55,4 +55,18 @@ def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def SimplifyPass : Pass<"tensorc-simplify"> {
+  let summary = "Exact algebraic identities, view canonicalization, folding and dead code";
+  let description = [{
+    Removes x * 1, x / 1, x - 0, x + (-0.0) (and x + 0 for integers),
+    neg(neg(x)), where(c, x, x), exact widen-then-narrow casts and identity
+    permutes; composes permute chains; rewrites squeeze, unsqueeze and
+    flatten as reshape so reshape chains collapse; runs the tc folders
+    (cast, reshape, transpose and broadcast_to identities and chains,
+    constants) and erases dead ops. x + 0.0 is kept for floats: it turns -0.0
+    into +0.0.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect"];
+}
+
 #endif // TENSORC_PASSES_TD

@@ -1,12 +1,14 @@
 #include "passes/Pipelines.h"
 
+#include "passes/Passes.h"
+
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 namespace tensorc {
 
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &) {
-  pm.addPass(mlir::createCanonicalizerPass());
+  pm.addPass(createSimplifyPass());
   pm.addPass(mlir::createCSEPass());
 }
 

@@ -9,8 +9,8 @@ struct PipelineOptions {
   // Grows with the passes issue (decomposition, autocast, fusion, memory).
 };
 
-// The target-independent cleanup every compile runs: canonicalization (the
-// tc folders) and CSE.
+// The target-independent cleanup every compile runs: tensorc-simplify (exact
+// identities, view canonicalization, the tc folders, dead code) and CSE.
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
 // Registers the pipelines above with MLIR's command-line registry.

@@ -33,7 +33,8 @@ std::vector<std::string> graphFiles() {
 
 // Every pass that is meant to preserve the function computed.
 std::vector<std::string> pipelines() {
-  return {"canonicalize", "cse", "tensorc-decompose", "tensorc-simplify-pipeline"};
+  return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
+          "tensorc-decompose,tensorc-simplify,cse"};
 }
 
 void expectClose(const HostTensor &a, const HostTensor &b, const std::string &what) {

@@ -1,0 +1,195 @@
+// tensorc-simplify: algebraic identities that are exact in floating point,
+// view canonicalization and op chains, applied greedily together with the tc
+// folders (canonicalization) and dead-code removal.
+//
+// Exactness: x * 1, x / 1, x - 0, x + (-0.0) and neg(neg(x)) are exact for
+// every float including nan, inf and -0. x + 0.0 is NOT folded for floats:
+// (-0.0) + 0.0 is +0.0. Widening casts followed by the narrowing cast back
+// are exact; the reverse order rounds and is kept.
+#include "passes/Passes.h"
+
+#include "ir/dialect/Conversion.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <numeric>
+
+namespace tensorc {
+
+#define GEN_PASS_DEF_SIMPLIFYPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using namespace tensorc::tc;
+
+// The value of `v` when it is a splat constant.
+std::optional<double> splatValue(Value v) {
+  ElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  if (llvm::isa<FloatType>(dense.getElementType()))
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  if (dense.getElementType().isInteger(1))
+    return dense.getSplatValue<bool>() ? 1.0 : 0.0;
+  return double(dense.getSplatValue<APInt>().getSExtValue());
+}
+
+bool isNegativeZero(Value v) {
+  ElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return false;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
+  return dense && dense.isSplat() && llvm::isa<FloatType>(dense.getElementType()) &&
+         dense.getSplatValue<APFloat>().isNegZero();
+}
+
+bool isFloatTensor(Value v) { return llvm::isa<FloatType>(llvm::cast<TcTensorType>(v.getType()).getElementType()); }
+
+// binary(x, c) -> x when c is the identity and the result has x's type.
+template <typename OpTy> struct RightIdentity : OpRewritePattern<OpTy> {
+  RightIdentity(MLIRContext *ctx, double identity, bool commutative)
+      : OpRewritePattern<OpTy>(ctx), identity(identity), commutative(commutative) {}
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    for (int side = 0; side < (commutative ? 2 : 1); ++side) {
+      Value x = op->getOperand(side), c = op->getOperand(1 - side);
+      std::optional<double> v = splatValue(c);
+      if (!v || *v != identity || x.getType() != op.getType())
+        continue;
+      if (identity == 0.0 && std::is_same_v<OpTy, AddOp> && isFloatTensor(x) && !isNegativeZero(c))
+        continue; // x + 0.0 turns -0.0 into +0.0
+      rewriter.replaceOp(op, x);
+      return success();
+    }
+    return failure();
+  }
+  double identity;
+  bool commutative;
+};
+
+struct DoubleNegation : OpRewritePattern<NegOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NegOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<NegOp>();
+    if (!inner)
+      return failure();
+    rewriter.replaceOp(op, inner.getX());
+    return success();
+  }
+};
+
+int rank(DType d) {
+  switch (d) {
+  case DType::F16:
+  case DType::BF16: return 1;
+  case DType::F32: return 2;
+  case DType::F64: return 3;
+  case DType::I32: return 1;
+  case DType::I64: return 2;
+  default: return 0;
+  }
+}
+
+// cast(cast(x, wide), narrow) -> x when the first cast widened exactly.
+struct WidenThenNarrow : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp op, PatternRewriter &rewriter) const override {
+    auto inner = op.getX().getDefiningOp<CastOp>();
+    if (!inner || inner.getX().getType() != op.getType())
+      return failure();
+    std::optional<DType> from = toDType(llvm::cast<TcTensorType>(inner.getX().getType()).getElementType());
+    std::optional<DType> mid = toDType(llvm::cast<TcTensorType>(inner.getType()).getElementType());
+    if (!from || !mid || isFloat(*from) != isFloat(*mid) || isBool(*from) || rank(*mid) <= rank(*from))
+      return failure();
+    if (*from == DType::F16 && *mid == DType::F16)
+      return failure();
+    rewriter.replaceOp(op, inner.getX());
+    return success();
+  }
+};
+
+// permute(permute(x, p), q) -> permute(x, p o q); permute(x, identity) -> x.
+struct PermuteChain : OpRewritePattern<PermuteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PermuteOp op, PatternRewriter &rewriter) const override {
+    int64_t r = int64_t(op.getDims().size());
+    auto norm = [r](int64_t a) { return a < 0 ? a + r : a; };
+    std::vector<int64_t> perm;
+    for (int64_t d : op.getDims())
+      perm.push_back(norm(d));
+    std::vector<int64_t> identity(r);
+    std::iota(identity.begin(), identity.end(), 0);
+    if (perm == identity) {
+      rewriter.replaceOp(op, op.getX());
+      return success();
+    }
+    auto inner = op.getX().getDefiningOp<PermuteOp>();
+    if (!inner)
+      return failure();
+    std::vector<int64_t> composed(r);
+    for (int64_t i = 0; i < r; ++i)
+      composed[i] = norm(inner.getDims()[perm[i]]);
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getXMutable().assign(inner.getX());
+      op.setDimsAttr(rewriter.getDenseI64ArrayAttr(composed));
+    });
+    return success();
+  }
+};
+
+// squeeze, unsqueeze and flatten are reshapes; one view op lets reshape
+// chains collapse (the reshape folder) and later fusion see one kind.
+template <typename OpTy> struct ViewAsReshape : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
+    std::optional<TensorSpec> spec = toTensorSpec(op.getType());
+    if (!spec)
+      return failure();
+    Attr dims(spec->shape);
+    auto reshape = rewriter.create<ReshapeOp>(op.getLoc(), op.getType(), op->getOperand(0),
+                                              llvm::cast<ArrayAttr>(toMlirAttr(op.getContext(), dims)));
+    for (NamedAttribute a : op->getAttrs()) // dialect attributes such as tc.sharding
+      if (a.getName().getValue().contains('.'))
+        reshape->setAttr(a.getName(), a.getValue());
+    rewriter.replaceOp(op, reshape.getResult());
+    return success();
+  }
+};
+
+struct SameBranches : OpRewritePattern<WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(WhereOp op, PatternRewriter &rewriter) const override {
+    if (op.getX() != op.getY() || op.getX().getType() != op.getType())
+      return failure();
+    rewriter.replaceOp(op, op.getX());
+    return success();
+  }
+};
+
+struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
+  using SimplifyPassBase::SimplifyPassBase;
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    patterns.add<RightIdentity<MulOp>>(ctx, 1.0, true);
+    patterns.add<RightIdentity<DivOp>>(ctx, 1.0, false);
+    patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
+    patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
+    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches>(ctx);
+    patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(ctx);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      if (op.getDialectNamespace() == "tc")
+        op.getCanonicalizationPatterns(patterns, ctx);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace tensorc

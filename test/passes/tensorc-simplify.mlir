@@ -1,0 +1,69 @@
+// RUN: tensorc-opt %s -split-input-file -tensorc-simplify | FileCheck %s
+
+// Exact identities disappear.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:[^:]*]]: !tc.tensor<[B, 3], f32>, %[[I:[^:]*]]: !tc.tensor<[3], i32>)
+// CHECK-NEXT: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[I]], %[[X]]
+func.func @identities(%x: !tc.tensor<[B, 3], f32>, %i: !tc.tensor<[3], i32>) -> (!tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[3], i32>, !tc.tensor<[B, 3], f32>) {
+  %one = tc.constant {value = dense<1.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %zero = tc.constant {value = dense<0.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %negzero = tc.constant {value = dense<-0.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %izero = tc.constant {value = dense<0> : tensor<i32>} : () -> !tc.tensor<[], i32>
+  %0 = tc.mul %one, %x : (!tc.tensor<[], f32>, !tc.tensor<[B, 3], f32>) -> !tc.tensor<[B, 3], f32>
+  %1 = tc.div %x, %one : (!tc.tensor<[B, 3], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[B, 3], f32>
+  %2 = tc.sub %x, %zero : (!tc.tensor<[B, 3], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[B, 3], f32>
+  %3 = tc.add %x, %negzero : (!tc.tensor<[B, 3], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[B, 3], f32>
+  %n = tc.neg %x : (!tc.tensor<[B, 3], f32>) -> !tc.tensor<[B, 3], f32>
+  %4 = tc.neg %n : (!tc.tensor<[B, 3], f32>) -> !tc.tensor<[B, 3], f32>
+  %5 = tc.add %izero, %i : (!tc.tensor<[], i32>, !tc.tensor<[3], i32>) -> !tc.tensor<[3], i32>
+  %w = tc.cast %x {to = f64} : (!tc.tensor<[B, 3], f32>) -> !tc.tensor<[B, 3], f64>
+  %6 = tc.cast %w {to = f32} : (!tc.tensor<[B, 3], f64>) -> !tc.tensor<[B, 3], f32>
+  return %0, %1, %2, %3, %4, %5, %6 : !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[B, 3], f32>, !tc.tensor<[3], i32>, !tc.tensor<[B, 3], f32>
+}
+
+// -----
+
+// Inexact rewrites are not made: x + 0.0 (signed zero), a narrowing round trip,
+// a multiply by 1 that broadcasts.
+// CHECK-LABEL: func.func @kept
+// CHECK: tc.add
+// CHECK: tc.cast {{.*}} {to = bf16}
+// CHECK: tc.cast {{.*}} {to = f32}
+// CHECK: tc.mul
+func.func @kept(%x: !tc.tensor<[3], f32>) -> (!tc.tensor<[3], f32>, !tc.tensor<[3], f32>, !tc.tensor<[2, 3], f32>) {
+  %zero = tc.constant {value = dense<0.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %ones = tc.constant {value = dense<1.0> : tensor<2x1xf32>} : () -> !tc.tensor<[2, 1], f32>
+  %0 = tc.add %x, %zero : (!tc.tensor<[3], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[3], f32>
+  %b = tc.cast %x {to = bf16} : (!tc.tensor<[3], f32>) -> !tc.tensor<[3], bf16>
+  %1 = tc.cast %b {to = f32} : (!tc.tensor<[3], bf16>) -> !tc.tensor<[3], f32>
+  %2 = tc.mul %x, %ones : (!tc.tensor<[3], f32>, !tc.tensor<[2, 1], f32>) -> !tc.tensor<[2, 3], f32>
+  return %0, %1, %2 : !tc.tensor<[3], f32>, !tc.tensor<[3], f32>, !tc.tensor<[2, 3], f32>
+}
+
+// -----
+
+// Views become reshapes and chains collapse; permutes compose.
+// CHECK-LABEL: func.func @views
+// CHECK-NEXT: %[[R:.*]] = tc.reshape %arg0 {shape = [6]} : (!tc.tensor<[2, 1, 3], f32>) -> !tc.tensor<[6], f32>
+// CHECK-NEXT: %[[P:.*]] = tc.permute %arg1 {dims = array<i64: 2, 0, 1>}
+// CHECK-NEXT: return %[[R]], %[[P]], %arg1
+func.func @views(%x: !tc.tensor<[2, 1, 3], f32>, %y: !tc.tensor<[2, 3, 4], f32>) -> (!tc.tensor<[6], f32>, !tc.tensor<[4, 2, 3], f32>, !tc.tensor<[2, 3, 4], f32>) {
+  %s = tc.squeeze %x : (!tc.tensor<[2, 1, 3], f32>) -> !tc.tensor<[2, 3], f32>
+  %u = tc.unsqueeze %s {axis = 0 : i64} : (!tc.tensor<[2, 3], f32>) -> !tc.tensor<[1, 2, 3], f32>
+  %f = tc.flatten %u : (!tc.tensor<[1, 2, 3], f32>) -> !tc.tensor<[6], f32>
+  %p = tc.permute %y {dims = array<i64: 1, 2, 0>} : (!tc.tensor<[2, 3, 4], f32>) -> !tc.tensor<[3, 4, 2], f32>
+  %q = tc.permute %p {dims = array<i64: 1, 2, 0>} : (!tc.tensor<[3, 4, 2], f32>) -> !tc.tensor<[4, 2, 3], f32>
+  %i = tc.permute %y {dims = array<i64: 0, 1, 2>} : (!tc.tensor<[2, 3, 4], f32>) -> !tc.tensor<[2, 3, 4], f32>
+  return %f, %q, %i : !tc.tensor<[6], f32>, !tc.tensor<[4, 2, 3], f32>, !tc.tensor<[2, 3, 4], f32>
+}
+
+// -----
+
+// Dead ops are erased; where with equal branches is its branch.
+// CHECK-LABEL: func.func @dead
+// CHECK-NEXT: return %arg1
+func.func @dead(%c: !tc.tensor<[3], i1>, %x: !tc.tensor<[3], f32>) -> !tc.tensor<[3], f32> {
+  %e = tc.exp %x : (!tc.tensor<[3], f32>) -> !tc.tensor<[3], f32>
+  %w = tc.where %c, %x, %x : (!tc.tensor<[3], i1>, !tc.tensor<[3], f32>, !tc.tensor<[3], f32>) -> !tc.tensor<[3], f32>
+  return %w : !tc.tensor<[3], f32>
+}
