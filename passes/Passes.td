@@ -55,6 +55,19 @@ def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def FusionPass : Pass<"tensorc-fuse", "mlir::ModuleOp"> {
+  let summary = "Group ops into kernels (tc.fused) around reductions, GEMM epilogues and elementwise chains";
+  let description = [{
+    See passes/Fusion.cpp and docs/fusion.md. After it the function is a
+    sequence of tc.fused kernels, library calls (matmul, conv2d) and
+    reshape-like views.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false", "print every kernel, its ops, and the refused fusions">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def SimplifyPass : Pass<"tensorc-simplify"> {
   let summary = "Exact algebraic identities, view canonicalization, folding and dead code";
   let description = [{

@@ -12,7 +12,15 @@ void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &) {
   pm.addPass(mlir::createCSEPass());
 }
 
+void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  buildSimplifyPipeline(pm, options);
+  pm.addPass(createFusionPass());
+}
+
 void registerTensorcPipelines() {
+  static mlir::PassPipelineRegistration<> kernel("tensorc-kernel-pipeline",
+                                                 "simplify, CSE and fusion into kernels",
+                                                 [](mlir::OpPassManager &pm) { buildKernelPipeline(pm); });
   static mlir::PassPipelineRegistration<> simplify(
       "tensorc-simplify-pipeline", "tensorc's target-independent cleanup",
       [](mlir::OpPassManager &pm) { buildSimplifyPipeline(pm); });

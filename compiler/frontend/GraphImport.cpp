@@ -8,6 +8,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -232,12 +233,31 @@ Graph exportGraph(ModuleOp module) {
     check(it != names.end(), "a value is used before it is defined");
     return it->second;
   };
-  for (Operation &op : fn.getBody().front().getOperations()) {
+  // Kernels (tc.fused) are inlined: the graph is the flat computation.
+  std::function<void(Block &)> visitBlock;
+  auto visit = [&](Operation &op) {
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
       for (Value v : ret.getOperands())
         g.outputs.push_back(refOf(v));
-      continue;
+      return;
     }
+    if (auto fused = llvm::dyn_cast<tc::FusedOp>(op)) {
+      Block &body = fused.getBody().front();
+      for (auto [arg, input] : llvm::zip(body.getArguments(), fused.getInputs())) {
+        auto lit = literals.find(input.getAsOpaquePointer());
+        if (lit != literals.end())
+          literals[arg.getAsOpaquePointer()] = lit->second;
+        else
+          names[arg.getAsOpaquePointer()] = refOf(input);
+      }
+      visitBlock(body);
+      auto yield = llvm::cast<tc::YieldOp>(body.getTerminator());
+      for (auto [result, value] : llvm::zip(fused.getResults(), yield.getValues()))
+        names[result.getAsOpaquePointer()] = refOf(value);
+      return;
+    }
+    if (llvm::isa<tc::YieldOp>(op))
+      return;
     const OpSchema *schema = tc::schemaOf(&op);
     check(schema != nullptr, "op '" + op.getName().getStringRef().str() + "' has no graph form");
     if (schema->name == "constant" && op.hasAttr("tc.literal")) {
@@ -250,7 +270,7 @@ Graph exportGraph(ModuleOp module) {
       l.intValue = isFloat(v.dtype) ? 0 : v.ints[0];
       l.dtype = v.dtype;
       literals[op.getResult(0).getAsOpaquePointer()] = l;
-      continue;
+      return;
     }
     Node n;
     std::string base = locationName(op.getLoc());
@@ -291,7 +311,12 @@ Graph exportGraph(ModuleOp module) {
       names[op.getResult(r).getAsOpaquePointer()] =
           op.getNumResults() == 1 ? n.name : n.name + ":" + std::to_string(r);
     g.nodes.push_back(std::move(n));
-  }
+  };
+  visitBlock = [&](Block &block) {
+    for (Operation &op : block.getOperations())
+      visit(op);
+  };
+  visitBlock(fn.getBody().front());
   return g;
 }
 

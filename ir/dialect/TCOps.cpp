@@ -105,6 +105,24 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+LogicalResult FusedOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but its body takes " << body.getNumArguments();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError() << "body argument type " << arg.getType() << " differs from input type " << input.getType();
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end in tc.yield";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size() << " values whose types differ from the results";
+  static const std::set<std::string> kinds = {"elementwise", "reduction", "matmul", "attention", "gather", "copy"};
+  if (!kinds.count(getKind().str()))
+    return emitOpError() << "unknown kind \"" << getKind() << "\"";
+  return success();
+}
+
 LogicalResult MeshOp::verify() {
   if (getAxes().size() != getSizes().size())
     return emitOpError() << "has " << getAxes().size() << " axes but " << getSizes().size()

@@ -9,6 +9,7 @@ include "ir/dialect/TCTypes.td"
 include "ir/dialect/TCAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 class TC_Op<string mnemonic, list<Trait> traits = []>
     : Op<TC_Dialect, mnemonic, !listconcat(traits, [Pure, TC_InferredResultTypes])> {
@@ -705,6 +706,50 @@ def TC_IotaOp : TC_Op<"iota"> {
                        OptionalAttr<TC_DimsAttr>:$length,
                        DefaultValuedAttr<I64Attr, "1">:$step,
                        OptionalAttr<TypeAttr>:$dtype);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels (the result of fusion)
+//===----------------------------------------------------------------------===//
+
+def TC_FusedOp : Op<TC_Dialect, "fused", [IsolatedFromAbove, SingleBlock, Pure]> {
+  let summary = "a group of ops that runs as one kernel";
+  let description = [{
+    Produced by tensorc-fuse. The body's block arguments are the kernel's
+    inputs (the operands, in order); `tc.yield` returns the values the rest of
+    the function uses, which are the results. `kind` says which code template
+    a backend uses: "elementwise" (a pointwise loop nest, with broadcasts and
+    views as index arithmetic), "reduction" (one reduction or normalization
+    with its elementwise prologue and epilogue; several reductions of the same
+    input when fused horizontally), "matmul" (a library GEMM/conv call with an
+    elementwise epilogue), "attention", "gather" (indexing ops) or "copy". The
+    function computed is exactly that of the body's ops.
+
+    Example:
+
+    ```mlir
+    %y = tc.fused "k0" (%a, %b) {kind = "elementwise"} : (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>) -> !tc.tensor<[4], f32> {
+    ^bb0(%x: !tc.tensor<[4], f32>, %z: !tc.tensor<[4], f32>):
+      %s = tc.add %x, %z : (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+      %r = tc.relu %s : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+      tc.yield %r : !tc.tensor<[4], f32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, StrAttr:$kind, Variadic<TC_Tensor>:$inputs);
+  let results = (outs Variadic<TC_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kernel `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body";
+  let hasVerifier = 1;
+}
+
+def TC_YieldOp : Op<TC_Dialect, "yield", [Terminator, HasParent<"FusedOp">, Pure, ReturnLike]> {
+  let summary = "the values a tc.fused kernel returns";
+  let description = [{
+    Terminates a `tc.fused` body; its operands become the kernel's results.
+  }];
+  let arguments = (ins Variadic<TC_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//

@@ -34,7 +34,8 @@ std::vector<std::string> graphFiles() {
 // Every pass that is meant to preserve the function computed.
 std::vector<std::string> pipelines() {
   return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
-          "tensorc-decompose,tensorc-simplify,cse"};
+          "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
+          "tensorc-decompose,tensorc-kernel-pipeline"};
 }
 
 void expectClose(const HostTensor &a, const HostTensor &b, const std::string &what) {

@@ -9,6 +9,7 @@
 #include "compiler/graph/GraphJson.h"
 #include "compiler/frontend/GraphImport.h"
 #include "ir/core/Error.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -23,7 +24,7 @@ namespace tensorc::cli {
 namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir";
-  bool printIrAfterAll = false, debugInfo = false;
+  bool printIrAfterAll = false, debugInfo = false, fuse = false;
   // --train
   bool train = false, accumulate = false, report = false;
   std::string optimizer = "sgd", loss, autocast;
@@ -53,6 +54,8 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
+  cmd->add_flag("--fuse", args->fuse, "group ops into kernels (tc.fused) after simplification; with --report, "
+                                      "print every kernel and the refused fusions");
   cmd->add_option("--autocast", args->autocast,
                   "mixed precision: run matmul/conv/attention in bf16 or f16 (docs/autocast.md)")
       ->check(CLI::IsMember({"bf16", "f16"}));
@@ -125,11 +128,17 @@ void addCompileCommand(CLI::App &app) {
         }
       }
     } else {
-      check(!args->accumulate && !args->report && !args->memoryBudget && args->wrt.empty() && args->loss.empty(),
-            "--accumulate, --report, --memory-budget, --wrt and --loss need --train");
+      check(!args->accumulate && (!args->report || args->fuse) && !args->memoryBudget && args->wrt.empty() &&
+                args->loss.empty(),
+            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train or --fuse");
     }
     mlir::PassManager pm(model->context.get());
     buildSimplifyPipeline(pm);
+    if (args->fuse) {
+      FusionPassOptions fusion;
+      fusion.report = args->report;
+      pm.addPass(createFusionPass(fusion));
+    }
     if (args->printIrAfterAll)
       pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
                           [](mlir::Pass *, mlir::Operation *) { return true; },

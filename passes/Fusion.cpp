@@ -1,0 +1,334 @@
+// tensorc-fuse: groups ops into kernels (tc.fused regions) and leaves
+// matmul/conv as library calls. Decisions follow docs/fusion.md:
+//
+//  - elementwise ops and views join their producer's or consumer's kernel
+//    (vertical fusion, multi-output kernels instead of recomputation, so no
+//    work is duplicated and nothing is materialized twice);
+//  - a kernel has at most one anchor: a reduction/normalization/loss/pooling
+//    op, a gather-like op, a matmul/conv (epilogue only: the library call
+//    reads its operands from memory) or attention (its own kernel);
+//  - reductions of the same input over the same shape that do not depend on
+//    each other share a kernel (horizontal fusion);
+//  - creation ops (constants, iota, ...) are cloned into each kernel using
+//    them; reshape-like views of kernel boundaries alias and launch nothing;
+//  - a merge that would create a cycle between kernels is refused.
+// With report=true the pass prints every kernel, its ops, and why each
+// unfused producer/consumer pair was not fused.
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <numeric>
+#include <set>
+
+namespace tensorc {
+
+#define GEN_PASS_DEF_FUSIONPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather };
+
+Kind classify(Operation *op) {
+  static const std::set<std::string> views = {"reshape", "permute", "transpose", "broadcast_to", "squeeze",
+                                              "unsqueeze", "flatten", "slice", "pad"};
+  static const std::set<std::string> creation = {"constant", "full", "zeros", "ones", "iota"};
+  static const std::set<std::string> reductions = {"sum", "mean", "max", "min", "prod", "var", "argmax", "argmin",
+                                                   "softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm",
+                                                   "cross_entropy", "max_pool2d", "avg_pool2d"};
+  static const std::set<std::string> gathers = {"embedding", "gather", "index_select", "concat", "split"};
+  std::string name = op->getName().getStringRef().drop_front(3).str(); // "tc."
+  if (views.count(name)) return Kind::View;
+  if (creation.count(name)) return Kind::Creation;
+  if (reductions.count(name)) return Kind::Reduction;
+  if (gathers.count(name)) return Kind::Gather;
+  if (name == "matmul" || name == "conv2d") return Kind::Matmul;
+  if (name == "scaled_dot_product_attention") return Kind::Attention;
+  return Kind::Elementwise;
+}
+
+bool isAnchor(Kind k) { return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather; }
+
+bool isPureReshape(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  return n == "tc.reshape" || n == "tc.squeeze" || n == "tc.unsqueeze" || n == "tc.flatten";
+}
+
+std::string opLabel(Operation *op) {
+  std::string name = op->getName().getStringRef().drop_front(3).str();
+  if (auto loc = llvm::dyn_cast<NameLoc>(op->getLoc()))
+    return loc.getName().getValue().str() + " (" + name + ")";
+  return name;
+}
+
+struct Fusion {
+  std::vector<Operation *> ops;                 // in program order
+  std::map<Operation *, int> index;
+  std::vector<int> parent;                      // union-find over op indices
+  std::vector<std::string> refusals;
+
+  int find(int i) { return parent[i] == i ? i : parent[i] = find(parent[i]); }
+
+  std::vector<int> members(int g) {
+    std::vector<int> m;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (find(int(i)) == g)
+        m.push_back(int(i));
+    return m;
+  }
+
+  std::optional<Kind> anchor(int g, Operation **which = nullptr) {
+    for (int i : members(g))
+      if (isAnchor(classify(ops[i]))) {
+        if (which)
+          *which = ops[i];
+        return classify(ops[i]);
+      }
+    return std::nullopt;
+  }
+
+  // Whether merging groups a and b would create a cycle: a path from one to
+  // the other through a third group.
+  bool wouldCycle(int a, int b) {
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      std::vector<int> stack;
+      std::set<int> seen;
+      for (int i : members(from))
+        for (Operation *user : ops[i]->getUsers())
+          if (index.count(user) && find(index[user]) != from && find(index[user]) != to)
+            stack.push_back(index[user]);
+      while (!stack.empty()) {
+        int i = stack.back();
+        stack.pop_back();
+        if (!seen.insert(i).second)
+          continue;
+        if (find(i) == to)
+          return true;
+        for (Operation *user : ops[i]->getUsers())
+          if (index.count(user) && find(index[user]) != from)
+            stack.push_back(index[user]);
+      }
+    }
+    return false;
+  }
+
+  // Values a group reads that it does not compute.
+  llvm::DenseSet<Value> externalInputs(int g) {
+    llvm::DenseSet<Value> in;
+    for (int i : members(g))
+      for (Value v : ops[i]->getOperands()) {
+        Operation *d = v.getDefiningOp();
+        if (!d || !index.count(d) || find(index[d]) != g)
+          in.insert(v);
+      }
+    return in;
+  }
+
+  // Why producer p's group may not merge with consumer c's group; empty if it may.
+  std::string refuse(Operation *p, Operation *c) {
+    int g = find(index[p]), h = find(index[c]);
+    Operation *pa = nullptr, *ca = nullptr;
+    std::optional<Kind> pk = anchor(g, &pa), ck = anchor(h, &ca);
+    if (pk == Kind::Attention || ck == Kind::Attention)
+      return "attention runs as its own kernel";
+    if (ck == Kind::Matmul && !pk)
+      return "no prologue fusion into " + opLabel(ca) + ": the library call reads its operands from memory";
+    if (pk && ck)
+      return "both kernels have an anchor (" + opLabel(pa) + ", " + opLabel(ca) + ")";
+    if (pk == Kind::Matmul && classify(c) != Kind::Elementwise)
+      return "only elementwise ops join a matmul epilogue";
+    if (wouldCycle(g, h))
+      return "fusing would create a cycle between kernels";
+    return "";
+  }
+
+  void run(func::FuncOp fn) {
+    for (Operation &op : fn.getBody().front().getOperations())
+      if (op.getName().getStringRef().starts_with("tc.") && classify(&op) != Kind::Creation) {
+        index[&op] = int(ops.size());
+        ops.push_back(&op);
+      }
+    parent.resize(ops.size());
+    std::iota(parent.begin(), parent.end(), 0);
+    // Vertical: producer/consumer pairs in program order.
+    for (Operation *c : ops) {
+      for (Value v : c->getOperands()) {
+        Operation *p = v.getDefiningOp();
+        if (!p || !index.count(p) || find(index[p]) == find(index[c]))
+          continue;
+        std::string why = refuse(p, c);
+        if (why.empty())
+          parent[find(index[p])] = find(index[c]);
+        else
+          refusals.push_back(opLabel(p) + " -> " + opLabel(c) + ": " + why);
+      }
+    }
+    // Horizontal: reductions of the same input, same shape, independent.
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        Operation *a = ops[i], *b = ops[j];
+        if (classify(a) != Kind::Reduction || classify(b) != Kind::Reduction)
+          continue;
+        int g = find(int(i)), h = find(int(j));
+        if (g == h || a->getOperand(0).getType() != b->getOperand(0).getType() ||
+            a->getResult(0).getType() != b->getResult(0).getType() || a->getAttrDictionary() != b->getAttrDictionary())
+          continue;
+        // Same iteration space; worth one kernel when both read common data.
+        llvm::DenseSet<Value> gi = externalInputs(g), hi = externalInputs(h);
+        if (!llvm::any_of(gi, [&](Value v) { return hi.contains(v); }))
+          continue;
+        bool onlyReductionAnchors = true;
+        for (int m : members(g))
+          onlyReductionAnchors &= !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
+        for (int m : members(h))
+          onlyReductionAnchors &= !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
+        if (onlyReductionAnchors && !wouldCycle(g, h))
+          parent[g] = h;
+      }
+  }
+};
+
+struct FusionPass : impl::FusionPassBase<FusionPass> {
+  using FusionPassBase::FusionPassBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp fn) { fuse(fn); });
+  }
+
+  void fuse(func::FuncOp fn) {
+    Fusion f;
+    f.run(fn);
+    // Groups in program order of their first member; all members move to
+    // the group's last member, which keeps every def before its uses because
+    // merges never create cycles.
+    std::map<int, std::vector<int>> groups;
+    for (size_t i = 0; i < f.ops.size(); ++i)
+      groups[f.find(int(i))].push_back(int(i));
+    Operation *terminator = fn.getBody().front().getTerminator();
+    OpBuilder b(fn.getContext());
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    int kernels = 0, aliases = 0, libraryCalls = 0;
+    // Emit groups in a topological order of the group graph.
+    std::vector<int> order;
+    std::set<int> done;
+    std::function<void(int)> emitAfterDeps = [&](int g) {
+      if (done.count(g))
+        return;
+      done.insert(g);
+      for (int m : groups[g])
+        for (Value v : f.ops[m]->getOperands())
+          if (Operation *d = v.getDefiningOp(); d && f.index.count(d) && f.find(f.index[d]) != g)
+            emitAfterDeps(f.find(f.index[d]));
+      order.push_back(g);
+    };
+    for (auto &[g, m] : groups)
+      emitAfterDeps(g);
+    std::vector<Operation *> toErase;
+    int next = 0;
+    for (int g : order) {
+      std::vector<int> &m = groups[g];
+      std::set<Operation *> inGroup;
+      for (int i : m)
+        inGroup.insert(f.ops[i]);
+      Operation *anchorOp = nullptr;
+      std::optional<Kind> kind = f.anchor(g, &anchorOp);
+      bool allReshapes = std::all_of(m.begin(), m.end(), [&](int i) { return isPureReshape(f.ops[i]); });
+      bool libraryAlone = m.size() == 1 && kind == Kind::Matmul;
+      if (allReshapes || libraryAlone) {
+        for (int i : m)
+          f.ops[i]->moveBefore(terminator);
+        if (libraryAlone) {
+          ++libraryCalls;
+          os << "library " << opLabel(f.ops[m[0]]) << "\n";
+        } else {
+          ++aliases;
+        }
+        continue;
+      }
+      // Inputs: values from outside the group (creation ops are cloned in).
+      std::vector<Value> inputs;
+      std::vector<Operation *> clones;
+      std::set<Operation *> cloneSet;
+      for (int i : m)
+        for (Value v : f.ops[i]->getOperands()) {
+          Operation *d = v.getDefiningOp();
+          if (d && inGroup.count(d))
+            continue;
+          if (d && classify(d) == Kind::Creation && d->getName().getStringRef().starts_with("tc.")) {
+            if (cloneSet.insert(d).second)
+              clones.push_back(d);
+            continue;
+          }
+          if (std::find(inputs.begin(), inputs.end(), v) == inputs.end())
+            inputs.push_back(v);
+        }
+      std::vector<Value> outputs;
+      for (int i : m)
+        for (Value r : f.ops[i]->getResults())
+          if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !inGroup.count(u); }))
+            outputs.push_back(r);
+      std::string kindName = !kind                     ? (std::all_of(m.begin(), m.end(), [&](int i) { return classify(f.ops[i]) == Kind::View; }) ? "copy" : "elementwise")
+                             : *kind == Kind::Reduction ? "reduction"
+                             : *kind == Kind::Matmul    ? "matmul"
+                             : *kind == Kind::Attention ? "attention"
+                                                        : "gather";
+      std::string name = "k" + std::to_string(next++);
+      b.setInsertionPoint(terminator);
+      SmallVector<Type> resultTypes;
+      for (Value o : outputs)
+        resultTypes.push_back(o.getType());
+      auto fused = b.create<tc::FusedOp>(f.ops[m.back()]->getLoc(), resultTypes, b.getStringAttr(name),
+                                         b.getStringAttr(kindName), inputs);
+      Block *body = b.createBlock(&fused.getBody());
+      IRMapping map;
+      for (Value in : inputs)
+        map.map(in, body->addArgument(in.getType(), in.getLoc()));
+      b.setInsertionPointToEnd(body);
+      for (Operation *c : clones)
+        b.clone(*c, map);
+      for (int i : m)
+        b.clone(*f.ops[i], map);
+      SmallVector<Value> yielded;
+      for (Value o : outputs)
+        yielded.push_back(map.lookup(o));
+      b.create<tc::YieldOp>(fused.getLoc(), yielded);
+      for (auto [o, r] : llvm::zip(outputs, fused.getResults()))
+        o.replaceUsesWithIf(r, [&](OpOperand &use) { return !inGroup.count(use.getOwner()) && use.getOwner() != fused; });
+      for (int i : m)
+        toErase.push_back(f.ops[i]);
+      ++kernels;
+      os << "kernel " << name << " (" << kindName << "):";
+      for (int i : m)
+        os << " " << opLabel(f.ops[i]) << (i == m.back() ? "" : ",");
+      os << "\n";
+    }
+    for (auto it = toErase.rbegin(); it != toErase.rend(); ++it)
+      (*it)->erase();
+    // Creation ops no longer used anywhere.
+    SmallVector<Operation *> dead;
+    for (Operation &op : fn.getBody().front().getOperations())
+      if (op.getName().getStringRef().starts_with("tc.") && classify(&op) == Kind::Creation && op.use_empty())
+        dead.push_back(&op);
+    for (Operation *op : dead)
+      op->erase();
+    if (report) {
+      llvm::outs() << "fusion of @" << fn.getName() << ": " << kernels << " kernels, " << libraryCalls
+                   << " library calls, " << aliases << " view-only groups (no launch)\n"
+                   << os.str();
+      for (const std::string &r : f.refusals)
+        llvm::outs() << "not fused: " << r << "\n";
+    }
+  }
+};
+
+} // namespace
+} // namespace tensorc
