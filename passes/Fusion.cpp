@@ -62,6 +62,55 @@ bool isPureReshape(Operation *op) {
   return n == "tc.reshape" || n == "tc.squeeze" || n == "tc.unsqueeze" || n == "tc.flatten";
 }
 
+// The "row space" of a reduction-like op: its input type and the axes it
+// reduces. Reductions with equal row spaces can run in one row-wise kernel
+// even when one depends on another (layer_norm's backward: mean, variance,
+// then the two row sums). Empty for ops that never share a kernel.
+std::string rowSpace(Operation *op) {
+  std::string name = op->getName().getStringRef().drop_front(3).str();
+  auto type = llvm::dyn_cast<tc::TcTensorType>(op->getOperand(0).getType());
+  if (!type)
+    return "";
+  int64_t rank = int64_t(type.getSizes().size());
+  auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
+  std::vector<int64_t> axes;
+  static const std::set<std::string> reductions = {"sum", "mean", "max", "min", "prod", "var"};
+  if (reductions.count(name)) {
+    if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
+      for (int64_t x : a.asArrayRef())
+        axes.push_back(norm(x));
+    else
+      for (int64_t x = 0; x < rank; ++x)
+        axes.push_back(x);
+  } else if (name == "softmax" || name == "log_softmax") {
+    auto a = op->getAttrOfType<IntegerAttr>("axis");
+    axes.push_back(norm(a ? a.getInt() : -1));
+  } else if (name == "layer_norm" || name == "rms_norm") {
+    auto a = op->getAttrOfType<IntegerAttr>("axis");
+    for (int64_t x = norm(a ? a.getInt() : -1); x < rank; ++x)
+      axes.push_back(x);
+  } else {
+    return "";
+  }
+  std::sort(axes.begin(), axes.end());
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type << " over";
+  for (int64_t x : axes)
+    os << " " << x;
+  return os.str();
+}
+
+bool isMatrixTranspose(Operation *op) {
+  auto t = llvm::dyn_cast<tc::TransposeOp>(op);
+  if (!t)
+    return false;
+  int64_t rank = int64_t(llvm::cast<tc::TcTensorType>(t.getX().getType()).getSizes().size());
+  auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
+  std::set<int64_t> dims{norm(t.getDim0()), norm(t.getDim1())};
+  return rank >= 2 && dims == std::set<int64_t>{rank - 2, rank - 1};
+}
+
 std::string opLabel(Operation *op) {
   std::string name = op->getName().getStringRef().drop_front(3).str();
   if (auto loc = llvm::dyn_cast<NameLoc>(op->getLoc()))
@@ -83,6 +132,20 @@ struct Fusion {
       if (find(int(i)) == g)
         m.push_back(int(i));
     return m;
+  }
+
+  // The common row space of every reduction anchor of group g ("" if they
+  // differ or one has none).
+  std::string groupRowSpace(int g) {
+    std::string space;
+    for (int i : members(g))
+      if (classify(ops[i]) == Kind::Reduction) {
+        std::string r = rowSpace(ops[i]);
+        if (r.empty() || (!space.empty() && r != space))
+          return "";
+        space = r;
+      }
+    return space;
   }
 
   std::optional<Kind> anchor(int g, Operation **which = nullptr) {
@@ -141,8 +204,13 @@ struct Fusion {
       return "attention runs as its own kernel";
     if (ck == Kind::Matmul && !pk)
       return "no prologue fusion into " + opLabel(ca) + ": the library call reads its operands from memory";
-    if (pk && ck)
+    if (pk == Kind::Reduction && ck == Kind::Reduction) {
+      std::string a = groupRowSpace(g), b = groupRowSpace(h);
+      if (a.empty() || a != b)
+        return "reductions over different rows (" + opLabel(pa) + ", " + opLabel(ca) + ")";
+    } else if (pk && ck) {
       return "both kernels have an anchor (" + opLabel(pa) + ", " + opLabel(ca) + ")";
+    }
     if (pk == Kind::Matmul && classify(c) != Kind::Elementwise)
       return "only elementwise ops join a matmul epilogue";
     if (wouldCycle(g, h))
@@ -242,6 +310,15 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
       Operation *anchorOp = nullptr;
       std::optional<Kind> kind = f.anchor(g, &anchorOp);
       bool allReshapes = std::all_of(m.begin(), m.end(), [&](int i) { return isPureReshape(f.ops[i]); });
+      // Transposes of the last two dims read only by matmuls are the GEMM's
+      // transpose flags, not copies.
+      bool gemmTransposes = std::all_of(m.begin(), m.end(), [&](int i) {
+        Operation *op = f.ops[i];
+        return (isPureReshape(op) || isMatrixTranspose(op)) && llvm::all_of(op->getUsers(), [&](Operation *u) {
+                 return inGroup.count(u) || u->getName().getStringRef() == "tc.matmul";
+               });
+      });
+      allReshapes |= gemmTransposes;
       bool libraryAlone = m.size() == 1 && kind == Kind::Matmul;
       if (allReshapes || libraryAlone) {
         for (int i : m)
@@ -322,7 +399,7 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
       op->erase();
     if (report) {
       llvm::outs() << "fusion of @" << fn.getName() << ": " << kernels << " kernels, " << libraryCalls
-                   << " library calls, " << aliases << " view-only groups (no launch)\n"
+                   << " library calls, " << aliases << " view-only groups (no launch: reshapes, GEMM transposes)\n"
                    << os.str();
       for (const std::string &r : f.refusals)
         llvm::outs() << "not fused: " << r << "\n";

@@ -62,7 +62,7 @@ func.func @horizontal(%g: !tc.tensor<[B, 8], f32>, %x: !tc.tensor<[B, 8], f32>) 
 // CHECK:      tc.fused "k0"({{.*}}) {kind = "attention"}
 // CHECK:      tc.reshape
 // CHECK:      tc.matmul
-// REPORT-LABEL: fusion of @attention: 1 kernels, 1 library calls, 1 view-only groups (no launch)
+// REPORT-LABEL: fusion of @attention: 1 kernels, 1 library calls, 1 view-only groups (no launch: reshapes, GEMM transposes)
 // REPORT: not fused: a (scaled_dot_product_attention) -> f (reshape): attention runs as its own kernel
 func.func @attention(%q: !tc.tensor<[2, 8, 4], f32>, %w: !tc.tensor<[4, 4], f32>) -> !tc.tensor<[16, 4], f32> {
   %a = tc.scaled_dot_product_attention %q, %q, %q : (!tc.tensor<[2, 8, 4], f32>, !tc.tensor<[2, 8, 4], f32>, !tc.tensor<[2, 8, 4], f32>) -> !tc.tensor<[2, 8, 4], f32> loc("a")
