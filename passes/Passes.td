@@ -68,6 +68,20 @@ def FusionPass : Pass<"tensorc-fuse", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def MemoryPlanPass : Pass<"tensorc-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Plan one arena for every intermediate buffer over the kernel schedule";
+  let description = [{
+    See passes/MemoryPlan.cpp: liveness over the top-level schedule, views
+    aliased, in-place elementwise kernels, best-fit packing (largest first).
+    Annotates ops with tc.buffer and the function with tc.memory_plan.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false", "print arena bytes, the lower bound and counts">,
+    ListOption<"dims", "dims", "std::string", "SYMBOL=SIZE for symbolic dims (default: min(bound, 64))">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def SimplifyPass : Pass<"tensorc-simplify"> {
   let summary = "Exact algebraic identities, view canonicalization, folding and dead code";
   let description = [{

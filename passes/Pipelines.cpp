@@ -15,6 +15,7 @@ void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &) {
 void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   buildSimplifyPipeline(pm, options);
   pm.addPass(createFusionPass());
+  pm.addPass(createMemoryPlanPass());
 }
 
 void registerTensorcPipelines() {

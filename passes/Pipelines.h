@@ -13,8 +13,8 @@ struct PipelineOptions {
 // identities, view canonicalization, the tc folders, dead code) and CSE.
 void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
-// Everything a backend needs before codegen: simplify, CSE, then fusion into
-// tc.fused kernels and library calls.
+// Everything a backend needs before codegen: simplify, CSE, fusion into
+// tc.fused kernels and library calls, then the memory plan.
 void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 
 // Registers the pipelines above with MLIR's command-line registry.

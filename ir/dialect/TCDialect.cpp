@@ -112,6 +112,17 @@ LogicalResult TCDialect::verifyOperationAttribute(Operation *op, NamedAttribute 
   }
   if (name == "tc.name")
     return verifyValueAttr(op, attr, {});
+  if (name == "tc.buffer") {
+    auto slots = llvm::dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!slots || slots.size() != 2 * int64_t(op->getNumResults()))
+      return op->emitOpError() << "'tc.buffer' must hold (offset, bytes) per result";
+    return success();
+  }
+  if (name == "tc.memory_plan") {
+    if (!llvm::isa<DictionaryAttr>(attr.getValue()))
+      return op->emitOpError() << "'tc.memory_plan' must be a dictionary";
+    return success();
+  }
   if (name == "tc.literal") {
     if (!llvm::isa<UnitAttr>(attr.getValue()) || op->getName().getStringRef() != "tc.constant")
       return op->emitOpError() << "'tc.literal' is a unit attribute of tc.constant";

@@ -35,7 +35,7 @@ std::vector<std::string> graphFiles() {
 std::vector<std::string> pipelines() {
   return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
           "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
-          "tensorc-decompose,tensorc-kernel-pipeline"};
+          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory"};
 }
 
 void expectClose(const HostTensor &a, const HostTensor &b, const std::string &what) {

@@ -54,8 +54,9 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
-  cmd->add_flag("--fuse", args->fuse, "group ops into kernels (tc.fused) after simplification; with --report, "
-                                      "print every kernel and the refused fusions");
+  cmd->add_flag("--fuse", args->fuse,
+                "group ops into kernels (tc.fused) and plan the memory arena; with --report, print every kernel, "
+                "the refused fusions and the arena");
   cmd->add_option("--autocast", args->autocast,
                   "mixed precision: run matmul/conv/attention in bf16 or f16 (docs/autocast.md)")
       ->check(CLI::IsMember({"bf16", "f16"}));
@@ -138,6 +139,9 @@ void addCompileCommand(CLI::App &app) {
       FusionPassOptions fusion;
       fusion.report = args->report;
       pm.addPass(createFusionPass(fusion));
+      MemoryPlanPassOptions memory;
+      memory.report = args->report;
+      pm.addPass(createMemoryPlanPass(memory));
     }
     if (args->printIrAfterAll)
       pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
