@@ -19,6 +19,7 @@ void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options
 }
 
 void registerTensorcPipelines() {
+
   static mlir::PassPipelineRegistration<> kernel("tensorc-kernel-pipeline",
                                                  "simplify, CSE and fusion into kernels",
                                                  [](mlir::OpPassManager &pm) { buildKernelPipeline(pm); });

@@ -8,6 +8,7 @@
 #include "compiler/frontend/GraphImport.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -35,7 +36,8 @@ std::vector<std::string> graphFiles() {
 std::vector<std::string> pipelines() {
   return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
           "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
-          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory"};
+          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory",
+          "tensorc-cpu-pipeline", "tensorc-cuda-pipeline"};
 }
 
 void expectClose(const HostTensor &a, const HostTensor &b, const std::string &what) {
@@ -57,6 +59,7 @@ TEST(PassSemantics, EveryPassPreservesEveryGraph) {
   static bool registered = [] {
     registerTensorcPasses();
     registerTensorcPipelines();
+    registerBackendPipelines();
     mlir::registerCanonicalizerPass();
     mlir::registerCSEPass();
     return true;

@@ -3,6 +3,7 @@
 #include "ir/dialect/TCDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
   tensorc::registerTensorcPasses();
   tensorc::registerTensorcPipelines();
+  tensorc::registerBackendPipelines();
   mlir::DialectRegistry registry;
   registry.insert<tensorc::tc::TCDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "tensorc optimizer driver\n", registry));

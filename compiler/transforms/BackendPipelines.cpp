@@ -1,0 +1,30 @@
+#include "compiler/transforms/BackendPipelines.h"
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+namespace tensorc {
+
+void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  buildSimplifyPipeline(pm, options);
+  pm.addPass(createDecomposePass());
+  buildKernelPipeline(pm, options);
+}
+
+void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  buildSimplifyPipeline(pm, options);
+  DecomposePassOptions decompose;
+  decompose.ops = {"gelu", "silu", "var"};
+  pm.addPass(createDecomposePass(decompose));
+  buildKernelPipeline(pm, options);
+}
+
+void registerBackendPipelines() {
+  static mlir::PassPipelineRegistration<> cpu("tensorc-cpu-pipeline", "the CPU backend's default pipeline",
+                                              [](mlir::OpPassManager &pm) { buildCpuPipeline(pm); });
+  static mlir::PassPipelineRegistration<> cuda("tensorc-cuda-pipeline", "the CUDA backend's default pipeline",
+                                               [](mlir::OpPassManager &pm) { buildCudaPipeline(pm); });
+}
+
+} // namespace tensorc

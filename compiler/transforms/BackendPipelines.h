@@ -1,0 +1,18 @@
+// The default pipelines of the backends (they use graph-level passes, so they
+// live beside them rather than in passes/). CPU: every composite decomposed
+// (the LLVM backend generates loops for primitives). CUDA: composites with
+// dedicated kernels (softmax, log_softmax, layer_norm, rms_norm,
+// cross_entropy, attention, batch_norm) stay whole, the others are
+// decomposed. Both end with fusion and the memory plan.
+#pragma once
+
+#include "passes/Pipelines.h"
+
+namespace tensorc {
+
+void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
+void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
+// Registers tensorc-cpu-pipeline and tensorc-cuda-pipeline.
+void registerBackendPipelines();
+
+} // namespace tensorc
