@@ -55,6 +55,19 @@ def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def FoldConstantsPass : Pass<"tensorc-fold-constants", "mlir::ModuleOp"> {
+  let summary = "Evaluate ops whose operands are all constants";
+  let description = [{
+    Evaluates every op whose operands are constants (transitively) with the
+    reference interpreter and replaces it by a tc.constant, when its static
+    result has at most `max-elements` elements.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "4096", "largest result folded">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def FusionPass : Pass<"tensorc-fuse", "mlir::ModuleOp"> {
   let summary = "Group ops into kernels (tc.fused) around reductions, GEMM epilogues and elementwise chains";
   let description = [{

@@ -7,12 +7,14 @@
 namespace tensorc {
 
 void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   pm.addPass(createDecomposePass());
   buildKernelPipeline(pm, options);
 }
 
 void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   DecomposePassOptions decompose;
   decompose.ops = {"gelu", "silu", "var"};

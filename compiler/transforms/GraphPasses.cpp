@@ -4,12 +4,14 @@
 #include "compiler/frontend/GraphTransform.h"
 #include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/Decompose.h"
+#include "compiler/transforms/FoldConstants.h"
 #include "ir/core/Error.h"
 
 namespace tensorc {
 
 #define GEN_PASS_DEF_AUTOCASTPASS
 #define GEN_PASS_DEF_DECOMPOSEPASS
+#define GEN_PASS_DEF_FOLDCONSTANTSPASS
 #include "passes/Passes.h.inc"
 
 namespace {
@@ -24,6 +26,15 @@ struct AutocastPass : impl::AutocastPassBase<AutocastPass> {
     }
     if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-autocast",
                                             [&](const Graph &g) { return transforms::autocastGraph(g, *low); })))
+      signalPassFailure();
+  }
+};
+
+struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
+  using FoldConstantsPassBase::FoldConstantsPassBase;
+  void runOnOperation() override {
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-fold-constants",
+                                            [&](const Graph &g) { return transforms::foldConstants(g, maxElements); })))
       signalPassFailure();
   }
 };
