@@ -4,7 +4,8 @@
 // CHECK-LABEL: func.func @fold
 // CHECK:      %[[C:.*]] = tc.constant {value = dense<[3.000000e+00, 5.000000e+00]> : tensor<2xf32>}
 // CHECK:      tc.constant {value = dense<[0, 1, 2, 3, 4]> : tensor<5xi64>}
-// CHECK:      %[[S:.*]] = tc.constant {value = dense<1.000000e+01> : tensor<f32>}
+// CHECK:      tc.constant {value = dense<3.1622777> : tensor<f32>}
+// CHECK-NEXT: %[[S:.*]] = tc.constant {value = dense<1.000000e+01> : tensor<f32>}
 // CHECK-NEXT: tc.add %arg0, %[[C]]
 // CHECK-NEXT: tc.mul {{.*}}, %[[S]]
 func.func @fold(%x: !tc.tensor<[2], f32> {tc.name = "x"}) -> (!tc.tensor<[2], f32> {tc.name = "y"}) {
