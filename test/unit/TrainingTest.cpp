@@ -146,3 +146,74 @@ TEST(TrainingStep, AccumulationAddsEarlierGradients) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(TrainingStep, DynamicLossScaling) {
+  Graph forward = classifier();
+  autodiff::TrainingStepOptions plain;
+  plain.optimizer.kind = autodiff::Optimizer::Momentum;
+  plain.optimizer.lr = 0.1;
+  autodiff::TrainingStepOptions scaled = plain;
+  scaled.lossScaling.enabled = true;
+  scaled.lossScaling.growthInterval = 2;
+  autodiff::TrainingStep a = autodiff::buildTrainingStep(forward, plain);
+  autodiff::TrainingStep b = autodiff::buildTrainingStep(forward, scaled);
+  GraphAnalysis aa = analyzeGraph(a.graph, "plain"), ba = analyzeGraph(b.graph, "scaled");
+  std::map<std::string, HostTensor> inputs = dataset();
+  for (const std::string &s : a.stateInputs)
+    inputs.emplace(s, HostTensor(DType::F64, inputs.at(s.substr(0, s.find('.'))).shape()));
+  auto scalar = [](double v) {
+    HostTensor t(DType::F32, {});
+    t.setF(0, v);
+    return t;
+  };
+  auto outputOf = [](const autodiff::TrainingStep &s, const std::vector<HostTensor> &out, const std::string &name) {
+    for (size_t i = 0; i < s.updatedOutputs.size(); ++i)
+      if (s.updatedOutputs[i] == name)
+        return out[1 + i];
+    ADD_FAILURE() << "no output " << name;
+    return HostTensor();
+  };
+  std::vector<HostTensor> want = interpret(a.graph, aa, inputs).outputs;
+
+  // A power-of-two scale is exact: the same update as without scaling.
+  std::map<std::string, HostTensor> in = inputs;
+  in.emplace("loss_scale", scalar(1024));
+  in.emplace("good_steps", scalar(0));
+  std::vector<HostTensor> got = interpret(b.graph, ba, in).outputs;
+  for (const std::string &w : {"w1", "b2"}) {
+    HostTensor x = outputOf(a, want, w + ".next"), y = outputOf(b, got, w + ".next");
+    for (int64_t i = 0; i < x.numel(); ++i)
+      EXPECT_NEAR(y.getF(i), x.getF(i), 1e-12) << w;
+  }
+  EXPECT_EQ(outputOf(b, got, "loss_scale.next").getF(0), 1024);
+  EXPECT_EQ(outputOf(b, got, "good_steps.next").getF(0), 1);
+
+  // The second clean step in a row doubles the scale and restarts the count.
+  in.at("good_steps") = scalar(1);
+  got = interpret(b.graph, ba, in).outputs;
+  EXPECT_EQ(outputOf(b, got, "loss_scale.next").getF(0), 2048);
+  EXPECT_EQ(outputOf(b, got, "good_steps.next").getF(0), 0);
+
+  // Overflow: the step is skipped and the scale halved.
+  in.at("loss_scale") = scalar(INFINITY);
+  got = interpret(b.graph, ba, in).outputs;
+  for (const std::string &w : {"w1", "b2"}) {
+    HostTensor y = outputOf(b, got, w + ".next"), m = outputOf(b, got, w + ".momentum.next");
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      EXPECT_EQ(y.getF(i), inputs.at(w).getF(i)) << w;
+      EXPECT_EQ(m.getF(i), 0.0) << w;
+    }
+  }
+  EXPECT_TRUE(std::isinf(outputOf(b, got, "loss_scale.next").getF(0)));
+  EXPECT_EQ(outputOf(b, got, "good_steps.next").getF(0), 0);
+  // A nan gradient (from a nan input) is caught the same way.
+  in.at("loss_scale") = scalar(1024);
+  in.at("x").setF(0, NAN);
+  got = interpret(b.graph, ba, in).outputs;
+  EXPECT_EQ(outputOf(b, got, "loss_scale.next").getF(0), 512);
+  EXPECT_EQ(outputOf(b, got, "w1.next").getF(0), inputs.at("w1").getF(0));
+}
+
+} // namespace

@@ -26,7 +26,8 @@ struct CompileArgs {
   std::string file, output = "-", emit = "mlir";
   bool printIrAfterAll = false, debugInfo = false, fuse = false;
   // --train
-  bool train = false, accumulate = false, report = false;
+  bool train = false, accumulate = false, report = false, lossScaling = false;
+  int64_t growthInterval = 2000;
   std::string optimizer = "sgd", loss, autocast;
   std::vector<std::string> wrt;
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -73,6 +74,12 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--eps", args->eps, "AdamW epsilon (default 1e-8)");
   cmd->add_option("--wrt", args->wrt, "parameters to train (default: the trainable inputs)")->delimiter(',');
   cmd->add_option("--loss", args->loss, "the scalar output to minimize (default: the only scalar float output)");
+  cmd->add_flag("--loss-scaling", args->lossScaling,
+                "with --train: dynamic loss scaling (on by default with --autocast f16); reads and returns "
+                "loss_scale and good_steps");
+  cmd->add_option("--loss-scale-growth-interval", args->growthInterval,
+                  "clean steps before the loss scale doubles (default 2000)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--accumulate", args->accumulate,
                 "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
   cmd->add_option("--memory-budget", args->memoryBudget,
@@ -95,6 +102,8 @@ void addCompileCommand(CLI::App &app) {
       if (!args->loss.empty())
         options.autodiff.of = {args->loss};
       options.accumulate = args->accumulate;
+      options.lossScaling.enabled = args->lossScaling || args->autocast == "f16";
+      options.lossScaling.growthInterval = args->growthInterval;
       options.optimizer.kind = autodiff::parseOptimizer(args->optimizer);
       options.optimizer.lr = args->lr;
       options.optimizer.momentum = args->momentum;
