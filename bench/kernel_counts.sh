@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Kernel launches per step that tensorc plans for each public workload: fused
-# kernels plus library calls (matmul/conv), after simplify + CSE + fusion of
-# the forward graph (inference workloads) or of the joint forward+backward
-# graph (_fb workloads). Usage: bench/kernel_counts.sh [build/bin/tensorc]
+# kernels plus library calls (matmul/conv), from the CUDA pipeline (attention
+# recognition, folding, simplification, decomposition of ops without CUDA
+# kernels, fusion, memory plan) of the forward graph (inference workloads) or
+# of the joint forward+backward graph (_fb workloads).
+# Usage: bench/kernel_counts.sh [build/bin/tensorc]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tensorc=${1:-build/bin/tensorc}
@@ -16,7 +18,7 @@ for f in "$tmp"/graphs/*.json; do
     "$tensorc" grad "$f" --emit=json -o "$tmp/$name.joint.json"
     src=$tmp/$name.joint.json
   fi
-  report=$("$tensorc" compile "$src" --fuse --report -o /dev/null)
+  report=$("$tensorc" compile "$src" --pipeline cuda --report -o /dev/null)
   line=$(echo "$report" | grep '^fusion of')
   kernels=$(echo "$line" | sed -E 's/.*: ([0-9]+) kernels.*/\1/')
   library=$(echo "$line" | sed -E 's/.* ([0-9]+) library calls.*/\1/')

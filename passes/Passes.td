@@ -95,6 +95,17 @@ def MemoryPlanPass : Pass<"tensorc-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def RecognizeAttentionPass : Pass<"tensorc-recognize-attention", "mlir::ModuleOp"> {
+  let summary = "Replace hand-written attention by scaled_dot_product_attention";
+  let description = [{
+    matmul(softmax(where(mask, q @ transpose(k) * s, -inf) or (... + mask)),
+    v) becomes one scaled_dot_product_attention (is_causal when the mask is
+    rows >= columns of iota), computing the same function; matches whose
+    intermediates are used elsewhere are left alone.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def SimplifyPass : Pass<"tensorc-simplify"> {
   let summary = "Exact algebraic identities, view canonicalization, folding and dead code";
   let description = [{

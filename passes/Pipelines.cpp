@@ -14,8 +14,12 @@ void buildSimplifyPipeline(mlir::OpPassManager &pm, const PipelineOptions &) {
 
 void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   buildSimplifyPipeline(pm, options);
-  pm.addPass(createFusionPass());
-  pm.addPass(createMemoryPlanPass());
+  FusionPassOptions fusion;
+  fusion.report = options.report;
+  pm.addPass(createFusionPass(fusion));
+  MemoryPlanPassOptions memory;
+  memory.report = options.report;
+  pm.addPass(createMemoryPlanPass(memory));
 }
 
 void registerTensorcPipelines() {

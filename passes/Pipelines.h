@@ -6,7 +6,7 @@
 namespace tensorc {
 
 struct PipelineOptions {
-  // Grows with the passes issue (decomposition, autocast, fusion, memory).
+  bool report = false; // fusion and memory-plan reports on stdout
 };
 
 // The target-independent cleanup every compile runs: tensorc-simplify (exact

@@ -14,6 +14,7 @@ void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
 }
 
 void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  pm.addPass(createRecognizeAttentionPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   DecomposePassOptions decompose;

@@ -5,6 +5,7 @@
 #include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/Decompose.h"
 #include "compiler/transforms/FoldConstants.h"
+#include "compiler/transforms/RecognizeAttention.h"
 #include "ir/core/Error.h"
 
 namespace tensorc {
@@ -12,6 +13,7 @@ namespace tensorc {
 #define GEN_PASS_DEF_AUTOCASTPASS
 #define GEN_PASS_DEF_DECOMPOSEPASS
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
+#define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
 #include "passes/Passes.h.inc"
 
 namespace {
@@ -35,6 +37,15 @@ struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
   void runOnOperation() override {
     if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-fold-constants",
                                             [&](const Graph &g) { return transforms::foldConstants(g, maxElements); })))
+      signalPassFailure();
+  }
+};
+
+struct RecognizeAttentionPass : impl::RecognizeAttentionPassBase<RecognizeAttentionPass> {
+  using RecognizeAttentionPassBase::RecognizeAttentionPassBase;
+  void runOnOperation() override {
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-recognize-attention",
+                                            [&](const Graph &g) { return transforms::recognizeAttention(g); })))
       signalPassFailure();
   }
 };

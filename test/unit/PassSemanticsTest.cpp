@@ -29,14 +29,14 @@ std::vector<std::string> graphFiles() {
   std::string root = TENSORC_SOURCE_DIR;
   return {root + "/examples/mlp.json", root + "/examples/transformer_block.json",
           root + "/test/graph/Inputs/features.json", root + "/test/autodiff/Inputs/chain.json",
-          root + "/test/passes/Inputs/composites.json"};
+          root + "/test/passes/Inputs/composites.json", root + "/test/passes/Inputs/attention.json"};
 }
 
 // Every pass that is meant to preserve the function computed.
 std::vector<std::string> pipelines() {
   return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
           "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
-          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory", "tensorc-fold-constants",
+          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory", "tensorc-fold-constants", "tensorc-recognize-attention",
           "tensorc-cpu-pipeline", "tensorc-cuda-pipeline"};
 }
 

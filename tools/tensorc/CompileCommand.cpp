@@ -6,11 +6,13 @@
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
 #include "compiler/transforms/Autocast.h"
+#include "compiler/transforms/RecognizeAttention.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/frontend/GraphImport.h"
 #include "ir/core/Error.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -23,7 +25,7 @@ namespace tensorc::cli {
 
 namespace {
 struct CompileArgs {
-  std::string file, output = "-", emit = "mlir";
+  std::string file, output = "-", emit = "mlir", pipeline = "simplify";
   bool printIrAfterAll = false, debugInfo = false, fuse = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
@@ -55,6 +57,9 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
+  cmd->add_option("--pipeline", args->pipeline,
+                  "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
+      ->check(CLI::IsMember({"simplify", "cpu", "cuda"}));
   cmd->add_flag("--fuse", args->fuse,
                 "group ops into kernels (tc.fused) and plan the memory arena; with --report, print every kernel, "
                 "the refused fusions and the arena");
@@ -115,6 +120,7 @@ void addCompileCommand(CLI::App &app) {
       autodiff::TrainingStep step;
       autodiff::PartitionResult parts;
       try {
+        model->graph = transforms::recognizeAttention(model->graph);
         step = autodiff::buildTrainingStep(model->graph, options);
         autodiff::JointGraph joint = autodiff::buildJointGraph(model->graph, options.autodiff);
         autodiff::PartitionOptions partition;
@@ -138,20 +144,22 @@ void addCompileCommand(CLI::App &app) {
         }
       }
     } else {
-      check(!args->accumulate && (!args->report || args->fuse) && !args->memoryBudget && args->wrt.empty() &&
+      check(!args->accumulate && (!args->report || args->fuse || args->pipeline != "simplify") &&
+                !args->memoryBudget && args->wrt.empty() &&
                 args->loss.empty(),
-            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train or --fuse");
+            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, --fuse or --pipeline");
     }
     mlir::PassManager pm(model->context.get());
-    buildSimplifyPipeline(pm);
-    if (args->fuse) {
-      FusionPassOptions fusion;
-      fusion.report = args->report;
-      pm.addPass(createFusionPass(fusion));
-      MemoryPlanPassOptions memory;
-      memory.report = args->report;
-      pm.addPass(createMemoryPlanPass(memory));
-    }
+    PipelineOptions pipeline;
+    pipeline.report = args->report;
+    if (args->pipeline == "cpu")
+      buildCpuPipeline(pm, pipeline);
+    else if (args->pipeline == "cuda")
+      buildCudaPipeline(pm, pipeline);
+    else if (args->fuse)
+      buildKernelPipeline(pm, pipeline);
+    else
+      buildSimplifyPipeline(pm, pipeline);
     if (args->printIrAfterAll)
       pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
                           [](mlir::Pass *, mlir::Operation *) { return true; },

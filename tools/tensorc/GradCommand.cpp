@@ -6,6 +6,7 @@
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
+#include "compiler/transforms/RecognizeAttention.h"
 #include "ir/core/Error.h"
 
 #include <cstdlib>
@@ -68,6 +69,10 @@ void addGradCommand(CLI::App &app) {
     options.of = args->of;
     autodiff::JointGraph joint;
     try {
+      // Hand-written attention becomes one op first, so its backward is
+      // attention's (docs/fusion.md).
+      model->graph = transforms::recognizeAttention(model->graph);
+      model->analysis = analyzeGraph(model->graph, args->file);
       joint = autodiff::buildJointGraph(model->graph, options);
     } catch (const Error &e) {
       fail(args->file + ": " + e.what());

@@ -1,0 +1,190 @@
+#include "compiler/transforms/RecognizeAttention.h"
+
+#include "compiler/graph/GraphAnalysis.h"
+#include "ir/core/Error.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tensorc::transforms {
+
+namespace {
+
+struct Index {
+  std::map<std::string, const Node *> byName;
+  std::map<std::string, int> uses; // value key -> number of uses (outputs count)
+  std::map<std::string, const TypedNode *> typed;
+
+  static std::string key(const std::string &ref) {
+    ValueRef v = parseValueRef(ref);
+    return v.producer + ":" + std::to_string(v.index);
+  }
+  // The node producing `ref` when it is its only result used exactly once.
+  const Node *singleUse(const std::string &ref, const std::string &op) const {
+    auto it = byName.find(parseValueRef(ref).producer);
+    if (it == byName.end() || it->second->op != op)
+      return nullptr;
+    auto u = uses.find(key(ref));
+    return u != uses.end() && u->second == 1 ? it->second : nullptr;
+  }
+  const Node *producer(const std::string &ref) const {
+    auto it = byName.find(parseValueRef(ref).producer);
+    return it == byName.end() ? nullptr : it->second;
+  }
+};
+
+std::optional<double> literalOf(const Arg &a) {
+  if (a.kind != Arg::Kind::Literal)
+    return std::nullopt;
+  return a.literal.kind == Literal::Kind::Float ? a.literal.floatValue : double(a.literal.intValue);
+}
+
+bool isLastTwoSwap(const Node &n, int64_t rank) {
+  auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
+  if (n.op == "transpose") {
+    std::set<int64_t> d{norm(getInt(n.attrs, "dim0")), norm(getInt(n.attrs, "dim1"))};
+    return d == std::set<int64_t>{rank - 2, rank - 1};
+  }
+  return false;
+}
+
+// iota(0..n) reshaped to a column or a row.
+bool isIotaAlong(const Index &ix, const std::string &ref, bool column) {
+  const Node *r = ix.producer(ref);
+  if (!r || r->op != "reshape")
+    return false;
+  const Shape &shape = getDims(r->attrs, "shape");
+  if (shape.size() != 2 || (column ? shape[1] : shape[0]) != Dim::of(1))
+    return false;
+  const Node *i = ix.producer(r->args[0].value);
+  return i && i->op == "iota" && (!hasAttr(i->attrs, "start") || getInt(i->attrs, "start") == 0) &&
+         (!hasAttr(i->attrs, "step") || getInt(i->attrs, "step") == 1);
+}
+
+} // namespace
+
+Graph recognizeAttention(const Graph &graph, int *matches) {
+  GraphAnalysis analysis = analyzeGraph(graph, "recognize-attention " + graph.name);
+  Index ix;
+  for (const TypedNode &n : analysis.nodes) {
+    ix.byName[n.node->name] = n.node;
+    ix.typed[n.node->name] = &n;
+    for (const Arg &a : n.node->args)
+      if (a.kind == Arg::Kind::Value)
+        ix.uses[Index::key(a.value)]++;
+  }
+  for (const std::string &o : graph.outputs)
+    ix.uses[Index::key(o)]++;
+  std::map<std::string, Node> replacement;
+  int found = 0;
+  for (const TypedNode &tn : analysis.nodes) {
+    const Node &out = *tn.node;
+    if (out.op != "matmul" || out.args.size() != 2 || out.args[0].kind != Arg::Kind::Value ||
+        out.args[1].kind != Arg::Kind::Value)
+      continue;
+    const Node *softmax = ix.singleUse(out.args[0].value, "softmax");
+    if (!softmax || softmax->args[0].kind != Arg::Kind::Value)
+      continue;
+    int64_t rank = ix.typed.at(softmax->name)->results[0].rank();
+    int64_t axis = getInt(ix.typed.at(softmax->name)->attrs, "axis");
+    if (rank < 2 || (axis != -1 && axis != rank - 1))
+      continue;
+    std::string s = softmax->args[0].value;
+    std::optional<Arg> mask;
+    bool causal = false;
+    if (const Node *w = ix.singleUse(s, "where")) {
+      std::optional<double> fill = literalOf(w->args[2]);
+      if (!fill || !(std::isinf(*fill) && *fill < 0) || w->args[0].kind != Arg::Kind::Value ||
+          w->args[1].kind != Arg::Kind::Value)
+        continue;
+      const Node *cmp = ix.producer(w->args[0].value);
+      if (cmp && cmp->op == "ge" && cmp->args[0].kind == Arg::Kind::Value && cmp->args[1].kind == Arg::Kind::Value &&
+          isIotaAlong(ix, cmp->args[0].value, true) && isIotaAlong(ix, cmp->args[1].value, false))
+        causal = true; // rows >= columns: j <= i, top-left aligned as is_causal
+      else
+        mask = w->args[0];
+      s = w->args[1].value;
+    } else if (const Node *a = ix.singleUse(s, "add")) {
+      if (a->args[0].kind != Arg::Kind::Value || a->args[1].kind != Arg::Kind::Value)
+        continue;
+      mask = a->args[1];
+      s = a->args[0].value;
+    }
+    double scale = 1.0;
+    if (const Node *m = ix.singleUse(s, "mul")) {
+      std::optional<double> c = literalOf(m->args[1]);
+      if (!c)
+        continue;
+      scale = *c;
+      s = m->args[0].value;
+    } else if (const Node *d = ix.singleUse(s, "div")) {
+      std::optional<double> c = literalOf(d->args[1]);
+      if (!c || *c == 0)
+        continue;
+      scale = 1.0 / *c;
+      s = d->args[0].value;
+    }
+    const Node *qk = ix.singleUse(s, "matmul");
+    if (!qk || qk->args[0].kind != Arg::Kind::Value || qk->args[1].kind != Arg::Kind::Value)
+      continue;
+    // The transpose is a view: other users may keep it.
+    const Node *kt = ix.producer(qk->args[1].value);
+    if (!kt)
+      continue;
+    int64_t krank = ix.typed.at(kt->name)->results[0].rank();
+    if (krank < 2 || !isLastTwoSwap(*kt, krank))
+      continue;
+    Node sdpa;
+    sdpa.name = out.name;
+    sdpa.op = "scaled_dot_product_attention";
+    sdpa.args = {qk->args[0], kt->args[0], out.args[1]};
+    if (mask)
+      sdpa.args.push_back(*mask);
+    sdpa.attrs["scale"] = scale;
+    if (causal)
+      sdpa.attrs["is_causal"] = true;
+    sdpa.sharding = out.sharding;
+    // Check the types on their own before committing to the rewrite.
+    try {
+      std::map<std::string, TensorSpec> values;
+      for (const Arg &a : sdpa.args)
+        values[a.value] = analysis.values.at(a.value);
+      if (typeNode(sdpa, values).results[0] != tn.results[0])
+        continue;
+    } catch (const Error &) {
+      continue;
+    }
+    replacement[out.name] = sdpa;
+    ++found;
+  }
+  Graph result = graph;
+  for (Node &n : result.nodes)
+    if (replacement.count(n.name))
+      n = replacement.at(n.name);
+  // Drop the nodes nothing reads any more.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    std::set<std::string> read;
+    for (const Node &n : result.nodes)
+      for (const Arg &a : n.args)
+        if (a.kind == Arg::Kind::Value)
+          read.insert(parseValueRef(a.value).producer);
+    for (const std::string &o : result.outputs)
+      read.insert(parseValueRef(o).producer);
+    std::vector<Node> kept;
+    for (const Node &n : result.nodes) {
+      if (read.count(n.name) || !found)
+        kept.push_back(n);
+      else
+        changed = true;
+    }
+    result.nodes = kept;
+  }
+  if (matches)
+    *matches = found;
+  return result;
+}
+
+} // namespace tensorc::transforms

@@ -1,0 +1,49 @@
+// RUN: tensorc-opt %s -split-input-file -tensorc-recognize-attention | FileCheck %s
+
+// softmax(where(rows >= cols, q @ k^T / 2, -inf)) @ v is causal attention.
+// CHECK-LABEL: func.func @causal
+// CHECK-NEXT: %[[O:.*]] = tc.scaled_dot_product_attention %arg0, %arg1, %arg2 {is_causal = true, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @causal(%q: !tc.tensor<[2, 5, 4], f32> {tc.name = "q"}, %k: !tc.tensor<[2, 5, 4], f32> {tc.name = "k"}, %v: !tc.tensor<[2, 5, 3], f32> {tc.name = "v"}) -> (!tc.tensor<[2, 5, 3], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %k {dim0 = -2 : i64, dim1 = -1 : i64} : (!tc.tensor<[2, 5, 4], f32>) -> !tc.tensor<[2, 4, 5], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[2, 5, 4], f32>, !tc.tensor<[2, 4, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("s")
+  %two = tc.constant {tc.literal, value = dense<2.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %d = tc.div %s, %two : (!tc.tensor<[2, 5, 5], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("d")
+  %i = tc.iota {end = 5 : i64} : () -> !tc.tensor<[5], i64> loc("i")
+  %r = tc.reshape %i {shape = [5, 1]} : (!tc.tensor<[5], i64>) -> !tc.tensor<[5, 1], i64> loc("r")
+  %c = tc.reshape %i {shape = [1, 5]} : (!tc.tensor<[5], i64>) -> !tc.tensor<[1, 5], i64> loc("c")
+  %m = tc.ge %r, %c : (!tc.tensor<[5, 1], i64>, !tc.tensor<[1, 5], i64>) -> !tc.tensor<[5, 5], i1> loc("m")
+  %ninf = tc.constant {tc.literal, value = dense<0xFF800000> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %w = tc.where %m, %d, %ninf : (!tc.tensor<[5, 5], i1>, !tc.tensor<[2, 5, 5], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("w")
+  %p = tc.softmax %w : (!tc.tensor<[2, 5, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("p")
+  %o = tc.matmul %p, %v : (!tc.tensor<[2, 5, 5], f32>, !tc.tensor<[2, 5, 3], f32>) -> !tc.tensor<[2, 5, 3], f32> loc("o")
+  return %o : !tc.tensor<[2, 5, 3], f32>
+}
+
+// -----
+
+// An additive mask becomes the mask operand; softmax probabilities that are
+// also returned keep the pattern as written (no recomputation).
+// CHECK-LABEL: func.func @additive
+// CHECK: tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+func.func @additive(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %b: !tc.tensor<[3, 3], f32> {tc.name = "b"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
+  %a = tc.add %s, %b : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("a")
+  %p = tc.softmax %a : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
+  %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
+  return %o : !tc.tensor<[3, 4], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @kept
+// CHECK-NOT: scaled_dot_product_attention
+// CHECK: tc.softmax
+func.func @kept(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}, !tc.tensor<[3, 3], f32> {tc.name = "p"}) {
+  %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
+  %p = tc.softmax %s : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
+  %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
+  return %o, %p : !tc.tensor<[3, 4], f32>, !tc.tensor<[3, 3], f32>
+}
