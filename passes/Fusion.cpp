@@ -51,7 +51,8 @@ Kind classify(Operation *op) {
   if (reductions.count(name)) return Kind::Reduction;
   if (gathers.count(name)) return Kind::Gather;
   if (name == "matmul" || name == "conv2d") return Kind::Matmul;
-  if (name == "scaled_dot_product_attention") return Kind::Attention;
+  if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward")
+    return Kind::Attention;
   return Kind::Elementwise;
 }
 

@@ -439,6 +439,21 @@ Grads dropoutRule(const GradContext &c) {
 
 Grads attentionRule(const GradContext &c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+  // One fused backward op, unless an additive mask needs its gradient too.
+  bool maskGrad = c.has(3) && c.needsGrad[3];
+  if (!maskGrad) {
+    AttrMap attrs{{"is_causal", getBool(c.attrs(), "is_causal")}};
+    if (hasAttr(c.attrs(), "scale"))
+      attrs["scale"] = getFloat(c.attrs(), "scale");
+    std::vector<Tensor> g = c.tracer.call("scaled_dot_product_attention_backward",
+                                          {c.grad(), q, k, v, c.has(3) ? Operand(c.in(3)) : Operand(std::monostate{})},
+                                          attrs);
+    Grads out(c.inputs.size());
+    for (int i = 0; i < 3; ++i)
+      if (c.needsGrad[i])
+        out[i] = g[i];
+    return out;
+  }
   int64_t E = staticDim(q, q.rank() - 1, "scaled_dot_product_attention");
   double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
   // Recompute the probabilities P = softmax(q k^T * scale + mask).

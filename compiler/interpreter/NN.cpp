@@ -254,9 +254,85 @@ std::vector<HostTensor> attention(const OpCall &c) {
   return {std::move(out)};
 }
 
+// The gradients of attention, recomputing the probabilities row by row; the
+// gradients of broadcast operands add up over the batch dims they were
+// broadcast along.
+std::vector<HostTensor> attentionBackward(const OpCall &c) {
+  const HostTensor &g = c.arg(0), &q = c.arg(1), &k = c.arg(2), &v = c.arg(3);
+  const HostTensor *mask = c.has(4) ? &c.arg(4) : nullptr;
+  int64_t L = q.shape()[q.rank() - 2], E = q.shape().back();
+  int64_t S = k.shape()[k.rank() - 2], Ev = v.shape().back();
+  double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
+  bool causal = getBool(c.attrs(), "is_causal");
+  std::vector<int64_t> batch(g.shape().begin(), g.shape().end() - 2);
+  auto batchOf = [](const std::vector<int64_t> &s) { return std::vector<int64_t>(s.begin(), s.end() - 2); };
+  int64_t batches = product(batch, 0, batch.size());
+  std::vector<double> dq(q.numel(), 0.0), dk(k.numel(), 0.0), dv(v.numel(), 0.0), p(S), dp(S);
+  for (int64_t b = 0; b < batches; ++b) {
+    std::vector<int64_t> coords = unravel(b, batch);
+    int64_t qb = broadcastOffset(coords, batchOf(q.shape())) * L * E;
+    int64_t kb = broadcastOffset(coords, batchOf(k.shape())) * S * E;
+    int64_t vb = broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
+    int64_t gb = b * L * Ev;
+    for (int64_t i = 0; i < L; ++i) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < S; ++j) {
+        double sc = 0;
+        for (int64_t e = 0; e < E; ++e)
+          sc += q.getF(qb + i * E + e) * k.getF(kb + j * E + e);
+        sc *= scale;
+        if (causal && j > i)
+          sc = -INFINITY;
+        if (mask) {
+          std::vector<int64_t> mc = coords;
+          mc.push_back(i);
+          mc.push_back(j);
+          int64_t mi = broadcastOffset(mc, mask->shape());
+          sc = isBool(mask->dtype()) ? (mask->getI(mi) ? sc : -INFINITY) : sc + mask->getF(mi);
+        }
+        p[j] = sc;
+        m = std::max(m, sc);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        p[j] = std::exp(p[j] - m);
+        sum += p[j];
+      }
+      double rowsum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        p[j] /= sum;
+        double d = 0;
+        for (int64_t e = 0; e < Ev; ++e) {
+          double ge = g.getF(gb + i * Ev + e);
+          dv[vb + j * Ev + e] += p[j] * ge;
+          d += ge * v.getF(vb + j * Ev + e);
+        }
+        dp[j] = d;
+        rowsum += d * p[j];
+      }
+      for (int64_t j = 0; j < S; ++j) {
+        double ds = p[j] * (dp[j] - rowsum) * scale;
+        for (int64_t e = 0; e < E; ++e) {
+          dq[qb + i * E + e] += ds * k.getF(kb + j * E + e);
+          dk[kb + j * E + e] += ds * q.getF(qb + i * E + e);
+        }
+      }
+    }
+  }
+  HostTensor gq = c.result(0), gk = c.result(1), gv = c.result(2);
+  for (int64_t i = 0; i < gq.numel(); ++i)
+    gq.setF(i, dq[i]);
+  for (int64_t i = 0; i < gk.numel(); ++i)
+    gk.setF(i, dk[i]);
+  for (int64_t i = 0; i < gv.numel(); ++i)
+    gv.setF(i, dv[i]);
+  return {std::move(gq), std::move(gk), std::move(gv)};
+}
+
 } // namespace
 
 void addNNKernels(KernelTable &t) {
+  t["scaled_dot_product_attention_backward"] = attentionBackward;
   t["softmax"] = t["log_softmax"] = softmax;
   t["layer_norm"] = t["rms_norm"] = norm;
   t["cross_entropy"] = crossEntropy;

@@ -330,6 +330,14 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
   return one(spec(ops, 0).dtype, batch);
 }
 
+std::vector<TensorSpec> inferAttentionBackward(const Operands &ops, const AttrMap &attrs) {
+  Operands forward(ops.begin() + 1, ops.end());
+  TensorSpec out = inferAttention(forward, attrs)[0];
+  check(ops[0].spec && *ops[0].spec == out,
+        describe(ops[0]) + "; the gradient must have the attention output's type " + out.str());
+  return {spec(ops, 1), spec(ops, 2), spec(ops, 3)};
+}
+
 // ---------------------------------------------------------------- shape ops
 
 void checkShapeDims(const Shape &shape, bool allowInfer) {
@@ -636,6 +644,7 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["max_pool2d"] = r["avg_pool2d"] = inferPool;
     r["batch_norm"] = inferBatchNorm;
     r["scaled_dot_product_attention"] = inferAttention;
+    r["scaled_dot_product_attention_backward"] = inferAttentionBackward;
     r["reshape"] = inferReshape;
     r["permute"] = inferPermute;
     r["transpose"] = inferTranspose;

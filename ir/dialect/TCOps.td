@@ -440,6 +440,30 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
                        OptionalAttr<F64Attr>:$scale);
 }
 
+def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention_backward"> {
+  let summary = "the gradients of scaled_dot_product_attention";
+  let description = [{
+    Given `grad` (the cotangent of the attention output) and the forward's
+    operands and attributes, returns the gradients of `query`, `key` and
+    `value` (each of its operand's shape: broadcast batch dims are summed).
+    The probabilities are recomputed, as FlashAttention's backward does:
+    `P = softmax(q k^T * scale + mask)`, `dv = P^T grad`,
+    `dS = P * (grad v^T - rowsum(grad v^T * P))`, `dq = dS k * scale`,
+    `dk = dS^T q * scale`. Produced by autodiff; not differentiable itself.
+
+    Example:
+
+    ```mlir
+    %g:3 = tc.scaled_dot_product_attention_backward %dy, %q, %k, %v {is_causal = true} : (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>) -> (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>)
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$grad, TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
+                       Optional<TC_Tensor>:$mask,
+                       DefaultValuedAttr<BoolAttr, "false">:$is_causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs TC_Tensor:$grad_query, TC_Tensor:$grad_key, TC_Tensor:$grad_value);
+}
+
 //===----------------------------------------------------------------------===//
 // Shape ops
 //===----------------------------------------------------------------------===//
