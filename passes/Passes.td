@@ -106,6 +106,15 @@ def RecognizeAttentionPass : Pass<"tensorc-recognize-attention", "mlir::ModuleOp
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def SchedulePass : Pass<"tensorc-schedule", "mlir::ModuleOp"> {
+  let summary = "Reorder ops to lower peak memory when the dataflow allows";
+  let description = [{
+    Greedy list scheduling by bytes freed net of bytes allocated; the new
+    order is kept only when its peak of live intermediates is lower.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def SimplifyPass : Pass<"tensorc-simplify"> {
   let summary = "Exact algebraic identities, view canonicalization, folding and dead code";
   let description = [{

@@ -17,6 +17,7 @@ void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options
   FusionPassOptions fusion;
   fusion.report = options.report;
   pm.addPass(createFusionPass(fusion));
+  pm.addPass(createSchedulePass());
   MemoryPlanPassOptions memory;
   memory.report = options.report;
   pm.addPass(createMemoryPlanPass(memory));

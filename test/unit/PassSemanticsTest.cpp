@@ -36,7 +36,7 @@ std::vector<std::string> graphFiles() {
 std::vector<std::string> pipelines() {
   return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
           "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
-          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory", "tensorc-fold-constants", "tensorc-recognize-attention",
+          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory", "tensorc-fold-constants", "tensorc-recognize-attention", "tensorc-schedule",
           "tensorc-cpu-pipeline", "tensorc-cuda-pipeline"};
 }
 
