@@ -34,6 +34,16 @@ Tensor GradContext::grad(size_t i) const {
   return gradOutputs[i] ? *gradOutputs[i] : zerosLike(tracer, outputs[i].spec());
 }
 
+Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) {
+  Shape dims;
+  for (int64_t a : axes)
+    dims.push_back(x.shape()[a]);
+  Dim n = numElements(dims);
+  if (n.isStatic())
+    return double(n.value());
+  return sum(ones(t, dimSpec(dims), x.dtype()));
+}
+
 Tensor reduceToShape(const Tensor &g, const Shape &shape) {
   const Shape &gs = g.shape();
   check(gs.size() >= shape.size(), "autodiff: cannot reduce " + shapeStr(gs) + " to " + shapeStr(shape));
@@ -67,17 +77,6 @@ Tensor expandReduced(const Tensor &g, const Tensor &x, const std::vector<int64_t
     for (int64_t a : axes) // ascending: each insertion lands at its final place
       r = unsqueeze(r, a);
   return r.shape() == x.shape() ? r : broadcast_to(r, dimSpec(x.shape()));
-}
-
-// The number of elements over `axes` as an operand (a literal when static).
-Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) {
-  Shape dims;
-  for (int64_t a : axes)
-    dims.push_back(x.shape()[a]);
-  Dim n = numElements(dims);
-  if (n.isStatic())
-    return double(n.value());
-  return sum(ones(t, dimSpec(dims), x.dtype()));
 }
 
 Tensor floatMask(const Tensor &condition, DType dtype) { return cast(condition, dtype); }
@@ -304,15 +303,6 @@ std::vector<int64_t> trailingAxes(int64_t from, int64_t rank) {
   return axes;
 }
 
-double defaultEps(DType d) {
-  switch (d) {
-  case DType::F64: return std::numeric_limits<double>::epsilon();
-  case DType::F16: return 0.0009765625;
-  case DType::BF16: return 0.0078125;
-  default: return double(std::numeric_limits<float>::epsilon());
-  }
-}
-
 // Normalization over `axes` with weight/bias shaped `affine` (broadcast by
 // `affineView`): the shared backward of layer_norm and batch_norm (training).
 Grads normalizeBackward(const GradContext &c, const std::vector<int64_t> &axes, double eps,
@@ -347,7 +337,7 @@ Grads rmsNormRule(const GradContext &c) {
   const Tensor &x = c.in(0);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   std::vector<int64_t> axes = trailingAxes(axis, x.rank());
-  double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : defaultEps(x.dtype());
+  double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : dtypeEpsilon(x.dtype());
   Tensor g = c.grad();
   Tensor r = rsqrt(add(mean(x * x, axes, true), eps));
   Tensor gw = c.has(1) ? g * c.in(1) : g;

@@ -42,5 +42,8 @@ Tensor reduceToShape(const Tensor &g, const Shape &shape);
 // A tensor of zeros of `spec`'s type in `t`.
 Tensor zerosLike(trace::Tracer &t, const TensorSpec &spec);
 trace::DimSpec dimSpec(const Shape &shape);
+// The element count of `x` over `axes`: a literal when static, else a
+// tensor computed from the symbols' run-time sizes.
+Operand countOver(trace::Tracer &t, const Tensor &x, const std::vector<int64_t> &axes);
 
 } // namespace tensorc::autodiff

@@ -40,15 +40,6 @@ std::vector<HostTensor> softmax(const OpCall &c) {
   return {std::move(out)};
 }
 
-double machineEpsilon(DType d) {
-  switch (d) {
-  case DType::F64: return std::numeric_limits<double>::epsilon();
-  case DType::F16: return 0.0009765625;  // 2^-10
-  case DType::BF16: return 0.0078125;    // 2^-7
-  default: return std::numeric_limits<float>::epsilon();
-  }
-}
-
 // layer_norm and rms_norm: normalize each row of (outer, n) where n spans the
 // trailing axes from `axis`.
 std::vector<HostTensor> norm(const OpCall &c) {
@@ -57,7 +48,7 @@ std::vector<HostTensor> norm(const OpCall &c) {
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   int64_t n = product(x.shape(), axis, x.shape().size());
   int64_t outer = n == 0 ? 0 : x.numel() / n;
-  double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : machineEpsilon(x.dtype());
+  double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : dtypeEpsilon(x.dtype());
   HostTensor out = c.result();
   for (int64_t o = 0; o < outer; ++o) {
     double mean = 0, var = 0;

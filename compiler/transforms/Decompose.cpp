@@ -14,6 +14,7 @@
 
 namespace tensorc::transforms {
 
+using autodiff::countOver;
 using autodiff::dimSpec;
 using trace::Operand;
 using trace::Tensor;
@@ -39,17 +40,6 @@ std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   return axes;
 }
 
-// The element count over `axes` as an operand (a literal when static).
-Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) {
-  Shape dims;
-  for (int64_t a : axes)
-    dims.push_back(x.shape()[a]);
-  Dim n = numElements(dims);
-  if (n.isStatic())
-    return double(n.value());
-  return sum(ones(t, dimSpec(dims), x.dtype()));
-}
-
 Tensor softmaxOf(const Tensor &x, int64_t axis) {
   Tensor e = exp(x - max(x, {axis}, true));
   return e / sum(e, {axis}, true);
@@ -58,15 +48,6 @@ Tensor softmaxOf(const Tensor &x, int64_t axis) {
 Tensor logSoftmaxOf(const Tensor &x, int64_t axis) {
   Tensor z = x - max(x, {axis}, true);
   return z - log(sum(exp(z), {axis}, true));
-}
-
-double machineEpsilon(DType d) {
-  switch (d) {
-  case DType::F64: return std::numeric_limits<double>::epsilon();
-  case DType::F16: return 0.0009765625;
-  case DType::BF16: return 0.0078125;
-  default: return double(std::numeric_limits<float>::epsilon());
-  }
 }
 
 const std::map<std::string, Rule> &rules() {
@@ -112,7 +93,7 @@ const std::map<std::string, Rule> &rules() {
        [](const Context &c) {
          const Tensor &x = c.in(0);
          std::vector<int64_t> axes = trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
-         double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : machineEpsilon(x.dtype());
+         double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : dtypeEpsilon(x.dtype());
          Tensor y = x * rsqrt(add(mean(x * x, axes, true), eps));
          return std::vector{c.has(1) ? y * c.in(1) : y};
        }},

@@ -22,6 +22,15 @@ std::optional<DType> parseDType(std::string_view name) {
   return std::nullopt;
 }
 
+double dtypeEpsilon(DType dtype) {
+  switch (dtype) {
+  case DType::F64: return 2.220446049250313e-16; // 2^-52
+  case DType::F16: return 0.0009765625;          // 2^-10
+  case DType::BF16: return 0.0078125;            // 2^-7
+  default: return 1.1920928955078125e-07;        // 2^-23 (f32)
+  }
+}
+
 size_t dtypeSize(DType dtype) {
   switch (dtype) {
   case DType::F64:

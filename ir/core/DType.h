@@ -14,6 +14,8 @@ inline constexpr DType kAllDTypes[] = {DType::F64, DType::F32,  DType::F16, DTyp
                                        DType::I64, DType::I32, DType::I1};
 
 std::string_view dtypeName(DType dtype);
+// The machine epsilon of a float dtype (the distance from 1 to the next value).
+double dtypeEpsilon(DType dtype);
 std::optional<DType> parseDType(std::string_view name);
 size_t dtypeSize(DType dtype);
 

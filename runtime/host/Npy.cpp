@@ -1,12 +1,12 @@
 #include "runtime/host/Npy.h"
 
 #include "ir/core/Error.h"
+#include "runtime/host/AtomicFile.h"
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace tensorc {
 namespace {
@@ -157,23 +157,6 @@ std::string formatNpy(const HostTensor &t) {
   return out;
 }
 
-void writeNpy(const std::string &path, const HostTensor &t) {
-  std::string bytes = formatNpy(t);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    check(bool(out), path + ": cannot write the file");
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail(path + ": writing failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path + ": cannot move the finished file into place");
-  }
-}
+void writeNpy(const std::string &path, const HostTensor &t) { writeFileAtomically(path, formatNpy(t)); }
 
 } // namespace tensorc

@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 namespace tensorc::cli {
 
@@ -17,5 +20,8 @@ void addGradCommand(CLI::App &app);
 // Writes `text` to `path` atomically: a temporary file renamed into place,
 // so a failed command never leaves partial output. "-" writes to stdout.
 void writeOutputFile(const std::string &path, const std::string &text);
+
+// "B=8" assignments of --dim options; throws Error for malformed ones.
+std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string> &assignments);
 
 } // namespace tensorc::cli

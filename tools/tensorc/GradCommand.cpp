@@ -27,18 +27,6 @@ struct GradArgs {
   std::optional<int64_t> budget;
 };
 
-std::map<std::string, int64_t> parseDims(const std::vector<std::string> &dims) {
-  std::map<std::string, int64_t> out;
-  for (const std::string &d : dims) {
-    size_t eq = d.find('=');
-    check(eq != std::string::npos && eq > 0, "--dim \"" + d + "\" must look like SYMBOL=SIZE");
-    char *end = nullptr;
-    long long v = std::strtoll(d.c_str() + eq + 1, &end, 10);
-    check(*end == '\0' && v >= 1, "--dim " + d + ": the size must be a positive integer");
-    out[d.substr(0, eq)] = v;
-  }
-  return out;
-}
 } // namespace
 
 void addGradCommand(CLI::App &app) {
@@ -91,7 +79,7 @@ void addGradCommand(CLI::App &app) {
     PartitionOptions options2;
     options2.memoryBudget = args->budget;
     options2.saveAll = args->saveAll;
-    options2.dims = parseDims(args->dims);
+    options2.dims = parseDimAssignments(args->dims);
     PartitionResult parts;
     try {
       parts = partitionJointGraph(model->graph, joint, options2);

@@ -80,14 +80,7 @@ void addRunCommand(CLI::App &app) {
       check(!given.count(name), "--input " + name + " is given twice");
       given.emplace(name, readNpy(path, in->spec.dtype));
     }
-    std::map<std::string, int64_t> dims;
-    for (const std::string &s : args->dims) {
-      auto [symbol, value] = splitAssignment(s, "--dim");
-      char *end = nullptr;
-      long long v = std::strtoll(value.c_str(), &end, 10);
-      check(*end == '\0' && v >= 1 && v <= (1ll << 40), "--dim " + s + ": the size must be a positive integer");
-      dims[symbol] = v;
-    }
+    std::map<std::string, int64_t> dims = parseDimAssignments(args->dims);
     std::map<std::string, HostTensor> inputs = completeInputs(g, model->analysis, given, args->seed, dims);
     InterpreterResult result;
     try {

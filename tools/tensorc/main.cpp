@@ -3,6 +3,7 @@
 
 #include "compiler/graph/Graph.h"
 #include "ir/core/Error.h"
+#include "runtime/host/AtomicFile.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,25 +14,23 @@
 namespace tensorc::cli {
 
 void writeOutputFile(const std::string &path, const std::string &text) {
-  if (path == "-") {
+  if (path == "-")
     std::cout << text;
-    return;
+  else
+    writeFileAtomically(path, text);
+}
+
+std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string> &assignments) {
+  std::map<std::string, int64_t> dims;
+  for (const std::string &s : assignments) {
+    size_t eq = s.find('=');
+    check(eq != std::string::npos && eq > 0 && eq + 1 < s.size(), "--dim \"" + s + "\" must look like SYMBOL=SIZE");
+    char *end = nullptr;
+    long long v = std::strtoll(s.c_str() + eq + 1, &end, 10);
+    check(*end == '\0' && v >= 1 && v <= (1ll << 40), "--dim " + s + ": the size must be a positive integer");
+    dims[s.substr(0, eq)] = v;
   }
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    check(bool(out), path + ": cannot write the file");
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail(path + ": writing failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path + ": cannot move the finished file into place");
-  }
+  return dims;
 }
 
 } // namespace tensorc::cli
