@@ -187,58 +187,75 @@ std::vector<HostTensor> batchNorm(const OpCall &c) {
   return {std::move(y), std::move(newMean), std::move(newVar)};
 }
 
+// Attention's operands and the probabilities of one row, shared by the
+// forward and the backward: P[i, :] = softmax(q[i] . k[j] * scale + mask)
+// (masked: -inf; a fully masked row is nan).
+struct Attention {
+  const HostTensor &q, &k, &v;
+  const HostTensor *mask;
+  int64_t L, E, S, Ev;
+  double scale;
+  bool causal;
+  std::vector<int64_t> batch; // the broadcast batch dims
+
+  Attention(const OpCall &c, size_t first, const std::vector<int64_t> &resultShape)
+      : q(c.arg(first)), k(c.arg(first + 1)), v(c.arg(first + 2)),
+        mask(c.has(first + 3) ? &c.arg(first + 3) : nullptr), L(q.shape()[q.rank() - 2]), E(q.shape().back()),
+        S(k.shape()[k.rank() - 2]), Ev(v.shape().back()),
+        scale(hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E))),
+        causal(getBool(c.attrs(), "is_causal")), batch(resultShape.begin(), resultShape.end() - 2) {}
+
+  static std::vector<int64_t> batchOf(const std::vector<int64_t> &s) { return {s.begin(), s.end() - 2}; }
+  // Element offsets of batch `coords` in q, k and v.
+  int64_t qBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(q.shape())) * L * E; }
+  int64_t kBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(k.shape())) * S * E; }
+  int64_t vBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(v.shape())) * S * Ev; }
+
+  void probabilities(const std::vector<int64_t> &coords, int64_t i, std::vector<double> &p) const {
+    int64_t qb = qBase(coords), kb = kBase(coords);
+    double m = -INFINITY;
+    for (int64_t j = 0; j < S; ++j) {
+      double s = 0;
+      for (int64_t e = 0; e < E; ++e)
+        s += q.getF(qb + i * E + e) * k.getF(kb + j * E + e);
+      s *= scale;
+      if (causal && j > i)
+        s = -INFINITY;
+      if (mask) {
+        std::vector<int64_t> mc = coords;
+        mc.push_back(i);
+        mc.push_back(j);
+        int64_t mi = broadcastOffset(mc, mask->shape());
+        s = isBool(mask->dtype()) ? (mask->getI(mi) ? s : -INFINITY) : s + mask->getF(mi);
+      }
+      p[j] = s;
+      m = std::max(m, s);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      p[j] = std::exp(p[j] - m); // a fully masked row: exp(nan) -> nan
+      sum += p[j];
+    }
+    for (int64_t j = 0; j < S; ++j)
+      p[j] /= sum;
+  }
+};
+
 std::vector<HostTensor> attention(const OpCall &c) {
-  const HostTensor &q = c.arg(0), &k = c.arg(1), &v = c.arg(2);
-  const HostTensor *mask = c.has(3) ? &c.arg(3) : nullptr;
-  int64_t L = q.shape()[q.rank() - 2], E = q.shape().back();
-  int64_t S = k.shape()[k.rank() - 2], Ev = v.shape().back();
-  double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
-  bool causal = getBool(c.attrs(), "is_causal");
+  Attention a(c, 0, c.resultShapes[0]);
   HostTensor out = c.result();
-  std::vector<int64_t> batch(out.shape().begin(), out.shape().end() - 2);
-  auto batchOf = [](const std::vector<int64_t> &s) { return std::vector<int64_t>(s.begin(), s.end() - 2); };
-  std::vector<int64_t> scoreShape = batch;
-  scoreShape.push_back(L);
-  scoreShape.push_back(S);
-  int64_t batches = product(batch, 0, batch.size());
-  std::vector<double> scores(S);
+  int64_t batches = product(a.batch, 0, a.batch.size());
+  std::vector<double> p(a.S);
   for (int64_t b = 0; b < batches; ++b) {
-    std::vector<int64_t> coords = unravel(b, batch);
-    int64_t qb = broadcastOffset(coords, batchOf(q.shape())) * L * E;
-    int64_t kb = broadcastOffset(coords, batchOf(k.shape())) * S * E;
-    int64_t vb = broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
-    for (int64_t i = 0; i < L; ++i) {
-      double m = -INFINITY;
-      for (int64_t j = 0; j < S; ++j) {
-        double s = 0;
-        for (int64_t e = 0; e < E; ++e)
-          s += q.getF(qb + i * E + e) * k.getF(kb + j * E + e);
-        s *= scale;
-        if (causal && j > i)
-          s = -INFINITY;
-        if (mask) {
-          std::vector<int64_t> sc = coords;
-          sc.push_back(i);
-          sc.push_back(j);
-          int64_t mi = broadcastOffset(sc, mask->shape());
-          if (isBool(mask->dtype()))
-            s = mask->getI(mi) ? s : -INFINITY;
-          else
-            s += mask->getF(mi);
-        }
-        scores[j] = s;
-        m = std::max(m, s);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        scores[j] = std::exp(scores[j] - m); // a fully masked row: exp(nan) -> nan
-        sum += scores[j];
-      }
-      for (int64_t e = 0; e < Ev; ++e) {
+    std::vector<int64_t> coords = unravel(b, a.batch);
+    int64_t vb = a.vBase(coords);
+    for (int64_t i = 0; i < a.L; ++i) {
+      a.probabilities(coords, i, p);
+      for (int64_t e = 0; e < a.Ev; ++e) {
         double acc = 0;
-        for (int64_t j = 0; j < S; ++j)
-          acc += scores[j] / sum * v.getF(vb + j * Ev + e);
-        out.setF((b * L + i) * Ev + e, acc);
+        for (int64_t j = 0; j < a.S; ++j)
+          acc += p[j] * a.v.getF(vb + j * a.Ev + e);
+        out.setF((b * a.L + i) * a.Ev + e, acc);
       }
     }
   }
@@ -249,76 +266,45 @@ std::vector<HostTensor> attention(const OpCall &c) {
 // gradients of broadcast operands add up over the batch dims they were
 // broadcast along.
 std::vector<HostTensor> attentionBackward(const OpCall &c) {
-  const HostTensor &g = c.arg(0), &q = c.arg(1), &k = c.arg(2), &v = c.arg(3);
-  const HostTensor *mask = c.has(4) ? &c.arg(4) : nullptr;
-  int64_t L = q.shape()[q.rank() - 2], E = q.shape().back();
-  int64_t S = k.shape()[k.rank() - 2], Ev = v.shape().back();
-  double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
-  bool causal = getBool(c.attrs(), "is_causal");
-  std::vector<int64_t> batch(g.shape().begin(), g.shape().end() - 2);
-  auto batchOf = [](const std::vector<int64_t> &s) { return std::vector<int64_t>(s.begin(), s.end() - 2); };
-  int64_t batches = product(batch, 0, batch.size());
-  std::vector<double> dq(q.numel(), 0.0), dk(k.numel(), 0.0), dv(v.numel(), 0.0), p(S), dp(S);
+  const HostTensor &g = c.arg(0);
+  Attention a(c, 1, g.shape());
+  int64_t batches = product(a.batch, 0, a.batch.size());
+  std::vector<double> dq(a.q.numel(), 0.0), dk(a.k.numel(), 0.0), dv(a.v.numel(), 0.0), p(a.S), dp(a.S);
   for (int64_t b = 0; b < batches; ++b) {
-    std::vector<int64_t> coords = unravel(b, batch);
-    int64_t qb = broadcastOffset(coords, batchOf(q.shape())) * L * E;
-    int64_t kb = broadcastOffset(coords, batchOf(k.shape())) * S * E;
-    int64_t vb = broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
-    int64_t gb = b * L * Ev;
-    for (int64_t i = 0; i < L; ++i) {
-      double m = -INFINITY;
-      for (int64_t j = 0; j < S; ++j) {
-        double sc = 0;
-        for (int64_t e = 0; e < E; ++e)
-          sc += q.getF(qb + i * E + e) * k.getF(kb + j * E + e);
-        sc *= scale;
-        if (causal && j > i)
-          sc = -INFINITY;
-        if (mask) {
-          std::vector<int64_t> mc = coords;
-          mc.push_back(i);
-          mc.push_back(j);
-          int64_t mi = broadcastOffset(mc, mask->shape());
-          sc = isBool(mask->dtype()) ? (mask->getI(mi) ? sc : -INFINITY) : sc + mask->getF(mi);
-        }
-        p[j] = sc;
-        m = std::max(m, sc);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        p[j] = std::exp(p[j] - m);
-        sum += p[j];
-      }
+    std::vector<int64_t> coords = unravel(b, a.batch);
+    int64_t qb = a.qBase(coords), kb = a.kBase(coords), vb = a.vBase(coords), gb = b * a.L * a.Ev;
+    for (int64_t i = 0; i < a.L; ++i) {
+      a.probabilities(coords, i, p);
       double rowsum = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        p[j] /= sum;
+      for (int64_t j = 0; j < a.S; ++j) {
         double d = 0;
-        for (int64_t e = 0; e < Ev; ++e) {
-          double ge = g.getF(gb + i * Ev + e);
-          dv[vb + j * Ev + e] += p[j] * ge;
-          d += ge * v.getF(vb + j * Ev + e);
+        for (int64_t e = 0; e < a.Ev; ++e) {
+          double ge = g.getF(gb + i * a.Ev + e);
+          dv[vb + j * a.Ev + e] += p[j] * ge;
+          d += ge * a.v.getF(vb + j * a.Ev + e);
         }
         dp[j] = d;
         rowsum += d * p[j];
       }
-      for (int64_t j = 0; j < S; ++j) {
-        double ds = p[j] * (dp[j] - rowsum) * scale;
-        for (int64_t e = 0; e < E; ++e) {
-          dq[qb + i * E + e] += ds * k.getF(kb + j * E + e);
-          dk[kb + j * E + e] += ds * q.getF(qb + i * E + e);
+      for (int64_t j = 0; j < a.S; ++j) {
+        double ds = p[j] * (dp[j] - rowsum) * a.scale;
+        for (int64_t e = 0; e < a.E; ++e) {
+          dq[qb + i * a.E + e] += ds * a.k.getF(kb + j * a.E + e);
+          dk[kb + j * a.E + e] += ds * a.q.getF(qb + i * a.E + e);
         }
       }
     }
   }
-  HostTensor gq = c.result(0), gk = c.result(1), gv = c.result(2);
-  for (int64_t i = 0; i < gq.numel(); ++i)
-    gq.setF(i, dq[i]);
-  for (int64_t i = 0; i < gk.numel(); ++i)
-    gk.setF(i, dk[i]);
-  for (int64_t i = 0; i < gv.numel(); ++i)
-    gv.setF(i, dv[i]);
-  return {std::move(gq), std::move(gk), std::move(gv)};
+  std::vector<HostTensor> out;
+  for (auto [i, values] : {std::pair{0, &dq}, std::pair{1, &dk}, std::pair{2, &dv}}) {
+    HostTensor r = c.result(i);
+    for (int64_t k = 0; k < r.numel(); ++k)
+      r.setF(k, (*values)[k]);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
+
 
 } // namespace
 
