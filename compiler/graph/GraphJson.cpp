@@ -393,11 +393,12 @@ Graph parseGraphJson(const std::string &text, const std::string &where) {
         throw Error("JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
       return true;
     });
-  } catch (const Json::parse_error &e) {
+  } catch (const Json::exception &e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ...",
+    // or "[json.exception.out_of_range.406] number overflow parsing '1e400'".
     std::string what = e.what();
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
-    size_t at = what.find("parse error");
-    fail(where + ": invalid JSON: " + (at == std::string::npos ? what : what.substr(at)));
+    size_t at = what.find("] ");
+    fail(where + ": invalid JSON: " + (at == std::string::npos ? what : what.substr(at + 2)));
   } catch (const Error &e) {
     fail(where + ": " + e.what());
   }
