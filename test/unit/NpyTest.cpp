@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 using namespace tensorc;
 
@@ -60,6 +61,36 @@ TEST(Npy, BadFilesGiveErrors) {
   HostTensor f(DType::F32, {1});
   f.setF(0, 1.0 + std::ldexp(1.0, -9));
   EXPECT_EQ(parseNpy(formatNpy(f), "t.npy", DType::BF16).getF(0), 1.0);
+}
+
+} // namespace
+
+namespace {
+
+TEST(Npy, CorruptedFilesFailCleanly) {
+  HostTensor t(DType::F32, {3, 5});
+  std::string good = formatNpy(t);
+  std::random_device device;
+  uint64_t seed = device();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes = good;
+    for (int e = 0; e < 1 + int(rng() % 3) && !bytes.empty(); ++e) {
+      size_t at = rng() % bytes.size();
+      if (rng() % 3 == 0)
+        bytes = bytes.substr(0, at);
+      else
+        bytes[at] = char(rng() % 256);
+    }
+    try {
+      parseNpy(bytes, "fuzz.npy");
+    } catch (const Error &e) {
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.npy", 0), 0u) << e.what();
+    } catch (const std::exception &e) {
+      ADD_FAILURE() << "unexpected exception: " << e.what();
+    }
+  }
 }
 
 } // namespace
