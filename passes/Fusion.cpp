@@ -38,25 +38,35 @@ using namespace mlir;
 enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather };
 
 Kind classify(Operation *op) {
-  static const std::set<std::string> views = {"reshape", "permute", "transpose", "broadcast_to", "squeeze",
-                                              "unsqueeze", "flatten", "slice", "pad"};
+  static const std::set<std::string> views = {"reshape",      "permute", "transpose",
+                                              "broadcast_to", "squeeze", "unsqueeze",
+                                              "flatten",      "slice",   "pad"};
   static const std::set<std::string> creation = {"constant", "full", "zeros", "ones", "iota"};
-  static const std::set<std::string> reductions = {"sum", "mean", "max", "min", "prod", "var", "argmax", "argmin",
-                                                   "softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm",
-                                                   "cross_entropy", "max_pool2d", "avg_pool2d"};
-  static const std::set<std::string> gathers = {"embedding", "gather", "index_select", "concat", "split"};
+  static const std::set<std::string> reductions = {
+      "sum",        "mean",          "max",        "min",         "prod",       "var",
+      "argmax",     "argmin",        "softmax",    "log_softmax", "layer_norm", "rms_norm",
+      "batch_norm", "cross_entropy", "max_pool2d", "avg_pool2d"};
+  static const std::set<std::string> gathers = {"embedding", "gather", "index_select", "concat",
+                                                "split"};
   std::string name = op->getName().getStringRef().drop_front(3).str(); // "tc."
-  if (views.count(name)) return Kind::View;
-  if (creation.count(name)) return Kind::Creation;
-  if (reductions.count(name)) return Kind::Reduction;
-  if (gathers.count(name)) return Kind::Gather;
-  if (name == "matmul" || name == "conv2d") return Kind::Matmul;
+  if (views.count(name))
+    return Kind::View;
+  if (creation.count(name))
+    return Kind::Creation;
+  if (reductions.count(name))
+    return Kind::Reduction;
+  if (gathers.count(name))
+    return Kind::Gather;
+  if (name == "matmul" || name == "conv2d")
+    return Kind::Matmul;
   if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward")
     return Kind::Attention;
   return Kind::Elementwise;
 }
 
-bool isAnchor(Kind k) { return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather; }
+bool isAnchor(Kind k) {
+  return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather;
+}
 
 bool isPureReshape(Operation *op) {
   StringRef n = op->getName().getStringRef();
@@ -120,9 +130,9 @@ std::string opLabel(Operation *op) {
 }
 
 struct Fusion {
-  std::vector<Operation *> ops;                 // in program order
+  std::vector<Operation *> ops; // in program order
   std::map<Operation *, int> index;
-  std::vector<int> parent;                      // union-find over op indices
+  std::vector<int> parent; // union-find over op indices
   std::vector<std::string> refusals;
 
   int find(int i) { return parent[i] == i ? i : parent[i] = find(parent[i]); }
@@ -204,7 +214,8 @@ struct Fusion {
     if (pk == Kind::Attention || ck == Kind::Attention)
       return "attention runs as its own kernel";
     if (ck == Kind::Matmul && !pk)
-      return "no prologue fusion into " + opLabel(ca) + ": the library call reads its operands from memory";
+      return "no prologue fusion into " + opLabel(ca) +
+             ": the library call reads its operands from memory";
     if (pk == Kind::Reduction && ck == Kind::Reduction) {
       std::string a = groupRowSpace(g), b = groupRowSpace(h);
       if (a.empty() || a != b)
@@ -248,7 +259,8 @@ struct Fusion {
           continue;
         int g = find(int(i)), h = find(int(j));
         if (g == h || a->getOperand(0).getType() != b->getOperand(0).getType() ||
-            a->getResult(0).getType() != b->getResult(0).getType() || a->getAttrDictionary() != b->getAttrDictionary())
+            a->getResult(0).getType() != b->getResult(0).getType() ||
+            a->getAttrDictionary() != b->getAttrDictionary())
           continue;
         // Same iteration space; worth one kernel when both read common data.
         llvm::DenseSet<Value> gi = externalInputs(g), hi = externalInputs(h);
@@ -256,9 +268,11 @@ struct Fusion {
           continue;
         bool onlyReductionAnchors = true;
         for (int m : members(g))
-          onlyReductionAnchors &= !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
+          onlyReductionAnchors &=
+              !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
         for (int m : members(h))
-          onlyReductionAnchors &= !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
+          onlyReductionAnchors &=
+              !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
         if (onlyReductionAnchors && !wouldCycle(g, h))
           parent[g] = h;
       }
@@ -310,12 +324,14 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
         inGroup.insert(f.ops[i]);
       Operation *anchorOp = nullptr;
       std::optional<Kind> kind = f.anchor(g, &anchorOp);
-      bool allReshapes = std::all_of(m.begin(), m.end(), [&](int i) { return isPureReshape(f.ops[i]); });
+      bool allReshapes =
+          std::all_of(m.begin(), m.end(), [&](int i) { return isPureReshape(f.ops[i]); });
       // Transposes of the last two dims read only by matmuls are the GEMM's
       // transpose flags, not copies.
       bool gemmTransposes = std::all_of(m.begin(), m.end(), [&](int i) {
         Operation *op = f.ops[i];
-        return (isPureReshape(op) || isMatrixTranspose(op)) && llvm::all_of(op->getUsers(), [&](Operation *u) {
+        return (isPureReshape(op) || isMatrixTranspose(op)) &&
+               llvm::all_of(op->getUsers(), [&](Operation *u) {
                  return inGroup.count(u) || u->getName().getStringRef() == "tc.matmul";
                });
       });
@@ -341,7 +357,8 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
           Operation *d = v.getDefiningOp();
           if (d && inGroup.count(d))
             continue;
-          if (d && classify(d) == Kind::Creation && d->getName().getStringRef().starts_with("tc.")) {
+          if (d && classify(d) == Kind::Creation &&
+              d->getName().getStringRef().starts_with("tc.")) {
             if (cloneSet.insert(d).second)
               clones.push_back(d);
             continue;
@@ -354,18 +371,22 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
         for (Value r : f.ops[i]->getResults())
           if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !inGroup.count(u); }))
             outputs.push_back(r);
-      std::string kindName = !kind                     ? (std::all_of(m.begin(), m.end(), [&](int i) { return classify(f.ops[i]) == Kind::View; }) ? "copy" : "elementwise")
-                             : *kind == Kind::Reduction ? "reduction"
-                             : *kind == Kind::Matmul    ? "matmul"
-                             : *kind == Kind::Attention ? "attention"
-                                                        : "gather";
+      std::string kindName =
+          !kind                      ? (std::all_of(m.begin(), m.end(),
+                                                    [&](int i) { return classify(f.ops[i]) == Kind::View; })
+                                            ? "copy"
+                                            : "elementwise")
+          : *kind == Kind::Reduction ? "reduction"
+          : *kind == Kind::Matmul    ? "matmul"
+          : *kind == Kind::Attention ? "attention"
+                                     : "gather";
       std::string name = "k" + std::to_string(next++);
       b.setInsertionPoint(terminator);
       SmallVector<Type> resultTypes;
       for (Value o : outputs)
         resultTypes.push_back(o.getType());
-      auto fused = b.create<tc::FusedOp>(f.ops[m.back()]->getLoc(), resultTypes, b.getStringAttr(name),
-                                         b.getStringAttr(kindName), inputs);
+      auto fused = b.create<tc::FusedOp>(f.ops[m.back()]->getLoc(), resultTypes,
+                                         b.getStringAttr(name), b.getStringAttr(kindName), inputs);
       Block *body = b.createBlock(&fused.getBody());
       IRMapping map;
       for (Value in : inputs)
@@ -380,7 +401,9 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
         yielded.push_back(map.lookup(o));
       b.create<tc::YieldOp>(fused.getLoc(), yielded);
       for (auto [o, r] : llvm::zip(outputs, fused.getResults()))
-        o.replaceUsesWithIf(r, [&](OpOperand &use) { return !inGroup.count(use.getOwner()) && use.getOwner() != fused; });
+        o.replaceUsesWithIf(r, [&](OpOperand &use) {
+          return !inGroup.count(use.getOwner()) && use.getOwner() != fused;
+        });
       for (int i : m)
         toErase.push_back(f.ops[i]);
       ++kernels;
@@ -394,13 +417,15 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
     // Creation ops no longer used anywhere.
     SmallVector<Operation *> dead;
     for (Operation &op : fn.getBody().front().getOperations())
-      if (op.getName().getStringRef().starts_with("tc.") && classify(&op) == Kind::Creation && op.use_empty())
+      if (op.getName().getStringRef().starts_with("tc.") && classify(&op) == Kind::Creation &&
+          op.use_empty())
         dead.push_back(&op);
     for (Operation *op : dead)
       op->erase();
     if (report) {
-      llvm::outs() << "fusion of @" << fn.getName() << ": " << kernels << " kernels, " << libraryCalls
-                   << " library calls, " << aliases << " view-only groups (no launch: reshapes, GEMM transposes)\n"
+      llvm::outs() << "fusion of @" << fn.getName() << ": " << kernels << " kernels, "
+                   << libraryCalls << " library calls, " << aliases
+                   << " view-only groups (no launch: reshapes, GEMM transposes)\n"
                    << os.str();
       for (const std::string &r : f.refusals)
         llvm::outs() << "not fused: " << r << "\n";

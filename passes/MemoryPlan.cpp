@@ -47,7 +47,8 @@ bool isAliasView(Operation *op) {
     auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
     std::set<int64_t> dims{norm(t.getDim0()), norm(t.getDim1())};
     return rank >= 2 && dims == std::set<int64_t>{rank - 2, rank - 1} &&
-           llvm::all_of(op->getUsers(), [](Operation *u) { return u->getName().getStringRef() == "tc.matmul"; });
+           llvm::all_of(op->getUsers(),
+                        [](Operation *u) { return u->getName().getStringRef() == "tc.matmul"; });
   }
   return false;
 }
@@ -56,9 +57,10 @@ bool isElementwiseKernel(Operation *op) {
   if (auto f = llvm::dyn_cast<tc::FusedOp>(op))
     return f.getKind() == "elementwise";
   static const std::set<std::string> pointwise = {
-      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu", "gelu", "silu", "sin",
-      "cos", "erf", "floor", "ceil", "sign", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
-      "cast", "clamp", "dropout"};
+      "neg",     "abs",   "exp",  "log",   "sqrt",   "rsqrt", "reciprocal", "tanh",
+      "sigmoid", "relu",  "gelu", "silu",  "sin",    "cos",   "erf",        "floor",
+      "ceil",    "sign",  "add",  "sub",   "mul",    "div",   "pow",        "maximum",
+      "minimum", "where", "cast", "clamp", "dropout"};
   return pointwise.count(op->getName().getStringRef().drop_front(3).str()) != 0;
 }
 
@@ -77,7 +79,8 @@ struct MemoryPlanPass : impl::MemoryPlanPassBase<MemoryPlanPass> {
     for (const std::string &d : dims) {
       size_t eq = d.find('=');
       if (eq == std::string::npos)
-        return fn.emitError() << "tensorc-plan-memory: dims entry '" << d << "' must be SYMBOL=SIZE";
+        return fn.emitError() << "tensorc-plan-memory: dims entry '" << d
+                              << "' must be SYMBOL=SIZE";
       bindings[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
     }
     auto bounds = fn->getAttrOfType<DictionaryAttr>("tc.dim_bounds");
@@ -163,7 +166,8 @@ struct MemoryPlanPass : impl::MemoryPlanPassBase<MemoryPlanPass> {
           if (ii == bufferIndex.end() || taken.count(ii->second))
             continue;
           const BufferRequest &b = requests[ii->second];
-          if (b.last == step[op] && b.size >= requests[ri->second].size && in.getType() == r.getType()) {
+          if (b.last == step[op] && b.size >= requests[ri->second].size &&
+              in.getType() == r.getType()) {
             requests[ri->second].inPlaceWith = ii->second;
             taken.insert(ii->second);
             break;
@@ -192,19 +196,23 @@ struct MemoryPlanPass : impl::MemoryPlanPassBase<MemoryPlanPass> {
     }
     int64_t aliases = int64_t(aliasOf.size());
     fn->setAttr("tc.memory_plan",
-                b.getDictionaryAttr({b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(plan.arenaBytes)),
-                                     b.getNamedAttr("lower_bound_bytes", b.getI64IntegerAttr(plan.lowerBound)),
-                                     b.getNamedAttr("buffers", b.getI64IntegerAttr(int64_t(buffers.size()))),
-                                     b.getNamedAttr("in_place", b.getI64IntegerAttr(inPlace)),
-                                     b.getNamedAttr("aliases", b.getI64IntegerAttr(aliases))}));
+                b.getDictionaryAttr(
+                    {b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(plan.arenaBytes)),
+                     b.getNamedAttr("lower_bound_bytes", b.getI64IntegerAttr(plan.lowerBound)),
+                     b.getNamedAttr("buffers", b.getI64IntegerAttr(int64_t(buffers.size()))),
+                     b.getNamedAttr("in_place", b.getI64IntegerAttr(inPlace)),
+                     b.getNamedAttr("aliases", b.getI64IntegerAttr(aliases))}));
     if (report) {
       std::string sizes;
       for (auto &[s, v] : bindings)
         sizes += " " + s + "=" + std::to_string(v);
-      llvm::outs() << "memory plan of @" << fn.getName() << ": arena " << plan.arenaBytes << " bytes, lower bound "
-                   << plan.lowerBound << " bytes (" << llvm::format("%.3f", plan.lowerBound ? double(plan.arenaBytes) / double(plan.lowerBound) : 1.0)
-                   << "x), " << buffers.size() << " buffers, " << inPlace << " in place, " << aliases << " aliases"
-                   << (sizes.empty() ? "" : ", at" + sizes) << "\n";
+      llvm::outs() << "memory plan of @" << fn.getName() << ": arena " << plan.arenaBytes
+                   << " bytes, lower bound " << plan.lowerBound << " bytes ("
+                   << llvm::format("%.3f", plan.lowerBound
+                                               ? double(plan.arenaBytes) / double(plan.lowerBound)
+                                               : 1.0)
+                   << "x), " << buffers.size() << " buffers, " << inPlace << " in place, "
+                   << aliases << " aliases" << (sizes.empty() ? "" : ", at" + sizes) << "\n";
     }
     return success();
   }

@@ -25,9 +25,9 @@ void buildKernelPipeline(mlir::OpPassManager &pm, const PipelineOptions &options
 
 void registerTensorcPipelines() {
 
-  static mlir::PassPipelineRegistration<> kernel("tensorc-kernel-pipeline",
-                                                 "simplify, CSE and fusion into kernels",
-                                                 [](mlir::OpPassManager &pm) { buildKernelPipeline(pm); });
+  static mlir::PassPipelineRegistration<> kernel(
+      "tensorc-kernel-pipeline", "simplify, CSE and fusion into kernels",
+      [](mlir::OpPassManager &pm) { buildKernelPipeline(pm); });
   static mlir::PassPipelineRegistration<> simplify(
       "tensorc-simplify-pipeline", "tensorc's target-independent cleanup",
       [](mlir::OpPassManager &pm) { buildSimplifyPipeline(pm); });

@@ -54,7 +54,8 @@ struct Scheduler {
           live += bytesAt(r, dims);
       best = std::max(best, live);
       for (Value v : ops[order[s]]->getOperands())
-        if (lastUse.lookup(v) == int(s) && !external.contains(v) && v.getDefiningOp() && index.count(v.getDefiningOp()))
+        if (lastUse.lookup(v) == int(s) && !external.contains(v) && v.getDefiningOp() &&
+            index.count(v.getDefiningOp()))
           live -= bytesAt(v, dims);
     }
     return best;
@@ -86,8 +87,9 @@ struct Scheduler {
             gain -= bytesAt(r, dims);
         llvm::DenseSet<Value> seen;
         for (Value v : ops[i]->getOperands())
-          if (seen.insert(v).second && remainingUses[v] == int(llvm::count(ops[i]->getOperands(), v)) &&
-              v.getDefiningOp() && index.count(v.getDefiningOp()) && !external.contains(v))
+          if (seen.insert(v).second &&
+              remainingUses[v] == int(llvm::count(ops[i]->getOperands(), v)) && v.getDefiningOp() &&
+              index.count(v.getDefiningOp()) && !external.contains(v))
             gain += bytesAt(v, dims);
         if (gain > bestGain) {
           bestGain = gain;
@@ -122,7 +124,8 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       if (auto bounds = fn->getAttrOfType<DictionaryAttr>("tc.dim_bounds"))
         for (NamedAttribute b : bounds) {
           auto range = llvm::cast<DenseI64ArrayAttr>(b.getValue());
-          s.dims[b.getName().getValue().str()] = std::max<int64_t>(range[0], range.size() > 1 ? std::min<int64_t>(range[1], 64) : 64);
+          s.dims[b.getName().getValue().str()] =
+              std::max<int64_t>(range[0], range.size() > 1 ? std::min<int64_t>(range[1], 64) : 64);
         }
       std::vector<int> original(s.ops.size());
       std::iota(original.begin(), original.end(), 0);

@@ -50,7 +50,9 @@ bool isNegativeZero(Value v) {
          dense.getSplatValue<APFloat>().isNegZero();
 }
 
-bool isFloatTensor(Value v) { return llvm::isa<FloatType>(llvm::cast<TcTensorType>(v.getType()).getElementType()); }
+bool isFloatTensor(Value v) {
+  return llvm::isa<FloatType>(llvm::cast<TcTensorType>(v.getType()).getElementType());
+}
 
 // binary(x, c) -> x when c is the identity and the result has x's type.
 template <typename OpTy> struct RightIdentity : OpRewritePattern<OpTy> {
@@ -87,12 +89,18 @@ struct DoubleNegation : OpRewritePattern<NegOp> {
 int rank(DType d) {
   switch (d) {
   case DType::F16:
-  case DType::BF16: return 1;
-  case DType::F32: return 2;
-  case DType::F64: return 3;
-  case DType::I32: return 1;
-  case DType::I64: return 2;
-  default: return 0;
+  case DType::BF16:
+    return 1;
+  case DType::F32:
+    return 2;
+  case DType::F64:
+    return 3;
+  case DType::I32:
+    return 1;
+  case DType::I64:
+    return 2;
+  default:
+    return 0;
   }
 }
 
@@ -103,9 +111,11 @@ struct WidenThenNarrow : OpRewritePattern<CastOp> {
     auto inner = op.getX().getDefiningOp<CastOp>();
     if (!inner || inner.getX().getType() != op.getType())
       return failure();
-    std::optional<DType> from = toDType(llvm::cast<TcTensorType>(inner.getX().getType()).getElementType());
+    std::optional<DType> from =
+        toDType(llvm::cast<TcTensorType>(inner.getX().getType()).getElementType());
     std::optional<DType> mid = toDType(llvm::cast<TcTensorType>(inner.getType()).getElementType());
-    if (!from || !mid || isFloat(*from) != isFloat(*mid) || isBool(*from) || rank(*mid) <= rank(*from))
+    if (!from || !mid || isFloat(*from) != isFloat(*mid) || isBool(*from) ||
+        rank(*mid) <= rank(*from))
       return failure();
     if (*from == DType::F16 && *mid == DType::F16)
       return failure();
@@ -152,8 +162,9 @@ template <typename OpTy> struct ViewAsReshape : OpRewritePattern<OpTy> {
     if (!spec)
       return failure();
     Attr dims(spec->shape);
-    auto reshape = rewriter.create<ReshapeOp>(op.getLoc(), op.getType(), op->getOperand(0),
-                                              llvm::cast<ArrayAttr>(toMlirAttr(op.getContext(), dims)));
+    auto reshape =
+        rewriter.create<ReshapeOp>(op.getLoc(), op.getType(), op->getOperand(0),
+                                   llvm::cast<ArrayAttr>(toMlirAttr(op.getContext(), dims)));
     for (NamedAttribute a : op->getAttrs()) // dialect attributes such as tc.sharding
       if (a.getName().getValue().contains('.'))
         reshape->setAttr(a.getName(), a.getValue());
@@ -182,7 +193,8 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
     patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches>(ctx);
-    patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(ctx);
+    patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(
+        ctx);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       if (op.getDialectNamespace() == "tc")
         op.getCanonicalizationPatterns(patterns, ctx);

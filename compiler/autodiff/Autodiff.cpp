@@ -34,9 +34,11 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
     for (const GraphInput &in : forward.inputs)
       if (in.trainable)
         wrt.push_back(in.name);
-  check(!wrt.empty(), where + ": no inputs to differentiate: mark parameters \"trainable\" or name them (--wrt)");
+  check(!wrt.empty(),
+        where + ": no inputs to differentiate: mark parameters \"trainable\" or name them (--wrt)");
   for (const std::string &w : wrt) {
-    check(inputNames.count(w), where + ": --wrt " + w + ": the graph has no input named \"" + w + "\"");
+    check(inputNames.count(w),
+          where + ": --wrt " + w + ": the graph has no input named \"" + w + "\"");
     for (const GraphInput &in : forward.inputs)
       if (in.name == w)
         check(isFloat(in.spec.dtype), where + ": input \"" + w + "\" is " + in.spec.str() +
@@ -96,13 +98,16 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
   };
   for (const std::string &o : of) {
     Tensor out = t.value(o);
-    check(isFloat(out.dtype()), where + ": output \"" + o + "\" is " + out.spec().str() + "; only float outputs can be differentiated");
+    check(isFloat(out.dtype()), where + ": output \"" + o + "\" is " + out.spec().str() +
+                                    "; only float outputs can be differentiated");
     if (!active(key(o)))
       continue;
     if (out.rank() == 0) {
       accumulate(key(o), trace::full(t, {}, 1.0, out.dtype()));
     } else {
-      std::string name = "cotangent_" + parseValueRef(o).producer + (parseValueRef(o).index ? "_" + std::to_string(parseValueRef(o).index) : "");
+      std::string name =
+          "cotangent_" + parseValueRef(o).producer +
+          (parseValueRef(o).index ? "_" + std::to_string(parseValueRef(o).index) : "");
       Tensor seed = t.input(name, out.dtype(), dimSpec(out.shape()));
       joint.cotangentInputs.push_back(name);
       accumulate(key(o), seed);
@@ -131,8 +136,9 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
         ctx.needsGrad.push_back(need);
         needed |= need;
       } else if (a.kind == Arg::Kind::Literal) {
-        ctx.inputs.push_back(a.literal.kind == Literal::Kind::Float ? trace::Operand(a.literal.floatValue)
-                                                                    : trace::Operand(a.literal.intValue));
+        ctx.inputs.push_back(a.literal.kind == Literal::Kind::Float
+                                 ? trace::Operand(a.literal.floatValue)
+                                 : trace::Operand(a.literal.intValue));
         ctx.needsGrad.push_back(false);
       } else {
         ctx.inputs.push_back(std::monostate{});
@@ -144,7 +150,8 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
     for (size_t r = 0; r < n.results.size(); ++r)
       ctx.outputs.push_back(t.value(n.node->name + ":" + std::to_string(r)));
     const GradRule *rule = findGradRule(n.node->op);
-    check(rule != nullptr, where + ": node \"" + n.node->name + "\" (" + n.node->op + ") has no gradient rule");
+    check(rule != nullptr,
+          where + ": node \"" + n.node->name + "\" (" + n.node->op + ") has no gradient rule");
     std::vector<std::optional<Tensor>> grads;
     try {
       grads = (*rule)(ctx);
@@ -155,22 +162,25 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
       if (!grads[i] || !ctx.needsGrad[i])
         continue;
       const Tensor &input = std::get<Tensor>(ctx.inputs[i]);
-      check(grads[i]->spec() == input.spec(), where + ": node \"" + n.node->name + "\" (" + n.node->op +
-                                                  "): gradient rule gave " + grads[i]->spec().str() + " for operand " +
-                                                  std::to_string(i) + " of type " + input.spec().str());
+      check(grads[i]->spec() == input.spec(),
+            where + ": node \"" + n.node->name + "\" (" + n.node->op + "): gradient rule gave " +
+                grads[i]->spec().str() + " for operand " + std::to_string(i) + " of type " +
+                input.spec().str());
       accumulate(key(std::get<Tensor>(ctx.inputs[i]).ref()), *grads[i]);
     }
   }
 
   // Outputs: the forward outputs, then one gradient per wrt input.
-  std::vector<std::string> outputs = options.keepForwardOutputs ? forward.outputs : std::vector<std::string>{};
+  std::vector<std::string> outputs =
+      options.keepForwardOutputs ? forward.outputs : std::vector<std::string>{};
   for (const std::string &w : wrt) {
     auto found = cotangent.find(key(w));
     Tensor grad = found != cotangent.end() ? found->second : zerosLike(t, t.value(w).spec());
     // A gradient that is an input or forward value passes through a named copy.
-    bool fresh = grad.ref() != w && std::none_of(forward.nodes.begin(), forward.nodes.end(), [&](const Node &n) {
-      return parseValueRef(grad.ref()).producer == n.name;
-    });
+    bool fresh = grad.ref() != w &&
+                 std::none_of(forward.nodes.begin(), forward.nodes.end(), [&](const Node &n) {
+                   return parseValueRef(grad.ref()).producer == n.name;
+                 });
     bool free = fresh && std::none_of(joint.cotangentInputs.begin(), joint.cotangentInputs.end(),
                                       [&](const std::string &c) { return c == grad.ref(); });
     std::string name = "grad_" + w;

@@ -20,9 +20,10 @@ struct AutodiffPass : impl::AutodiffPassBase<AutodiffPass> {
     autodiff::AutodiffOptions options;
     options.wrt.assign(wrt.begin(), wrt.end());
     options.of.assign(of.begin(), of.end());
-    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-autodiff", [&](const Graph &forward) {
-          return autodiff::buildJointGraph(forward, options).graph;
-        })))
+    if (mlir::failed(
+            transformModuleAsGraph(getOperation(), "tensorc-autodiff", [&](const Graph &forward) {
+              return autodiff::buildJointGraph(forward, options).graph;
+            })))
       signalPassFailure();
   }
 };

@@ -28,7 +28,9 @@ trace::DimSpec dimSpec(const Shape &shape) {
   return spec;
 }
 
-Tensor zerosLike(Tracer &t, const TensorSpec &spec) { return zeros(t, dimSpec(spec.shape), spec.dtype); }
+Tensor zerosLike(Tracer &t, const TensorSpec &spec) {
+  return zeros(t, dimSpec(spec.shape), spec.dtype);
+}
 
 Tensor GradContext::grad(size_t i) const {
   return gradOutputs[i] ? *gradOutputs[i] : zerosLike(tracer, outputs[i].spec());
@@ -46,7 +48,8 @@ Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) 
 
 Tensor reduceToShape(const Tensor &g, const Shape &shape) {
   const Shape &gs = g.shape();
-  check(gs.size() >= shape.size(), "autodiff: cannot reduce " + shapeStr(gs) + " to " + shapeStr(shape));
+  check(gs.size() >= shape.size(),
+        "autodiff: cannot reduce " + shapeStr(gs) + " to " + shapeStr(shape));
   size_t lead = gs.size() - shape.size();
   std::vector<int64_t> axes;
   for (size_t i = 0; i < gs.size(); ++i)
@@ -59,9 +62,12 @@ Tensor reduceToShape(const Tensor &g, const Shape &shape) {
 namespace {
 
 double floatOf(const Operand &o) {
-  if (const double *d = std::get_if<double>(&o)) return *d;
-  if (const int64_t *i = std::get_if<int64_t>(&o)) return double(*i);
-  if (const bool *b = std::get_if<bool>(&o)) return *b ? 1.0 : 0.0;
+  if (const double *d = std::get_if<double>(&o))
+    return *d;
+  if (const int64_t *i = std::get_if<int64_t>(&o))
+    return double(*i);
+  if (const bool *b = std::get_if<bool>(&o))
+    return *b ? 1.0 : 0.0;
   fail("autodiff: expected a literal");
 }
 
@@ -71,7 +77,8 @@ std::vector<int64_t> reducedAxes(const GradContext &c, const Tensor &x) {
 }
 
 // `g` reduced over `axes` (keepdim or not) expanded back to x's shape.
-Tensor expandReduced(const Tensor &g, const Tensor &x, const std::vector<int64_t> &axes, bool keepdim) {
+Tensor expandReduced(const Tensor &g, const Tensor &x, const std::vector<int64_t> &axes,
+                     bool keepdim) {
   Tensor r = g;
   if (!keepdim)
     for (int64_t a : axes) // ascending: each insertion lands at its final place
@@ -83,7 +90,8 @@ Tensor floatMask(const Tensor &condition, DType dtype) { return cast(condition, 
 
 int64_t staticDim(const Tensor &x, int64_t axis, const char *why) {
   const Dim &d = x.shape()[axis];
-  check(d.isStatic(), std::string("autodiff: ") + why + " needs a static dim " + std::to_string(axis) + ", got " + d.str());
+  check(d.isStatic(), std::string("autodiff: ") + why + " needs a static dim " +
+                          std::to_string(axis) + ", got " + d.str());
   return d.value();
 }
 
@@ -128,23 +136,36 @@ Grads unaryRule(const GradContext &c) {
   const Tensor &x = c.in(0), &y = c.outputs[0];
   Tensor g = c.grad();
   auto one = [](Tensor t) { return Grads{std::move(t)}; };
-  if (op == "neg") return one(-g);
-  if (op == "abs") return one(g * sign(x));
-  if (op == "exp") return one(g * y);
-  if (op == "log") return one(g / x);
-  if (op == "sqrt") return one(g * 0.5 / y);
-  if (op == "rsqrt") return one(g * -0.5 * y / x);
-  if (op == "reciprocal") return one(-(g * y * y));
-  if (op == "tanh") return one(g * sub(1.0, y * y));
-  if (op == "sigmoid") return one(g * y * sub(1.0, y));
-  if (op == "relu") return one(where(gt(x, 0.0), g, 0.0));
+  if (op == "neg")
+    return one(-g);
+  if (op == "abs")
+    return one(g * sign(x));
+  if (op == "exp")
+    return one(g * y);
+  if (op == "log")
+    return one(g / x);
+  if (op == "sqrt")
+    return one(g * 0.5 / y);
+  if (op == "rsqrt")
+    return one(g * -0.5 * y / x);
+  if (op == "reciprocal")
+    return one(-(g * y * y));
+  if (op == "tanh")
+    return one(g * sub(1.0, y * y));
+  if (op == "sigmoid")
+    return one(g * y * sub(1.0, y));
+  if (op == "relu")
+    return one(where(gt(x, 0.0), g, 0.0));
   if (op == "silu") {
     Tensor s = sigmoid(x);
     return one(g * s * add(1.0, x * sub(1.0, s)));
   }
-  if (op == "sin") return one(g * cos(x));
-  if (op == "cos") return one(-(g * sin(x)));
-  if (op == "erf") return one(g * (2.0 / std::sqrt(M_PI)) * exp(-(x * x)));
+  if (op == "sin")
+    return one(g * cos(x));
+  if (op == "cos")
+    return one(-(g * sin(x)));
+  if (op == "erf")
+    return one(g * (2.0 / std::sqrt(M_PI)) * exp(-(x * x)));
   if (op == "gelu") {
     if (getEnum(c.attrs(), "approximate") == "tanh") {
       const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
@@ -174,13 +195,18 @@ Grads binaryRule(const GradContext &c) {
     set(1, g);
   } else if (op == "sub") {
     set(0, g);
-    if (c.needsGrad[1]) set(1, -g);
+    if (c.needsGrad[1])
+      set(1, -g);
   } else if (op == "mul") {
-    if (c.needsGrad[0]) set(0, mul(g, b));
-    if (c.needsGrad[1]) set(1, mul(g, a));
+    if (c.needsGrad[0])
+      set(0, mul(g, b));
+    if (c.needsGrad[1])
+      set(1, mul(g, a));
   } else if (op == "div") {
-    if (c.needsGrad[0]) set(0, div(g, b));
-    if (c.needsGrad[1]) set(1, -(g * y) / b);
+    if (c.needsGrad[0])
+      set(0, div(g, b));
+    if (c.needsGrad[1])
+      set(1, -(g * y) / b);
   } else if (op == "pow") {
     if (c.needsGrad[0]) {
       Operand bm1 = c.has(1) ? Operand(sub(b, 1.0)) : Operand(floatOf(b) - 1.0);
@@ -200,8 +226,10 @@ Grads binaryRule(const GradContext &c) {
     Tensor tie = eq(a, b);
     Tensor aWins = isMax ? gt(a, b) : lt(a, b);
     Tensor bWins = isMax ? gt(b, a) : lt(b, a);
-    if (c.needsGrad[0]) set(0, where(aWins, g, where(tie, half, 0.0)));
-    if (c.needsGrad[1]) set(1, where(bWins, g, where(tie, half, 0.0)));
+    if (c.needsGrad[0])
+      set(0, where(aWins, g, where(tie, half, 0.0)));
+    if (c.needsGrad[1])
+      set(1, where(bWins, g, where(tie, half, 0.0)));
   } else {
     fail("autodiff: no binary rule for " + op);
   }
@@ -211,8 +239,10 @@ Grads binaryRule(const GradContext &c) {
 Grads whereRule(const GradContext &c) {
   Tensor g = c.grad();
   Grads out(3);
-  if (c.needsGrad[1]) out[1] = reduceToShape(where(c.in(0), g, 0.0), c.in(1).shape());
-  if (c.needsGrad[2]) out[2] = reduceToShape(where(c.in(0), 0.0, g), c.in(2).shape());
+  if (c.needsGrad[1])
+    out[1] = reduceToShape(where(c.in(0), g, 0.0), c.in(1).shape());
+  if (c.needsGrad[2])
+    out[2] = reduceToShape(where(c.in(0), 0.0, g), c.in(2).shape());
   return out;
 }
 
@@ -329,8 +359,9 @@ Grads layerNormRule(const GradContext &c) {
   const Tensor &x = c.in(0);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   std::optional<Tensor> w = c.has(1) ? std::optional<Tensor>(c.in(1)) : std::nullopt;
-  return normalizeBackward(c, trailingAxes(axis, x.rank()), getFloat(c.attrs(), "eps"), w, 1, 2,
-                           [](const Tensor &t) { return t; }, reduceToShape);
+  return normalizeBackward(
+      c, trailingAxes(axis, x.rank()), getFloat(c.attrs(), "eps"), w, 1, 2,
+      [](const Tensor &t) { return t; }, reduceToShape);
 }
 
 Grads rmsNormRule(const GradContext &c) {
@@ -401,12 +432,14 @@ Grads crossEntropyRule(const GradContext &c) {
   Tensor valid = floatMask(ne(target, getInt(c.attrs(), "ignore_index")), logits.dtype());
   Tensor g = c.grad();
   Tensor scale = reduction == "mean" ? valid * g / sum(valid) : valid * g;
-  Tensor oneHot = floatMask(eq(unsqueeze(target, classAxis), iotaAlong(c.tracer, C, classAxis, logits.rank(), target.dtype())),
+  Tensor oneHot = floatMask(eq(unsqueeze(target, classAxis),
+                               iotaAlong(c.tracer, C, classAxis, logits.rank(), target.dtype())),
                             logits.dtype());
   Tensor p = softmax(logits, classAxis);
   Operand classes = countOver(c.tracer, logits, {classAxis});
-  Operand uniform = std::holds_alternative<double>(classes) ? Operand(smoothing / std::get<double>(classes))
-                                                            : Operand(div(smoothing, classes));
+  Operand uniform = std::holds_alternative<double>(classes)
+                        ? Operand(smoothing / std::get<double>(classes))
+                        : Operand(div(smoothing, classes));
   Tensor d = smoothing == 0.0 ? p - oneHot : sub(p - oneHot * (1.0 - smoothing), uniform);
   return {d * unsqueeze(scale, classAxis), std::nullopt};
 }
@@ -416,15 +449,17 @@ Grads embeddingRule(const GradContext &c) {
   const Dim &V = weight.shape()[0];
   Dim n = numElements(indices.shape());
   trace::DimSpec flat = dimSpec({n});
-  Tensor oneHot = floatMask(eq(unsqueeze(reshape(indices, flat), 1), iotaAlong(c.tracer, V, 1, 2, indices.dtype())),
-                            weight.dtype()); // (N, V)
+  Tensor oneHot = floatMask(
+      eq(unsqueeze(reshape(indices, flat), 1), iotaAlong(c.tracer, V, 1, 2, indices.dtype())),
+      weight.dtype()); // (N, V)
   Tensor g = reshape(c.grad(), dimSpec({n, weight.shape()[1]}));
   return {std::nullopt, matmul(transpose(oneHot, 0, 1), g)};
 }
 
 Grads dropoutRule(const GradContext &c) {
   // The same mask and scale: dropout of the cotangent with the same seed.
-  return {dropout(c.grad(), c.in(1), getFloat(c.attrs(), "p"), getInt(c.attrs(), "stream")), std::nullopt};
+  return {dropout(c.grad(), c.in(1), getFloat(c.attrs(), "p"), getInt(c.attrs(), "stream")),
+          std::nullopt};
 }
 
 Grads attentionRule(const GradContext &c) {
@@ -435,9 +470,9 @@ Grads attentionRule(const GradContext &c) {
     AttrMap attrs{{"is_causal", getBool(c.attrs(), "is_causal")}};
     if (hasAttr(c.attrs(), "scale"))
       attrs["scale"] = getFloat(c.attrs(), "scale");
-    std::vector<Tensor> g = c.tracer.call("scaled_dot_product_attention_backward",
-                                          {c.grad(), q, k, v, c.has(3) ? Operand(c.in(3)) : Operand(std::monostate{})},
-                                          attrs);
+    std::vector<Tensor> g = c.tracer.call(
+        "scaled_dot_product_attention_backward",
+        {c.grad(), q, k, v, c.has(3) ? Operand(c.in(3)) : Operand(std::monostate{})}, attrs);
     Grads out(c.inputs.size());
     for (int i = 0; i < 3; ++i)
       if (c.needsGrad[i])
@@ -445,12 +480,14 @@ Grads attentionRule(const GradContext &c) {
     return out;
   }
   int64_t E = staticDim(q, q.rank() - 1, "scaled_dot_product_attention");
-  double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
+  double scale =
+      hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E));
   // Recompute the probabilities P = softmax(q k^T * scale + mask).
   Tensor s = matmul(q, transpose(k, -1, -2)) * scale;
   if (getBool(c.attrs(), "is_causal")) {
     const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
-    Tensor allowed = ge(iotaAlong(c.tracer, L, 0, 2, DType::I64), iotaAlong(c.tracer, S, 1, 2, DType::I64));
+    Tensor allowed =
+        ge(iotaAlong(c.tracer, L, 0, 2, DType::I64), iotaAlong(c.tracer, S, 1, 2, DType::I64));
     s = where(allowed, s, -INFINITY);
   }
   if (c.has(3)) {
@@ -483,7 +520,8 @@ Grads attentionRule(const GradContext &c) {
 Tensor tapSlice(const Tensor &padded, int64_t ki, int64_t kj, const std::vector<int64_t> &stride,
                 const std::vector<int64_t> &dilation, int64_t Ho, int64_t Wo) {
   int64_t y0 = ki * dilation[0], x0 = kj * dilation[1];
-  return slice(padded, {2, 3}, {y0, x0}, {y0 + (Ho - 1) * stride[0] + 1, x0 + (Wo - 1) * stride[1] + 1},
+  return slice(padded, {2, 3}, {y0, x0},
+               {y0 + (Ho - 1) * stride[0] + 1, x0 + (Wo - 1) * stride[1] + 1},
                {stride[0], stride[1]});
 }
 
@@ -499,11 +537,13 @@ Tensor unpad2d(const Tensor &t, const std::vector<int64_t> &pad) {
 
 Grads conv2dRule(const GradContext &c) {
   const Tensor &x = c.in(0), &w = c.in(1);
-  std::vector<int64_t> stride = getInts(c.attrs(), "stride"), padding = getInts(c.attrs(), "padding"),
+  std::vector<int64_t> stride = getInts(c.attrs(), "stride"),
+                       padding = getInts(c.attrs(), "padding"),
                        dilation = getInts(c.attrs(), "dilation");
   int64_t groups = getInt(c.attrs(), "groups");
   int64_t C = x.shape()[1].value(), H = x.shape()[2].value(), W = x.shape()[3].value();
-  int64_t O = w.shape()[0].value(), Cg = w.shape()[1].value(), KH = w.shape()[2].value(), KW = w.shape()[3].value();
+  int64_t O = w.shape()[0].value(), Cg = w.shape()[1].value(), KH = w.shape()[2].value(),
+          KW = w.shape()[3].value();
   Tensor g = c.grad();
   int64_t Ho = g.shape()[2].value(), Wo = g.shape()[3].value(), Og = O / groups;
   int64_t Hp = H + 2 * padding[0], Wp = W + 2 * padding[1];
@@ -520,9 +560,12 @@ Grads conv2dRule(const GradContext &c) {
       Tensor wTap = reshape(slice(w, {2, 3}, {ki, kj}, {ki + 1, kj + 1}), {groups, Og, Cg});
       if (c.needsGrad[0]) {
         // dtap[n, grp, c, i, j] = sum_o g[n, grp, o, i, j] * w[grp*Og + o, c, ki, kj]
-        Tensor gm = reshape(permute(gg, {1, 0, 3, 4, 2}), dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Og)}));
+        Tensor gm = reshape(permute(gg, {1, 0, 3, 4, 2}),
+                            dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Og)}));
         Tensor tap = matmul(gm, wTap); // (groups, N*Ho*Wo, Cg)
-        tap = permute(reshape(tap, dimSpec({Dim::of(groups), N, Dim::of(Ho), Dim::of(Wo), Dim::of(Cg)})), {1, 0, 4, 2, 3});
+        tap = permute(
+            reshape(tap, dimSpec({Dim::of(groups), N, Dim::of(Ho), Dim::of(Wo), Dim::of(Cg)})),
+            {1, 0, 4, 2, 3});
         tap = reshape(tap, dimSpec({N, Dim::of(C), Dim::of(Ho), Dim::of(Wo)}));
         Tensor placed = untap(tap, ki, kj, stride, dilation, Hp, Wp);
         dx = dx ? *dx + placed : placed;
@@ -531,8 +574,10 @@ Grads conv2dRule(const GradContext &c) {
         // dw[grp*Og + o, c, ki, kj] = sum_{n,i,j} g[n, grp, o, i, j] * xtap[n, grp, c, i, j]
         Tensor xt = tapSlice(padded, ki, kj, stride, dilation, Ho, Wo);
         xt = reshape(xt, dimSpec({N, Dim::of(groups), Dim::of(Cg), Dim::of(Ho), Dim::of(Wo)}));
-        Tensor xm = reshape(permute(xt, {1, 0, 3, 4, 2}), dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Cg)}));
-        Tensor gm = reshape(permute(gg, {1, 2, 0, 3, 4}), dimSpec({Dim::of(groups), Dim::of(Og), N * Dim::of(Ho * Wo)}));
+        Tensor xm = reshape(permute(xt, {1, 0, 3, 4, 2}),
+                            dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Cg)}));
+        Tensor gm = reshape(permute(gg, {1, 2, 0, 3, 4}),
+                            dimSpec({Dim::of(groups), Dim::of(Og), N * Dim::of(Ho * Wo)}));
         dwTaps.push_back(reshape(matmul(gm, xm), {O, Cg, 1})); // (groups*Og, Cg, 1)
       }
     }
@@ -550,7 +595,8 @@ Grads poolRule(const GradContext &c) {
   bool isMax = c.node.node->op == "max_pool2d";
   std::vector<int64_t> k = getInts(c.attrs(), "kernel_size"), stride = poolStride(c.attrs()),
                        padding = getInts(c.attrs(), "padding");
-  std::vector<int64_t> dilation = isMax ? getInts(c.attrs(), "dilation") : std::vector<int64_t>{1, 1};
+  std::vector<int64_t> dilation =
+      isMax ? getInts(c.attrs(), "dilation") : std::vector<int64_t>{1, 1};
   int64_t H = x.shape()[2].value(), W = x.shape()[3].value();
   Tensor g = c.grad();
   int64_t Ho = g.shape()[2].value(), Wo = g.shape()[3].value();
@@ -569,7 +615,8 @@ Grads poolRule(const GradContext &c) {
     for (int64_t ki = 0; ki < k[0]; ++ki)
       for (int64_t kj = 0; kj < k[1]; ++kj) {
         Tensor tap = tapSlice(padded, ki, kj, stride, dilation, Ho, Wo);
-        Tensor hit = logical_or(eq(tap, y), logical_and(ne(y, y), ne(tap, tap))); // nan windows: the nan
+        Tensor hit =
+            logical_or(eq(tap, y), logical_and(ne(y, y), ne(tap, tap))); // nan windows: the nan
         if (taken)
           hit = logical_and(hit, logical_not(*taken));
         taken = taken ? logical_or(*taken, hit) : hit;
@@ -585,7 +632,8 @@ Grads poolRule(const GradContext &c) {
         int64_t y0 = i * stride[0] - padding[0], x0 = j * stride[1] - padding[1];
         int64_t y1 = std::min(y0 + k[0], H + padding[0]), x1 = std::min(x0 + k[1], W + padding[1]);
         int64_t area = includePad ? (y1 - y0) * (x1 - x0)
-                                  : (std::min(y1, H) - std::max<int64_t>(y0, 0)) * (std::min(x1, W) - std::max<int64_t>(x0, 0));
+                                  : (std::min(y1, H) - std::max<int64_t>(y0, 0)) *
+                                        (std::min(x1, W) - std::max<int64_t>(x0, 0));
         divisor.floats.push_back(double(area));
       }
     Tensor share = g / constant(c.tracer, divisor);
@@ -595,13 +643,16 @@ Grads poolRule(const GradContext &c) {
         dx = dx ? *dx + placed : placed;
       }
   }
-  Tensor r = padAxis(padAxis(*dx, 2, -padding[0], -(Hp - H - padding[0])), 3, -padding[1], -(Wp - W - padding[1]));
+  Tensor r = padAxis(padAxis(*dx, 2, -padding[0], -(Hp - H - padding[0])), 3, -padding[1],
+                     -(Wp - W - padding[1]));
   return {r};
 }
 
 // ------------------------------------------------------------- shape ops
 
-Grads reshapeLikeRule(const GradContext &c) { return {reshape(c.grad(), dimSpec(c.in(0).shape()))}; }
+Grads reshapeLikeRule(const GradContext &c) {
+  return {reshape(c.grad(), dimSpec(c.in(0).shape()))};
+}
 
 Grads permuteRule(const GradContext &c) {
   std::vector<int64_t> dims = getInts(c.attrs(), "dims"), inverse(dims.size());
@@ -624,7 +675,8 @@ Grads sliceRule(const GradContext &c) {
   std::iota(axes.begin(), axes.end(), 0);
   if (hasAttr(a, "axes"))
     axes = getInts(a, "axes");
-  std::vector<int64_t> steps = hasAttr(a, "steps") ? getInts(a, "steps") : std::vector<int64_t>(starts.size(), 1);
+  std::vector<int64_t> steps =
+      hasAttr(a, "steps") ? getInts(a, "steps") : std::vector<int64_t>(starts.size(), 1);
   Tensor g = c.grad();
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = normalizeAxis(axes[i], x.rank());
@@ -642,7 +694,8 @@ Grads concatRule(const GradContext &c) {
   std::vector<int64_t> sizes;
   for (size_t i = 0; i < c.inputs.size(); ++i)
     sizes.push_back(staticDim(c.in(i), axis, "concat"));
-  std::vector<Tensor> parts = c.inputs.size() == 1 ? std::vector<Tensor>{c.grad()} : split(c.grad(), sizes, axis);
+  std::vector<Tensor> parts =
+      c.inputs.size() == 1 ? std::vector<Tensor>{c.grad()} : split(c.grad(), sizes, axis);
   Grads out;
   for (size_t i = 0; i < parts.size(); ++i)
     out.push_back(c.needsGrad[i] ? std::optional<Tensor>(parts[i]) : std::nullopt);
@@ -662,7 +715,8 @@ Grads gatherRule(const GradContext &c) {
   const Dim &S = x.shape()[axis];
   int64_t r = x.rank();
   // contribution[..., s] = g * (index == s), summed over the gather axis.
-  Tensor oneHot = floatMask(eq(unsqueeze(index, -1), iotaAlong(c.tracer, S, r, r + 1, index.dtype())), x.dtype());
+  Tensor oneHot = floatMask(
+      eq(unsqueeze(index, -1), iotaAlong(c.tracer, S, r, r + 1, index.dtype())), x.dtype());
   Tensor contrib = sum(unsqueeze(c.grad(), -1) * oneHot, {axis}); // index dims without axis, then S
   std::vector<int64_t> perm;
   for (int64_t d = 0; d < r - 1; ++d) {
@@ -683,7 +737,8 @@ Grads indexSelectRule(const GradContext &c) {
   const Tensor &x = c.in(0), &index = c.in(1);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   const Dim &S = x.shape()[axis];
-  Tensor oneHot = floatMask(eq(unsqueeze(index, 1), iotaAlong(c.tracer, S, 1, 2, index.dtype())), x.dtype()); // (n, S)
+  Tensor oneHot = floatMask(eq(unsqueeze(index, 1), iotaAlong(c.tracer, S, 1, 2, index.dtype())),
+                            x.dtype()); // (n, S)
   std::vector<int64_t> front{axis};
   for (int64_t d = 0; d < x.rank(); ++d)
     if (d != axis)
@@ -710,8 +765,8 @@ Grads padRule(const GradContext &c) {
 const std::unordered_map<std::string, GradRule> &table() {
   static const std::unordered_map<std::string, GradRule> t = [] {
     std::unordered_map<std::string, GradRule> r;
-    for (const char *op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu",
-                           "gelu", "silu", "sin", "cos", "erf"})
+    for (const char *op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh",
+                           "sigmoid", "relu", "gelu", "silu", "sin", "cos", "erf"})
       r[op] = unaryRule;
     for (const char *op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum"})
       r[op] = binaryRule;

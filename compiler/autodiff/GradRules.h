@@ -18,14 +18,16 @@ using trace::Tensor;
 
 struct GradContext {
   trace::Tracer &tracer;
-  const TypedNode &node;                         // the forward node, attributes complete
-  std::vector<Operand> inputs;                   // its operands (tensor, literal or absent)
-  std::vector<Tensor> outputs;                   // its results
+  const TypedNode &node;                          // the forward node, attributes complete
+  std::vector<Operand> inputs;                    // its operands (tensor, literal or absent)
+  std::vector<Tensor> outputs;                    // its results
   std::vector<std::optional<Tensor>> gradOutputs; // cotangent per result; nullopt = zero
-  std::vector<bool> needsGrad;                   // per operand
+  std::vector<bool> needsGrad;                    // per operand
 
   const Tensor &in(size_t i) const;
-  bool has(size_t i) const { return i < inputs.size() && std::holds_alternative<Tensor>(inputs[i]); }
+  bool has(size_t i) const {
+    return i < inputs.size() && std::holds_alternative<Tensor>(inputs[i]);
+  }
   const AttrMap &attrs() const { return node.attrs; }
   // The cotangent of result `i`, zeros of its type when none flows back.
   Tensor grad(size_t i = 0) const;

@@ -105,10 +105,11 @@ int64_t numelAt(const TensorSpec &s, const std::map<std::string, int64_t> &dims)
 // compute again, more for those it recomputes only to meet a memory budget.
 int recomputeCost(const std::string &op) {
   static const std::set<std::string> level2 = {"matmul", "conv2d", "scaled_dot_product_attention"};
-  static const std::set<std::string> level1 = {"sum", "mean", "max", "min", "prod", "var", "argmax", "argmin",
-                                               "softmax", "log_softmax", "layer_norm", "rms_norm", "batch_norm",
-                                               "cross_entropy", "embedding", "gather", "index_select",
-                                               "max_pool2d", "avg_pool2d"};
+  static const std::set<std::string> level1 = {
+      "sum",        "mean",         "max",        "min",           "prod",
+      "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
+      "layer_norm", "rms_norm",     "batch_norm", "cross_entropy", "embedding",
+      "gather",     "index_select", "max_pool2d", "avg_pool2d"};
   if (level2.count(op))
     return 2;
   if (level1.count(op))
@@ -127,9 +128,9 @@ std::string savedName(const std::string &key, size_t resultCount) {
 }
 
 // `extra`: forward nodes the backward may recompute beyond the cheap ops.
-PartitionResult partitionWith(const Graph &forwardGraph, const JointGraph &joint, const GraphAnalysis &analysis,
-                              const std::set<std::string> &extra, bool saveAll,
-                              const std::map<std::string, int64_t> &dims) {
+PartitionResult partitionWith(const Graph &forwardGraph, const JointGraph &joint,
+                              const GraphAnalysis &analysis, const std::set<std::string> &extra,
+                              bool saveAll, const std::map<std::string, int64_t> &dims) {
   const Graph &g = joint.graph;
   std::map<std::string, const TypedNode *> byName;
   for (const TypedNode &n : analysis.nodes)
@@ -259,7 +260,8 @@ PartitionResult partitionWith(const Graph &forwardGraph, const JointGraph &joint
   for (const std::string &out : joint.gradientOutputs) {
     if (inputNames.count(out))
       backwardInputs.insert(out);
-    else if (forwardNodes.count(parseValueRef(out).producer) && !backwardNodes.count(parseValueRef(out).producer))
+    else if (forwardNodes.count(parseValueRef(out).producer) &&
+             !backwardNodes.count(parseValueRef(out).producer))
       savedKeys.insert(valueKey(out)); // a gradient that is a forward value
   }
 
@@ -357,7 +359,8 @@ int64_t estimateFlops(const TypedNode &n, const std::map<std::string, int64_t> &
   return std::max(in, out);
 }
 
-PartitionResult partitionJointGraph(const Graph &forwardGraph, const JointGraph &joint, const PartitionOptions &options) {
+PartitionResult partitionJointGraph(const Graph &forwardGraph, const JointGraph &joint,
+                                    const PartitionOptions &options) {
   GraphAnalysis analysis = analyzeGraph(joint.graph, "partition " + joint.graph.name);
   std::map<std::string, int64_t> dims = options.dims;
   for (const GraphInput &in : joint.graph.inputs)
@@ -425,23 +428,24 @@ std::string partitionReport(const PartitionResult &r) {
   std::string dims;
   for (const auto &[s, v] : r.dims)
     dims += (dims.empty() ? "" : ", ") + s + "=" + std::to_string(v);
-  std::snprintf(line, sizeof line, "saved tensors: %zu, %lld bytes%s%s%s\n", r.saved.size(), (long long)r.savedBytes,
-                dims.empty() ? "" : " at ", dims.c_str(), "");
+  std::snprintf(line, sizeof line, "saved tensors: %zu, %lld bytes%s%s%s\n", r.saved.size(),
+                (long long)r.savedBytes, dims.empty() ? "" : " at ", dims.c_str(), "");
   out += line;
   for (const SavedTensor &s : r.saved) {
-    std::snprintf(line, sizeof line, "  saved %-24s %-28s %s bytes (%lld)\n", s.name.c_str(), s.spec.str().c_str(),
-                  s.bytes.str().c_str(), (long long)s.bytesAt);
+    std::snprintf(line, sizeof line, "  saved %-24s %-28s %s bytes (%lld)\n", s.name.c_str(),
+                  s.spec.str().c_str(), s.bytes.str().c_str(), (long long)s.bytesAt);
     out += line;
   }
-  std::snprintf(line, sizeof line, "recomputed in backward: %zu nodes, %lld FLOPs\n", r.recomputed.size(),
-                (long long)r.recomputeFlops);
+  std::snprintf(line, sizeof line, "recomputed in backward: %zu nodes, %lld FLOPs\n",
+                r.recomputed.size(), (long long)r.recomputeFlops);
   out += line;
   for (const std::string &n : r.recomputed)
     out += "  recompute " + n + "\n";
   std::string extra;
   for (const std::string &n : r.extraRecomputable)
     extra += " " + n;
-  out += "recomputable: elementwise, view and creation ops" + (extra.empty() ? std::string() : ", and (for the budget)" + extra) + "\n";
+  out += "recomputable: elementwise, view and creation ops" +
+         (extra.empty() ? std::string() : ", and (for the budget)" + extra) + "\n";
   if (!r.budgetMet)
     out += "memory budget not met: the smallest saved set found is listed above\n";
   return out;

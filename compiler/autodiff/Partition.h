@@ -35,17 +35,17 @@ struct SavedTensor {
   std::string ref;  // the value in the joint graph ("h", "split0:1")
   std::string name; // its name in both graphs ("h", "split0_1")
   TensorSpec spec;
-  Dim bytes;        // symbolic bytes
-  int64_t bytesAt;  // bytes at the representative dims
+  Dim bytes;       // symbolic bytes
+  int64_t bytesAt; // bytes at the representative dims
 };
 
 struct PartitionResult {
   Graph forward;  // inputs -> forward outputs, then the saved tensors
   Graph backward; // primal inputs it reads, saved tensors, cotangents -> gradients
   std::vector<SavedTensor> saved;
-  std::vector<std::string> recomputed; // forward nodes the backward computes again
-  int64_t savedBytes = 0;              // at the representative dims
-  int64_t recomputeFlops = 0;          // at the representative dims
+  std::vector<std::string> recomputed;        // forward nodes the backward computes again
+  int64_t savedBytes = 0;                     // at the representative dims
+  int64_t recomputeFlops = 0;                 // at the representative dims
   std::vector<std::string> extraRecomputable; // expensive nodes allowed to recompute for the budget
   bool budgetMet = true;
   std::map<std::string, int64_t> dims; // the representative dims used

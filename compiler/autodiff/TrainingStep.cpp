@@ -9,9 +9,12 @@ using trace::Tensor;
 using trace::Tracer;
 
 Optimizer parseOptimizer(const std::string &name) {
-  if (name == "sgd") return Optimizer::Sgd;
-  if (name == "momentum") return Optimizer::Momentum;
-  if (name == "adamw") return Optimizer::AdamW;
+  if (name == "sgd")
+    return Optimizer::Sgd;
+  if (name == "momentum")
+    return Optimizer::Momentum;
+  if (name == "adamw")
+    return Optimizer::AdamW;
   fail("unknown optimizer \"" + name + "\" (expected sgd, momentum or adamw)");
 }
 
@@ -27,7 +30,9 @@ TrainingStep buildTrainingStep(const Graph &forwardGraph, const TrainingStepOpti
     if (loss.empty())
       for (size_t i = 0; i < forward.outputs.size(); ++i)
         if (a.outputs[i].rank() == 0 && isFloat(a.outputs[i].dtype))
-          loss = loss.empty() ? forward.outputs[i] : (fail("train " + forward.name + ": several scalar outputs; use --loss"), "");
+          loss = loss.empty()
+                     ? forward.outputs[i]
+                     : (fail("train " + forward.name + ": several scalar outputs; use --loss"), "");
     check(!loss.empty(), "train " + forward.name + ": loss scaling needs a scalar loss");
     Tensor scale = f.input("loss_scale", DType::F32, {});
     Tensor l = f.value(loss);
@@ -42,8 +47,8 @@ TrainingStep buildTrainingStep(const Graph &forwardGraph, const TrainingStepOpti
   check(joint.cotangentInputs.empty(),
         "train " + forward.name + ": the loss must be one scalar output (use --loss to choose it)");
   const OptimizerOptions &o = options.optimizer;
-  check(o.lr >= 0 && o.weightDecay >= 0 && o.momentum >= 0 && o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 &&
-            o.beta2 < 1 && o.eps >= 0,
+  check(o.lr >= 0 && o.weightDecay >= 0 && o.momentum >= 0 && o.beta1 >= 0 && o.beta1 < 1 &&
+            o.beta2 >= 0 && o.beta2 < 1 && o.eps >= 0,
         "train " + forward.name + ": optimizer hyperparameters out of range");
   Tracer t(joint.graph);
   TrainingStep step;
@@ -138,7 +143,8 @@ TrainingStep buildTrainingStep(const Graph &forwardGraph, const TrainingStepOpti
     Tensor counted = *goodSteps + 1.0;
     Tensor grow = trace::ge(counted, double(scaling.growthInterval));
     Tensor grown = trace::where(grow, *scale * scaling.growth, *scale);
-    updated.push_back(t.call("where", {*overflow, *scale * scaling.backoff, grown}, {}, "loss_scale.next")[0]);
+    updated.push_back(
+        t.call("where", {*overflow, *scale * scaling.backoff, grown}, {}, "loss_scale.next")[0]);
     Tensor cleanCount = trace::where(grow, 0.0, counted);
     updated.push_back(t.call("where", {*overflow, 0.0, cleanCount}, {}, "good_steps.next")[0]);
     step.stateInputs.push_back("loss_scale");

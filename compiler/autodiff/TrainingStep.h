@@ -44,14 +44,14 @@ struct LossScalingOptions {
 struct TrainingStepOptions {
   AutodiffOptions autodiff; // `of` must name one scalar loss (default: the only one)
   OptimizerOptions optimizer;
-  bool accumulate = false;  // add `w.grad` inputs to this step's gradients
+  bool accumulate = false; // add `w.grad` inputs to this step's gradients
   LossScalingOptions lossScaling;
 };
 
 struct TrainingStep {
   Graph graph;
-  std::vector<std::string> parameters;  // the `wrt` inputs, updated
-  std::vector<std::string> stateInputs; // optimizer state inputs, in order
+  std::vector<std::string> parameters;     // the `wrt` inputs, updated
+  std::vector<std::string> stateInputs;    // optimizer state inputs, in order
   std::vector<std::string> updatedOutputs; // `w.next`, state `.next`, in order
 };
 

@@ -13,7 +13,8 @@
 namespace tensorc {
 
 static bool endsWith(const std::string &s, const std::string &suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::unique_ptr<Model> loadModel(const std::string &path) {
@@ -32,7 +33,8 @@ std::unique_ptr<Model> loadModel(const std::string &path) {
       if (message.empty() && d.getSeverity() == mlir::DiagnosticSeverity::Error) {
         llvm::raw_string_ostream os(message);
         if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(d.getLocation()))
-          os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn() << ": ";
+          os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn()
+             << ": ";
         else
           os << path << ": ";
         os << d.str();

@@ -89,8 +89,9 @@ std::map<std::string, HostTensor> completeInputs(const Graph &g, const GraphAnal
     ++stream;
     if (given.count(in.name))
       continue;
-    given.emplace(in.name, randomTensor(in.spec.dtype, concreteShape(in.spec.shape, bindings),
-                                        seed * 1000003 + stream, indexBound(analysis, in.name, bindings)));
+    given.emplace(in.name,
+                  randomTensor(in.spec.dtype, concreteShape(in.spec.shape, bindings),
+                               seed * 1000003 + stream, indexBound(analysis, in.name, bindings)));
   }
   return given;
 }

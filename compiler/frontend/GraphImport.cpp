@@ -16,9 +16,7 @@ using namespace mlir;
 
 namespace tensorc {
 
-void loadTensorcDialects(MLIRContext &ctx) {
-  ctx.loadDialect<tc::TCDialect, func::FuncDialect>();
-}
+void loadTensorcDialects(MLIRContext &ctx) { ctx.loadDialect<tc::TCDialect, func::FuncDialect>(); }
 
 static Attribute shardingAttr(MLIRContext *ctx, const Sharding &s) {
   Builder b(ctx);
@@ -183,7 +181,8 @@ Graph exportGraph(ModuleOp module) {
       check(!fn, "the module has more than one function");
       fn = f;
     } else {
-      fail("the module holds an unexpected top-level op '" + op.getName().getStringRef().str() + "'");
+      fail("the module holds an unexpected top-level op '" + op.getName().getStringRef().str() +
+           "'");
     }
   }
   check(bool(fn), "the module has no function");
@@ -261,9 +260,10 @@ Graph exportGraph(ModuleOp module) {
     const OpSchema *schema = tc::schemaOf(&op);
     check(schema != nullptr, "op '" + op.getName().getStringRef().str() + "' has no graph form");
     if (schema->name == "constant" && op.hasAttr("tc.literal")) {
-      DenseValue v = std::get<DenseValue>(tc::toCoreAttr(op.getAttr("value"), *schema->findAttr("value")));
+      DenseValue v =
+          std::get<DenseValue>(tc::toCoreAttr(op.getAttr("value"), *schema->findAttr("value")));
       Literal l;
-      l.kind = isFloat(v.dtype) ? Literal::Kind::Float
+      l.kind = isFloat(v.dtype)  ? Literal::Kind::Float
                : isBool(v.dtype) ? Literal::Kind::Bool
                                  : Literal::Kind::Int;
       l.floatValue = isFloat(v.dtype) ? v.floats[0] : double(v.ints[0]);

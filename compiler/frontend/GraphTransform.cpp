@@ -13,9 +13,11 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
     Graph after = transform(before);
     after.name = before.name; // the function keeps its name
     GraphAnalysis analysis = analyzeGraph(after, passName);
-    mlir::OwningOpRef<mlir::ModuleOp> result = importGraph(*module.getContext(), after, analysis, passName);
+    mlir::OwningOpRef<mlir::ModuleOp> result =
+        importGraph(*module.getContext(), after, analysis, passName);
     module.getBody()->clear();
-    module.getBody()->getOperations().splice(module.getBody()->end(), result->getBody()->getOperations());
+    module.getBody()->getOperations().splice(module.getBody()->end(),
+                                             result->getBody()->getOperations());
     return mlir::success();
   } catch (const Error &e) {
     module.emitError() << e.what();

@@ -35,9 +35,12 @@ DType literalDType(const Literal &literal, const std::vector<std::optional<Tenso
   if (firstTensor)
     return firstTensor->dtype;
   switch (literal.kind) {
-  case Literal::Kind::Int: return DType::I64;
-  case Literal::Kind::Float: return DType::F32;
-  case Literal::Kind::Bool: return DType::I1;
+  case Literal::Kind::Int:
+    return DType::I64;
+  case Literal::Kind::Float:
+    return DType::F32;
+  case Literal::Kind::Bool:
+    return DType::I1;
   }
   return DType::F32;
 }
@@ -57,8 +60,7 @@ void checkInputShape(const GraphInput &in, const std::string &where) {
     Dim n = numElements(in.spec.shape);
     check(!n.isStatic() || n.value() <= kMaxElements,
           "shape " + shapeStr(in.spec.shape) + " has more than 2^40 elements");
-    check(n.coefficient() <= kMaxElements,
-          "shape " + shapeStr(in.spec.shape) + " is too large");
+    check(n.coefficient() <= kMaxElements, "shape " + shapeStr(in.spec.shape) + " is too large");
   } catch (const Error &e) {
     fail(where + ": input \"" + in.name + "\": " + e.what());
   }
@@ -119,7 +121,8 @@ std::vector<size_t> topologicalOrder(const Graph &g, const std::string &where) {
       auto from = std::find(path.begin(), path.end(), next);
       for (auto it = from; it != path.end(); ++it)
         cycle = "\"" + g.nodes[*it].name + "\"" + (cycle.empty() ? "" : " -> ") + cycle;
-      fail(where + ": the graph has a cycle: " + cycle + " -> \"" + g.nodes[path.back()].name + "\"");
+      fail(where + ": the graph has a cycle: " + cycle + " -> \"" + g.nodes[path.back()].name +
+           "\"");
     }
     path.push_back(next);
     onPath.insert(next);
@@ -148,8 +151,8 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
     for (size_t i = 0; i < op.operands.size(); ++i)
       check(op.operands[i].arity == Arity::Optional ||
                 (i < n.args.size() && n.args[i].kind != Arg::Kind::Absent),
-            "argument " + std::to_string(i) + " (" + op.operands[i].name + ") is required; expects (" +
-                expected + ")");
+            "argument " + std::to_string(i) + " (" + op.operands[i].name +
+                ") is required; expects (" + expected + ")");
   }
   if (op.hasVariadicOperands())
     for (const Arg &a : n.args)
@@ -229,7 +232,8 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
   GraphAnalysis result;
   std::set<std::string> names;
   for (const auto &[symbol, bound] : g.dims) {
-    check(Dim::isValidSymbolName(symbol), where + ": dims: \"" + symbol + "\" is not a valid symbol name");
+    check(Dim::isValidSymbolName(symbol),
+          where + ": dims: \"" + symbol + "\" is not a valid symbol name");
     check(bound.min >= 1 && (!bound.max || *bound.max >= bound.min),
           where + ": dims: \"" + symbol + "\" needs 1 <= min <= max");
   }
@@ -238,14 +242,17 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
     check(isValidName(m.name) && meshNames.insert(m.name).second,
           where + ": mesh \"" + m.name + "\" is defined twice or badly named");
     check(m.axes.size() == m.sizes.size() && !m.axes.empty(),
-          where + ": mesh \"" + m.name + "\": axes and sizes must be non-empty and of equal length");
+          where + ": mesh \"" + m.name +
+              "\": axes and sizes must be non-empty and of equal length");
     std::set<std::string> axes(m.axes.begin(), m.axes.end());
     check(axes.size() == m.axes.size(), where + ": mesh \"" + m.name + "\" repeats an axis");
     for (int64_t s : m.sizes)
-      check(s >= 1 && s <= (1 << 20), where + ": mesh \"" + m.name + "\" has an axis size out of range");
+      check(s >= 1 && s <= (1 << 20),
+            where + ": mesh \"" + m.name + "\" has an axis size out of range");
   }
   for (const GraphInput &in : g.inputs) {
-    check(isValidName(in.name), where + ": input name \"" + in.name + "\" is not valid (empty, or contains ':')");
+    check(isValidName(in.name),
+          where + ": input name \"" + in.name + "\" is not valid (empty, or contains ':')");
     check(names.insert(in.name).second, where + ": input \"" + in.name + "\" is defined twice");
     checkInputShape(in, where);
     if (in.sharding)
@@ -253,8 +260,10 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
     result.values.emplace(in.name, in.spec);
   }
   for (const Node &n : g.nodes) {
-    check(isValidName(n.name), where + ": node name \"" + n.name + "\" is not valid (empty, or contains ':')");
-    check(names.insert(n.name).second, where + ": node \"" + n.name + "\": the name is already defined");
+    check(isValidName(n.name),
+          where + ": node name \"" + n.name + "\" is not valid (empty, or contains ':')");
+    check(names.insert(n.name).second,
+          where + ": node \"" + n.name + "\": the name is already defined");
   }
 
   for (size_t index : topologicalOrder(g, where)) {

@@ -23,7 +23,7 @@ struct TypedNode {
 };
 
 struct GraphAnalysis {
-  std::vector<TypedNode> nodes; // topological order
+  std::vector<TypedNode> nodes;             // topological order
   std::map<std::string, TensorSpec> values; // every reference form: "x", "h", "h:0", "h:1"
   std::vector<TensorSpec> outputs;
 };
@@ -34,7 +34,8 @@ TypedNode typeNode(const Node &node, const std::map<std::string, TensorSpec> &va
 
 // `where` prefixes messages ("model.json"); a Literal's dtype when not given.
 // `requireOutputs` = false accepts a graph under construction (no outputs yet).
-GraphAnalysis analyzeGraph(const Graph &graph, const std::string &where, bool requireOutputs = true);
+GraphAnalysis analyzeGraph(const Graph &graph, const std::string &where,
+                           bool requireOutputs = true);
 DType literalDType(const Literal &literal, const std::vector<std::optional<TensorSpec>> &argTypes);
 
 } // namespace tensorc

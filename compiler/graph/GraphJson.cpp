@@ -21,9 +21,12 @@ constexpr int kMaxJsonDepth = 64;
 constexpr size_t kMaxFileBytes = size_t(1) << 30;
 
 std::string typeName(const Json &j) {
-  if (j.is_number_integer()) return "an integer";
-  if (j.is_number()) return "a number";
-  if (j.is_array() || j.is_object()) return std::string("an ") + j.type_name();
+  if (j.is_number_integer())
+    return "an integer";
+  if (j.is_number())
+    return "a number";
+  if (j.is_array() || j.is_object())
+    return std::string("an ") + j.type_name();
   return std::string("a ") + j.type_name();
 }
 
@@ -161,26 +164,36 @@ struct Reader {
   double floatValue(const Json &j, const std::string &context) const {
     if (j.is_string()) {
       std::string s = j.get<std::string>();
-      if (s == "nan") return NAN;
-      if (s == "inf") return INFINITY;
-      if (s == "-inf") return -INFINITY;
+      if (s == "nan")
+        return NAN;
+      if (s == "inf")
+        return INFINITY;
+      if (s == "-inf")
+        return -INFINITY;
     }
     return number(j, context);
   }
 
   Attr attr(const Json &j, const AttrDef &def, const std::string &context) const {
     switch (def.kind) {
-    case AttrKind::Int: return Attr(integer(j, context));
-    case AttrKind::Float: return Attr(floatValue(j, context));
+    case AttrKind::Int:
+      return Attr(integer(j, context));
+    case AttrKind::Float:
+      return Attr(floatValue(j, context));
     case AttrKind::Bool:
       if (!j.is_boolean())
         error(context, "must be true or false, got " + typeName(j));
       return Attr(j.get<bool>());
-    case AttrKind::Enum: return Attr(string(j, context));
-    case AttrKind::Ints: return Attr(integers(j, context));
-    case AttrKind::Dims: return Attr(shape(j, context, /*allowInfer=*/true));
-    case AttrKind::DType: return Attr(dtype(j, context));
-    case AttrKind::Dense: return Attr(dense(j, context));
+    case AttrKind::Enum:
+      return Attr(string(j, context));
+    case AttrKind::Ints:
+      return Attr(integers(j, context));
+    case AttrKind::Dims:
+      return Attr(shape(j, context, /*allowInfer=*/true));
+    case AttrKind::DType:
+      return Attr(dtype(j, context));
+    case AttrKind::Dense:
+      return Attr(dense(j, context));
     }
     error(context, "unsupported attribute kind");
   }
@@ -243,7 +256,8 @@ struct Reader {
           error(context, "unknown attribute '" + it.key() + "'" +
                              (known.empty() ? " (it takes none)" : " (known: " + known + ")"));
         }
-        n.attrs.emplace(it.key(), attr(it.value(), *def, context + ": attribute '" + it.key() + "'"));
+        n.attrs.emplace(it.key(),
+                        attr(it.value(), *def, context + ": attribute '" + it.key() + "'"));
       }
     }
     if (j.contains("sharding"))
@@ -254,13 +268,15 @@ struct Reader {
   Graph graph(const Json &j) const {
     if (!j.is_object())
       fail(where + ": the top level must be an object, got " + typeName(j));
-    fieldsIn(j, "graph", {"format", "version", "name", "dims", "meshes", "inputs", "nodes", "outputs"});
+    fieldsIn(j, "graph",
+             {"format", "version", "name", "dims", "meshes", "inputs", "nodes", "outputs"});
     if (string(field(j, "format", "graph"), "format") != "tensorc.graph")
       error("format", "must be \"tensorc.graph\"");
     int64_t version = integer(field(j, "version", "graph"), "version");
     if (version != kGraphFormatVersion)
-      error("version", "unsupported version " + std::to_string(version) + " (this tensorc reads version " +
-                           std::to_string(kGraphFormatVersion) + ")");
+      error("version", "unsupported version " + std::to_string(version) +
+                           " (this tensorc reads version " + std::to_string(kGraphFormatVersion) +
+                           ")");
     Graph g;
     if (j.contains("name"))
       g.name = string(j["name"], "name");
@@ -282,8 +298,10 @@ struct Reader {
         fieldsIn(m, "meshes", {"name", "axes", "sizes"});
         Mesh mesh;
         mesh.name = string(field(m, "name", "meshes"), "meshes.name");
-        mesh.axes = strings(field(m, "axes", "mesh \"" + mesh.name + "\""), "mesh \"" + mesh.name + "\".axes");
-        mesh.sizes = integers(field(m, "sizes", "mesh \"" + mesh.name + "\""), "mesh \"" + mesh.name + "\".sizes");
+        mesh.axes = strings(field(m, "axes", "mesh \"" + mesh.name + "\""),
+                            "mesh \"" + mesh.name + "\".axes");
+        mesh.sizes = integers(field(m, "sizes", "mesh \"" + mesh.name + "\""),
+                              "mesh \"" + mesh.name + "\".sizes");
         g.meshes.push_back(mesh);
       }
     size_t index = 0;
@@ -321,25 +339,33 @@ Json writeSharding(const Sharding &s) {
 }
 
 Json writeFloat(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (std::isnan(v))
+    return "nan";
+  if (std::isinf(v))
+    return v > 0 ? "inf" : "-inf";
   return v;
 }
 
 Json writeAttr(const Attr &a) {
   switch (kindOf(a)) {
-  case AttrKind::Int: return std::get<int64_t>(a);
-  case AttrKind::Float: return writeFloat(std::get<double>(a));
-  case AttrKind::Bool: return std::get<bool>(a);
-  case AttrKind::Enum: return std::get<std::string>(a);
-  case AttrKind::Ints: return std::get<std::vector<int64_t>>(a);
+  case AttrKind::Int:
+    return std::get<int64_t>(a);
+  case AttrKind::Float:
+    return writeFloat(std::get<double>(a));
+  case AttrKind::Bool:
+    return std::get<bool>(a);
+  case AttrKind::Enum:
+    return std::get<std::string>(a);
+  case AttrKind::Ints:
+    return std::get<std::vector<int64_t>>(a);
   case AttrKind::Dims: {
     Json dims = Json::array();
     for (const Dim &d : std::get<Shape>(a))
       d.isStatic() ? dims.push_back(d.value()) : dims.push_back(d.str());
     return dims;
   }
-  case AttrKind::DType: return std::string(dtypeName(std::get<DType>(a)));
+  case AttrKind::DType:
+    return std::string(dtypeName(std::get<DType>(a)));
   case AttrKind::Dense: {
     const DenseValue &v = std::get<DenseValue>(a);
     Json data = Json::array();
@@ -361,8 +387,10 @@ Json writeAttr(const Attr &a) {
 
 Json writeArg(const Arg &a) {
   switch (a.kind) {
-  case Arg::Kind::Absent: return nullptr;
-  case Arg::Kind::Value: return a.value;
+  case Arg::Kind::Absent:
+    return nullptr;
+  case Arg::Kind::Value:
+    return a.value;
   case Arg::Kind::Literal: {
     const Literal &l = a.literal;
     Json v = l.kind == Literal::Kind::Bool  ? Json(l.intValue != 0)
@@ -408,7 +436,8 @@ Graph parseGraphJson(const std::string &text, const std::string &where) {
 Graph readGraphFile(const std::string &path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec))
-    check(std::filesystem::is_regular_file(path, ec), path + ": cannot read it: not a regular file");
+    check(std::filesystem::is_regular_file(path, ec),
+          path + ": cannot read it: not a regular file");
   std::ifstream in(path, std::ios::binary);
   check(bool(in), path + ": cannot open the file");
   in.seekg(0, std::ios::end);
@@ -445,7 +474,8 @@ std::string writeGraphJson(const Graph &g) {
   }
   Json inputs = Json::array();
   for (const GraphInput &in : g.inputs) {
-    Json e = {{"name", in.name}, {"dtype", std::string(dtypeName(in.spec.dtype))},
+    Json e = {{"name", in.name},
+              {"dtype", std::string(dtypeName(in.spec.dtype))},
               {"shape", writeShape(in.spec.shape)}};
     if (in.trainable)
       e["trainable"] = true;

@@ -25,14 +25,19 @@ const std::unordered_map<std::string, FloatFn> &floatUnary() {
       {"reciprocal", [](double x) { return 1.0 / x; }},
       {"tanh", [](double x) { return std::tanh(x); }},
       {"sigmoid", sigmoid},
-      {"relu", [](double x) { return std::isnan(x) ? x : x > 0 ? x : 0.0; }},
+      {"relu", [](double x) { return std::isnan(x) ? x
+                                     : x > 0       ? x
+                                                   : 0.0; }},
       {"silu", [](double x) { return x * sigmoid(x); }},
       {"sin", [](double x) { return std::sin(x); }},
       {"cos", [](double x) { return std::cos(x); }},
       {"erf", [](double x) { return std::erf(x); }},
       {"floor", [](double x) { return std::floor(x); }},
       {"ceil", [](double x) { return std::ceil(x); }},
-      {"sign", [](double x) { return std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
+      {"sign", [](double x) { return std::isnan(x) ? x
+                                     : x > 0       ? 1.0
+                                     : x < 0       ? -1.0
+                                                   : 0.0; }},
   };
   return m;
 }
@@ -79,39 +84,67 @@ std::vector<HostTensor> unary(const OpCall &c) {
 }
 
 double floatBinary(const std::string &op, double a, double b) {
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") return a / b;
-  if (op == "pow") return std::pow(a, b);
-  if (op == "maximum") return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-  if (op == "minimum") return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  if (op == "ge") return a >= b;
-  if (op == "logical_and") return (a != 0) && (b != 0);
-  if (op == "logical_or") return (a != 0) || (b != 0);
+  if (op == "add")
+    return a + b;
+  if (op == "sub")
+    return a - b;
+  if (op == "mul")
+    return a * b;
+  if (op == "div")
+    return a / b;
+  if (op == "pow")
+    return std::pow(a, b);
+  if (op == "maximum")
+    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  if (op == "minimum")
+    return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  if (op == "eq")
+    return a == b;
+  if (op == "ne")
+    return a != b;
+  if (op == "lt")
+    return a < b;
+  if (op == "le")
+    return a <= b;
+  if (op == "gt")
+    return a > b;
+  if (op == "ge")
+    return a >= b;
+  if (op == "logical_and")
+    return (a != 0) && (b != 0);
+  if (op == "logical_or")
+    return (a != 0) || (b != 0);
   fail("no float rule for " + op);
 }
 
 int64_t intBinary(const std::string &op, int64_t a, int64_t b) {
   // Wrapping arithmetic, as two's-complement hardware does.
-  if (op == "add") return int64_t(uint64_t(a) + uint64_t(b));
-  if (op == "sub") return int64_t(uint64_t(a) - uint64_t(b));
-  if (op == "mul") return int64_t(uint64_t(a) * uint64_t(b));
-  if (op == "maximum") return std::max(a, b);
-  if (op == "minimum") return std::min(a, b);
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  if (op == "ge") return a >= b;
-  if (op == "logical_and") return (a != 0) && (b != 0);
-  if (op == "logical_or") return (a != 0) || (b != 0);
+  if (op == "add")
+    return int64_t(uint64_t(a) + uint64_t(b));
+  if (op == "sub")
+    return int64_t(uint64_t(a) - uint64_t(b));
+  if (op == "mul")
+    return int64_t(uint64_t(a) * uint64_t(b));
+  if (op == "maximum")
+    return std::max(a, b);
+  if (op == "minimum")
+    return std::min(a, b);
+  if (op == "eq")
+    return a == b;
+  if (op == "ne")
+    return a != b;
+  if (op == "lt")
+    return a < b;
+  if (op == "le")
+    return a <= b;
+  if (op == "gt")
+    return a > b;
+  if (op == "ge")
+    return a >= b;
+  if (op == "logical_and")
+    return (a != 0) && (b != 0);
+  if (op == "logical_or")
+    return (a != 0) || (b != 0);
   fail("no integer rule for " + op);
 }
 

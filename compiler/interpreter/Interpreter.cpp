@@ -63,7 +63,8 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_
   return c;
 }
 
-std::vector<int64_t> concreteShape(const Shape &shape, const std::map<std::string, int64_t> &bindings) {
+std::vector<int64_t> concreteShape(const Shape &shape,
+                                   const std::map<std::string, int64_t> &bindings) {
   std::vector<int64_t> out;
   for (const Dim &d : shape) {
     std::optional<int64_t> v = d.evaluate(bindings);
@@ -86,9 +87,9 @@ static std::map<std::string, int64_t> bindSymbols(const Graph &g,
     auto it = inputs.find(in.name);
     check(it != inputs.end(), "input \"" + in.name + "\" is missing");
     const HostTensor &t = it->second;
-    check(t.dtype() == in.spec.dtype, "input \"" + in.name + "\" has dtype " +
-                                          std::string(dtypeName(t.dtype())) + " but the graph expects " +
-                                          std::string(dtypeName(in.spec.dtype)));
+    check(t.dtype() == in.spec.dtype,
+          "input \"" + in.name + "\" has dtype " + std::string(dtypeName(t.dtype())) +
+              " but the graph expects " + std::string(dtypeName(in.spec.dtype)));
     check(t.rank() == in.spec.rank(), "input \"" + in.name + "\" has shape " + t.shapeStr() +
                                           " but the graph expects " + shapeStr(in.spec.shape));
     for (size_t i = 0; i < in.spec.shape.size(); ++i) {

@@ -15,8 +15,8 @@
 namespace tensorc {
 
 struct InterpreterResult {
-  std::vector<HostTensor> outputs;           // in the graph's output order
-  std::map<std::string, int64_t> bindings;   // symbol -> size, from the inputs
+  std::vector<HostTensor> outputs;         // in the graph's output order
+  std::map<std::string, int64_t> bindings; // symbol -> size, from the inputs
 };
 
 // Binds every symbolic dim from the inputs' shapes (checking static dims,
@@ -26,7 +26,8 @@ InterpreterResult interpret(const Graph &graph, const GraphAnalysis &analysis,
                             const std::map<std::string, HostTensor> &inputs);
 
 // Concrete sizes of `shape` under `bindings`; throws if a symbol is unbound.
-std::vector<int64_t> concreteShape(const Shape &shape, const std::map<std::string, int64_t> &bindings);
+std::vector<int64_t> concreteShape(const Shape &shape,
+                                   const std::map<std::string, int64_t> &bindings);
 
 // Whether the interpreter has a kernel for `op` (for `tensorc ops`).
 bool interpreterSupports(const std::string &op);

@@ -15,7 +15,8 @@ namespace {
 struct AxisView {
   int64_t outer, n, inner;
   AxisView(const std::vector<int64_t> &shape, int64_t axis)
-      : outer(product(shape, 0, axis)), n(shape[axis]), inner(product(shape, axis + 1, shape.size())) {}
+      : outer(product(shape, 0, axis)), n(shape[axis]),
+        inner(product(shape, axis + 1, shape.size())) {}
   int64_t at(int64_t o, int64_t k, int64_t i) const { return (o * n + k) * inner + i; }
 };
 
@@ -127,8 +128,8 @@ std::vector<HostTensor> embedding(const OpCall &c) {
   HostTensor out = c.result();
   for (int64_t i = 0; i < idx.numel(); ++i) {
     int64_t row = idx.getI(i);
-    check(row >= 0 && row < V, "index " + std::to_string(row) + " is outside the table's rows [0, " +
-                                   std::to_string(V) + ")");
+    check(row >= 0 && row < V, "index " + std::to_string(row) +
+                                   " is outside the table's rows [0, " + std::to_string(V) + ")");
     for (int64_t d = 0; d < D; ++d)
       out.setF(i * D + d, w.getF(row * D + d));
   }
@@ -200,16 +201,26 @@ struct Attention {
 
   Attention(const OpCall &c, size_t first, const std::vector<int64_t> &resultShape)
       : q(c.arg(first)), k(c.arg(first + 1)), v(c.arg(first + 2)),
-        mask(c.has(first + 3) ? &c.arg(first + 3) : nullptr), L(q.shape()[q.rank() - 2]), E(q.shape().back()),
-        S(k.shape()[k.rank() - 2]), Ev(v.shape().back()),
-        scale(hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale") : 1.0 / std::sqrt(double(E))),
-        causal(getBool(c.attrs(), "is_causal")), batch(resultShape.begin(), resultShape.end() - 2) {}
+        mask(c.has(first + 3) ? &c.arg(first + 3) : nullptr), L(q.shape()[q.rank() - 2]),
+        E(q.shape().back()), S(k.shape()[k.rank() - 2]), Ev(v.shape().back()),
+        scale(hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale")
+                                          : 1.0 / std::sqrt(double(E))),
+        causal(getBool(c.attrs(), "is_causal")), batch(resultShape.begin(), resultShape.end() - 2) {
+  }
 
-  static std::vector<int64_t> batchOf(const std::vector<int64_t> &s) { return {s.begin(), s.end() - 2}; }
+  static std::vector<int64_t> batchOf(const std::vector<int64_t> &s) {
+    return {s.begin(), s.end() - 2};
+  }
   // Element offsets of batch `coords` in q, k and v.
-  int64_t qBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(q.shape())) * L * E; }
-  int64_t kBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(k.shape())) * S * E; }
-  int64_t vBase(const std::vector<int64_t> &coords) const { return broadcastOffset(coords, batchOf(v.shape())) * S * Ev; }
+  int64_t qBase(const std::vector<int64_t> &coords) const {
+    return broadcastOffset(coords, batchOf(q.shape())) * L * E;
+  }
+  int64_t kBase(const std::vector<int64_t> &coords) const {
+    return broadcastOffset(coords, batchOf(k.shape())) * S * E;
+  }
+  int64_t vBase(const std::vector<int64_t> &coords) const {
+    return broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
+  }
 
   void probabilities(const std::vector<int64_t> &coords, int64_t i, std::vector<double> &p) const {
     int64_t qb = qBase(coords), kb = kBase(coords);
@@ -269,7 +280,8 @@ std::vector<HostTensor> attentionBackward(const OpCall &c) {
   const HostTensor &g = c.arg(0);
   Attention a(c, 1, g.shape());
   int64_t batches = product(a.batch, 0, a.batch.size());
-  std::vector<double> dq(a.q.numel(), 0.0), dk(a.k.numel(), 0.0), dv(a.v.numel(), 0.0), p(a.S), dp(a.S);
+  std::vector<double> dq(a.q.numel(), 0.0), dk(a.k.numel(), 0.0), dv(a.v.numel(), 0.0), p(a.S),
+      dp(a.S);
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> coords = unravel(b, a.batch);
     int64_t qb = a.qBase(coords), kb = a.kBase(coords), vb = a.vBase(coords), gb = b * a.L * a.Ev;
@@ -304,7 +316,6 @@ std::vector<HostTensor> attentionBackward(const OpCall &c) {
   }
   return out;
 }
-
 
 } // namespace
 

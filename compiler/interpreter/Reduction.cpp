@@ -61,7 +61,8 @@ std::vector<HostTensor> reduce(const OpCall &c) {
         accF[o] += v;
       else if (op == "prod")
         accF[o] *= v;
-      else if (!seen[o] || std::isnan(v) || (!std::isnan(accF[o]) && (op == "max" ? v > accF[o] : v < accF[o])))
+      else if (!seen[o] || std::isnan(v) ||
+               (!std::isnan(accF[o]) && (op == "max" ? v > accF[o] : v < accF[o])))
         accF[o] = v;
     } else {
       int64_t v = x.getI(i);

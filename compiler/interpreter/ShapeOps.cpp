@@ -69,8 +69,8 @@ std::vector<HostTensor> slice(const OpCall &c) {
   std::iota(axes.begin(), axes.end(), 0);
   if (hasAttr(a, "axes"))
     axes = getInts(a, "axes");
-  std::vector<int64_t> steps = hasAttr(a, "steps") ? getInts(a, "steps")
-                                                   : std::vector<int64_t>(starts.size(), 1);
+  std::vector<int64_t> steps =
+      hasAttr(a, "steps") ? getInts(a, "steps") : std::vector<int64_t>(starts.size(), 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = normalizeAxis(axes[i], r);
     SliceRange range = sliceRange(x.shape()[axis], starts[i], ends[i], steps[i]);
@@ -99,7 +99,8 @@ std::vector<HostTensor> concat(const OpCall &c) {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t k = 0; k < n; ++k)
         for (int64_t i = 0; i < inner; ++i)
-          copyElement(out, (o * out.shape()[axis] + offset + k) * inner + i, *in, (o * n + k) * inner + i);
+          copyElement(out, (o * out.shape()[axis] + offset + k) * inner + i, *in,
+                      (o * n + k) * inner + i);
     offset += n;
   }
   return {std::move(out)};
@@ -117,7 +118,8 @@ std::vector<HostTensor> split(const OpCall &c) {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t k = 0; k < n; ++k)
         for (int64_t i = 0; i < inner; ++i)
-          copyElement(out, (o * n + k) * inner + i, x, (o * x.shape()[axis] + offset + k) * inner + i);
+          copyElement(out, (o * n + k) * inner + i, x,
+                      (o * x.shape()[axis] + offset + k) * inner + i);
     offset += n;
     outs.push_back(std::move(out));
   }

@@ -18,7 +18,8 @@ Shape toShape(const std::vector<std::variant<int64_t, std::string>> &dims, const
       continue;
     }
     std::optional<Dim> parsed = Dim::parse(std::get<std::string>(d));
-    check(parsed.has_value(), std::string(what) + ": malformed dim \"" + std::get<std::string>(d) + "\"");
+    check(parsed.has_value(),
+          std::string(what) + ": malformed dim \"" + std::get<std::string>(d) + "\"");
     shape.push_back(*parsed);
   }
   return shape;
@@ -55,9 +56,11 @@ Tensor &Tensor::named(const std::string &name) {
   for (const Node &n : g.nodes)
     for (const Arg &a : n.args)
       check(a.kind != Arg::Kind::Value || parseValueRef(a.value).producer != old,
-            "trace: name \"" + old + "\" before it is used; it already feeds node \"" + n.name + "\"");
+            "trace: name \"" + old + "\" before it is used; it already feeds node \"" + n.name +
+                "\"");
   for (const std::string &out : g.outputs)
-    check(parseValueRef(out).producer != old, "trace: name \"" + old + "\" before it becomes an output");
+    check(parseValueRef(out).producer != old,
+          "trace: name \"" + old + "\" before it becomes an output");
   tracer_->checkFreshName(name);
   tracer_->names_.erase(old);
   tracer_->names_.insert(name);
@@ -99,12 +102,13 @@ void Tracer::checkFreshName(const std::string &name) const {
 }
 
 Tensor Tracer::addInput(const std::string &name, DType dtype,
-                        const std::vector<std::variant<int64_t, std::string>> &shape, bool trainable) {
+                        const std::vector<std::variant<int64_t, std::string>> &shape,
+                        bool trainable) {
   checkFreshName(name);
   GraphInput in{name, TensorSpec{dtype, toShape(shape, "trace input")}, trainable, std::nullopt};
   for (const Dim &d : in.spec.shape)
-    check(!d.isStatic() || d.value() >= 1,
-          "trace " + graph_.name + ": input \"" + name + "\": dim " + d.str() + " must be positive");
+    check(!d.isStatic() || d.value() >= 1, "trace " + graph_.name + ": input \"" + name +
+                                               "\": dim " + d.str() + " must be positive");
   graph_.inputs.push_back(in);
   names_.insert(name);
   return Tensor(this, -1, int(graph_.inputs.size() - 1));
@@ -139,8 +143,8 @@ void Tracer::output(const Tensor &t) {
   graph_.outputs.push_back(t.ref());
 }
 
-std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs,
-                                 const std::string &name) {
+std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operand> &args,
+                                 AttrMap attrs, const std::string &name) {
   Node node;
   node.op = op;
   if (!name.empty()) {
@@ -153,7 +157,8 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
   }
   for (const Operand &a : args) {
     if (const Tensor *t = std::get_if<Tensor>(&a)) {
-      check(t->tracer() == this, "trace " + graph_.name + ": " + op + ": a tensor from another tracer");
+      check(t->tracer() == this,
+            "trace " + graph_.name + ": " + op + ": a tensor from another tracer");
       node.args.push_back(Arg::ref(t->ref()));
     } else if (const double *d = std::get_if<double>(&a)) {
       node.args.push_back(Arg::lit(Literal{Literal::Kind::Float, *d, 0, std::nullopt}));
@@ -222,7 +227,8 @@ void Tracer::save(const std::string &path) const {
 
 // ----------------------------------------------------------------- op functions
 
-static Tensor one(Tracer &t, const std::string &op, const std::vector<Operand> &args, AttrMap attrs = {}) {
+static Tensor one(Tracer &t, const std::string &op, const std::vector<Operand> &args,
+                  AttrMap attrs = {}) {
   return t.call(op, args, std::move(attrs))[0];
 }
 
@@ -232,28 +238,35 @@ static Operand opt(const std::optional<Tensor> &t) {
 
 static Shape dims(const DimSpec &d) { return toShape(d, "trace shape"); }
 
-#define TC_TRACE_UNARY(fn) \
+#define TC_TRACE_UNARY(fn)                                                                         \
   Tensor fn(const Tensor &x) { return one(*x.tracer(), #fn, {x}); }
-TC_TRACE_UNARY(neg) TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log)
-TC_TRACE_UNARY(sqrt) TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh)
-TC_TRACE_UNARY(sigmoid) TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin)
-TC_TRACE_UNARY(cos) TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil)
-TC_TRACE_UNARY(sign) TC_TRACE_UNARY(logical_not)
+TC_TRACE_UNARY(neg)
+TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log) TC_TRACE_UNARY(sqrt)
+    TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh) TC_TRACE_UNARY(sigmoid)
+        TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin) TC_TRACE_UNARY(cos)
+            TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil) TC_TRACE_UNARY(sign)
+                TC_TRACE_UNARY(logical_not)
 #undef TC_TRACE_UNARY
 
-Tensor gelu(const Tensor &x, const std::string &approximate) {
+                    Tensor gelu(const Tensor &x, const std::string &approximate) {
   return one(*x.tracer(), "gelu", {x}, {{"approximate", approximate}});
 }
 
-#define TC_TRACE_BINARY(fn) \
-  Tensor fn(const Operand &lhs, const Operand &rhs) { return one(tracerOf({&lhs, &rhs}), #fn, {lhs, rhs}); }
-TC_TRACE_BINARY(add) TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div)
-TC_TRACE_BINARY(pow) TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq)
-TC_TRACE_BINARY(ne) TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt)
-TC_TRACE_BINARY(ge) TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
+#define TC_TRACE_BINARY(fn)                                                                        \
+  Tensor fn(const Operand &lhs, const Operand &rhs) {                                              \
+    return one(tracerOf({&lhs, &rhs}), #fn, {lhs, rhs});                                           \
+  }
+TC_TRACE_BINARY(add)
+TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div) TC_TRACE_BINARY(pow)
+    TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq) TC_TRACE_BINARY(ne)
+        TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt) TC_TRACE_BINARY(ge)
+            TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
 #undef TC_TRACE_BINARY
 
-Tensor operator+(const Tensor &a, const Operand &b) { return add(a, b); }
+                Tensor
+                operator+(const Tensor &a, const Operand &b) {
+  return add(a, b);
+}
 Tensor operator-(const Tensor &a, const Operand &b) { return sub(a, b); }
 Tensor operator*(const Tensor &a, const Operand &b) { return mul(a, b); }
 Tensor operator/(const Tensor &a, const Operand &b) { return div(a, b); }
@@ -280,30 +293,48 @@ static Tensor reduction(const char *op, const Tensor &x, std::vector<int64_t> ax
   a["keepdim"] = keepdim;
   return one(*x.tracer(), op, {x}, a);
 }
-Tensor sum(const Tensor &x, std::vector<int64_t> axes, bool k) { return reduction("sum", x, axes, k); }
-Tensor mean(const Tensor &x, std::vector<int64_t> axes, bool k) { return reduction("mean", x, axes, k); }
-Tensor max(const Tensor &x, std::vector<int64_t> axes, bool k) { return reduction("max", x, axes, k); }
-Tensor min(const Tensor &x, std::vector<int64_t> axes, bool k) { return reduction("min", x, axes, k); }
-Tensor prod(const Tensor &x, std::vector<int64_t> axes, bool k) { return reduction("prod", x, axes, k); }
+Tensor sum(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("sum", x, axes, k);
+}
+Tensor mean(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("mean", x, axes, k);
+}
+Tensor max(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("max", x, axes, k);
+}
+Tensor min(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("min", x, axes, k);
+}
+Tensor prod(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("prod", x, axes, k);
+}
 Tensor var(const Tensor &x, std::vector<int64_t> axes, bool k, int64_t correction) {
   return reduction("var", x, axes, k, {{"correction", correction}});
 }
-static Tensor argReduction(const char *op, const Tensor &x, std::optional<int64_t> axis, bool keepdim) {
+static Tensor argReduction(const char *op, const Tensor &x, std::optional<int64_t> axis,
+                           bool keepdim) {
   AttrMap a{{"keepdim", keepdim}};
   if (axis)
     a["axis"] = *axis;
   return one(*x.tracer(), op, {x}, a);
 }
-Tensor argmax(const Tensor &x, std::optional<int64_t> axis, bool k) { return argReduction("argmax", x, axis, k); }
-Tensor argmin(const Tensor &x, std::optional<int64_t> axis, bool k) { return argReduction("argmin", x, axis, k); }
+Tensor argmax(const Tensor &x, std::optional<int64_t> axis, bool k) {
+  return argReduction("argmax", x, axis, k);
+}
+Tensor argmin(const Tensor &x, std::optional<int64_t> axis, bool k) {
+  return argReduction("argmin", x, axis, k);
+}
 
 Tensor matmul(const Tensor &a, const Tensor &b) { return one(*a.tracer(), "matmul", {a, b}); }
 
-Tensor softmax(const Tensor &x, int64_t axis) { return one(*x.tracer(), "softmax", {x}, {{"axis", axis}}); }
+Tensor softmax(const Tensor &x, int64_t axis) {
+  return one(*x.tracer(), "softmax", {x}, {{"axis", axis}});
+}
 Tensor log_softmax(const Tensor &x, int64_t axis) {
   return one(*x.tracer(), "log_softmax", {x}, {{"axis", axis}});
 }
-Tensor layer_norm(const Tensor &x, std::optional<Tensor> w, std::optional<Tensor> b, int64_t axis, double eps) {
+Tensor layer_norm(const Tensor &x, std::optional<Tensor> w, std::optional<Tensor> b, int64_t axis,
+                  double eps) {
   return one(*x.tracer(), "layer_norm", {x, opt(w), opt(b)}, {{"axis", axis}, {"eps", eps}});
 }
 Tensor rms_norm(const Tensor &x, std::optional<Tensor> w, int64_t axis, std::optional<double> eps) {
@@ -315,7 +346,9 @@ Tensor rms_norm(const Tensor &x, std::optional<Tensor> w, int64_t axis, std::opt
 Tensor cross_entropy(const Tensor &logits, const Tensor &target, const std::string &reduction,
                      int64_t ignore_index, double label_smoothing) {
   return one(*logits.tracer(), "cross_entropy", {logits, target},
-             {{"reduction", reduction}, {"ignore_index", ignore_index}, {"label_smoothing", label_smoothing}});
+             {{"reduction", reduction},
+              {"ignore_index", ignore_index},
+              {"label_smoothing", label_smoothing}});
 }
 Tensor embedding(const Tensor &indices, const Tensor &weight) {
   return one(*indices.tracer(), "embedding", {indices, weight});
@@ -323,33 +356,42 @@ Tensor embedding(const Tensor &indices, const Tensor &weight) {
 Tensor dropout(const Tensor &x, const Tensor &seed, double p, int64_t stream) {
   return one(*x.tracer(), "dropout", {x, seed}, {{"p", p}, {"stream", stream}});
 }
-Tensor conv2d(const Tensor &x, const Tensor &w, std::optional<Tensor> b, std::vector<int64_t> stride,
-              std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
-  return one(*x.tracer(), "conv2d", {x, w, opt(b)},
-             {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}});
+Tensor conv2d(const Tensor &x, const Tensor &w, std::optional<Tensor> b,
+              std::vector<int64_t> stride, std::vector<int64_t> padding,
+              std::vector<int64_t> dilation, int64_t groups) {
+  return one(
+      *x.tracer(), "conv2d", {x, w, opt(b)},
+      {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}});
 }
-Tensor max_pool2d(const Tensor &x, std::vector<int64_t> k, std::optional<std::vector<int64_t>> stride,
-                  std::vector<int64_t> padding, std::vector<int64_t> dilation, bool ceil_mode) {
-  AttrMap a{{"kernel_size", k}, {"padding", padding}, {"dilation", dilation}, {"ceil_mode", ceil_mode}};
+Tensor max_pool2d(const Tensor &x, std::vector<int64_t> k,
+                  std::optional<std::vector<int64_t>> stride, std::vector<int64_t> padding,
+                  std::vector<int64_t> dilation, bool ceil_mode) {
+  AttrMap a{
+      {"kernel_size", k}, {"padding", padding}, {"dilation", dilation}, {"ceil_mode", ceil_mode}};
   if (stride)
     a["stride"] = *stride;
   return one(*x.tracer(), "max_pool2d", {x}, a);
 }
-Tensor avg_pool2d(const Tensor &x, std::vector<int64_t> k, std::optional<std::vector<int64_t>> stride,
-                  std::vector<int64_t> padding, bool ceil_mode, bool count_include_pad) {
-  AttrMap a{{"kernel_size", k}, {"padding", padding}, {"ceil_mode", ceil_mode},
+Tensor avg_pool2d(const Tensor &x, std::vector<int64_t> k,
+                  std::optional<std::vector<int64_t>> stride, std::vector<int64_t> padding,
+                  bool ceil_mode, bool count_include_pad) {
+  AttrMap a{{"kernel_size", k},
+            {"padding", padding},
+            {"ceil_mode", ceil_mode},
             {"count_include_pad", count_include_pad}};
   if (stride)
     a["stride"] = *stride;
   return one(*x.tracer(), "avg_pool2d", {x}, a);
 }
-std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &rm, const Tensor &rv, std::optional<Tensor> w,
-                               std::optional<Tensor> b, bool training, double momentum, double eps) {
+std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &rm, const Tensor &rv,
+                               std::optional<Tensor> w, std::optional<Tensor> b, bool training,
+                               double momentum, double eps) {
   return x.tracer()->call("batch_norm", {x, rm, rv, opt(w), opt(b)},
                           {{"training", training}, {"momentum", momentum}, {"eps", eps}});
 }
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                    std::optional<Tensor> mask, bool is_causal, std::optional<double> scale) {
+                                    std::optional<Tensor> mask, bool is_causal,
+                                    std::optional<double> scale) {
   AttrMap a{{"is_causal", is_causal}};
   if (scale)
     a["scale"] = *scale;
@@ -359,15 +401,17 @@ Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tens
 Tensor reshape(const Tensor &x, const DimSpec &shape) {
   return one(*x.tracer(), "reshape", {x}, {{"shape", dims(shape)}});
 }
-Tensor permute(const Tensor &x, std::vector<int64_t> d) { return one(*x.tracer(), "permute", {x}, {{"dims", d}}); }
+Tensor permute(const Tensor &x, std::vector<int64_t> d) {
+  return one(*x.tracer(), "permute", {x}, {{"dims", d}});
+}
 Tensor transpose(const Tensor &x, int64_t dim0, int64_t dim1) {
   return one(*x.tracer(), "transpose", {x}, {{"dim0", dim0}, {"dim1", dim1}});
 }
 Tensor broadcast_to(const Tensor &x, const DimSpec &shape) {
   return one(*x.tracer(), "broadcast_to", {x}, {{"shape", dims(shape)}});
 }
-Tensor slice(const Tensor &x, std::vector<int64_t> axes, std::vector<int64_t> starts, std::vector<int64_t> ends,
-             std::vector<int64_t> steps) {
+Tensor slice(const Tensor &x, std::vector<int64_t> axes, std::vector<int64_t> starts,
+             std::vector<int64_t> ends, std::vector<int64_t> steps) {
   AttrMap a{{"axes", axes}, {"starts", starts}, {"ends", ends}};
   if (!steps.empty())
     a["steps"] = steps;
@@ -387,7 +431,9 @@ Tensor squeeze(const Tensor &x, std::vector<int64_t> axes) {
     a["axes"] = axes;
   return one(*x.tracer(), "squeeze", {x}, a);
 }
-Tensor unsqueeze(const Tensor &x, int64_t axis) { return one(*x.tracer(), "unsqueeze", {x}, {{"axis", axis}}); }
+Tensor unsqueeze(const Tensor &x, int64_t axis) {
+  return one(*x.tracer(), "unsqueeze", {x}, {{"axis", axis}});
+}
 Tensor flatten(const Tensor &x, int64_t s, int64_t e) {
   return one(*x.tracer(), "flatten", {x}, {{"start_axis", s}, {"end_axis", e}});
 }
@@ -401,7 +447,9 @@ Tensor pad(const Tensor &x, std::vector<int64_t> pads, double value) {
   return one(*x.tracer(), "pad", {x}, {{"pads", pads}, {"value", value}});
 }
 
-Tensor constant(Tracer &t, const DenseValue &value) { return one(t, "constant", {}, {{"value", value}}); }
+Tensor constant(Tracer &t, const DenseValue &value) {
+  return one(t, "constant", {}, {{"value", value}});
+}
 Tensor full(Tracer &t, const DimSpec &shape, double value, DType dtype) {
   return one(t, "full", {}, {{"shape", dims(shape)}, {"value", value}, {"dtype", dtype}});
 }
@@ -414,9 +462,10 @@ Tensor ones(Tracer &t, const DimSpec &shape, DType dtype) {
 Tensor iota(Tracer &t, int64_t end, int64_t start, int64_t step, DType dtype) {
   return one(t, "iota", {}, {{"start", start}, {"end", end}, {"step", step}, {"dtype", dtype}});
 }
-Tensor iota_length(Tracer &t, const std::variant<int64_t, std::string> &length, int64_t start, int64_t step,
-                   DType dtype) {
-  return one(t, "iota", {}, {{"start", start}, {"length", dims({length})}, {"step", step}, {"dtype", dtype}});
+Tensor iota_length(Tracer &t, const std::variant<int64_t, std::string> &length, int64_t start,
+                   int64_t step, DType dtype) {
+  return one(t, "iota", {},
+             {{"start", start}, {"length", dims({length})}, {"step", step}, {"dtype", dtype}});
 }
 
 } // namespace tensorc::trace

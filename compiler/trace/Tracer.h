@@ -63,16 +63,18 @@ public:
   // The traced value of an existing reference ("x", "h", "h:1").
   Tensor value(const std::string &ref);
 
-  Tensor input(const std::string &name, DType dtype, const std::vector<std::variant<int64_t, std::string>> &shape);
-  Tensor parameter(const std::string &name, DType dtype, const std::vector<std::variant<int64_t, std::string>> &shape);
+  Tensor input(const std::string &name, DType dtype,
+               const std::vector<std::variant<int64_t, std::string>> &shape);
+  Tensor parameter(const std::string &name, DType dtype,
+                   const std::vector<std::variant<int64_t, std::string>> &shape);
   void bound(const std::string &symbol, int64_t min, std::optional<int64_t> max = std::nullopt);
   void output(const Tensor &t);
   // Attaches a sharding to the node that produced `t` (inputs: to the input).
   void shard(const Tensor &t, const Sharding &sharding);
 
   // Records one node; the generic entry point every op function uses.
-  std::vector<Tensor> call(const std::string &op, const std::vector<Operand> &args, AttrMap attrs = {},
-                           const std::string &name = "");
+  std::vector<Tensor> call(const std::string &op, const std::vector<Operand> &args,
+                           AttrMap attrs = {}, const std::string &name = "");
 
   // Appends a node as it is (literal dtypes and sharding kept); its name
   // must be fresh and its references must name existing values.
@@ -95,22 +97,25 @@ private:
 // Ops. Optional tensor operands are `std::optional<Tensor>`; attributes take
 // the defaults documented in docs/ops.md.
 #define TC_TRACE_UNARY(fn) Tensor fn(const Tensor &x);
-TC_TRACE_UNARY(neg) TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log)
-TC_TRACE_UNARY(sqrt) TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh)
-TC_TRACE_UNARY(sigmoid) TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin)
-TC_TRACE_UNARY(cos) TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil)
-TC_TRACE_UNARY(sign) TC_TRACE_UNARY(logical_not)
+TC_TRACE_UNARY(neg)
+TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log) TC_TRACE_UNARY(sqrt)
+    TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh) TC_TRACE_UNARY(sigmoid)
+        TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin) TC_TRACE_UNARY(cos)
+            TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil) TC_TRACE_UNARY(sign)
+                TC_TRACE_UNARY(logical_not)
 #undef TC_TRACE_UNARY
-Tensor gelu(const Tensor &x, const std::string &approximate = "none");
+                    Tensor gelu(const Tensor &x, const std::string &approximate = "none");
 
 #define TC_TRACE_BINARY(fn) Tensor fn(const Operand &lhs, const Operand &rhs);
-TC_TRACE_BINARY(add) TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div)
-TC_TRACE_BINARY(pow) TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq)
-TC_TRACE_BINARY(ne) TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt)
-TC_TRACE_BINARY(ge) TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
+TC_TRACE_BINARY(add)
+TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div) TC_TRACE_BINARY(pow)
+    TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq) TC_TRACE_BINARY(ne)
+        TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt) TC_TRACE_BINARY(ge)
+            TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
 #undef TC_TRACE_BINARY
 
-Tensor operator+(const Tensor &a, const Operand &b);
+                Tensor
+                operator+(const Tensor &a, const Operand &b);
 Tensor operator-(const Tensor &a, const Operand &b);
 Tensor operator*(const Tensor &a, const Operand &b);
 Tensor operator/(const Tensor &a, const Operand &b);
@@ -126,7 +131,8 @@ Tensor mean(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = fals
 Tensor max(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor min(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor prod(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
-Tensor var(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false, int64_t correction = 1);
+Tensor var(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false,
+           int64_t correction = 1);
 Tensor argmax(const Tensor &x, std::optional<int64_t> axis = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor &x, std::optional<int64_t> axis = std::nullopt, bool keepdim = false);
 
@@ -138,8 +144,9 @@ Tensor layer_norm(const Tensor &x, std::optional<Tensor> weight = std::nullopt,
                   std::optional<Tensor> bias = std::nullopt, int64_t axis = -1, double eps = 1e-5);
 Tensor rms_norm(const Tensor &x, std::optional<Tensor> weight = std::nullopt, int64_t axis = -1,
                 std::optional<double> eps = std::nullopt);
-Tensor cross_entropy(const Tensor &logits, const Tensor &target, const std::string &reduction = "mean",
-                     int64_t ignore_index = -100, double label_smoothing = 0.0);
+Tensor cross_entropy(const Tensor &logits, const Tensor &target,
+                     const std::string &reduction = "mean", int64_t ignore_index = -100,
+                     double label_smoothing = 0.0);
 Tensor embedding(const Tensor &indices, const Tensor &weight);
 Tensor dropout(const Tensor &x, const Tensor &seed, double p = 0.5, int64_t stream = 0);
 Tensor conv2d(const Tensor &x, const Tensor &weight, std::optional<Tensor> bias = std::nullopt,
@@ -154,12 +161,14 @@ Tensor avg_pool2d(const Tensor &x, std::vector<int64_t> kernel_size,
                   std::vector<int64_t> padding = {0, 0}, bool ceil_mode = false,
                   bool count_include_pad = true);
 // Returns (y, new_running_mean, new_running_var).
-std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &running_mean, const Tensor &running_var,
+std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &running_mean,
+                               const Tensor &running_var,
                                std::optional<Tensor> weight = std::nullopt,
                                std::optional<Tensor> bias = std::nullopt, bool training = false,
                                double momentum = 0.1, double eps = 1e-5);
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                                    std::optional<Tensor> mask = std::nullopt, bool is_causal = false,
+                                    std::optional<Tensor> mask = std::nullopt,
+                                    bool is_causal = false,
                                     std::optional<double> scale = std::nullopt);
 
 using DimSpec = std::vector<std::variant<int64_t, std::string>>;

@@ -14,9 +14,10 @@ using trace::Tracer;
 
 AutocastPolicy autocastPolicy(const std::string &op) {
   static const std::set<std::string> low = {"matmul", "conv2d", "scaled_dot_product_attention"};
-  static const std::set<std::string> f32 = {"exp",        "log",         "pow",        "reciprocal", "rsqrt",
-                                            "softmax",    "log_softmax", "layer_norm", "rms_norm",   "batch_norm",
-                                            "cross_entropy", "sum",      "mean",       "var",        "prod"};
+  static const std::set<std::string> f32 = {"exp",      "log",        "pow",           "reciprocal",
+                                            "rsqrt",    "softmax",    "log_softmax",   "layer_norm",
+                                            "rms_norm", "batch_norm", "cross_entropy", "sum",
+                                            "mean",     "var",        "prod"};
   if (low.count(op))
     return AutocastPolicy::LowPrecision;
   if (f32.count(op))
@@ -28,18 +29,23 @@ namespace {
 
 int width(DType d) {
   switch (d) {
-  case DType::F64: return 3;
-  case DType::F32: return 2;
+  case DType::F64:
+    return 3;
+  case DType::F32:
+    return 2;
   case DType::F16:
-  case DType::BF16: return 1;
-  default: return 0;
+  case DType::BF16:
+    return 1;
+  default:
+    return 0;
   }
 }
 
 } // namespace
 
 Graph autocastGraph(const Graph &graph, DType low) {
-  check(low == DType::BF16 || low == DType::F16, "autocast: the low-precision dtype must be bf16 or f16");
+  check(low == DType::BF16 || low == DType::F16,
+        "autocast: the low-precision dtype must be bf16 or f16");
   GraphAnalysis analysis = analyzeGraph(graph, "autocast " + graph.name);
   Graph start = graph;
   start.nodes.clear();

@@ -24,10 +24,12 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
 }
 
 void registerBackendPipelines() {
-  static mlir::PassPipelineRegistration<> cpu("tensorc-cpu-pipeline", "the CPU backend's default pipeline",
-                                              [](mlir::OpPassManager &pm) { buildCpuPipeline(pm); });
-  static mlir::PassPipelineRegistration<> cuda("tensorc-cuda-pipeline", "the CUDA backend's default pipeline",
-                                               [](mlir::OpPassManager &pm) { buildCudaPipeline(pm); });
+  static mlir::PassPipelineRegistration<> cpu(
+      "tensorc-cpu-pipeline", "the CPU backend's default pipeline",
+      [](mlir::OpPassManager &pm) { buildCpuPipeline(pm); });
+  static mlir::PassPipelineRegistration<> cuda(
+      "tensorc-cuda-pipeline", "the CUDA backend's default pipeline",
+      [](mlir::OpPassManager &pm) { buildCudaPipeline(pm); });
 }
 
 } // namespace tensorc

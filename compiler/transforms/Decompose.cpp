@@ -52,8 +52,12 @@ Tensor logSoftmaxOf(const Tensor &x, int64_t axis) {
 
 const std::map<std::string, Rule> &rules() {
   static const std::map<std::string, Rule> r = {
-      {"softmax", [](const Context &c) { return std::vector{softmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
-      {"log_softmax", [](const Context &c) { return std::vector{logSoftmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
+      {"softmax",
+       [](const Context &c) { return std::vector{softmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
+      {"log_softmax",
+       [](const Context &c) {
+         return std::vector{logSoftmaxOf(c.in(0), getInt(c.attrs(), "axis"))};
+       }},
       {"gelu",
        [](const Context &c) {
          const Tensor &x = c.in(0);
@@ -73,16 +77,19 @@ const std::map<std::string, Rule> &rules() {
          Tensor ss = sum(centered * centered, axes, keepdim);
          Operand n = countOver(c.t, x, axes);
          double correction = double(getInt(c.attrs(), "correction"));
-         Operand denom = std::holds_alternative<double>(n) ? Operand(std::get<double>(n) - correction)
-                                                           : Operand(sub(n, correction));
+         Operand denom = std::holds_alternative<double>(n)
+                             ? Operand(std::get<double>(n) - correction)
+                             : Operand(sub(n, correction));
          return std::vector{div(ss, denom)};
        }},
       {"layer_norm",
        [](const Context &c) {
          const Tensor &x = c.in(0);
-         std::vector<int64_t> axes = trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
+         std::vector<int64_t> axes =
+             trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
          Tensor centered = x - mean(x, axes, true);
-         Tensor y = centered * rsqrt(add(mean(centered * centered, axes, true), getFloat(c.attrs(), "eps")));
+         Tensor y = centered *
+                    rsqrt(add(mean(centered * centered, axes, true), getFloat(c.attrs(), "eps")));
          if (c.has(1))
            y = y * c.in(1);
          if (c.has(2))
@@ -92,8 +99,10 @@ const std::map<std::string, Rule> &rules() {
       {"rms_norm",
        [](const Context &c) {
          const Tensor &x = c.in(0);
-         std::vector<int64_t> axes = trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
-         double eps = hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : dtypeEpsilon(x.dtype());
+         std::vector<int64_t> axes =
+             trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
+         double eps =
+             hasAttr(c.attrs(), "eps") ? getFloat(c.attrs(), "eps") : dtypeEpsilon(x.dtype());
          Tensor y = x * rsqrt(add(mean(x * x, axes, true), eps));
          return std::vector{c.has(1) ? y * c.in(1) : y};
        }},
@@ -114,7 +123,8 @@ const std::map<std::string, Rule> &rules() {
            Tensor ss = sum(centered * centered, axes, true);
            Operand n = countOver(c.t, x, axes);
            var = div(ss, n);
-           Operand n1 = std::holds_alternative<double>(n) ? Operand(std::get<double>(n) - 1.0) : Operand(sub(n, 1.0));
+           Operand n1 = std::holds_alternative<double>(n) ? Operand(std::get<double>(n) - 1.0)
+                                                          : Operand(sub(n, 1.0));
            Tensor unbiased = reshape(div(ss, n1), dimSpec(rm.shape()));
            newMean = rm * (1 - momentum) + reshape(mean, dimSpec(rm.shape())) * momentum;
            newVar = rv * (1 - momentum) + unbiased * momentum;
@@ -134,7 +144,8 @@ const std::map<std::string, Rule> &rules() {
          Tensor logp = logSoftmaxOf(logits, classAxis);
          trace::DimSpec classes(logits.rank(), int64_t(1));
          classes[classAxis] = dimSpec({C})[0];
-         Tensor classIds = reshape(iota_length(c.t, classes[classAxis], 0, 1, target.dtype()), classes);
+         Tensor classIds =
+             reshape(iota_length(c.t, classes[classAxis], 0, 1, target.dtype()), classes);
          Tensor oneHot = cast(eq(unsqueeze(target, classAxis), classIds), logits.dtype());
          double s = getFloat(c.attrs(), "label_smoothing");
          Tensor nll = -sum(logp * oneHot, {classAxis});
@@ -142,7 +153,9 @@ const std::map<std::string, Rule> &rules() {
          if (s != 0.0) {
            Operand n = countOver(c.t, logits, {classAxis});
            Tensor smooth = -sum(logp, {classAxis});
-           loss = nll * (1 - s) + (std::holds_alternative<double>(n) ? smooth * (s / std::get<double>(n)) : smooth * s / n);
+           loss = nll * (1 - s) + (std::holds_alternative<double>(n)
+                                       ? smooth * (s / std::get<double>(n))
+                                       : smooth * s / n);
          }
          Tensor valid = cast(ne(target, getInt(c.attrs(), "ignore_index")), logits.dtype());
          loss = loss * valid;
@@ -156,9 +169,11 @@ const std::map<std::string, Rule> &rules() {
       {"scaled_dot_product_attention",
        [](const Context &c) {
          const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
-         check(hasAttr(c.attrs(), "scale") || q.shape().back().isStatic(), "the default scale needs a static embedding dim");
-         double scale = hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale")
-                                                    : 1.0 / std::sqrt(double(q.shape().back().value()));
+         check(hasAttr(c.attrs(), "scale") || q.shape().back().isStatic(),
+               "the default scale needs a static embedding dim");
+         double scale = hasAttr(c.attrs(), "scale")
+                            ? getFloat(c.attrs(), "scale")
+                            : 1.0 / std::sqrt(double(q.shape().back().value()));
          Tensor s = matmul(q, transpose(k, -1, -2)) * scale;
          if (getBool(c.attrs(), "is_causal")) {
            const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
@@ -213,7 +228,8 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested)
       if (a.kind == Arg::Kind::Value)
         args.push_back(t.value(ref(a.value)));
       else if (a.kind == Arg::Kind::Literal)
-        args.push_back(a.literal.kind == Literal::Kind::Float ? Operand(a.literal.floatValue) : Operand(a.literal.intValue));
+        args.push_back(a.literal.kind == Literal::Kind::Float ? Operand(a.literal.floatValue)
+                                                              : Operand(a.literal.intValue));
       else
         args.push_back(std::monostate{});
     }
@@ -227,8 +243,9 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested)
       // Literal-typed args: the tracer gave literals their dtype; make sure
       // every result has the original node's type.
       for (size_t r = 0; r < results.size(); ++r) {
-        check(results[r].spec() == n.results[r], "decompose: node \"" + n.node->name + "\": decomposition gave " +
-                                                     results[r].spec().str() + " for " + n.results[r].str());
+        check(results[r].spec() == n.results[r],
+              "decompose: node \"" + n.node->name + "\": decomposition gave " +
+                  results[r].spec().str() + " for " + n.results[r].str());
         // The last node of a single-result decomposition takes the name.
         if (n.results.size() == 1) {
           try {

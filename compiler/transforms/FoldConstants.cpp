@@ -20,7 +20,8 @@ DenseValue toDense(const HostTensor &t) {
   // One value repeated is stored as a splat.
   bool splat = t.numel() > 1;
   for (int64_t i = 1; i < t.numel() && splat; ++i)
-    splat = isFloat(t.dtype()) ? (v.floats[i] == v.floats[0] || (std::isnan(v.floats[i]) && std::isnan(v.floats[0])))
+    splat = isFloat(t.dtype()) ? (v.floats[i] == v.floats[0] ||
+                                  (std::isnan(v.floats[i]) && std::isnan(v.floats[0])))
                                : v.ints[i] == v.ints[0];
   if (splat) {
     v.floats.resize(v.floats.empty() ? 0 : 1);

@@ -23,11 +23,14 @@ struct AutocastPass : impl::AutocastPassBase<AutocastPass> {
   void runOnOperation() override {
     std::optional<DType> low = parseDType(dtype);
     if (!low || (*low != DType::BF16 && *low != DType::F16)) {
-      getOperation().emitError() << "tensorc-autocast: dtype must be bf16 or f16, got '" << dtype << "'";
+      getOperation().emitError() << "tensorc-autocast: dtype must be bf16 or f16, got '" << dtype
+                                 << "'";
       return signalPassFailure();
     }
-    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-autocast",
-                                            [&](const Graph &g) { return transforms::autocastGraph(g, *low); })))
+    if (mlir::failed(
+            transformModuleAsGraph(getOperation(), "tensorc-autocast", [&](const Graph &g) {
+              return transforms::autocastGraph(g, *low);
+            })))
       signalPassFailure();
   }
 };
@@ -35,8 +38,10 @@ struct AutocastPass : impl::AutocastPassBase<AutocastPass> {
 struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
   using FoldConstantsPassBase::FoldConstantsPassBase;
   void runOnOperation() override {
-    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-fold-constants",
-                                            [&](const Graph &g) { return transforms::foldConstants(g, maxElements); })))
+    if (mlir::failed(
+            transformModuleAsGraph(getOperation(), "tensorc-fold-constants", [&](const Graph &g) {
+              return transforms::foldConstants(g, maxElements);
+            })))
       signalPassFailure();
   }
 };
@@ -44,8 +49,9 @@ struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
 struct RecognizeAttentionPass : impl::RecognizeAttentionPassBase<RecognizeAttentionPass> {
   using RecognizeAttentionPassBase::RecognizeAttentionPassBase;
   void runOnOperation() override {
-    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-recognize-attention",
-                                            [&](const Graph &g) { return transforms::recognizeAttention(g); })))
+    if (mlir::failed(transformModuleAsGraph(
+            getOperation(), "tensorc-recognize-attention",
+            [&](const Graph &g) { return transforms::recognizeAttention(g); })))
       signalPassFailure();
   }
 };
@@ -54,9 +60,10 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
   using DecomposePassBase::DecomposePassBase;
   void runOnOperation() override {
     std::set<std::string> selected(ops.begin(), ops.end());
-    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-decompose", [&](const Graph &g) {
-          return transforms::decomposeGraph(g, selected);
-        })))
+    if (mlir::failed(
+            transformModuleAsGraph(getOperation(), "tensorc-decompose", [&](const Graph &g) {
+              return transforms::decomposeGraph(g, selected);
+            })))
       signalPassFailure();
   }
 };

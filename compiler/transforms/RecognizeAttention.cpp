@@ -99,8 +99,9 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
           w->args[1].kind != Arg::Kind::Value)
         continue;
       const Node *cmp = ix.producer(w->args[0].value);
-      if (cmp && cmp->op == "ge" && cmp->args[0].kind == Arg::Kind::Value && cmp->args[1].kind == Arg::Kind::Value &&
-          isIotaAlong(ix, cmp->args[0].value, true) && isIotaAlong(ix, cmp->args[1].value, false))
+      if (cmp && cmp->op == "ge" && cmp->args[0].kind == Arg::Kind::Value &&
+          cmp->args[1].kind == Arg::Kind::Value && isIotaAlong(ix, cmp->args[0].value, true) &&
+          isIotaAlong(ix, cmp->args[1].value, false))
         causal = true; // rows >= columns: j <= i, top-left aligned as is_causal
       else
         mask = w->args[0];

@@ -9,14 +9,22 @@ namespace tensorc {
 
 const char *attrKindName(AttrKind kind) {
   switch (kind) {
-  case AttrKind::Int: return "int";
-  case AttrKind::Float: return "float";
-  case AttrKind::Bool: return "bool";
-  case AttrKind::Enum: return "string";
-  case AttrKind::Ints: return "int list";
-  case AttrKind::Dims: return "shape";
-  case AttrKind::DType: return "dtype";
-  case AttrKind::Dense: return "dense literal";
+  case AttrKind::Int:
+    return "int";
+  case AttrKind::Float:
+    return "float";
+  case AttrKind::Bool:
+    return "bool";
+  case AttrKind::Enum:
+    return "string";
+  case AttrKind::Ints:
+    return "int list";
+  case AttrKind::Dims:
+    return "shape";
+  case AttrKind::DType:
+    return "dtype";
+  case AttrKind::Dense:
+    return "dense literal";
   }
   return "?";
 }
@@ -34,18 +42,24 @@ static std::string floatStr(double v) {
 
 std::string attrStr(const Attr &a) {
   switch (kindOf(a)) {
-  case AttrKind::Int: return std::to_string(std::get<int64_t>(a));
-  case AttrKind::Float: return floatStr(std::get<double>(a));
-  case AttrKind::Bool: return std::get<bool>(a) ? "true" : "false";
-  case AttrKind::Enum: return "\"" + std::get<std::string>(a) + "\"";
+  case AttrKind::Int:
+    return std::to_string(std::get<int64_t>(a));
+  case AttrKind::Float:
+    return floatStr(std::get<double>(a));
+  case AttrKind::Bool:
+    return std::get<bool>(a) ? "true" : "false";
+  case AttrKind::Enum:
+    return "\"" + std::get<std::string>(a) + "\"";
   case AttrKind::Ints: {
     std::string out = "[";
     for (int64_t v : std::get<std::vector<int64_t>>(a))
       out += (out.size() > 1 ? ", " : "") + std::to_string(v);
     return out + "]";
   }
-  case AttrKind::Dims: return shapeStr(std::get<Shape>(a));
-  case AttrKind::DType: return std::string(dtypeName(std::get<DType>(a)));
+  case AttrKind::Dims:
+    return shapeStr(std::get<Shape>(a));
+  case AttrKind::DType:
+    return std::string(dtypeName(std::get<DType>(a)));
   case AttrKind::Dense: {
     const DenseValue &d = std::get<DenseValue>(a);
     return "dense<" + std::to_string(d.size()) + " x " + std::string(dtypeName(d.dtype)) + ">";
@@ -65,7 +79,9 @@ template <typename T> static const T &get(const AttrMap &attrs, const std::strin
 int64_t getInt(const AttrMap &a, const std::string &n) { return get<int64_t>(a, n); }
 double getFloat(const AttrMap &a, const std::string &n) { return get<double>(a, n); }
 bool getBool(const AttrMap &a, const std::string &n) { return get<bool>(a, n); }
-const std::string &getEnum(const AttrMap &a, const std::string &n) { return get<std::string>(a, n); }
+const std::string &getEnum(const AttrMap &a, const std::string &n) {
+  return get<std::string>(a, n);
+}
 const std::vector<int64_t> &getInts(const AttrMap &a, const std::string &n) {
   return get<std::vector<int64_t>>(a, n);
 }

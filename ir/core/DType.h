@@ -10,7 +10,7 @@ namespace tensorc {
 
 enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I1 };
 
-inline constexpr DType kAllDTypes[] = {DType::F64, DType::F32,  DType::F16, DType::BF16,
+inline constexpr DType kAllDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16,
                                        DType::I64, DType::I32, DType::I1};
 
 std::string_view dtypeName(DType dtype);

@@ -1,8 +1,8 @@
 #include "ir/core/MemoryPlanner.h"
 
 #include <algorithm>
-#include <map>
 #include <functional>
+#include <map>
 #include <numeric>
 
 namespace tensorc {
@@ -21,7 +21,8 @@ MemoryPlan planMemory(const std::vector<BufferRequest> &buffers, int64_t alignme
   std::function<int(int)> find = [&](int i) { return root[i] == i ? i : root[i] = find(root[i]); };
   for (size_t i = 0; i < n; ++i) {
     int p = buffers[i].inPlaceWith;
-    if (p >= 0 && size_t(p) < n && buffers[p].size >= buffers[i].size && buffers[p].last == buffers[i].first) {
+    if (p >= 0 && size_t(p) < n && buffers[p].size >= buffers[i].size &&
+        buffers[p].last == buffers[i].first) {
       root[find(int(i))] = find(p);
       plan.inPlace[i] = true;
     }
@@ -72,7 +73,8 @@ MemoryPlan planMemory(const std::vector<BufferRequest> &buffers, int64_t alignme
     for (const Placed &p : placed)
       if (p.first <= s->last && s->first <= p.last)
         conflicts.push_back(p);
-    std::sort(conflicts.begin(), conflicts.end(), [](const Placed &a, const Placed &b) { return a.offset < b.offset; });
+    std::sort(conflicts.begin(), conflicts.end(),
+              [](const Placed &a, const Placed &b) { return a.offset < b.offset; });
     // Best fit: the smallest gap that holds the slot, else past the end.
     int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
     for (const Placed &p : conflicts) {

@@ -11,9 +11,9 @@
 namespace tensorc {
 
 struct BufferRequest {
-  int64_t size = 0;  // bytes
-  int first = 0;     // schedule step that writes it
-  int last = 0;      // last step that reads it (>= first)
+  int64_t size = 0; // bytes
+  int first = 0;    // schedule step that writes it
+  int last = 0;     // last step that reads it (>= first)
   // A buffer that dies at step `first` whose storage this one may take
   // (in-place update by an elementwise kernel); -1 if none.
   int inPlaceWith = -1;

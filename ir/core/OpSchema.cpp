@@ -78,8 +78,8 @@ std::vector<OpSchema> buildTable() {
   add("embedding", "nn", {in("indices"), in("weight")});
   add("dropout", "nn", {in("x"), in("seed")}, {dflt("p", f(0.5)), dflt("stream", i(0))});
   add("conv2d", "nn", {in("x"), in("weight"), opt("bias")},
-      {dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})),
-       dflt("dilation", ints({1, 1})), dflt("groups", i(1))});
+      {dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})),
+       dflt("groups", i(1))});
   add("max_pool2d", "nn", {in("x")},
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
        dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})), dflt("ceil_mode", b(false))});
@@ -87,7 +87,8 @@ std::vector<OpSchema> buildTable() {
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
        dflt("padding", ints({0, 0})), dflt("ceil_mode", b(false)),
        dflt("count_include_pad", b(true))});
-  add("batch_norm", "nn", {in("x"), in("running_mean"), in("running_var"), opt("weight"), opt("bias")},
+  add("batch_norm", "nn",
+      {in("x"), in("running_mean"), in("running_var"), opt("weight"), opt("bias")},
       {dflt("training", b(false)), dflt("momentum", f(0.1)), dflt("eps", f(1e-5))}, true, 3);
   add("scaled_dot_product_attention", "nn", {in("query"), in("key"), in("value"), opt("mask")},
       {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)});
@@ -115,7 +116,8 @@ std::vector<OpSchema> buildTable() {
   // Creation ops.
   add("constant", "creation", {}, {req("value", AttrKind::Dense)}, false);
   add("full", "creation", {},
-      {req("shape", AttrKind::Dims), req("value", AttrKind::Float), dflt("dtype", Attr(DType::F32))},
+      {req("shape", AttrKind::Dims), req("value", AttrKind::Float),
+       dflt("dtype", Attr(DType::F32))},
       false);
   add("zeros", "creation", {}, {req("shape", AttrKind::Dims), dflt("dtype", Attr(DType::F32))},
       false);

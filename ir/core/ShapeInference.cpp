@@ -34,10 +34,12 @@ void requireSameDType(const OperandRef &a, const OperandRef &b) {
         "dtypes differ: " + describe(a) + ", " + describe(b) + " (insert a cast)");
 }
 void requireStatic(const OperandRef &o, int64_t axis, const char *why) {
-  check(o.spec->shape[axis].isStatic(), describe(o) + "; dim " + std::to_string(axis) +
-                                            " must be static " + why);
+  check(o.spec->shape[axis].isStatic(),
+        describe(o) + "; dim " + std::to_string(axis) + " must be static " + why);
 }
-std::vector<TensorSpec> one(DType dtype, Shape shape) { return {TensorSpec{dtype, std::move(shape)}}; }
+std::vector<TensorSpec> one(DType dtype, Shape shape) {
+  return {TensorSpec{dtype, std::move(shape)}};
+}
 
 // A dim's size when it is static, for rules that need numbers.
 int64_t staticSize(const Dim &d) { return d.value(); }
@@ -47,8 +49,8 @@ std::vector<int64_t> intsOr(const AttrMap &attrs, const char *key, std::vector<i
 }
 
 void requirePairs(const std::vector<int64_t> &v, const char *key, int64_t minValue) {
-  check(v.size() == 2, std::string(key) + " must have 2 values (height, width), got " +
-                           std::to_string(v.size()));
+  check(v.size() == 2,
+        std::string(key) + " must have 2 values (height, width), got " + std::to_string(v.size()));
   for (int64_t x : v)
     check(x >= minValue, std::string(key) + " values must be >= " + std::to_string(minValue) +
                              ", got " + std::to_string(x));
@@ -114,7 +116,8 @@ Rule reduction(bool floatOnly) {
   return [=](const Operands &ops, const AttrMap &attrs) {
     floatOnly ? requireFloat(ops[0]) : requireNumeric(ops[0]);
     std::vector<int64_t> axes = normalizeAxes(attrs, "axes", spec(ops, 0).rank());
-    return one(spec(ops, 0).dtype, reducedShape(spec(ops, 0).shape, axes, getBool(attrs, "keepdim")));
+    return one(spec(ops, 0).dtype,
+               reducedShape(spec(ops, 0).shape, axes, getBool(attrs, "keepdim")));
   };
 }
 
@@ -139,16 +142,16 @@ std::vector<TensorSpec> inferMatmul(const Operands &ops, const AttrMap &) {
   requireSameDType(ops[0], ops[1]);
   requireNumeric(ops[0]);
   Shape a = spec(ops, 0).shape, b = spec(ops, 1).shape;
-  check(!a.empty() && !b.empty(), "matmul needs operands of rank >= 1: " + describe(ops[0]) +
-                                      ", " + describe(ops[1]));
+  check(!a.empty() && !b.empty(),
+        "matmul needs operands of rank >= 1: " + describe(ops[0]) + ", " + describe(ops[1]));
   bool aVector = a.size() == 1, bVector = b.size() == 1;
   if (aVector)
     a.insert(a.begin(), Dim::of(1));
   if (bVector)
     b.push_back(Dim::of(1));
-  check(a.back() == b[b.size() - 2],
-        "inner dims differ: " + ops[0].name + " is " + shapeStr(spec(ops, 0).shape) + ", " +
-            ops[1].name + " is " + shapeStr(spec(ops, 1).shape));
+  check(a.back() == b[b.size() - 2], "inner dims differ: " + ops[0].name + " is " +
+                                         shapeStr(spec(ops, 0).shape) + ", " + ops[1].name +
+                                         " is " + shapeStr(spec(ops, 1).shape));
   Shape batch = broadcastShapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2),
                                 ops[0].name + " batch dims", ops[1].name + " batch dims");
   if (!aVector)
@@ -172,7 +175,8 @@ void checkAffine(const Operands &ops, size_t index, const Shape &expected) {
     return;
   requireSameDType(ops[0], ops[index]);
   check(spec(ops, index).shape == expected, describe(ops[index]) + "; expected shape " +
-                                                shapeStr(expected) + " to match " + describe(ops[0]));
+                                                shapeStr(expected) + " to match " +
+                                                describe(ops[0]));
 }
 
 std::vector<TensorSpec> inferNorm(const Operands &ops, const AttrMap &attrs) {
@@ -242,21 +246,22 @@ std::vector<TensorSpec> inferConv2d(const Operands &ops, const AttrMap &attrs) {
   check(groups >= 1, "groups must be >= 1");
   int64_t inC = staticSize(x[1]), outC = staticSize(w[0]);
   check(outC % groups == 0 && inC % groups == 0,
-        "channels must divide by groups=" + std::to_string(groups) + ": " + describe(ops[0]) + ", " +
-            describe(ops[1]));
+        "channels must divide by groups=" + std::to_string(groups) + ": " + describe(ops[0]) +
+            ", " + describe(ops[1]));
   check(staticSize(w[1]) * groups == inC,
         "weight in-channels times groups must equal input channels: " + describe(ops[0]) + ", " +
             describe(ops[1]) + ", groups=" + std::to_string(groups));
   if (ops.size() > 2 && ops[2].spec) {
     requireSameDType(ops[0], ops[2]);
-    check(spec(ops, 2).shape == Shape{w[0]}, describe(ops[2]) + "; bias must be (" +
-                                                 w[0].str() + ")");
+    check(spec(ops, 2).shape == Shape{w[0]},
+          describe(ops[2]) + "; bias must be (" + w[0].str() + ")");
   }
   Shape out{x[0], w[0]};
   for (int k = 0; k < 2; ++k) {
     int64_t o = windowOutputSize(staticSize(x[2 + k]), staticSize(w[2 + k]), stride[k], padding[k],
                                  dilation[k], false);
-    check(o >= 1, "the kernel " + shapeStr(w) + " does not fit the padded input " + describe(ops[0]));
+    check(o >= 1,
+          "the kernel " + shapeStr(w) + " does not fit the padded input " + describe(ops[0]));
     out.push_back(Dim::of(o));
   }
   return one(spec(ops, 0).dtype, out);
@@ -306,10 +311,10 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
   requireSameDType(ops[0], ops[1]);
   requireSameDType(ops[0], ops[2]);
   const Shape &q = spec(ops, 0).shape, &k = spec(ops, 1).shape, &v = spec(ops, 2).shape;
-  check(q.back() == k.back(), "query and key embedding dims differ: " + describe(ops[0]) + ", " +
-                                  describe(ops[1]));
-  check(k[k.size() - 2] == v[v.size() - 2], "key and value sequence lengths differ: " +
-                                                 describe(ops[1]) + ", " + describe(ops[2]));
+  check(q.back() == k.back(),
+        "query and key embedding dims differ: " + describe(ops[0]) + ", " + describe(ops[1]));
+  check(k[k.size() - 2] == v[v.size() - 2],
+        "key and value sequence lengths differ: " + describe(ops[1]) + ", " + describe(ops[2]));
   Shape batch = broadcastShapes(Shape(q.begin(), q.end() - 2), Shape(k.begin(), k.end() - 2),
                                 ops[0].name + " batch dims", ops[1].name + " batch dims");
   batch = broadcastShapes(batch, Shape(v.begin(), v.end() - 2), "query/key batch dims",
@@ -322,8 +327,8 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
     scores.push_back(q[q.size() - 2]);
     scores.push_back(k[k.size() - 2]);
     Shape b = broadcastShapes(scores, mask.spec->shape, "scores", mask.name);
-    check(b == scores, describe(mask) + "; the mask must broadcast to the scores " +
-                           shapeStr(scores));
+    check(b == scores,
+          describe(mask) + "; the mask must broadcast to the scores " + shapeStr(scores));
   }
   batch.push_back(q[q.size() - 2]);
   batch.push_back(v.back());
@@ -367,9 +372,9 @@ std::vector<TensorSpec> inferReshape(const Operands &ops, const AttrMap &attrs) 
     check(q.has_value(), "cannot infer the -1 in " + shapeStr(target) + " for " + describe(ops[0]));
     target[inferAt] = *q;
   }
-  check(numElements(target) == total,
-        "element counts differ: " + describe(ops[0]) + " has " + total.str() + ", shape " +
-            shapeStr(target) + " has " + numElements(target).str());
+  check(numElements(target) == total, "element counts differ: " + describe(ops[0]) + " has " +
+                                          total.str() + ", shape " + shapeStr(target) + " has " +
+                                          numElements(target).str());
   return one(spec(ops, 0).dtype, target);
 }
 
@@ -459,10 +464,11 @@ std::vector<TensorSpec> inferConcat(const Operands &ops, const AttrMap &attrs) {
       if (a.isStatic() && b.isStatic())
         out[d] = Dim::of(a.value() + b.value());
       else if (a.symbols() == b.symbols())
-        out[d] = Dim::of(a.coefficient() + b.coefficient()) * *a.dividedBy(Dim::of(a.coefficient()));
+        out[d] =
+            Dim::of(a.coefficient() + b.coefficient()) * *a.dividedBy(Dim::of(a.coefficient()));
       else
-        fail("cannot concatenate " + a.str() + " and " + b.str() +
-             " along axis " + std::to_string(axis) + ": the sum is not a monomial");
+        fail("cannot concatenate " + a.str() + " and " + b.str() + " along axis " +
+             std::to_string(axis) + ": the sum is not a monomial");
     }
   }
   return one(first.dtype, out);
@@ -560,8 +566,8 @@ std::vector<TensorSpec> inferPad(const Operands &ops, const AttrMap &attrs) {
       continue;
     check(d.isStatic(), "cannot pad symbolic dim " + d.str() + " of " + describe(ops[0]));
     int64_t size = d.value() + before + after;
-    check(size >= 0, "pads " + attrStr(Attr(pads)) + " crop " + describe(ops[0]) +
-                         " below zero size");
+    check(size >= 0,
+          "pads " + attrStr(Attr(pads)) + " crop " + describe(ops[0]) + " below zero size");
     d = Dim::of(size);
   }
   return one(spec(ops, 0).dtype, shape);
@@ -590,7 +596,8 @@ std::vector<TensorSpec> inferFilled(const Operands &, const AttrMap &attrs) {
 }
 
 std::vector<TensorSpec> inferIota(const Operands &, const AttrMap &attrs) {
-  check(hasAttr(attrs, "end") != hasAttr(attrs, "length"), "needs exactly one of 'end' and 'length'");
+  check(hasAttr(attrs, "end") != hasAttr(attrs, "length"),
+        "needs exactly one of 'end' and 'length'");
   int64_t start = getInt(attrs, "start"), step = getInt(attrs, "step");
   check(step != 0, "step must not be 0");
   check(!isBool(getDType(attrs, "dtype")), "iota needs a numeric dtype");
@@ -742,7 +749,8 @@ std::vector<int64_t> poolStride(const AttrMap &attrs) {
   return hasAttr(attrs, "stride") ? getInts(attrs, "stride") : getInts(attrs, "kernel_size");
 }
 
-std::vector<TensorSpec> inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands,
+std::vector<TensorSpec> inferResultTypes(const OpSchema &op,
+                                         const std::vector<OperandRef> &operands,
                                          const AttrMap &attrs) {
   auto it = rules().find(op.name);
   check(it != rules().end(), "no shape rule for op '" + op.name + "'");

@@ -22,8 +22,8 @@ struct OperandRef {
 
 // `operands` follows the schema's operand order, with a variadic operand
 // expanded in place; `attrs` must come from completeAttrs().
-std::vector<TensorSpec> inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands,
-                                         const AttrMap &attrs);
+std::vector<TensorSpec>
+inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands, const AttrMap &attrs);
 
 // Helpers shared with the interpreter, which applies the same rules to
 // concrete sizes.

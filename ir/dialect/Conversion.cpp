@@ -9,25 +9,39 @@ namespace tensorc::tc {
 mlir::Type toMlirElementType(mlir::MLIRContext *ctx, DType dtype) {
   mlir::Builder b(ctx);
   switch (dtype) {
-  case DType::F64: return b.getF64Type();
-  case DType::F32: return b.getF32Type();
-  case DType::F16: return b.getF16Type();
-  case DType::BF16: return b.getBF16Type();
-  case DType::I64: return b.getI64Type();
-  case DType::I32: return b.getI32Type();
-  case DType::I1: return b.getI1Type();
+  case DType::F64:
+    return b.getF64Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I1:
+    return b.getI1Type();
   }
   return {};
 }
 
 std::optional<DType> toDType(mlir::Type t) {
-  if (t.isF64()) return DType::F64;
-  if (t.isF32()) return DType::F32;
-  if (t.isF16()) return DType::F16;
-  if (t.isBF16()) return DType::BF16;
-  if (t.isSignlessInteger(64)) return DType::I64;
-  if (t.isSignlessInteger(32)) return DType::I32;
-  if (t.isSignlessInteger(1)) return DType::I1;
+  if (t.isF64())
+    return DType::F64;
+  if (t.isF32())
+    return DType::F32;
+  if (t.isF16())
+    return DType::F16;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isSignlessInteger(64))
+    return DType::I64;
+  if (t.isSignlessInteger(32))
+    return DType::I32;
+  if (t.isSignlessInteger(1))
+    return DType::I1;
   return std::nullopt;
 }
 
@@ -114,11 +128,16 @@ static DenseValue denseFromMlir(mlir::DenseElementsAttr attr) {
 mlir::Attribute toMlirAttr(mlir::MLIRContext *ctx, const Attr &attr) {
   mlir::Builder b(ctx);
   switch (kindOf(attr)) {
-  case AttrKind::Int: return b.getI64IntegerAttr(std::get<int64_t>(attr));
-  case AttrKind::Float: return b.getF64FloatAttr(std::get<double>(attr));
-  case AttrKind::Bool: return b.getBoolAttr(std::get<bool>(attr));
-  case AttrKind::Enum: return b.getStringAttr(std::get<std::string>(attr));
-  case AttrKind::Ints: return b.getDenseI64ArrayAttr(std::get<std::vector<int64_t>>(attr));
+  case AttrKind::Int:
+    return b.getI64IntegerAttr(std::get<int64_t>(attr));
+  case AttrKind::Float:
+    return b.getF64FloatAttr(std::get<double>(attr));
+  case AttrKind::Bool:
+    return b.getBoolAttr(std::get<bool>(attr));
+  case AttrKind::Enum:
+    return b.getStringAttr(std::get<std::string>(attr));
+  case AttrKind::Ints:
+    return b.getDenseI64ArrayAttr(std::get<std::vector<int64_t>>(attr));
   case AttrKind::Dims: {
     llvm::SmallVector<mlir::Attribute> dims;
     for (const Dim &d : std::get<Shape>(attr))
@@ -126,8 +145,10 @@ mlir::Attribute toMlirAttr(mlir::MLIRContext *ctx, const Attr &attr) {
                                   : mlir::Attribute(b.getStringAttr(d.str())));
     return b.getArrayAttr(dims);
   }
-  case AttrKind::DType: return mlir::TypeAttr::get(toMlirElementType(ctx, std::get<DType>(attr)));
-  case AttrKind::Dense: return denseToMlir(ctx, std::get<DenseValue>(attr));
+  case AttrKind::DType:
+    return mlir::TypeAttr::get(toMlirElementType(ctx, std::get<DType>(attr)));
+  case AttrKind::Dense:
+    return denseToMlir(ctx, std::get<DenseValue>(attr));
   }
   return {};
 }
@@ -167,8 +188,8 @@ Attr toCoreAttr(mlir::Attribute attr, const AttrDef &def) {
         shape.push_back(Dim::of(i.getValue().getSExtValue()));
       } else if (auto s = llvm::dyn_cast<mlir::StringAttr>(e)) {
         std::optional<Dim> d = Dim::parse(s.getValue().str());
-        check(d.has_value(), "attribute '" + def.name + "' has a malformed dim \"" +
-                                 s.getValue().str() + "\"");
+        check(d.has_value(),
+              "attribute '" + def.name + "' has a malformed dim \"" + s.getValue().str() + "\"");
         shape.push_back(*d);
       } else {
         return wrong();

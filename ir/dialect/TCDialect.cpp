@@ -57,7 +57,8 @@ static LogicalResult verifySharding(Operation *anchor, ShardingAttr sharding, Ty
                            << sharding.getMesh();
       if (!used.insert(name.getValue().str()).second)
         return emitError() << "sharding uses mesh axis \"" << name.getValue() << "\" twice";
-      parts *= mesh.getSizes()[std::distance(mesh.getAxes().getAsValueRange<StringAttr>().begin(), it)];
+      parts *=
+          mesh.getSizes()[std::distance(mesh.getAxes().getAsValueRange<StringAttr>().begin(), it)];
     }
     const Dim &dim = spec->shape[i];
     if (dim.isStatic() && dim.value() % parts != 0)
@@ -139,8 +140,8 @@ LogicalResult TCDialect::verifyRegionArgAttribute(Operation *op, unsigned region
   return verifyValueAttr(op, attr, type);
 }
 
-LogicalResult TCDialect::verifyRegionResultAttribute(Operation *op, unsigned region,
-                                                     unsigned index, NamedAttribute attr) {
+LogicalResult TCDialect::verifyRegionResultAttribute(Operation *op, unsigned region, unsigned index,
+                                                     NamedAttribute attr) {
   Type type;
   if (auto fn = llvm::dyn_cast<FunctionOpInterface>(op))
     if (index < fn.getResultTypes().size())

@@ -46,14 +46,13 @@ LogicalResult verifyInferredResultTypes(Operation *op) {
     return op->emitOpError() << e.what();
   }
   if (inferred.size() != op->getNumResults())
-    return op->emitOpError() << "has " << op->getNumResults() << " results but "
-                             << inferred.size() << " are inferred";
+    return op->emitOpError() << "has " << op->getNumResults() << " results but " << inferred.size()
+                             << " are inferred";
   for (size_t i = 0; i < inferred.size(); ++i) {
     std::optional<TensorSpec> declared = toTensorSpec(op->getResult(i).getType());
     if (!declared || *declared != inferred[i])
-      return op->emitOpError() << "result #" << i << " is declared "
-                               << op->getResult(i).getType() << " but inferred as "
-                               << toMlirType(op->getContext(), inferred[i]);
+      return op->emitOpError() << "result #" << i << " is declared " << op->getResult(i).getType()
+                               << " but inferred as " << toMlirType(op->getContext(), inferred[i]);
   }
   return success();
 }
@@ -108,16 +107,20 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 LogicalResult FusedOp::verify() {
   Block &body = getBody().front();
   if (body.getNumArguments() != getInputs().size())
-    return emitOpError() << "has " << getInputs().size() << " inputs but its body takes " << body.getNumArguments();
+    return emitOpError() << "has " << getInputs().size() << " inputs but its body takes "
+                         << body.getNumArguments();
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
     if (arg.getType() != input.getType())
-      return emitOpError() << "body argument type " << arg.getType() << " differs from input type " << input.getType();
+      return emitOpError() << "body argument type " << arg.getType() << " differs from input type "
+                           << input.getType();
   auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
   if (!yield)
     return emitOpError() << "body must end in tc.yield";
   if (yield.getValues().getTypes() != getResultTypes())
-    return emitOpError() << "yields " << yield.getValues().size() << " values whose types differ from the results";
-  static const std::set<std::string> kinds = {"elementwise", "reduction", "matmul", "attention", "gather", "copy"};
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values whose types differ from the results";
+  static const std::set<std::string> kinds = {"elementwise", "reduction", "matmul",
+                                              "attention",   "gather",    "copy"};
   if (!kinds.count(getKind().str()))
     return emitOpError() << "unknown kind \"" << getKind() << "\"";
   return success();

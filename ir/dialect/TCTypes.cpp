@@ -79,8 +79,9 @@ LogicalResult TcTensorType::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<int64_t> sizes, ArrayRef<StringAttr> symbols,
                                    Type elementType) {
   if (!toDType(elementType))
-    return emitError() << "!tc.tensor element type must be f64, f32, f16, bf16, i64, i32 or i1, got "
-                       << elementType;
+    return emitError()
+           << "!tc.tensor element type must be f64, f32, f16, bf16, i64, i32 or i1, got "
+           << elementType;
   if (sizes.size() != symbols.size())
     return emitError() << "!tc.tensor sizes and symbols differ in length";
   int64_t elements = 1;

@@ -36,22 +36,32 @@ template <typename T> static void store(std::vector<uint8_t> &b, int64_t i, T v)
 
 double HostTensor::getF(int64_t i) const {
   switch (dtype_) {
-  case DType::F64: return load<double>(bytes_, i);
-  case DType::F32: return load<float>(bytes_, i);
-  case DType::F16: return halfBitsToDouble(load<uint16_t>(bytes_, i));
-  case DType::BF16: return bfloat16BitsToDouble(load<uint16_t>(bytes_, i));
-  case DType::I64: return double(load<int64_t>(bytes_, i));
-  case DType::I32: return double(load<int32_t>(bytes_, i));
-  case DType::I1: return load<uint8_t>(bytes_, i) ? 1.0 : 0.0;
+  case DType::F64:
+    return load<double>(bytes_, i);
+  case DType::F32:
+    return load<float>(bytes_, i);
+  case DType::F16:
+    return halfBitsToDouble(load<uint16_t>(bytes_, i));
+  case DType::BF16:
+    return bfloat16BitsToDouble(load<uint16_t>(bytes_, i));
+  case DType::I64:
+    return double(load<int64_t>(bytes_, i));
+  case DType::I32:
+    return double(load<int32_t>(bytes_, i));
+  case DType::I1:
+    return load<uint8_t>(bytes_, i) ? 1.0 : 0.0;
   }
   return 0;
 }
 
 int64_t HostTensor::getI(int64_t i) const {
   switch (dtype_) {
-  case DType::I64: return load<int64_t>(bytes_, i);
-  case DType::I32: return load<int32_t>(bytes_, i);
-  case DType::I1: return load<uint8_t>(bytes_, i) ? 1 : 0;
+  case DType::I64:
+    return load<int64_t>(bytes_, i);
+  case DType::I32:
+    return load<int32_t>(bytes_, i);
+  case DType::I1:
+    return load<uint8_t>(bytes_, i) ? 1 : 0;
   default: {
     double v = getF(i);
     if (std::isnan(v))
@@ -67,11 +77,21 @@ int64_t HostTensor::getI(int64_t i) const {
 
 void HostTensor::setF(int64_t i, double v) {
   switch (dtype_) {
-  case DType::F64: store<double>(bytes_, i, v); return;
-  case DType::F32: store<float>(bytes_, i, float(v)); return;
-  case DType::F16: store<uint16_t>(bytes_, i, doubleToHalfBits(v)); return;
-  case DType::BF16: store<uint16_t>(bytes_, i, doubleToBFloat16Bits(v)); return;
-  case DType::I1: store<uint8_t>(bytes_, i, v != 0 ? 1 : 0); return;
+  case DType::F64:
+    store<double>(bytes_, i, v);
+    return;
+  case DType::F32:
+    store<float>(bytes_, i, float(v));
+    return;
+  case DType::F16:
+    store<uint16_t>(bytes_, i, doubleToHalfBits(v));
+    return;
+  case DType::BF16:
+    store<uint16_t>(bytes_, i, doubleToBFloat16Bits(v));
+    return;
+  case DType::I1:
+    store<uint8_t>(bytes_, i, v != 0 ? 1 : 0);
+    return;
   case DType::I64:
   case DType::I32: {
     int64_t x;
@@ -94,10 +114,18 @@ void HostTensor::setF(int64_t i, double v) {
 
 void HostTensor::setI(int64_t i, int64_t v) {
   switch (dtype_) {
-  case DType::I64: store<int64_t>(bytes_, i, v); return;
-  case DType::I32: store<int32_t>(bytes_, i, int32_t(uint32_t(uint64_t(v)))); return;
-  case DType::I1: store<uint8_t>(bytes_, i, v != 0 ? 1 : 0); return;
-  default: setF(i, double(v)); return;
+  case DType::I64:
+    store<int64_t>(bytes_, i, v);
+    return;
+  case DType::I32:
+    store<int32_t>(bytes_, i, int32_t(uint32_t(uint64_t(v))));
+    return;
+  case DType::I1:
+    store<uint8_t>(bytes_, i, v != 0 ? 1 : 0);
+    return;
+  default:
+    setF(i, double(v));
+    return;
   }
 }
 

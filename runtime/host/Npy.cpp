@@ -14,30 +14,43 @@ namespace {
 const char kMagic[] = "\x93NUMPY";
 
 std::optional<DType> fromDescr(const std::string &d) {
-  if (d == "<f8") return DType::F64;
-  if (d == "<f4") return DType::F32;
-  if (d == "<f2") return DType::F16;
-  if (d == "<i8") return DType::I64;
-  if (d == "<i4") return DType::I32;
-  if (d == "|b1") return DType::I1;
+  if (d == "<f8")
+    return DType::F64;
+  if (d == "<f4")
+    return DType::F32;
+  if (d == "<f2")
+    return DType::F16;
+  if (d == "<i8")
+    return DType::I64;
+  if (d == "<i4")
+    return DType::I32;
+  if (d == "|b1")
+    return DType::I1;
   return std::nullopt;
 }
 
 const char *toDescr(DType d) {
   switch (d) {
-  case DType::F64: return "<f8";
+  case DType::F64:
+    return "<f8";
   case DType::F32:
-  case DType::BF16: return "<f4";
-  case DType::F16: return "<f2";
-  case DType::I64: return "<i8";
-  case DType::I32: return "<i4";
-  case DType::I1: return "|b1";
+  case DType::BF16:
+    return "<f4";
+  case DType::F16:
+    return "<f2";
+  case DType::I64:
+    return "<i8";
+  case DType::I32:
+    return "<i4";
+  case DType::I1:
+    return "|b1";
   }
   return "";
 }
 
 // Extracts the value text after `'key':` in the header dict.
-std::string headerField(const std::string &header, const std::string &key, const std::string &where) {
+std::string headerField(const std::string &header, const std::string &key,
+                        const std::string &where) {
   size_t at = header.find("'" + key + "'");
   check(at != std::string::npos, where + ": .npy header has no '" + key + "'");
   size_t colon = header.find(':', at);
@@ -79,8 +92,8 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
   std::string descr = headerField(header, "descr", where);
   descr = descr.size() >= 2 ? descr.substr(1, descr.size() - 2) : descr;
   std::optional<DType> fileDType = fromDescr(descr);
-  check(fileDType.has_value(), where + ": unsupported dtype '" + descr +
-                                   "' (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
+  check(fileDType.has_value(),
+        where + ": unsupported dtype '" + descr + "' (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
   check(headerField(header, "fortran_order", where) == "False",
         where + ": Fortran-order arrays are not supported; save with np.ascontiguousarray");
   std::string shapeText = headerField(header, "shape", where);
@@ -94,7 +107,8 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
       if (a == std::string::npos)
         continue;
       item = item.substr(a, item.find_last_not_of(' ') - a + 1);
-      check(!item.empty() && item.size() <= 15 && item.find_first_not_of("0123456789") == std::string::npos,
+      check(!item.empty() && item.size() <= 15 &&
+                item.find_first_not_of("0123456789") == std::string::npos,
             where + ": malformed shape " + shapeText);
       shape.push_back(std::stoll(item));
     }
@@ -133,7 +147,9 @@ HostTensor readNpy(const std::string &path, std::optional<DType> expected) {
 std::string formatNpy(const HostTensor &t) {
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i)
-    shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1 ? "," : i + 1 < t.shape().size() ? ", " : "");
+    shape += std::to_string(t.shape()[i]) + (t.shape().size() == 1      ? ","
+                                             : i + 1 < t.shape().size() ? ", "
+                                                                        : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + toDescr(t.dtype()) +
                        "', 'fortran_order': False, 'shape': " + shape + ", }";
@@ -157,6 +173,8 @@ std::string formatNpy(const HostTensor &t) {
   return out;
 }
 
-void writeNpy(const std::string &path, const HostTensor &t) { writeFileAtomically(path, formatNpy(t)); }
+void writeNpy(const std::string &path, const HostTensor &t) {
+  writeFileAtomically(path, formatNpy(t));
+}
 
 } // namespace tensorc

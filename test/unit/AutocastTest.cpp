@@ -31,13 +31,15 @@ TEST(Autocast, ExamplesStayCloseAndKeepTheirSignature) {
           lowered |= n.results[0].dtype == low;
       EXPECT_TRUE(lowered);
       std::map<std::string, HostTensor> inputs = completeInputs(g, ga, {}, 5, {{"B", 2}, {"T", 3}});
-      std::vector<HostTensor> want = interpret(g, ga, inputs).outputs, got = interpret(a, aa, inputs).outputs;
+      std::vector<HostTensor> want = interpret(g, ga, inputs).outputs,
+                              got = interpret(a, aa, inputs).outputs;
       for (size_t i = 0; i < want.size(); ++i) {
         double scale = 0;
         for (int64_t k = 0; k < want[i].numel(); ++k)
           scale = std::max(scale, std::fabs(want[i].getF(k)));
         for (int64_t k = 0; k < want[i].numel(); ++k)
-          EXPECT_NEAR(got[i].getF(k), want[i].getF(k), 0.03 * std::max(1.0, scale)) << g.outputs[i] << "[" << k << "]";
+          EXPECT_NEAR(got[i].getF(k), want[i].getF(k), 0.03 * std::max(1.0, scale))
+              << g.outputs[i] << "[" << k << "]";
       }
     }
   }

@@ -30,7 +30,8 @@ TEST(Dim, ParsePrintMultiply) {
   EXPECT_THROW(Dim::of(int64_t(1) << 40) * Dim::of(int64_t(1) << 40), Error);
 }
 
-std::vector<TensorSpec> infer(const std::string &op, std::vector<TensorSpec> args, AttrMap attrs = {}) {
+std::vector<TensorSpec> infer(const std::string &op, std::vector<TensorSpec> args,
+                              AttrMap attrs = {}) {
   const OpSchema *schema = findOpSchema(op);
   std::vector<OperandRef> refs;
   for (size_t i = 0; i < args.size(); ++i)
@@ -58,7 +59,9 @@ TEST(ShapeInference, Broadcasting) {
   EXPECT_EQ(infer("add", {T({"B", "1"}), T({"3"})})[0], T({"B", "3"}));
   EXPECT_EQ(infer("add", {T({"1"}), T({"B", "T"})})[0], T({"B", "T"}));
   EXPECT_EQ(infer("mul", {T({}), T({"2", "3"})})[0], T({"2", "3"}));
-  EXPECT_EQ(message([] { infer("add", {T({"B"}), T({"4"})}); }),
+  EXPECT_EQ(message([] {
+              infer("add", {T({"B"}), T({"4"})});
+            }),
             "cannot broadcast a0 (B) with a1 (4): B vs 4");
   EXPECT_EQ(infer("lt", {T({"2"}), T({"2"})})[0].dtype, DType::I1);
 }
@@ -68,26 +71,36 @@ TEST(ShapeInference, MatmulForms) {
   EXPECT_EQ(infer("matmul", {T({"3"}), T({"3"})})[0], T({}));
   EXPECT_EQ(infer("matmul", {T({"3"}), T({"5", "3", "2"})})[0], T({"5", "2"}));
   EXPECT_EQ(infer("matmul", {T({"5", "2", "3"}), T({"3"})})[0], T({"5", "2"}));
-  EXPECT_EQ(infer("matmul", {T({"2", "1", "4", "3"}), T({"7", "3", "5"})})[0], T({"2", "7", "4", "5"}));
-  EXPECT_EQ(message([] { infer("matmul", {T({"B", "784"}), T({"512", "256"})}); }),
+  EXPECT_EQ(infer("matmul", {T({"2", "1", "4", "3"}), T({"7", "3", "5"})})[0],
+            T({"2", "7", "4", "5"}));
+  EXPECT_EQ(message([] {
+              infer("matmul", {T({"B", "784"}), T({"512", "256"})});
+            }),
             "inner dims differ: a0 is (B, 784), a1 is (512, 256)");
 }
 
 TEST(ShapeInference, ReshapeWithSymbols) {
-  EXPECT_EQ(infer("reshape", {T({"B", "T", "64"})}, {{"shape", Shape{D("B*T"), D("64")}}})[0], T({"B*T", "64"}));
-  EXPECT_EQ(infer("reshape", {T({"B*T", "64"})}, {{"shape", Shape{D("B"), Dim::of(-1), D("16"), D("4")}}})[0],
+  EXPECT_EQ(infer("reshape", {T({"B", "T", "64"})}, {{"shape", Shape{D("B*T"), D("64")}}})[0],
+            T({"B*T", "64"}));
+  EXPECT_EQ(infer("reshape", {T({"B*T", "64"})},
+                  {{"shape", Shape{D("B"), Dim::of(-1), D("16"), D("4")}}})[0],
             T({"B", "T", "16", "4"}));
-  EXPECT_EQ(infer("flatten", {T({"N", "3", "4"})}, {{"start_axis", int64_t(1)}})[0], T({"N", "12"}));
+  EXPECT_EQ(infer("flatten", {T({"N", "3", "4"})}, {{"start_axis", int64_t(1)}})[0],
+            T({"N", "12"}));
   EXPECT_EQ(infer("concat", {T({"B", "2"}), T({"B", "2"})})[0], T({"2*B", "2"}));
 }
 
 TEST(ShapeInference, NegativeAxesAndKeepdim) {
-  EXPECT_EQ(infer("sum", {T({"2", "3", "4"})}, {{"axes", std::vector<int64_t>{-1, 0}}})[0], T({"3"}));
-  EXPECT_EQ(infer("sum", {T({"2", "3", "4"})}, {{"axes", std::vector<int64_t>{-2}}, {"keepdim", true}})[0],
+  EXPECT_EQ(infer("sum", {T({"2", "3", "4"})}, {{"axes", std::vector<int64_t>{-1, 0}}})[0],
+            T({"3"}));
+  EXPECT_EQ(infer("sum", {T({"2", "3", "4"})},
+                  {{"axes", std::vector<int64_t>{-2}}, {"keepdim", true}})[0],
             T({"2", "1", "4"}));
   EXPECT_EQ(infer("argmax", {T({"2", "3"})})[0], T({}, DType::I64));
   EXPECT_EQ(infer("unsqueeze", {T({"2"})}, {{"axis", int64_t(-1)}})[0], T({"2", "1"}));
-  EXPECT_EQ(message([] { infer("softmax", {T({"2"})}, {{"axis", int64_t(-2)}}); }),
+  EXPECT_EQ(message([] {
+              infer("softmax", {T({"2"})}, {{"axis", int64_t(-2)}});
+            }),
             "axis -2 is out of range for rank 1");
 }
 
@@ -95,13 +108,16 @@ TEST(ShapeInference, WindowSizes) {
   // PyTorch: (H + 2p - d(k-1) - 1) / s + 1, rounded down or up.
   EXPECT_EQ(windowOutputSize(5, 2, 2, 0, 1, false), 2);
   EXPECT_EQ(windowOutputSize(5, 2, 2, 0, 1, true), 3);
-  EXPECT_EQ(windowOutputSize(4, 2, 2, 1, 1, true), 3); // the last window would start in the right padding
+  EXPECT_EQ(windowOutputSize(4, 2, 2, 1, 1, true),
+            3); // the last window would start in the right padding
   EXPECT_EQ(windowOutputSize(32, 3, 1, 1, 1, false), 32);
   EXPECT_EQ(windowOutputSize(9, 3, 2, 1, 1, false), 5);
 }
 
 TEST(ShapeInference, SliceRanges) {
-  auto len = [](int64_t size, int64_t s, int64_t e, int64_t st) { return sliceRange(size, s, e, st).length; };
+  auto len = [](int64_t size, int64_t s, int64_t e, int64_t st) {
+    return sliceRange(size, s, e, st).length;
+  };
   EXPECT_EQ(len(7, 1, 5, 1), 4);
   EXPECT_EQ(len(7, 1, INT64_MAX, 2), 3);
   EXPECT_EQ(len(7, -3, -1, 1), 2);
@@ -114,10 +130,17 @@ TEST(OpSchema, AttributesAreCheckedAndDefaulted) {
   AttrMap complete = completeAttrs(sum, {});
   EXPECT_EQ(std::get<bool>(complete.at("keepdim")), false);
   EXPECT_FALSE(complete.count("axes"));
-  EXPECT_EQ(message([&] { completeAttrs(sum, {{"keepdim", int64_t(1)}}); }),
+  EXPECT_EQ(message([&] {
+              completeAttrs(sum, {{"keepdim", int64_t(1)}});
+            }),
             "attribute 'keepdim' must be a bool, got int");
-  EXPECT_EQ(message([&] { completeAttrs(sum, {{"axis", int64_t(1)}}); }), "unknown attribute 'axis'");
-  EXPECT_EQ(message([] { completeAttrs(*findOpSchema("transpose"), {{"dim0", int64_t(0)}}); }),
+  EXPECT_EQ(message([&] {
+              completeAttrs(sum, {{"axis", int64_t(1)}});
+            }),
+            "unknown attribute 'axis'");
+  EXPECT_EQ(message([] {
+              completeAttrs(*findOpSchema("transpose"), {{"dim0", int64_t(0)}});
+            }),
             "missing required attribute 'dim1'");
   EXPECT_TRUE(canonicalAttrs(sum, {{"keepdim", false}}).empty());
   EXPECT_EQ(canonicalAttrs(sum, {{"keepdim", true}}).size(), 1u);

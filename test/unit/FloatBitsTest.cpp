@@ -11,13 +11,13 @@ using namespace tensorc;
 TEST(FloatBits, HalfKnownValues) {
   EXPECT_EQ(doubleToHalfBits(1.0), 0x3c00);
   EXPECT_EQ(doubleToHalfBits(-2.0), 0xc000);
-  EXPECT_EQ(doubleToHalfBits(65504.0), 0x7bff);            // largest finite
-  EXPECT_EQ(doubleToHalfBits(65519.99), 0x7bff);           // rounds down to it
-  EXPECT_EQ(doubleToHalfBits(65520.0), 0x7c00);            // the tie rounds to inf
-  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -24)), 0x0001); // smallest subnormal
-  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -25)), 0x0000); // tie to even: 0
-  EXPECT_EQ(doubleToHalfBits(std::ldexp(3.0, -25)), 0x0002); // 1.5 ulp: tie to even: 2
-  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -14)), 0x0400); // smallest normal
+  EXPECT_EQ(doubleToHalfBits(65504.0), 0x7bff);                    // largest finite
+  EXPECT_EQ(doubleToHalfBits(65519.99), 0x7bff);                   // rounds down to it
+  EXPECT_EQ(doubleToHalfBits(65520.0), 0x7c00);                    // the tie rounds to inf
+  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -24)), 0x0001);       // smallest subnormal
+  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -25)), 0x0000);       // tie to even: 0
+  EXPECT_EQ(doubleToHalfBits(std::ldexp(3.0, -25)), 0x0002);       // 1.5 ulp: tie to even: 2
+  EXPECT_EQ(doubleToHalfBits(std::ldexp(1.0, -14)), 0x0400);       // smallest normal
   EXPECT_EQ(doubleToHalfBits(1.0 + std::ldexp(1.0, -11)), 0x3c00); // tie to even
   EXPECT_EQ(doubleToHalfBits(1.0 + 3 * std::ldexp(1.0, -11)), 0x3c02);
   EXPECT_EQ(doubleToHalfBits(-0.0), 0x8000);

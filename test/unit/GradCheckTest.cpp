@@ -20,18 +20,25 @@ namespace {
 
 struct In {
   std::string name;
-  trace::DimSpec declared;        // as the graph declares it (may be symbolic)
-  std::vector<int64_t> shape;     // the concrete shape to run
+  trace::DimSpec declared;    // as the graph declares it (may be symbolic)
+  std::vector<int64_t> shape; // the concrete shape to run
   DType dtype = DType::F64;
-  double lo = -1, hi = 1;         // float range; integers in [0, hi)
+  double lo = -1, hi = 1; // float range; integers in [0, hi)
   bool wrt = true;
 };
 
 In floats(std::string name, std::vector<int64_t> shape, double lo = -1, double hi = 1) {
-  return {std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::F64, lo, hi, true};
+  return {
+      std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::F64, lo, hi, true};
 }
 In ints(std::string name, std::vector<int64_t> shape, int64_t bound) {
-  return {std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::I64, 0, double(bound), false};
+  return {std::move(name),
+          trace::DimSpec(shape.begin(), shape.end()),
+          shape,
+          DType::I64,
+          0,
+          double(bound),
+          false};
 }
 In symbolic(std::string name, trace::DimSpec declared, std::vector<int64_t> shape) {
   return {std::move(name), std::move(declared), std::move(shape), DType::F64, -1, 1, true};
@@ -67,8 +74,8 @@ using Build = std::function<Tensor(Tracer &, const std::vector<Tensor> &)>;
 // Checks d<c, f(inputs)>/d(input) of the forward graph's first output for
 // every input in `wrt`, against central differences, with c a random
 // cotangent (1 for a scalar output). `ins` describes how to draw each input.
-void gradcheckGraph(const Graph &forward, const std::vector<In> &ins, const std::vector<std::string> &wrt, double tol,
-                    uint64_t seed) {
+void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
+                    const std::vector<std::string> &wrt, double tol, uint64_t seed) {
   std::mt19937_64 rng(seed);
   autodiff::AutodiffOptions options;
   options.wrt = wrt;
@@ -102,7 +109,9 @@ void gradcheckGraph(const Graph &forward, const std::vector<In> &ins, const std:
       std::map<std::string, HostTensor> plus = inputs, minus = inputs;
       plus.at(joint.wrt[w]).setF(i, v + h);
       minus.at(joint.wrt[w]).setF(i, v - h);
-      double numeric = (run(forward, fa, plus, cot ? &*cot : nullptr) - run(forward, fa, minus, cot ? &*cot : nullptr)) / (2 * h);
+      double numeric = (run(forward, fa, plus, cot ? &*cot : nullptr) -
+                        run(forward, fa, minus, cot ? &*cot : nullptr)) /
+                       (2 * h);
       double got = analytic.getF(i);
       EXPECT_NEAR(got, numeric, tol * std::max(1.0, std::fabs(numeric)) + 1e-7)
           << "d/d " << joint.wrt[w] << "[" << i << "]";
@@ -128,54 +137,72 @@ void gradcheck(const std::string &label, std::vector<In> ins, Build build, doubl
 Tensor in(const std::vector<Tensor> &a, size_t i) { return a.at(i); }
 
 TEST(GradCheck, Unary) {
-  for (const char *op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "silu", "sin", "cos", "erf", "gelu"})
-    gradcheck(op, {floats("x", {2, 3})}, [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
-  gradcheck("gelu tanh", {floats("x", {5})}, [](Tracer &, auto &a) { return trace::gelu(a[0], "tanh"); });
+  for (const char *op :
+       {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "silu", "sin", "cos", "erf", "gelu"})
+    gradcheck(op, {floats("x", {2, 3})},
+              [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
+  gradcheck("gelu tanh", {floats("x", {5})},
+            [](Tracer &, auto &a) { return trace::gelu(a[0], "tanh"); });
   for (const char *op : {"log", "sqrt", "rsqrt", "reciprocal"})
-    gradcheck(op, {floats("x", {2, 3}, 0.5, 2.0)}, [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
+    gradcheck(op, {floats("x", {2, 3}, 0.5, 2.0)},
+              [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
 }
 
 TEST(GradCheck, BinaryWithBroadcasting) {
   for (const char *op : {"add", "sub", "mul", "maximum", "minimum"})
-    gradcheck(op, {floats("a", {2, 1, 3}), floats("b", {4, 1})},
-              [op](Tracer &t, auto &a) { return t.call(op, {a[0], a[1]})[0]; });
-  gradcheck("div", {floats("a", {2, 3}), floats("b", {3}, 0.5, 2)}, [](Tracer &, auto &a) { return a[0] / a[1]; });
+    gradcheck(op, {floats("a", {2, 1, 3}), floats("b", {4, 1})}, [op](Tracer &t, auto &a) {
+      return t.call(op, {a[0], a[1]})[0];
+    });
+  gradcheck("div", {floats("a", {2, 3}), floats("b", {3}, 0.5, 2)},
+            [](Tracer &, auto &a) { return a[0] / a[1]; });
   gradcheck("pow", {floats("a", {2, 3}, 0.5, 2), floats("b", {2, 1})},
             [](Tracer &, auto &a) { return trace::pow(a[0], a[1]); });
-  gradcheck("literals", {floats("a", {3})},
-            [](Tracer &, auto &a) { return trace::pow(a[0] * 2.0 + 3.0, 2.0) - trace::div(1.0, trace::add(a[0], 3.0)); });
-  gradcheck("same value twice", {floats("a", {3})}, [](Tracer &, auto &a) { return a[0] * a[0] + a[0]; });
+  gradcheck("literals", {floats("a", {3})}, [](Tracer &, auto &a) {
+    return trace::pow(a[0] * 2.0 + 3.0, 2.0) - trace::div(1.0, trace::add(a[0], 3.0));
+  });
+  gradcheck("same value twice", {floats("a", {3})},
+            [](Tracer &, auto &a) { return a[0] * a[0] + a[0]; });
 }
 
 TEST(GradCheck, SelectAndClamp) {
   gradcheck("where", {floats("c", {2, 3}), floats("x", {2, 3}), floats("y", {3})},
             [](Tracer &, auto &a) { return trace::where(trace::gt(a[0], 0.0), a[1], a[2]); });
-  gradcheck("clamp", {floats("x", {8}, -2, 2)}, [](Tracer &, auto &a) { return trace::clamp(a[0], -0.5, 0.75); });
-  gradcheck("clamp min", {floats("x", {8}, -2, 2)}, [](Tracer &, auto &a) { return trace::clamp(a[0], 0.1, std::nullopt); });
+  gradcheck("clamp", {floats("x", {8}, -2, 2)},
+            [](Tracer &, auto &a) { return trace::clamp(a[0], -0.5, 0.75); });
+  gradcheck("clamp min", {floats("x", {8}, -2, 2)},
+            [](Tracer &, auto &a) { return trace::clamp(a[0], 0.1, std::nullopt); });
 }
 
 TEST(GradCheck, Reductions) {
   for (const char *op : {"sum", "mean", "max", "min", "prod", "var"}) {
     gradcheck(std::string(op) + " all", {floats("x", {2, 3}, 0.5, 1.5)},
               [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
-    gradcheck(std::string(op) + " axes", {floats("x", {2, 3, 4}, 0.5, 1.5)}, [op](Tracer &t, auto &a) {
-      return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{-1, 0}}})[0];
-    });
-    gradcheck(std::string(op) + " keepdim", {floats("x", {2, 3, 4}, 0.5, 1.5)}, [op](Tracer &t, auto &a) {
-      return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}})[0];
-    });
+    gradcheck(std::string(op) + " axes", {floats("x", {2, 3, 4}, 0.5, 1.5)},
+              [op](Tracer &t, auto &a) {
+                return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{-1, 0}}})[0];
+              });
+    gradcheck(
+        std::string(op) + " keepdim", {floats("x", {2, 3, 4}, 0.5, 1.5)}, [op](Tracer &t, auto &a) {
+          return t.call(op, {a[0]}, {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}})[0];
+        });
   }
-  gradcheck("var correction 0", {floats("x", {3, 4})}, [](Tracer &, auto &a) { return trace::var(a[0], {1}, false, 0); });
+  gradcheck("var correction 0", {floats("x", {3, 4})},
+            [](Tracer &, auto &a) { return trace::var(a[0], {1}, false, 0); });
   gradcheck("transpose then reduce", {floats("x", {3, 4})},
             [](Tracer &, auto &a) { return trace::sum(trace::transpose(a[0], 0, 1), {0}); });
-  gradcheck("symbolic mean", {symbolic("x", {"B", 3}, {5, 3})}, [](Tracer &, auto &a) { return trace::mean(a[0], {0}); });
+  gradcheck("symbolic mean", {symbolic("x", {"B", 3}, {5, 3})},
+            [](Tracer &, auto &a) { return trace::mean(a[0], {0}); });
 }
 
 TEST(GradCheck, Matmul) {
-  gradcheck("2d", {floats("a", {2, 3}), floats("b", {3, 4})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
-  gradcheck("vec-vec", {floats("a", {3}), floats("b", {3})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
-  gradcheck("vec-mat", {floats("a", {3}), floats("b", {2, 3, 4})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
-  gradcheck("mat-vec", {floats("a", {2, 4, 3}), floats("b", {3})}, [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("2d", {floats("a", {2, 3}), floats("b", {3, 4})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("vec-vec", {floats("a", {3}), floats("b", {3})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("vec-mat", {floats("a", {3}), floats("b", {2, 3, 4})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("mat-vec", {floats("a", {2, 4, 3}), floats("b", {3})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
   gradcheck("batch broadcast", {floats("a", {2, 1, 2, 3}), floats("b", {3, 3, 2})},
             [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
   gradcheck("symbolic batch", {symbolic("a", {"B", 3}, {4, 3}), floats("b", {3, 2})},
@@ -183,29 +210,39 @@ TEST(GradCheck, Matmul) {
 }
 
 TEST(GradCheck, Normalization) {
-  gradcheck("softmax", {floats("x", {2, 5})}, [](Tracer &, auto &a) { return trace::softmax(a[0], 1); });
-  gradcheck("softmax axis 0", {floats("x", {3, 2})}, [](Tracer &, auto &a) { return trace::softmax(a[0], 0); });
-  gradcheck("log_softmax", {floats("x", {2, 5})}, [](Tracer &, auto &a) { return trace::log_softmax(a[0]); });
+  gradcheck("softmax", {floats("x", {2, 5})},
+            [](Tracer &, auto &a) { return trace::softmax(a[0], 1); });
+  gradcheck("softmax axis 0", {floats("x", {3, 2})},
+            [](Tracer &, auto &a) { return trace::softmax(a[0], 0); });
+  gradcheck("log_softmax", {floats("x", {2, 5})},
+            [](Tracer &, auto &a) { return trace::log_softmax(a[0]); });
   gradcheck("layer_norm", {floats("x", {3, 5}), floats("w", {5}), floats("b", {5})},
             [](Tracer &, auto &a) { return trace::layer_norm(a[0], a[1], a[2]); });
   gradcheck("layer_norm two axes", {floats("x", {2, 3, 4}), floats("w", {3, 4})},
             [](Tracer &, auto &a) { return trace::layer_norm(a[0], a[1], std::nullopt, -2); });
-  gradcheck("layer_norm plain", {floats("x", {2, 6})}, [](Tracer &, auto &a) { return trace::layer_norm(a[0]); });
+  gradcheck("layer_norm plain", {floats("x", {2, 6})},
+            [](Tracer &, auto &a) { return trace::layer_norm(a[0]); });
   gradcheck("rms_norm", {floats("x", {3, 5}), floats("w", {5})},
             [](Tracer &, auto &a) { return trace::rms_norm(a[0], a[1], -1, 1e-6); });
-  gradcheck("rms_norm default eps", {floats("x", {2, 4})}, [](Tracer &, auto &a) { return trace::rms_norm(a[0]); });
-  gradcheck("batch_norm train", {floats("x", {3, 2, 2, 2}), floats("w", {2}), floats("b", {2})}, [](Tracer &t, auto &a) {
-    return trace::batch_norm(a[0], trace::zeros(t, {2}, DType::F64), trace::ones(t, {2}, DType::F64), a[1], a[2], true)[0];
-  });
-  gradcheck("batch_norm eval", {floats("x", {3, 2, 2}), floats("w", {2}), floats("b", {2}), floats("m", {2}),
-                                 floats("v", {2}, 0.5, 2.0)},
-            [](Tracer &, auto &a) { return trace::batch_norm(a[0], a[3], a[4], a[1], a[2], false)[0]; });
+  gradcheck("rms_norm default eps", {floats("x", {2, 4})},
+            [](Tracer &, auto &a) { return trace::rms_norm(a[0]); });
+  gradcheck("batch_norm train", {floats("x", {3, 2, 2, 2}), floats("w", {2}), floats("b", {2})},
+            [](Tracer &t, auto &a) {
+              return trace::batch_norm(a[0], trace::zeros(t, {2}, DType::F64),
+                                       trace::ones(t, {2}, DType::F64), a[1], a[2], true)[0];
+            });
+  gradcheck(
+      "batch_norm eval",
+      {floats("x", {3, 2, 2}), floats("w", {2}), floats("b", {2}), floats("m", {2}),
+       floats("v", {2}, 0.5, 2.0)},
+      [](Tracer &, auto &a) { return trace::batch_norm(a[0], a[3], a[4], a[1], a[2], false)[0]; });
 }
 
 TEST(GradCheck, Losses) {
   for (const char *reduction : {"mean", "sum", "none"})
-    gradcheck(std::string("cross_entropy ") + reduction, {floats("x", {4, 5}), ints("y", {4}, 5)},
-              [reduction](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], reduction); });
+    gradcheck(
+        std::string("cross_entropy ") + reduction, {floats("x", {4, 5}), ints("y", {4}, 5)},
+        [reduction](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], reduction); });
   gradcheck("cross_entropy smoothing ignore", {floats("x", {4, 3}), ints("y", {4}, 3)},
             [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], "mean", 1, 0.2); });
   gradcheck("cross_entropy spatial", {floats("x", {2, 3, 2}), ints("y", {2, 2}, 3)},
@@ -229,42 +266,69 @@ TEST(GradCheck, IndexingOps) {
 }
 
 TEST(GradCheck, ShapeOps) {
-  gradcheck("reshape", {floats("x", {2, 6})}, [](Tracer &, auto &a) { return trace::reshape(a[0], {3, -1}); });
-  gradcheck("permute", {floats("x", {2, 3, 4})}, [](Tracer &, auto &a) { return trace::permute(a[0], {2, 0, 1}); });
-  gradcheck("transpose", {floats("x", {2, 3})}, [](Tracer &, auto &a) { return trace::transpose(a[0], 0, 1); });
-  gradcheck("broadcast_to", {floats("x", {3, 1})}, [](Tracer &, auto &a) { return trace::broadcast_to(a[0], {2, 3, 4}); });
-  gradcheck("slice", {floats("x", {7, 3})}, [](Tracer &, auto &a) { return trace::slice(a[0], {0, 1}, {1, -2}, {7, 3}, {3, 1}); });
-  gradcheck("concat", {floats("a", {2, 3}), floats("b", {2, 1})}, [](Tracer &, auto &a) { return trace::concat({a[0], a[1], a[0]}, 1); });
+  gradcheck("reshape", {floats("x", {2, 6})}, [](Tracer &, auto &a) {
+    return trace::reshape(a[0], {3, -1});
+  });
+  gradcheck("permute", {floats("x", {2, 3, 4})}, [](Tracer &, auto &a) {
+    return trace::permute(a[0], {2, 0, 1});
+  });
+  gradcheck("transpose", {floats("x", {2, 3})},
+            [](Tracer &, auto &a) { return trace::transpose(a[0], 0, 1); });
+  gradcheck("broadcast_to", {floats("x", {3, 1})}, [](Tracer &, auto &a) {
+    return trace::broadcast_to(a[0], {2, 3, 4});
+  });
+  gradcheck("slice", {floats("x", {7, 3})}, [](Tracer &, auto &a) {
+    return trace::slice(a[0], {0, 1}, {1, -2}, {7, 3}, {3, 1});
+  });
+  gradcheck("concat", {floats("a", {2, 3}), floats("b", {2, 1})}, [](Tracer &, auto &a) {
+    return trace::concat({a[0], a[1], a[0]}, 1);
+  });
   gradcheck("split", {floats("x", {5, 2})}, [](Tracer &, auto &a) {
     std::vector<Tensor> p = trace::split(a[0], {2, 3}, 0);
     return trace::sum(p[0]) * trace::sum(p[1] * p[1]);
   });
-  gradcheck("split unused part", {floats("x", {5})}, [](Tracer &, auto &a) { return trace::split(a[0], {2, 3})[1]; });
+  gradcheck("split unused part", {floats("x", {5})}, [](Tracer &, auto &a) {
+    return trace::split(a[0], {2, 3})[1];
+  });
   gradcheck("squeeze unsqueeze flatten", {floats("x", {2, 1, 3})}, [](Tracer &, auto &a) {
     return trace::flatten(trace::unsqueeze(trace::squeeze(a[0]), 0));
   });
-  gradcheck("pad", {floats("x", {2, 3})}, [](Tracer &, auto &a) { return trace::pad(a[0], {1, -1, 2, 0}, 0.5); });
-  gradcheck("symbolic reshape", {symbolic("x", {"B", "T", 4}, {2, 3, 4})},
-            [](Tracer &, auto &a) { return trace::reshape(a[0], {"B*T", 2, 2}); });
+  gradcheck("pad", {floats("x", {2, 3})}, [](Tracer &, auto &a) {
+    return trace::pad(a[0], {1, -1, 2, 0}, 0.5);
+  });
+  gradcheck("symbolic reshape", {symbolic("x", {"B", "T", 4}, {2, 3, 4})}, [](Tracer &, auto &a) {
+    return trace::reshape(a[0], {"B*T", 2, 2});
+  });
 }
 
 TEST(GradCheck, Convolution) {
   gradcheck("conv2d", {floats("x", {2, 2, 5, 4}), floats("w", {3, 2, 2, 3}), floats("b", {3})},
             [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], a[2]); });
-  gradcheck("conv2d stride pad dilation", {floats("x", {1, 2, 7, 6}), floats("w", {2, 2, 3, 2})}, [](Tracer &, auto &a) {
-    return trace::conv2d(a[0], a[1], std::nullopt, {2, 1}, {1, 2}, {2, 1});
-  });
+  gradcheck("conv2d stride pad dilation", {floats("x", {1, 2, 7, 6}), floats("w", {2, 2, 3, 2})},
+            [](Tracer &, auto &a) {
+              return trace::conv2d(a[0], a[1], std::nullopt, {2, 1}, {1, 2}, {2, 1});
+            });
   gradcheck("conv2d groups", {floats("x", {1, 4, 4, 4}), floats("w", {6, 2, 2, 2})},
-            [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], std::nullopt, {1, 1}, {0, 0}, {1, 1}, 2); });
-  gradcheck("conv2d symbolic batch", {symbolic("x", {"N", 1, 4, 4}, {2, 1, 4, 4}), floats("w", {2, 1, 3, 3})},
-            [](Tracer &, auto &a) { return trace::conv2d(a[0], a[1], std::nullopt, {2, 2}, {1, 1}); });
-  gradcheck("max_pool2d", {floats("x", {1, 2, 5, 5})}, [](Tracer &, auto &a) { return trace::max_pool2d(a[0], {2, 2}); });
+            [](Tracer &, auto &a) {
+              return trace::conv2d(a[0], a[1], std::nullopt, {1, 1}, {0, 0}, {1, 1}, 2);
+            });
+  gradcheck("conv2d symbolic batch",
+            {symbolic("x", {"N", 1, 4, 4}, {2, 1, 4, 4}), floats("w", {2, 1, 3, 3})},
+            [](Tracer &, auto &a) {
+              return trace::conv2d(a[0], a[1], std::nullopt, {2, 2}, {1, 1});
+            });
+  gradcheck("max_pool2d", {floats("x", {1, 2, 5, 5})}, [](Tracer &, auto &a) {
+    return trace::max_pool2d(a[0], {2, 2});
+  });
   gradcheck("max_pool2d overlap pad ceil", {floats("x", {1, 1, 6, 5})}, [](Tracer &, auto &a) {
     return trace::max_pool2d(a[0], {3, 2}, std::vector<int64_t>{2, 1}, {1, 1}, {1, 1}, true);
   });
-  gradcheck("max_pool2d dilation", {floats("x", {1, 1, 6, 6})},
-            [](Tracer &, auto &a) { return trace::max_pool2d(a[0], {2, 2}, std::vector<int64_t>{1, 1}, {0, 0}, {2, 2}); });
-  gradcheck("avg_pool2d", {floats("x", {2, 1, 4, 6})}, [](Tracer &, auto &a) { return trace::avg_pool2d(a[0], {2, 3}); });
+  gradcheck("max_pool2d dilation", {floats("x", {1, 1, 6, 6})}, [](Tracer &, auto &a) {
+    return trace::max_pool2d(a[0], {2, 2}, std::vector<int64_t>{1, 1}, {0, 0}, {2, 2});
+  });
+  gradcheck("avg_pool2d", {floats("x", {2, 1, 4, 6})}, [](Tracer &, auto &a) {
+    return trace::avg_pool2d(a[0], {2, 3});
+  });
   gradcheck("avg_pool2d pad ceil", {floats("x", {1, 2, 5, 5})}, [](Tracer &, auto &a) {
     return trace::avg_pool2d(a[0], {3, 3}, std::vector<int64_t>{2, 2}, {1, 1}, true, true);
   });
@@ -274,22 +338,35 @@ TEST(GradCheck, Convolution) {
 }
 
 TEST(GradCheck, Attention) {
-  gradcheck("sdpa", {floats("q", {2, 3, 4}), floats("k", {2, 5, 4}), floats("v", {2, 5, 2})},
-            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
+  gradcheck(
+      "sdpa", {floats("q", {2, 3, 4}), floats("k", {2, 5, 4}), floats("v", {2, 5, 2})},
+      [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
   gradcheck("sdpa causal", {floats("q", {2, 4, 3}), floats("k", {2, 4, 3}), floats("v", {2, 4, 3})},
-            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true); });
-  gradcheck("sdpa additive mask scale", {floats("q", {3, 2}), floats("k", {4, 2}), floats("v", {4, 3}), floats("m", {3, 4})},
-            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], a[3], false, 0.7); });
-  gradcheck("sdpa bool mask broadcast batch", {floats("q", {2, 2, 3}), floats("k", {3, 3}), floats("v", {3, 2})}, [](Tracer &t, auto &a) {
-    Tensor mask = trace::constant(t, DenseValue{DType::I1, {2, 3}, {}, {1, 0, 1, 1, 1, 0}});
-    return trace::scaled_dot_product_attention(a[0], a[1], a[2], mask);
-  });
-  gradcheck("sdpa causal symbolic", {symbolic("q", {"T", 3}, {4, 3}), symbolic("k", {"T", 3}, {4, 3}),
-                                     symbolic("v", {"T", 2}, {4, 2})},
-            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true); });
-  gradcheck("sdpa symbolic", {symbolic("q", {"B", 2, 3}, {2, 2, 3}), symbolic("k", {"B", 2, 3}, {2, 2, 3}),
-                              symbolic("v", {"B", 2, 3}, {2, 2, 3})},
-            [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
+            [](Tracer &, auto &a) {
+              return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true);
+            });
+  gradcheck("sdpa additive mask scale",
+            {floats("q", {3, 2}), floats("k", {4, 2}), floats("v", {4, 3}), floats("m", {3, 4})},
+            [](Tracer &, auto &a) {
+              return trace::scaled_dot_product_attention(a[0], a[1], a[2], a[3], false, 0.7);
+            });
+  gradcheck(
+      "sdpa bool mask broadcast batch",
+      {floats("q", {2, 2, 3}), floats("k", {3, 3}), floats("v", {3, 2})}, [](Tracer &t, auto &a) {
+        Tensor mask = trace::constant(t, DenseValue{DType::I1, {2, 3}, {}, {1, 0, 1, 1, 1, 0}});
+        return trace::scaled_dot_product_attention(a[0], a[1], a[2], mask);
+      });
+  gradcheck("sdpa causal symbolic",
+            {symbolic("q", {"T", 3}, {4, 3}), symbolic("k", {"T", 3}, {4, 3}),
+             symbolic("v", {"T", 2}, {4, 2})},
+            [](Tracer &, auto &a) {
+              return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true);
+            });
+  gradcheck(
+      "sdpa symbolic",
+      {symbolic("q", {"B", 2, 3}, {2, 2, 3}), symbolic("k", {"B", 2, 3}, {2, 2, 3}),
+       symbolic("v", {"B", 2, 3}, {2, 2, 3})},
+      [](Tracer &, auto &a) { return trace::scaled_dot_product_attention(a[0], a[1], a[2]); });
 }
 
 TEST(Autodiff, DeadPathsAreNotBuilt) {
@@ -341,8 +418,12 @@ Graph smallMlp() {
 }
 
 std::vector<In> smallMlpInputs() {
-  return {symbolic("x", {"B", 6}, {4, 6}), ints("y", {4}, 3), floats("w1", {6, 5}), floats("b1", {5}),
-          floats("w2", {5, 3}), floats("b2", {3})};
+  return {symbolic("x", {"B", 6}, {4, 6}),
+          ints("y", {4}, 3),
+          floats("w1", {6, 5}),
+          floats("b1", {5}),
+          floats("w2", {5, 3}),
+          floats("b2", {3})};
 }
 
 Graph smallTransformerBlock() {
@@ -350,15 +431,25 @@ Graph smallTransformerBlock() {
   const int64_t C = 8, H = 2, D = 4;
   Tensor x = t.input("x", DType::F64, {"B", "T", C});
   auto p = [&](const char *n, trace::DimSpec s) { return t.parameter(n, DType::F64, s); };
-  Tensor ln1w = p("ln1_w", {C}), ln1b = p("ln1_b", {C}), aw = p("attn_w", {C, 3 * C}), ab = p("attn_b", {3 * C});
-  Tensor pw = p("proj_w", {C, C}), pb = p("proj_b", {C}), ln2w = p("ln2_w", {C}), ln2b = p("ln2_b", {C});
-  Tensor fw = p("fc_w", {C, 4 * C}), fb = p("fc_b", {4 * C}), fpw = p("fc_proj_w", {4 * C, C}), fpb = p("fc_proj_b", {C});
-  std::vector<Tensor> qkv = trace::split(trace::matmul(trace::layer_norm(x, ln1w, ln1b), aw) + ab, {C, C, C}, 2);
-  auto heads = [&](const Tensor &v) { return trace::permute(trace::reshape(v, {"B", "T", H, D}), {0, 2, 1, 3}); };
-  Tensor attn = trace::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), std::nullopt, true);
+  Tensor ln1w = p("ln1_w", {C}), ln1b = p("ln1_b", {C}), aw = p("attn_w", {C, 3 * C}),
+         ab = p("attn_b", {3 * C});
+  Tensor pw = p("proj_w", {C, C}), pb = p("proj_b", {C}), ln2w = p("ln2_w", {C}),
+         ln2b = p("ln2_b", {C});
+  Tensor fw = p("fc_w", {C, 4 * C}), fb = p("fc_b", {4 * C}), fpw = p("fc_proj_w", {4 * C, C}),
+         fpb = p("fc_proj_b", {C});
+  std::vector<Tensor> qkv =
+      trace::split(trace::matmul(trace::layer_norm(x, ln1w, ln1b), aw) + ab, {C, C, C}, 2);
+  auto heads = [&](const Tensor &v) {
+    return trace::permute(trace::reshape(v, {"B", "T", H, D}), {0, 2, 1, 3});
+  };
+  Tensor attn = trace::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
+                                                    std::nullopt, true);
   Tensor merged = trace::reshape(trace::permute(attn, {0, 2, 1, 3}), {"B", "T", C});
   Tensor res = x + (trace::matmul(merged, pw) + pb);
-  Tensor mlp = trace::matmul(trace::gelu(trace::matmul(trace::layer_norm(res, ln2w, ln2b), fw) + fb, "tanh"), fpw) + fpb;
+  Tensor mlp =
+      trace::matmul(trace::gelu(trace::matmul(trace::layer_norm(res, ln2w, ln2b), fw) + fb, "tanh"),
+                    fpw) +
+      fpb;
   t.output(res + mlp);
   return t.graph();
 }
@@ -373,9 +464,19 @@ TEST(GradCheck, TransformerBlockEveryParameter) {
   uint64_t seed = freshSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::vector<In> ins = {symbolic("x", {"B", "T", 8}, {2, 3, 8})};
-  for (const auto &[name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
-           {"ln1_w", {8}}, {"ln1_b", {8}}, {"attn_w", {8, 24}}, {"attn_b", {24}}, {"proj_w", {8, 8}}, {"proj_b", {8}},
-           {"ln2_w", {8}}, {"ln2_b", {8}}, {"fc_w", {8, 32}}, {"fc_b", {32}}, {"fc_proj_w", {32, 8}}, {"fc_proj_b", {8}}})
+  for (const auto &[name, shape] :
+       std::vector<std::pair<std::string, std::vector<int64_t>>>{{"ln1_w", {8}},
+                                                                 {"ln1_b", {8}},
+                                                                 {"attn_w", {8, 24}},
+                                                                 {"attn_b", {24}},
+                                                                 {"proj_w", {8, 8}},
+                                                                 {"proj_b", {8}},
+                                                                 {"ln2_w", {8}},
+                                                                 {"ln2_b", {8}},
+                                                                 {"fc_w", {8, 32}},
+                                                                 {"fc_b", {32}},
+                                                                 {"fc_proj_w", {32, 8}},
+                                                                 {"fc_proj_b", {8}}})
     ins.push_back(floats(name, shape));
   std::vector<std::string> wrt;
   for (size_t i = 0; i < ins.size(); ++i)
@@ -403,10 +504,21 @@ TEST(GradCheck, DoubleBackwardOfMlpGradientNorm) {
 
 // Second derivatives of single ops: differentiate sum(dy/dx * c) again.
 TEST(GradCheck, DoubleBackwardOfOps) {
-  struct Case { const char *op; double lo, hi; };
-  for (const Case &c : std::vector<Case>{{"exp", -1, 1}, {"tanh", -1, 1}, {"sigmoid", -1, 1}, {"log", 0.5, 2},
-                                         {"sqrt", 0.5, 2}, {"sin", -1, 1}, {"gelu", -1, 1}, {"silu", -1, 1},
-                                         {"softmax", -1, 1}, {"log_softmax", -1, 1}, {"layer_norm", -1, 1}}) {
+  struct Case {
+    const char *op;
+    double lo, hi;
+  };
+  for (const Case &c : std::vector<Case>{{"exp", -1, 1},
+                                         {"tanh", -1, 1},
+                                         {"sigmoid", -1, 1},
+                                         {"log", 0.5, 2},
+                                         {"sqrt", 0.5, 2},
+                                         {"sin", -1, 1},
+                                         {"gelu", -1, 1},
+                                         {"silu", -1, 1},
+                                         {"softmax", -1, 1},
+                                         {"log_softmax", -1, 1},
+                                         {"layer_norm", -1, 1}}) {
     uint64_t seed = freshSeed();
     SCOPED_TRACE(std::string(c.op) + " seed " + std::to_string(seed));
     Tracer t("f");

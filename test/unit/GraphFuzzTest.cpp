@@ -30,22 +30,34 @@ std::string readFile(const std::string &path) {
 }
 
 std::string mutate(std::string text, std::mt19937_64 &rng) {
-  static const char *tokens[] = {"-1", "0", "9223372036854775807", "1e308", "null", "\"\"", "[]", "{}", "true",
-                                 "\"B*B\"", "\"x\"", "-100", "3.5", "\"nan\"", "\"f8\"", ":", ","};
+  static const char *tokens[] = {"-1",      "0",       "9223372036854775807",
+                                 "1e308",   "null",    "\"\"",
+                                 "[]",      "{}",      "true",
+                                 "\"B*B\"", "\"x\"",   "-100",
+                                 "3.5",     "\"nan\"", "\"f8\"",
+                                 ":",       ","};
   int edits = 1 + int(rng() % 3);
   for (int e = 0; e < edits && !text.empty(); ++e) {
     size_t at = rng() % text.size();
     switch (rng() % 5) {
-    case 0: text.erase(at, 1 + rng() % 8); break;                        // delete
-    case 1: text.insert(at, tokens[rng() % std::size(tokens)]); break;   // insert a token
-    case 2: text[at] = char(32 + rng() % 95); break;                     // change a character
-    case 3: {                                                            // replace a number
+    case 0:
+      text.erase(at, 1 + rng() % 8);
+      break; // delete
+    case 1:
+      text.insert(at, tokens[rng() % std::size(tokens)]);
+      break; // insert a token
+    case 2:
+      text[at] = char(32 + rng() % 95);
+      break;  // change a character
+    case 3: { // replace a number
       size_t d = text.find_first_of("0123456789", at);
       if (d != std::string::npos)
         text.replace(d, 1, tokens[rng() % 4]);
       break;
     }
-    default: text = text.substr(0, at); break;                           // truncate
+    default:
+      text = text.substr(0, at);
+      break; // truncate
     }
   }
   return text;
@@ -71,7 +83,8 @@ TEST(GraphFuzz, CorruptedFilesFailCleanly) {
       importGraph(ctx, g, a, "fuzz.json");
       ++loaded;
     } catch (const Error &e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.json", 0), 0u) << "error does not name the file: " << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.json", 0), 0u)
+          << "error does not name the file: " << e.what();
       ++rejected;
     } catch (const std::exception &e) {
       ADD_FAILURE() << "unexpected exception " << e.what() << " for input:\n" << text;

@@ -60,7 +60,8 @@ TEST(GraphJson, WriteParseRoundTrip) {
   Graph withDefault = parseGraphJson(R"({"format": "tensorc.graph", "version": 1,
       "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
       "nodes": [{"name": "s", "op": "sum", "args": ["x"], "attrs": {"keepdim": false}}],
-      "outputs": ["s"]})", "d.json");
+      "outputs": ["s"]})",
+                                     "d.json");
   EXPECT_EQ(writeGraphJson(withDefault).find("keepdim"), std::string::npos);
 }
 
@@ -69,7 +70,8 @@ TEST(GraphJson, SpecialFloatsRoundTrip) {
       "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
       "nodes": [{"name": "c", "op": "clamp", "args": ["x"], "attrs": {"min": "-inf", "max": "inf"}},
                 {"name": "n", "op": "add", "args": ["c", {"literal": "nan"}]}],
-      "outputs": ["n"]})", "f.json");
+      "outputs": ["n"]})",
+                           "f.json");
   EXPECT_TRUE(std::isinf(std::get<double>(g.nodes[0].attrs.at("min"))));
   EXPECT_TRUE(std::isnan(g.nodes[1].args[1].literal.floatValue));
   std::string text = writeGraphJson(g);
@@ -82,7 +84,8 @@ TEST(GraphAnalysis, NodesMayComeInAnyOrder) {
   Graph g = parseGraphJson(R"({"format": "tensorc.graph", "version": 1,
       "inputs": [{"name": "x", "dtype": "f32", "shape": [2]}],
       "nodes": [{"name": "b", "op": "exp", "args": ["a"]}, {"name": "a", "op": "neg", "args": ["x"]}],
-      "outputs": ["b"]})", "o.json");
+      "outputs": ["b"]})",
+                           "o.json");
   GraphAnalysis a = analyzeGraph(g, "o.json");
   EXPECT_EQ(a.nodes[0].node->name, "a");
   EXPECT_EQ(a.nodes[1].node->name, "b");

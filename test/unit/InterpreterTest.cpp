@@ -19,7 +19,10 @@ const int64_t kEnd = std::numeric_limits<int64_t>::max();
 HostTensor x4() { return f64({4}, {-1.5, 0.0, 0.5, 2.0}); }
 
 TEST(Interpreter, UnaryFloat) {
-  struct Case { const char *op; std::vector<double> expected; };
+  struct Case {
+    const char *op;
+    std::vector<double> expected;
+  };
   std::vector<Case> cases = {
       {"neg", {1.5, -0.0, -0.5, -2.0}},
       {"abs", {1.5, 0.0, 0.5, 2.0}},
@@ -71,7 +74,8 @@ TEST(Interpreter, LowPrecisionRoundsOncePerOp) {
   HostTensor b = runOp1("exp", {tensor(DType::BF16, {1}, {1.0})});
   EXPECT_EQ(b.getF(0), 2.71875);
   // 1 + 2^-11 is a tie in f16: rounds to even (1.0).
-  HostTensor sum = runOp1("add", {tensor(DType::F16, {1}, {1.0}), tensor(DType::F16, {1}, {std::ldexp(1.0, -11)})});
+  HostTensor sum = runOp1(
+      "add", {tensor(DType::F16, {1}, {1.0}), tensor(DType::F16, {1}, {std::ldexp(1.0, -11)})});
   EXPECT_EQ(sum.getF(0), 1.0);
 }
 
@@ -82,8 +86,10 @@ TEST(Interpreter, BinaryBroadcasting) {
   expectValues(runOp1("mul", {a, b}), {2, 3}, {10, 20, 30, 20, 40, 60});
   expectValues(runOp1("div", {b, a}), {2, 3}, {10, 20, 30, 5, 10, 15});
   expectValues(runOp1("pow", {a, f64({}, {3})}), {2, 1}, {1, 8});
-  expectValues(runOp1("maximum", {f64({3}, {1, kNaN, 3}), f64({3}, {2, 0, -1})}), {3}, {2, kNaN, 3});
-  expectValues(runOp1("minimum", {f64({3}, {1, kNaN, 3}), f64({3}, {2, 0, -1})}), {3}, {1, kNaN, -1});
+  expectValues(runOp1("maximum", {f64({3}, {1, kNaN, 3}), f64({3}, {2, 0, -1})}), {3},
+               {2, kNaN, 3});
+  expectValues(runOp1("minimum", {f64({3}, {1, kNaN, 3}), f64({3}, {2, 0, -1})}), {3},
+               {1, kNaN, -1});
   expectValues(runOp1("div", {f64({3}, {1, -1, 0}), f64({}, {0})}), {3}, {kInf, -kInf, kNaN});
 }
 
@@ -93,7 +99,8 @@ TEST(Interpreter, IntegerArithmeticWraps) {
   HostTensor one = i64({1}, {1});
   HostTensor r = runOp1("add", {big, one});
   EXPECT_EQ(r.getI(0), std::numeric_limits<int64_t>::min());
-  HostTensor i32 = runOp1("mul", {tensor(DType::I32, {1}, {65536}), tensor(DType::I32, {1}, {65536})});
+  HostTensor i32 =
+      runOp1("mul", {tensor(DType::I32, {1}, {65536}), tensor(DType::I32, {1}, {65536})});
   EXPECT_EQ(i32.getI(0), 0);
 }
 
@@ -113,11 +120,13 @@ TEST(Interpreter, Comparisons) {
 
 TEST(Interpreter, WhereCastClamp) {
   HostTensor c = tensor(DType::I1, {2, 1}, {1, 0});
-  expectValues(runOp1("where", {c, f64({3}, {1, 2, 3}), f64({}, {-1})}), {2, 3}, {1, 2, 3, -1, -1, -1});
+  expectValues(runOp1("where", {c, f64({3}, {1, 2, 3}), f64({}, {-1})}), {2, 3},
+               {1, 2, 3, -1, -1, -1});
   expectValues(runOp1("cast", {f64({4}, {-1.7, 2.5, 1e10, kNaN})}, {{"to", DType::I32}}), {4},
                {-1, 2, 2147483647.0, 0});
   expectValues(runOp1("cast", {f64({3}, {0, -2, 0.1})}, {{"to", DType::I1}}), {3}, {0, 1, 1});
-  expectValues(runOp1("cast", {f64({1}, {1.0009765625 + 1e-9})}, {{"to", DType::F16}}), {1}, {1.0009765625});
+  expectValues(runOp1("cast", {f64({1}, {1.0009765625 + 1e-9})}, {{"to", DType::F16}}), {1},
+               {1.0009765625});
   expectValues(runOp1("clamp", {f64({4}, {-2, 0.5, 9, kNaN})}, {{"min", 0.0}, {"max", 6.0}}), {4},
                {0, 0.5, 6, kNaN});
   expectValues(runOp1("clamp", {f64({2}, {-2, 9})}, {{"min", 3.0}, {"max", 1.0}}), {2}, {1, 1});
@@ -128,7 +137,8 @@ TEST(Interpreter, Reductions) {
   HostTensor x = f64({2, 3}, {1, 2, 3, 4, 5, 6});
   expectValues(runOp1("sum", {x}), {}, {21});
   expectValues(runOp1("sum", {x}, {{"axes", std::vector<int64_t>{-1}}}), {2}, {6, 15});
-  expectValues(runOp1("sum", {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdim", true}}), {1, 3}, {5, 7, 9});
+  expectValues(runOp1("sum", {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdim", true}}), {1, 3},
+               {5, 7, 9});
   expectValues(runOp1("mean", {x}, {{"axes", std::vector<int64_t>{1}}}), {2}, {2, 5});
   expectValues(runOp1("max", {x}, {{"axes", std::vector<int64_t>{0}}}), {3}, {4, 5, 6});
   expectValues(runOp1("min", {x}, {{"axes", std::vector<int64_t>{1}}}), {2}, {1, 4});
@@ -140,7 +150,8 @@ TEST(Interpreter, Reductions) {
   expectValues(runOp1("sum", {i64({3}, {1, 2, 3})}), {}, {6});
   // Three axes of a (2, 2, 2) tensor, listed out of order.
   HostTensor cube = f64({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-  expectValues(runOp1("sum", {cube}, {{"axes", std::vector<int64_t>{2, 0}}}), {2}, {1 + 2 + 5 + 6, 3 + 4 + 7 + 8});
+  expectValues(runOp1("sum", {cube}, {{"axes", std::vector<int64_t>{2, 0}}}), {2},
+               {1 + 2 + 5 + 6, 3 + 4 + 7 + 8});
 }
 
 TEST(Interpreter, ArgReductions) {
@@ -191,24 +202,30 @@ TEST(Interpreter, SoftmaxFamily) {
   std::vector<double> sm = {0.09003057317038046, 0.24472847105479767, 0.6652409557748219};
   std::vector<double> lsm = {-2.40760596444438, -1.4076059644443801, -0.4076059644443803};
   expectValues(runOp1("softmax", {x}), {2, 3}, {sm[0], sm[1], sm[2], sm[0], sm[1], sm[2]});
-  expectValues(runOp1("log_softmax", {x}), {2, 3}, {lsm[0], lsm[1], lsm[2], lsm[0], lsm[1], lsm[2]});
+  expectValues(runOp1("log_softmax", {x}), {2, 3},
+               {lsm[0], lsm[1], lsm[2], lsm[0], lsm[1], lsm[2]});
   // Along axis 0 of a column.
   expectValues(runOp1("softmax", {f64({3, 1}, {1, 2, 3})}, {{"axis", int64_t(0)}}), {3, 1}, sm);
 }
 
 TEST(Interpreter, Norms) {
   HostTensor x = f64({1, 4}, {1, 2, 3, 4});
-  std::vector<double> ln = {-1.3416354199689269, -0.447211806656309, 0.447211806656309, 1.3416354199689269};
+  std::vector<double> ln = {-1.3416354199689269, -0.447211806656309, 0.447211806656309,
+                            1.3416354199689269};
   expectValues(runOp1("layer_norm", {x}), {1, 4}, ln);
   HostTensor w = f64({4}, {1, 2, 1, 2}), b = f64({4}, {0, 0, 1, 1});
-  expectValues(runOp1("layer_norm", {x, w, b}), {1, 4}, {ln[0], 2 * ln[1], ln[2] + 1, 2 * ln[3] + 1});
-  expectValues(runOp1("layer_norm", {x, std::nullopt, b}), {1, 4}, {ln[0], ln[1], ln[2] + 1, ln[3] + 1});
+  expectValues(runOp1("layer_norm", {x, w, b}), {1, 4},
+               {ln[0], 2 * ln[1], ln[2] + 1, 2 * ln[3] + 1});
+  expectValues(runOp1("layer_norm", {x, std::nullopt, b}), {1, 4},
+               {ln[0], ln[1], ln[2] + 1, ln[3] + 1});
   // axis 0 of (2, 2) normalizes all four values together.
-  expectValues(runOp1("layer_norm", {f64({2, 2}, {1, 2, 3, 4})}, {{"axis", int64_t(0)}}), {2, 2}, ln);
+  expectValues(runOp1("layer_norm", {f64({2, 2}, {1, 2, 3, 4})}, {{"axis", int64_t(0)}}), {2, 2},
+               ln);
   expectValues(runOp1("rms_norm", {x}, {{"eps", 1e-6}}), {1, 4},
                {0.3651483473268884, 0.7302966946537768, 1.0954450419806652, 1.4605933893075536});
-  expectValues(runOp1("rms_norm", {x, w}, {{"eps", 1e-6}}), {1, 4},
-               {0.3651483473268884, 2 * 0.7302966946537768, 1.0954450419806652, 2 * 1.4605933893075536});
+  expectValues(
+      runOp1("rms_norm", {x, w}, {{"eps", 1e-6}}), {1, 4},
+      {0.3651483473268884, 2 * 0.7302966946537768, 1.0954450419806652, 2 * 1.4605933893075536});
 }
 
 TEST(Interpreter, CrossEntropy) {
@@ -216,34 +233,43 @@ TEST(Interpreter, CrossEntropy) {
   HostTensor target = i64({2}, {2, 0});
   double l1 = 0.40760596444438013, l2 = 1.0986122886681096;
   expectValues(runOp1("cross_entropy", {logits, target}), {}, {(l1 + l2) / 2});
-  expectValues(runOp1("cross_entropy", {logits, target}, {{"reduction", std::string("sum")}}), {}, {l1 + l2});
-  expectValues(runOp1("cross_entropy", {logits, target}, {{"reduction", std::string("none")}}), {2}, {l1, l2});
+  expectValues(runOp1("cross_entropy", {logits, target}, {{"reduction", std::string("sum")}}), {},
+               {l1 + l2});
+  expectValues(runOp1("cross_entropy", {logits, target}, {{"reduction", std::string("none")}}), {2},
+               {l1, l2});
   expectValues(runOp1("cross_entropy", {logits, i64({2}, {2, -100})}), {}, {l1});
-  expectValues(runOp1("cross_entropy", {logits, i64({2}, {7, 0})}, {{"ignore_index", int64_t(7)}}), {}, {l2});
-  expectValues(runOp1("cross_entropy", {logits, target}, {{"label_smoothing", 0.1}}), {}, {0.8031091265562449});
+  expectValues(runOp1("cross_entropy", {logits, i64({2}, {7, 0})}, {{"ignore_index", int64_t(7)}}),
+               {}, {l2});
+  expectValues(runOp1("cross_entropy", {logits, target}, {{"label_smoothing", 0.1}}), {},
+               {0.8031091265562449});
   expectValues(runOp1("cross_entropy", {logits, i64({2}, {-100, -100})}), {}, {kNaN});
   EXPECT_THROW(runOp1("cross_entropy", {logits, i64({2}, {3, 0})}), Error);
   // (N, C, d) logits with (N, d) targets: class axis 1.
   HostTensor spatial = f64({1, 3, 2}, {1, 1, 2, 1, 3, 1});
-  expectValues(runOp1("cross_entropy", {spatial, i64({1, 2}, {2, 1})}, {{"reduction", std::string("none")}}),
-               {1, 2}, {l1, l2});
+  expectValues(
+      runOp1("cross_entropy", {spatial, i64({1, 2}, {2, 1})}, {{"reduction", std::string("none")}}),
+      {1, 2}, {l1, l2});
   // A single (C) row with a scalar target.
   expectValues(runOp1("cross_entropy", {f64({3}, {1, 2, 3}), i64({}, {2})}), {}, {l1});
 }
 
 TEST(Interpreter, EmbeddingGatherIndexSelect) {
   HostTensor table = f64({3, 2}, {0, 1, 10, 11, 20, 21});
-  expectValues(runOp1("embedding", {i64({2, 2}, {2, 0, 1, 1}), table}), {2, 2, 2}, {20, 21, 0, 1, 10, 11, 10, 11});
+  expectValues(runOp1("embedding", {i64({2, 2}, {2, 0, 1, 1}), table}), {2, 2, 2},
+               {20, 21, 0, 1, 10, 11, 10, 11});
   EXPECT_THROW(runOp1("embedding", {i64({1}, {3}), table}), Error);
   EXPECT_THROW(runOp1("embedding", {i64({1}, {-1}), table}), Error);
   HostTensor x = f64({2, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("gather", {x, i64({2, 2}, {2, 0, 1, 1})}, {{"axis", int64_t(1)}}), {2, 2}, {3, 1, 5, 5});
-  expectValues(runOp1("gather", {x, i64({1, 3}, {1, 0, 1})}, {{"axis", int64_t(0)}}), {1, 3}, {4, 2, 6});
+  expectValues(runOp1("gather", {x, i64({2, 2}, {2, 0, 1, 1})}, {{"axis", int64_t(1)}}), {2, 2},
+               {3, 1, 5, 5});
+  expectValues(runOp1("gather", {x, i64({1, 3}, {1, 0, 1})}, {{"axis", int64_t(0)}}), {1, 3},
+               {4, 2, 6});
   EXPECT_THROW(runOp1("gather", {x, i64({1, 1}, {5})}, {{"axis", int64_t(1)}}), Error);
   expectValues(runOp1("index_select", {x, i64({3}, {1, 1, 0})}, {{"axis", int64_t(0)}}), {3, 3},
                {4, 5, 6, 4, 5, 6, 1, 2, 3});
-  expectValues(runOp1("index_select", {x, tensor(DType::I32, {2}, {2, 0})}, {{"axis", int64_t(-1)}}), {2, 2},
-               {3, 1, 6, 4});
+  expectValues(
+      runOp1("index_select", {x, tensor(DType::I32, {2}, {2, 0})}, {{"axis", int64_t(-1)}}), {2, 2},
+      {3, 1, 6, 4});
 }
 
 TEST(Interpreter, PhiloxKnownAnswers) {
@@ -288,14 +314,18 @@ TEST(Interpreter, Conv2d) {
   expectValues(runOp1("conv2d", {x, w}), {1, 1, 2, 2}, {12, 16, 24, 28});
   expectValues(runOp1("conv2d", {x, w, f64({1}, {100})}), {1, 1, 2, 2}, {112, 116, 124, 128});
   // Padding 1, stride 2: corners see one input each side.
-  expectValues(runOp1("conv2d", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}, {"stride", std::vector<int64_t>{2, 2}}}),
-               {1, 1, 2, 2}, {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9});
+  expectValues(
+      runOp1("conv2d", {x, w},
+             {{"padding", std::vector<int64_t>{1, 1}}, {"stride", std::vector<int64_t>{2, 2}}}),
+      {1, 1, 2, 2}, {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9});
   // Dilation 2 with a 2x2 kernel touches the four corners.
-  expectValues(runOp1("conv2d", {x, w}, {{"dilation", std::vector<int64_t>{2, 2}}}), {1, 1, 1, 1}, {1 + 3 + 7 + 9});
+  expectValues(runOp1("conv2d", {x, w}, {{"dilation", std::vector<int64_t>{2, 2}}}), {1, 1, 1, 1},
+               {1 + 3 + 7 + 9});
   // Groups: two channels, each with its own 1x1 kernel.
   HostTensor x2 = f64({1, 2, 1, 2}, {1, 2, 3, 4});
   HostTensor w2 = f64({2, 1, 1, 1}, {10, -1});
-  expectValues(runOp1("conv2d", {x2, w2}, {{"groups", int64_t(2)}}), {1, 2, 1, 2}, {10, 20, -3, -4});
+  expectValues(runOp1("conv2d", {x2, w2}, {{"groups", int64_t(2)}}), {1, 2, 1, 2},
+               {10, 20, -3, -4});
   // Cross-correlation, not convolution: the kernel is not flipped.
   HostTensor w3 = f64({1, 1, 1, 2}, {1, -1});
   expectValues(runOp1("conv2d", {f64({1, 1, 1, 3}, {1, 2, 4}), w3}), {1, 1, 1, 2}, {-1, -2});
@@ -305,19 +335,24 @@ TEST(Interpreter, Pooling) {
   HostTensor x = f64({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   std::vector<int64_t> k2{2, 2};
   expectValues(runOp1("max_pool2d", {x}, {{"kernel_size", k2}}), {1, 1, 1, 1}, {5});
-  expectValues(runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"ceil_mode", true}}), {1, 1, 2, 2}, {5, 6, 8, 9});
-  expectValues(runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"stride", std::vector<int64_t>{1, 1}}}), {1, 1, 2, 2},
+  expectValues(runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"ceil_mode", true}}), {1, 1, 2, 2},
                {5, 6, 8, 9});
-  expectValues(runOp1("avg_pool2d", {x}, {{"kernel_size", k2}, {"stride", std::vector<int64_t>{1, 1}}}), {1, 1, 2, 2},
-               {3, 4, 6, 7});
+  expectValues(
+      runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"stride", std::vector<int64_t>{1, 1}}}),
+      {1, 1, 2, 2}, {5, 6, 8, 9});
+  expectValues(
+      runOp1("avg_pool2d", {x}, {{"kernel_size", k2}, {"stride", std::vector<int64_t>{1, 1}}}),
+      {1, 1, 2, 2}, {3, 4, 6, 7});
   // Padding 1 with a 2x2 window and stride 2: the corner window holds one
   // input; count_include_pad divides by 4, otherwise by 1.
   AttrMap padded{{"kernel_size", k2}, {"padding", std::vector<int64_t>{1, 1}}};
-  expectValues(runOp1("avg_pool2d", {x}, padded), {1, 1, 2, 2}, {0.25, 5.0 / 4, 11.0 / 4, 28.0 / 4});
+  expectValues(runOp1("avg_pool2d", {x}, padded), {1, 1, 2, 2},
+               {0.25, 5.0 / 4, 11.0 / 4, 28.0 / 4});
   padded["count_include_pad"] = false;
   expectValues(runOp1("avg_pool2d", {x}, padded), {1, 1, 2, 2}, {1, 2.5, 5.5, 7});
-  expectValues(runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"padding", std::vector<int64_t>{1, 1}}}),
-               {1, 1, 2, 2}, {1, 3, 7, 9});
+  expectValues(
+      runOp1("max_pool2d", {x}, {{"kernel_size", k2}, {"padding", std::vector<int64_t>{1, 1}}}),
+      {1, 1, 2, 2}, {1, 3, 7, 9});
 }
 
 TEST(Interpreter, BatchNorm) {
@@ -330,7 +365,8 @@ TEST(Interpreter, BatchNorm) {
   expectValues(train[0], {2, 2, 1}, {-1, -1, 1, 1});
   expectValues(train[1], {2}, {0.9 * 0 + 0.1 * 2, 0.9 * 1 + 0.1 * 4});
   expectValues(train[2], {2}, {0.9 * 1 + 0.1 * 2, 0.9 * 4 + 0.1 * 8}); // unbiased: 2 and 8
-  std::vector<HostTensor> eval = runOp("batch_norm", {x, rm, rv, f64({2}, {2, 1}), f64({2}, {0, 10})}, {{"eps", 0.0}});
+  std::vector<HostTensor> eval =
+      runOp("batch_norm", {x, rm, rv, f64({2}, {2, 1}), f64({2}, {0, 10})}, {{"eps", 0.0}});
   expectValues(eval[0], {2, 2, 1}, {2 * 1, 10 + 0.5, 2 * 3, 10 + 2.5});
   expectValues(eval[1], {2}, {0, 1});
   expectValues(eval[2], {2}, {1, 4});
@@ -342,17 +378,20 @@ TEST(Interpreter, Attention) {
   expectValues(runOp1("scaled_dot_product_attention", {q, q, v}, {{"is_causal", true}}), {2, 2},
                {1, 2, 2.3395230986533138, 3.3395230986533138});
   HostTensor full = runOp1("scaled_dot_product_attention", {q, q, v});
-  expectValues(full, {2, 2}, {1.6604769013466862, 2.6604769013466862, 2.3395230986533138, 3.3395230986533138});
+  expectValues(full, {2, 2},
+               {1.6604769013466862, 2.6604769013466862, 2.3395230986533138, 3.3395230986533138});
   // A boolean mask equal to the causal one gives the causal result.
   HostTensor mask = tensor(DType::I1, {2, 2}, {1, 0, 1, 1});
   expectValues(runOp1("scaled_dot_product_attention", {q, q, v, mask}), {2, 2},
                {1, 2, 2.3395230986533138, 3.3395230986533138});
   // An additive mask of -inf does the same; scale 0 averages the values.
   HostTensor additive = f64({2, 2}, {0, -kInf, 0, 0});
-  expectValues(runOp1("scaled_dot_product_attention", {q, q, v, additive}, {{"scale", 0.0}}), {2, 2}, {1, 2, 2, 3});
+  expectValues(runOp1("scaled_dot_product_attention", {q, q, v, additive}, {{"scale", 0.0}}),
+               {2, 2}, {1, 2, 2, 3});
   // A fully masked row is nan.
   HostTensor none = tensor(DType::I1, {2, 2}, {0, 0, 1, 1});
-  expectValues(runOp1("scaled_dot_product_attention", {q, q, v, none}, {{"scale", 0.0}}), {2, 2}, {kNaN, kNaN, 2, 3});
+  expectValues(runOp1("scaled_dot_product_attention", {q, q, v, none}, {{"scale", 0.0}}), {2, 2},
+               {kNaN, kNaN, 2, 3});
   // Batch dims broadcast: one key/value set for two query batches.
   HostTensor q2 = f64({2, 1, 2}, {1, 0, 0, 1});
   expectValues(runOp1("scaled_dot_product_attention", {q2, q, v}), {2, 1, 2},
@@ -361,42 +400,53 @@ TEST(Interpreter, Attention) {
 
 TEST(Interpreter, ShapeOps) {
   HostTensor x = f64({2, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("reshape", {x}, {{"shape", Shape{Dim::of(3), Dim::of(-1)}}}), {3, 2}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(-1)}}), {3, 2}, {1, 4, 2, 5, 3, 6});
+  expectValues(runOp1("reshape", {x}, {{"shape", Shape{Dim::of(3), Dim::of(-1)}}}), {3, 2},
+               {1, 2, 3, 4, 5, 6});
+  expectValues(runOp1("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(-1)}}), {3, 2},
+               {1, 4, 2, 5, 3, 6});
   HostTensor cube = f64({2, 1, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("permute", {cube}, {{"dims", std::vector<int64_t>{2, 0, 1}}}), {3, 2, 1}, {1, 4, 2, 5, 3, 6});
-  expectValues(runOp1("broadcast_to", {f64({3}, {1, 2, 3})}, {{"shape", Shape{Dim::of(2), Dim::of(3)}}}), {2, 3},
-               {1, 2, 3, 1, 2, 3});
+  expectValues(runOp1("permute", {cube}, {{"dims", std::vector<int64_t>{2, 0, 1}}}), {3, 2, 1},
+               {1, 4, 2, 5, 3, 6});
+  expectValues(
+      runOp1("broadcast_to", {f64({3}, {1, 2, 3})}, {{"shape", Shape{Dim::of(2), Dim::of(3)}}}),
+      {2, 3}, {1, 2, 3, 1, 2, 3});
   expectValues(runOp1("squeeze", {cube}), {2, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("squeeze", {cube}, {{"axes", std::vector<int64_t>{0}}}), {2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues(runOp1("squeeze", {cube}, {{"axes", std::vector<int64_t>{0}}}), {2, 1, 3},
+               {1, 2, 3, 4, 5, 6});
   expectValues(runOp1("unsqueeze", {x}, {{"axis", int64_t(-1)}}), {2, 3, 1}, {1, 2, 3, 4, 5, 6});
   expectValues(runOp1("flatten", {cube}, {{"start_axis", int64_t(1)}}), {2, 3}, {1, 2, 3, 4, 5, 6});
   expectValues(runOp1("flatten", {f64({}, {7})}), {1}, {7});
-  expectValues(runOp1("concat", {x, f64({2, 1}, {9, 9})}, {{"axis", int64_t(1)}}), {2, 4}, {1, 2, 3, 9, 4, 5, 6, 9});
-  std::vector<HostTensor> parts = runOp("split", {x}, {{"sizes", std::vector<int64_t>{1, 2}}, {"axis", int64_t(1)}});
+  expectValues(runOp1("concat", {x, f64({2, 1}, {9, 9})}, {{"axis", int64_t(1)}}), {2, 4},
+               {1, 2, 3, 9, 4, 5, 6, 9});
+  std::vector<HostTensor> parts =
+      runOp("split", {x}, {{"sizes", std::vector<int64_t>{1, 2}}, {"axis", int64_t(1)}});
   expectValues(parts[0], {2, 1}, {1, 4});
   expectValues(parts[1], {2, 2}, {2, 3, 5, 6});
-  expectValues(runOp1("pad", {x}, {{"pads", std::vector<int64_t>{1, 0, 0, 1}}, {"value", -1.0}}), {3, 4},
-               {-1, 1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1});
+  expectValues(runOp1("pad", {x}, {{"pads", std::vector<int64_t>{1, 0, 0, 1}}, {"value", -1.0}}),
+               {3, 4}, {-1, 1, 2, 3, -1, 4, 5, 6, -1, -1, -1, -1});
   expectValues(runOp1("pad", {x}, {{"pads", std::vector<int64_t>{-1, -1}}}), {2, 1}, {2, 5});
 }
 
 TEST(Interpreter, Slices) {
   HostTensor x = f64({7}, {0, 1, 2, 3, 4, 5, 6});
   auto slice = [&](int64_t start, int64_t end, int64_t step) {
-    return runOp1("slice", {x}, {{"starts", std::vector<int64_t>{start}}, {"ends", std::vector<int64_t>{end}},
-                                 {"steps", std::vector<int64_t>{step}}});
+    return runOp1("slice", {x},
+                  {{"starts", std::vector<int64_t>{start}},
+                   {"ends", std::vector<int64_t>{end}},
+                   {"steps", std::vector<int64_t>{step}}});
   };
   expectValues(slice(1, 5, 1), {4}, {1, 2, 3, 4});
   expectValues(slice(1, kEnd, 2), {3}, {1, 3, 5});
   expectValues(slice(-3, -1, 1), {2}, {4, 5});
   expectValues(slice(-100, 2, 1), {2}, {0, 1});
-  expectValues(slice(5, 2, 1), {0}, {});     // empty range
-  expectValues(slice(7, 100, 1), {0}, {});   // start past the end
+  expectValues(slice(5, 2, 1), {0}, {});   // empty range
+  expectValues(slice(7, 100, 1), {0}, {}); // start past the end
   expectValues(slice(0, 7, 3), {3}, {0, 3, 6});
   HostTensor m = f64({2, 3}, {1, 2, 3, 4, 5, 6});
-  expectValues(runOp1("slice", {m}, {{"axes", std::vector<int64_t>{-1, 0}}, {"starts", std::vector<int64_t>{1, 1}},
-                                     {"ends", std::vector<int64_t>{3, 2}}}),
+  expectValues(runOp1("slice", {m},
+                      {{"axes", std::vector<int64_t>{-1, 0}},
+                       {"starts", std::vector<int64_t>{1, 1}},
+                       {"ends", std::vector<int64_t>{3, 2}}}),
                {1, 2}, {5, 6});
 }
 
@@ -440,10 +490,13 @@ TEST(Interpreter, SymbolicDimsBindAtRunTime) {
   EXPECT_EQ(r3.bindings.at("B"), 3);
   expectValues(r3.outputs[0], {}, {21});
   expectValues(r3.outputs[1], {2}, {3, 4});
-  EXPECT_THROW(interpret(t.graph(), a, {{"x", f64({9, 2}, std::vector<double>(18, 0))}}), Error); // above the bound
-  EXPECT_THROW(interpret(t.graph(), a, {{"x", f64({3, 3}, std::vector<double>(9, 0))}}), Error);  // static dim
-  EXPECT_THROW(interpret(t.graph(), a, {}), Error);                                              // missing input
-  EXPECT_THROW(interpret(t.graph(), a, {{"x", tensor(DType::F32, {1, 2}, {1, 2})}}), Error);      // dtype
+  EXPECT_THROW(interpret(t.graph(), a, {{"x", f64({9, 2}, std::vector<double>(18, 0))}}),
+               Error); // above the bound
+  EXPECT_THROW(interpret(t.graph(), a, {{"x", f64({3, 3}, std::vector<double>(9, 0))}}),
+               Error);                              // static dim
+  EXPECT_THROW(interpret(t.graph(), a, {}), Error); // missing input
+  EXPECT_THROW(interpret(t.graph(), a, {{"x", tensor(DType::F32, {1, 2}, {1, 2})}}),
+               Error); // dtype
 }
 
 TEST(Interpreter, ConflictingBindingsAreRejected) {
@@ -467,17 +520,25 @@ namespace {
 // Every float op in every float dtype agrees with its f64 result to the
 // dtype's precision: one rounding per op, computed in double.
 TEST(Interpreter, EveryFloatDTypeMatchesF64) {
-  HostTensor base = f64({3, 5}, {0.3, -0.7, 1.1, 0.05, -1.9, 0.8, 0.25, -0.33, 1.7, -0.2, 0.6, 0.9, -1.2, 0.45, 0.15});
-  HostTensor positive = f64({3, 5}, {0.3, 0.7, 1.1, 0.05, 1.9, 0.8, 0.25, 0.33, 1.7, 0.2, 0.6, 0.9, 1.2, 0.45, 0.15});
+  HostTensor base = f64({3, 5}, {0.3, -0.7, 1.1, 0.05, -1.9, 0.8, 0.25, -0.33, 1.7, -0.2, 0.6, 0.9,
+                                 -1.2, 0.45, 0.15});
+  HostTensor positive =
+      f64({3, 5}, {0.3, 0.7, 1.1, 0.05, 1.9, 0.8, 0.25, 0.33, 1.7, 0.2, 0.6, 0.9, 1.2, 0.45, 0.15});
   auto convert = [](const HostTensor &t, DType d) {
     HostTensor out(d, t.shape());
     for (int64_t i = 0; i < t.numel(); ++i)
       out.setF(i, t.getF(i));
     return out;
   };
-  struct Case { std::string op; bool positiveOnly; AttrMap attrs; int arity; };
+  struct Case {
+    std::string op;
+    bool positiveOnly;
+    AttrMap attrs;
+    int arity;
+  };
   std::vector<Case> cases;
-  for (const char *op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu", "sin", "cos", "erf", "floor", "ceil", "sign"})
+  for (const char *op : {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "gelu", "silu", "sin",
+                         "cos", "erf", "floor", "ceil", "sign"})
     cases.push_back({op, false, {}, 1});
   for (const char *op : {"log", "sqrt", "rsqrt", "reciprocal"})
     cases.push_back({op, true, {}, 1});
@@ -495,7 +556,8 @@ TEST(Interpreter, EveryFloatDTypeMatchesF64) {
     for (const Case &c : cases) {
       SCOPED_TRACE(c.op + " " + std::string(dtypeName(d)));
       const HostTensor &in = c.positiveOnly ? positive : base;
-      std::vector<std::optional<HostTensor>> low{convert(in, d)}, wide{convert(convert(in, d), DType::F64)};
+      std::vector<std::optional<HostTensor>> low{convert(in, d)},
+          wide{convert(convert(in, d), DType::F64)};
       if (c.arity == 2) {
         low.push_back(convert(positive, d));
         wide.push_back(convert(convert(positive, d), DType::F64));
@@ -508,7 +570,9 @@ TEST(Interpreter, EveryFloatDTypeMatchesF64) {
       ASSERT_EQ(got.dtype(), d);
       ASSERT_EQ(got.shape(), want.shape());
       for (int64_t i = 0; i < got.numel(); ++i)
-        EXPECT_NEAR(got.getF(i), want.getF(i), tolerance(d) * std::max(1.0, std::fabs(want.getF(i)))) << i;
+        EXPECT_NEAR(got.getF(i), want.getF(i),
+                    tolerance(d) * std::max(1.0, std::fabs(want.getF(i))))
+            << i;
     }
   }
   // matmul accumulates in double: a bf16 product matches f64 up to one rounding.
@@ -517,7 +581,8 @@ TEST(Interpreter, EveryFloatDTypeMatchesF64) {
   HostTensor got = runOp1("matmul", {a, bt});
   HostTensor want = runOp1("matmul", {convert(a, DType::F64), convert(bt, DType::F64)});
   for (int64_t i = 0; i < got.numel(); ++i)
-    EXPECT_NEAR(got.getF(i), want.getF(i), tolerance(DType::BF16) * std::max(1.0, std::fabs(want.getF(i))));
+    EXPECT_NEAR(got.getF(i), want.getF(i),
+                tolerance(DType::BF16) * std::max(1.0, std::fabs(want.getF(i))));
 }
 
 } // namespace

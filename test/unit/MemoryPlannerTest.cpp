@@ -17,8 +17,10 @@ void checkNoOverlap(const std::vector<BufferRequest> &b, const MemoryPlan &p) {
     EXPECT_LE(p.offsets[i] + b[i].size, p.arenaBytes);
     for (size_t j = i + 1; j < b.size(); ++j) {
       bool together = b[i].first <= b[j].last && b[j].first <= b[i].last;
-      bool shared = (p.inPlace[i] && b[i].inPlaceWith == int(j)) || (p.inPlace[j] && b[j].inPlaceWith == int(i));
-      bool overlap = p.offsets[i] < p.offsets[j] + b[j].size && p.offsets[j] < p.offsets[i] + b[i].size;
+      bool shared = (p.inPlace[i] && b[i].inPlaceWith == int(j)) ||
+                    (p.inPlace[j] && b[j].inPlaceWith == int(i));
+      bool overlap =
+          p.offsets[i] < p.offsets[j] + b[j].size && p.offsets[j] < p.offsets[i] + b[i].size;
       EXPECT_FALSE(together && overlap && !shared) << i << " and " << j;
     }
   }

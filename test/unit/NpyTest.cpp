@@ -1,6 +1,6 @@
 // .npy files: round trips per dtype, and clear errors for bad files.
-#include "ir/core/Error.h"
 #include "runtime/host/Npy.h"
+#include "ir/core/Error.h"
 
 #include <gtest/gtest.h>
 
@@ -37,7 +37,8 @@ TEST(Npy, HeaderIsNumPyCompatible) {
   HostTensor t(DType::F32, {5});
   std::string bytes = formatNpy(t);
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  EXPECT_NE(bytes.find("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }"), std::string::npos);
+  EXPECT_NE(bytes.find("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }"),
+            std::string::npos);
   EXPECT_EQ((bytes.size() - 5 * 4) % 64, 0u);
   HostTensor scalar(DType::I1, {});
   EXPECT_NE(formatNpy(scalar).find("'shape': ()"), std::string::npos);
@@ -53,10 +54,12 @@ TEST(Npy, BadFilesGiveErrors) {
   EXPECT_EQ(errorOf(good, DType::I64), "t.npy: holds f32 ('<f4') but i64 is expected");
   std::string bigEndian = good;
   bigEndian.replace(bigEndian.find("<f4"), 3, ">f4");
-  EXPECT_EQ(errorOf(bigEndian), "t.npy: unsupported dtype '>f4' (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
+  EXPECT_EQ(errorOf(bigEndian),
+            "t.npy: unsupported dtype '>f4' (supported: <f8 <f4 <f2 <i8 <i4 |b1)");
   std::string fortran = good;
   fortran.replace(fortran.find("False"), 5, "True ");
-  EXPECT_EQ(errorOf(fortran), "t.npy: Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  EXPECT_EQ(errorOf(fortran),
+            "t.npy: Fortran-order arrays are not supported; save with np.ascontiguousarray");
   // bf16 inputs read from f32 files, rounded.
   HostTensor f(DType::F32, {1});
   f.setF(0, 1.0 + std::ldexp(1.0, -9));

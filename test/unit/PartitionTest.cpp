@@ -27,19 +27,22 @@ Graph attentionBlock() {
   Tracer t("attn");
   Tensor x = t.input("x", DType::F64, {"B", "T", 4});
   Tensor wq = t.parameter("wq", DType::F64, {4, 4}), wk = t.parameter("wk", DType::F64, {4, 4});
-  Tensor o = trace::scaled_dot_product_attention(trace::matmul(x, wq), trace::matmul(x, wk), x, std::nullopt, true);
+  Tensor o = trace::scaled_dot_product_attention(trace::matmul(x, wq), trace::matmul(x, wk), x,
+                                                 std::nullopt, true);
   t.output(trace::softmax(o + x) * 3.0);
   return t.graph();
 }
 
 // Runs the joint graph, and forward-then-backward, on the same inputs and
 // checks the gradients are identical.
-void checkPartition(const Graph &forward, const autodiff::PartitionOptions &options, int64_t *savedBytes) {
+void checkPartition(const Graph &forward, const autodiff::PartitionOptions &options,
+                    int64_t *savedBytes) {
   autodiff::JointGraph joint = autodiff::buildJointGraph(forward);
   autodiff::PartitionResult parts = autodiff::partitionJointGraph(forward, joint, options);
   *savedBytes = parts.savedBytes;
   GraphAnalysis ja = analyzeGraph(joint.graph, "joint");
-  std::map<std::string, HostTensor> inputs = completeInputs(joint.graph, ja, {}, 11, {{"B", 3}, {"T", 5}});
+  std::map<std::string, HostTensor> inputs =
+      completeInputs(joint.graph, ja, {}, 11, {{"B", 3}, {"T", 5}});
   std::vector<HostTensor> expected = interpret(joint.graph, ja, inputs).outputs;
 
   GraphAnalysis fa = analyzeGraph(parts.forward, "forward");
@@ -51,9 +54,11 @@ void checkPartition(const Graph &forward, const autodiff::PartitionOptions &opti
 
   std::map<std::string, HostTensor> backwardInputs;
   for (const GraphInput &in : parts.backward.inputs) {
-    auto saved = std::find_if(parts.saved.begin(), parts.saved.end(), [&](const auto &s) { return s.name == in.name; });
+    auto saved = std::find_if(parts.saved.begin(), parts.saved.end(),
+                              [&](const auto &s) { return s.name == in.name; });
     if (saved != parts.saved.end())
-      backwardInputs.emplace(in.name, fwdOut[forward.outputs.size() + (saved - parts.saved.begin())]);
+      backwardInputs.emplace(in.name,
+                             fwdOut[forward.outputs.size() + (saved - parts.saved.begin())]);
     else
       backwardInputs.emplace(in.name, inputs.at(in.name));
   }

@@ -6,9 +6,9 @@
 #include "compiler/driver/Model.h"
 #include "compiler/driver/RandomInputs.h"
 #include "compiler/frontend/GraphImport.h"
+#include "compiler/transforms/BackendPipelines.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -27,17 +27,31 @@ namespace {
 
 std::vector<std::string> graphFiles() {
   std::string root = TENSORC_SOURCE_DIR;
-  return {root + "/examples/mlp.json", root + "/examples/transformer_block.json",
-          root + "/test/graph/Inputs/features.json", root + "/test/autodiff/Inputs/chain.json",
-          root + "/test/passes/Inputs/composites.json", root + "/test/passes/Inputs/attention.json"};
+  return {root + "/examples/mlp.json",
+          root + "/examples/transformer_block.json",
+          root + "/test/graph/Inputs/features.json",
+          root + "/test/autodiff/Inputs/chain.json",
+          root + "/test/passes/Inputs/composites.json",
+          root + "/test/passes/Inputs/attention.json"};
 }
 
 // Every pass that is meant to preserve the function computed.
 std::vector<std::string> pipelines() {
-  return {"canonicalize", "cse", "tensorc-simplify", "tensorc-decompose", "tensorc-simplify-pipeline",
-          "tensorc-decompose,tensorc-simplify,cse", "tensorc-fuse", "tensorc-kernel-pipeline",
-          "tensorc-decompose,tensorc-kernel-pipeline", "tensorc-plan-memory", "tensorc-fold-constants", "tensorc-recognize-attention", "tensorc-schedule",
-          "tensorc-cpu-pipeline", "tensorc-cuda-pipeline"};
+  return {"canonicalize",
+          "cse",
+          "tensorc-simplify",
+          "tensorc-decompose",
+          "tensorc-simplify-pipeline",
+          "tensorc-decompose,tensorc-simplify,cse",
+          "tensorc-fuse",
+          "tensorc-kernel-pipeline",
+          "tensorc-decompose,tensorc-kernel-pipeline",
+          "tensorc-plan-memory",
+          "tensorc-fold-constants",
+          "tensorc-recognize-attention",
+          "tensorc-schedule",
+          "tensorc-cpu-pipeline",
+          "tensorc-cuda-pipeline"};
 }
 
 void expectClose(const HostTensor &a, const HostTensor &b, const std::string &what) {

@@ -22,12 +22,19 @@ inline HostTensor tensor(DType dtype, std::vector<int64_t> shape, std::vector<do
     isFloat(dtype) ? t.setF(i, values[i]) : t.setI(i, int64_t(values[i]));
   return t;
 }
-inline HostTensor f32(std::vector<int64_t> shape, std::vector<double> v) { return tensor(DType::F32, shape, v); }
-inline HostTensor f64(std::vector<int64_t> shape, std::vector<double> v) { return tensor(DType::F64, shape, v); }
-inline HostTensor i64(std::vector<int64_t> shape, std::vector<double> v) { return tensor(DType::I64, shape, v); }
+inline HostTensor f32(std::vector<int64_t> shape, std::vector<double> v) {
+  return tensor(DType::F32, shape, v);
+}
+inline HostTensor f64(std::vector<int64_t> shape, std::vector<double> v) {
+  return tensor(DType::F64, shape, v);
+}
+inline HostTensor i64(std::vector<int64_t> shape, std::vector<double> v) {
+  return tensor(DType::I64, shape, v);
+}
 
 // Runs a traced graph on the interpreter (inputs named in0, in1, ...).
-inline std::vector<HostTensor> runTraced(const trace::Tracer &t, const std::vector<HostTensor> &inputs) {
+inline std::vector<HostTensor> runTraced(const trace::Tracer &t,
+                                         const std::vector<HostTensor> &inputs) {
   GraphAnalysis a = analyzeGraph(t.graph(), "test");
   std::map<std::string, HostTensor> named;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -36,7 +43,8 @@ inline std::vector<HostTensor> runTraced(const trace::Tracer &t, const std::vect
 }
 
 // Runs one op whose tensor operands are `args` (nullopt: absent optional).
-inline std::vector<HostTensor> runOp(const std::string &op, const std::vector<std::optional<HostTensor>> &args,
+inline std::vector<HostTensor> runOp(const std::string &op,
+                                     const std::vector<std::optional<HostTensor>> &args,
                                      AttrMap attrs = {}) {
   trace::Tracer t("op");
   std::vector<trace::Operand> operands;
@@ -46,7 +54,8 @@ inline std::vector<HostTensor> runOp(const std::string &op, const std::vector<st
       operands.push_back(std::monostate{});
       continue;
     }
-    std::vector<std::variant<int64_t, std::string>> shape(args[i]->shape().begin(), args[i]->shape().end());
+    std::vector<std::variant<int64_t, std::string>> shape(args[i]->shape().begin(),
+                                                          args[i]->shape().end());
     operands.push_back(t.input("in" + std::to_string(i), args[i]->dtype(), shape));
     inputs.push_back(*args[i]);
   }
@@ -63,15 +72,21 @@ inline HostTensor runOp1(const std::string &op, const std::vector<std::optional<
 // Relative tolerance by dtype: a few ulps of the format.
 inline double tolerance(DType d) {
   switch (d) {
-  case DType::F64: return 1e-12;
-  case DType::F32: return 1e-6;
-  case DType::F16: return 1e-3;
-  case DType::BF16: return 8e-3;
-  default: return 0;
+  case DType::F64:
+    return 1e-12;
+  case DType::F32:
+    return 1e-6;
+  case DType::F16:
+    return 1e-3;
+  case DType::BF16:
+    return 8e-3;
+  default:
+    return 0;
   }
 }
 
-inline void expectValues(const HostTensor &t, std::vector<int64_t> shape, std::vector<double> expected) {
+inline void expectValues(const HostTensor &t, std::vector<int64_t> shape,
+                         std::vector<double> expected) {
   ASSERT_EQ(t.shape(), shape);
   ASSERT_EQ(t.numel(), int64_t(expected.size()));
   double tol = tolerance(t.dtype());

@@ -1,10 +1,10 @@
 // The tracing API records exactly the graph the equivalent graph file holds,
 // so both import to identical IR; errors surface at the traced call.
+#include "compiler/trace/Tracer.h"
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphAnalysis.h"
 #include "compiler/graph/GraphJson.h"
-#include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
 
 #include <gtest/gtest.h>
@@ -67,9 +67,12 @@ TEST(Tracer, TransformerBlockMatchesTheGraphFile) {
   auto p = [&](const char *name, std::vector<std::variant<int64_t, std::string>> shape) {
     return t.parameter(name, DType::F32, shape);
   };
-  Tensor ln1w = p("ln1_w", {64}), ln1b = p("ln1_b", {64}), aw = p("attn_w", {64, 192}), ab = p("attn_b", {192});
-  Tensor pw = p("proj_w", {64, 64}), pb = p("proj_b", {64}), ln2w = p("ln2_w", {64}), ln2b = p("ln2_b", {64});
-  Tensor fw = p("fc_w", {64, 256}), fb = p("fc_b", {256}), fpw = p("fc_proj_w", {256, 64}), fpb = p("fc_proj_b", {64});
+  Tensor ln1w = p("ln1_w", {64}), ln1b = p("ln1_b", {64}), aw = p("attn_w", {64, 192}),
+         ab = p("attn_b", {192});
+  Tensor pw = p("proj_w", {64, 64}), pb = p("proj_b", {64}), ln2w = p("ln2_w", {64}),
+         ln2b = p("ln2_b", {64});
+  Tensor fw = p("fc_w", {64, 256}), fb = p("fc_b", {256}), fpw = p("fc_proj_w", {256, 64}),
+         fpb = p("fc_proj_b", {64});
   Tensor ln1 = layer_norm(x, ln1w, ln1b).named("ln1");
   Tensor qkv = (matmul(ln1, aw).named("qkv_mm") + ab).named("qkv");
   std::vector<Tensor> parts = split(qkv, {64, 64, 64}, 2);
@@ -80,7 +83,8 @@ TEST(Tracer, TransformerBlockMatchesTheGraphFile) {
   Tensor q = permute(qh, {0, 2, 1, 3}).named("q"), k = permute(kh, {0, 2, 1, 3}).named("k"),
          v = permute(vh, {0, 2, 1, 3}).named("v");
   Tensor attn = scaled_dot_product_attention(q, k, v, std::nullopt, true).named("attn");
-  Tensor merged = reshape(permute(attn, {0, 2, 1, 3}).named("attn_t"), {"B", "T", 64}).named("attn_merged");
+  Tensor merged =
+      reshape(permute(attn, {0, 2, 1, 3}).named("attn_t"), {"B", "T", 64}).named("attn_merged");
   Tensor proj = (matmul(merged, pw).named("proj_mm") + pb).named("proj");
   Tensor res1 = (x + proj).named("res1");
   Tensor ln2 = layer_norm(res1, ln2w, ln2b).named("ln2");
@@ -101,11 +105,13 @@ TEST(Tracer, ErrorsNameTheOpAtTheCall) {
     matmul(x, w);
     FAIL() << "expected an error";
   } catch (const Error &e) {
-    EXPECT_STREQ(e.what(), "trace bad: node \"matmul0\" (matmul): inner dims differ: x is (B, 784), w1 is (512, 256)");
+    EXPECT_STREQ(
+        e.what(),
+        "trace bad: node \"matmul0\" (matmul): inner dims differ: x is (B, 784), w1 is (512, 256)");
   }
-  EXPECT_THROW(t.input("x", DType::F32, {2}), Error);    // name taken
-  EXPECT_THROW(t.input("z", DType::F32, {0}), Error);    // zero dim
-  EXPECT_THROW(sum(x, {2}), Error);                      // axis out of range
+  EXPECT_THROW(t.input("x", DType::F32, {2}), Error); // name taken
+  EXPECT_THROW(t.input("z", DType::F32, {0}), Error); // zero dim
+  EXPECT_THROW(sum(x, {2}), Error);                   // axis out of range
   Tensor r = relu(x);
   Tensor s = exp(r);
   EXPECT_THROW(r.named("late"), Error); // already used by `s`

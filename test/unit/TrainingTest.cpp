@@ -66,10 +66,12 @@ void trainAndCompare(autodiff::Optimizer kind, double lr) {
   GraphAnalysis sa = analyzeGraph(step.graph, "step"), ja = analyzeGraph(joint.graph, "joint");
 
   std::map<std::string, HostTensor> state = dataset(); // the step graph's inputs
-  std::map<std::string, HostTensor> reference = state;  // the hand-written loop's parameters
+  std::map<std::string, HostTensor> reference = state; // the hand-written loop's parameters
   std::map<std::string, std::vector<double>> m, v, buffer;
   for (const std::string &s : step.stateInputs) {
-    HostTensor zero = s == "step" ? HostTensor(DType::F32, {}) : HostTensor(DType::F64, state.at(s.substr(0, s.find('.'))).shape());
+    HostTensor zero = s == "step"
+                          ? HostTensor(DType::F32, {})
+                          : HostTensor(DType::F64, state.at(s.substr(0, s.find('.'))).shape());
     state.emplace(s, zero);
   }
   double firstLoss = 0, lastLoss = 0;
@@ -115,15 +117,20 @@ void trainAndCompare(autodiff::Optimizer kind, double lr) {
     }
     for (const std::string &w : joint.wrt)
       for (int64_t i = 0; i < reference.at(w).numel(); ++i)
-        ASSERT_NEAR(state.at(w).getF(i), reference.at(w).getF(i), 1e-12 * std::max(1.0, std::fabs(reference.at(w).getF(i))))
+        ASSERT_NEAR(state.at(w).getF(i), reference.at(w).getF(i),
+                    1e-12 * std::max(1.0, std::fabs(reference.at(w).getF(i))))
             << w << "[" << i << "] at step " << it;
   }
   EXPECT_LT(lastLoss, 0.6 * firstLoss) << "first " << firstLoss << ", last " << lastLoss;
 }
 
 TEST(TrainingStep, SgdMatchesAHandWrittenLoop) { trainAndCompare(autodiff::Optimizer::Sgd, 0.5); }
-TEST(TrainingStep, MomentumMatchesAHandWrittenLoop) { trainAndCompare(autodiff::Optimizer::Momentum, 0.1); }
-TEST(TrainingStep, AdamWMatchesAHandWrittenLoop) { trainAndCompare(autodiff::Optimizer::AdamW, 0.05); }
+TEST(TrainingStep, MomentumMatchesAHandWrittenLoop) {
+  trainAndCompare(autodiff::Optimizer::Momentum, 0.1);
+}
+TEST(TrainingStep, AdamWMatchesAHandWrittenLoop) {
+  trainAndCompare(autodiff::Optimizer::AdamW, 0.05);
+}
 
 TEST(TrainingStep, AccumulationAddsEarlierGradients) {
   Graph forward = classifier();
@@ -133,11 +140,13 @@ TEST(TrainingStep, AccumulationAddsEarlierGradients) {
   autodiff::TrainingStep step = autodiff::buildTrainingStep(forward, options);
   autodiff::JointGraph joint = autodiff::buildJointGraph(forward);
   std::map<std::string, HostTensor> inputs = dataset();
-  std::vector<HostTensor> grads = interpret(joint.graph, analyzeGraph(joint.graph, "j"), inputs).outputs;
+  std::vector<HostTensor> grads =
+      interpret(joint.graph, analyzeGraph(joint.graph, "j"), inputs).outputs;
   // With w.grad = dL/dw already accumulated once, the step moves by 2 * dL/dw.
   for (size_t p = 0; p < joint.wrt.size(); ++p)
     inputs.emplace(joint.wrt[p] + ".grad", grads[1 + p]);
-  std::vector<HostTensor> out = interpret(step.graph, analyzeGraph(step.graph, "s"), inputs).outputs;
+  std::vector<HostTensor> out =
+      interpret(step.graph, analyzeGraph(step.graph, "s"), inputs).outputs;
   for (size_t p = 0; p < joint.wrt.size(); ++p) {
     const HostTensor &before = inputs.at(joint.wrt[p]);
     for (int64_t i = 0; i < before.numel(); ++i)
@@ -168,7 +177,8 @@ TEST(TrainingStep, DynamicLossScaling) {
     t.setF(0, v);
     return t;
   };
-  auto outputOf = [](const autodiff::TrainingStep &s, const std::vector<HostTensor> &out, const std::string &name) {
+  auto outputOf = [](const autodiff::TrainingStep &s, const std::vector<HostTensor> &out,
+                     const std::string &name) {
     for (size_t i = 0; i < s.updatedOutputs.size(); ++i)
       if (s.updatedOutputs[i] == name)
         return out[1 + i];

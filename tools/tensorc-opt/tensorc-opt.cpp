@@ -1,9 +1,9 @@
 // tensorc-opt: MlirOptMain with the tc dialect and tensorc's passes, for lit
 // tests and for running single passes by hand.
+#include "compiler/transforms/BackendPipelines.h"
 #include "ir/dialect/TCDialect.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -19,5 +19,6 @@ int main(int argc, char **argv) {
   tensorc::registerBackendPipelines();
   mlir::DialectRegistry registry;
   registry.insert<tensorc::tc::TCDialect, mlir::func::FuncDialect>();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "tensorc optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tensorc optimizer driver\n", registry));
 }

@@ -5,14 +5,14 @@
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
-#include "compiler/transforms/Autocast.h"
-#include "compiler/transforms/RecognizeAttention.h"
-#include "compiler/graph/GraphJson.h"
 #include "compiler/frontend/GraphImport.h"
+#include "compiler/graph/GraphJson.h"
+#include "compiler/transforms/Autocast.h"
+#include "compiler/transforms/BackendPipelines.h"
+#include "compiler/transforms/RecognizeAttention.h"
 #include "ir/core/Error.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "compiler/transforms/BackendPipelines.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
@@ -57,18 +57,21 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--print-ir-after-all", args->printIrAfterAll,
                 "print the IR to stderr after every pass");
   cmd->add_flag("--debug-info", args->debugInfo, "keep locations (node names) in emitted MLIR");
-  cmd->add_option("--pipeline", args->pipeline,
-                  "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
+  cmd->add_option(
+         "--pipeline", args->pipeline,
+         "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
       ->check(CLI::IsMember({"simplify", "cpu", "cuda"}));
   cmd->add_flag("--fuse", args->fuse,
-                "group ops into kernels (tc.fused) and plan the memory arena; with --report, print every kernel, "
+                "group ops into kernels (tc.fused) and plan the memory arena; with --report, print "
+                "every kernel, "
                 "the refused fusions and the arena");
   cmd->add_option("--autocast", args->autocast,
                   "mixed precision: run matmul/conv/attention in bf16 or f16 (docs/autocast.md)")
       ->check(CLI::IsMember({"bf16", "f16"}));
-  cmd->add_flag("--train", args->train,
-                "compile a training step: forward, backward and optimizer update in one program; with -o OUT "
-                "also writes OUT's .forward and .backward siblings");
+  cmd->add_flag(
+      "--train", args->train,
+      "compile a training step: forward, backward and optimizer update in one program; with -o OUT "
+      "also writes OUT's .forward and .backward siblings");
   cmd->add_option("--optimizer", args->optimizer, "with --train: sgd (default), momentum or adamw")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}));
   cmd->add_option("--lr", args->lr, "learning rate (default 1e-3)");
@@ -77,19 +80,24 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--beta1", args->beta1, "AdamW beta1 (default 0.9)");
   cmd->add_option("--beta2", args->beta2, "AdamW beta2 (default 0.999)");
   cmd->add_option("--eps", args->eps, "AdamW epsilon (default 1e-8)");
-  cmd->add_option("--wrt", args->wrt, "parameters to train (default: the trainable inputs)")->delimiter(',');
-  cmd->add_option("--loss", args->loss, "the scalar output to minimize (default: the only scalar float output)");
-  cmd->add_flag("--loss-scaling", args->lossScaling,
-                "with --train: dynamic loss scaling (on by default with --autocast f16); reads and returns "
-                "loss_scale and good_steps");
+  cmd->add_option("--wrt", args->wrt, "parameters to train (default: the trainable inputs)")
+      ->delimiter(',');
+  cmd->add_option("--loss", args->loss,
+                  "the scalar output to minimize (default: the only scalar float output)");
+  cmd->add_flag(
+      "--loss-scaling", args->lossScaling,
+      "with --train: dynamic loss scaling (on by default with --autocast f16); reads and returns "
+      "loss_scale and good_steps");
   cmd->add_option("--loss-scale-growth-interval", args->growthInterval,
                   "clean steps before the loss scale doubles (default 2000)")
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("--accumulate", args->accumulate,
-                "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
+  cmd->add_flag(
+      "--accumulate", args->accumulate,
+      "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
   cmd->add_option("--memory-budget", args->memoryBudget,
                   "bytes the forward may save for the backward (the .forward/.backward split)");
-  cmd->add_flag("--report", args->report, "with --train: print the saved tensors, bytes and recompute FLOPs");
+  cmd->add_flag("--report", args->report,
+                "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
     if (!args->autocast.empty()) {
@@ -112,8 +120,8 @@ void addCompileCommand(CLI::App &app) {
       options.optimizer.kind = autodiff::parseOptimizer(args->optimizer);
       options.optimizer.lr = args->lr;
       options.optimizer.momentum = args->momentum;
-      options.optimizer.weightDecay =
-          args->weightDecay.value_or(options.optimizer.kind == autodiff::Optimizer::AdamW ? 0.01 : 0.0);
+      options.optimizer.weightDecay = args->weightDecay.value_or(
+          options.optimizer.kind == autodiff::Optimizer::AdamW ? 0.01 : 0.0);
       options.optimizer.beta1 = args->beta1;
       options.optimizer.beta2 = args->beta2;
       options.optimizer.eps = args->eps;
@@ -135,19 +143,21 @@ void addCompileCommand(CLI::App &app) {
       model->analysis = analyzeGraph(step.graph, args->file);
       model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
       if (args->output != "-") {
-        for (auto [graph, part] : {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
+        for (auto [graph, part] :
+             {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
           GraphAnalysis a = analyzeGraph(*graph, args->file);
           std::string text = args->emit == "json"
                                  ? writeGraphJson(*graph)
-                                 : printModule(*importGraph(*model->context, *graph, a, args->file), args->debugInfo);
+                                 : printModule(*importGraph(*model->context, *graph, a, args->file),
+                                               args->debugInfo);
           writeOutputFile(sibling(args->output, part), text);
         }
       }
     } else {
       check(!args->accumulate && (!args->report || args->fuse || args->pipeline != "simplify") &&
-                !args->memoryBudget && args->wrt.empty() &&
-                args->loss.empty(),
-            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, --fuse or --pipeline");
+                !args->memoryBudget && args->wrt.empty() && args->loss.empty(),
+            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, "
+            "--fuse or --pipeline");
     }
     mlir::PassManager pm(model->context.get());
     PipelineOptions pipeline;

@@ -14,10 +14,10 @@
 
 namespace tensorc::cli {
 
-using autodiff::PartitionOptions;
-using autodiff::PartitionResult;
 using autodiff::partitionJointGraph;
+using autodiff::PartitionOptions;
 using autodiff::partitionReport;
+using autodiff::PartitionResult;
 
 namespace {
 struct GradArgs {
@@ -30,26 +30,34 @@ struct GradArgs {
 } // namespace
 
 void addGradCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("grad", "Derive the joint forward+backward graph (reverse-mode autodiff)");
+  auto *cmd =
+      app.add_subcommand("grad", "Derive the joint forward+backward graph (reverse-mode autodiff)");
   auto args = std::make_shared<GradArgs>();
   cmd->add_option("FILE", args->file, "graph file (.json) or tc module (.mlir)")->required();
-  cmd->add_option("--wrt", args->wrt, "inputs to differentiate with respect to (default: the trainable ones)")
+  cmd->add_option("--wrt", args->wrt,
+                  "inputs to differentiate with respect to (default: the trainable ones)")
       ->delimiter(',');
   cmd->add_option("--of", args->of,
-                  "outputs to differentiate (default: the only scalar float output, else all float outputs); "
+                  "outputs to differentiate (default: the only scalar float output, else all float "
+                  "outputs); "
                   "a scalar is seeded with 1, others get a cotangent input")
       ->delimiter(',');
-  cmd->add_option("--emit", args->emit, "mlir (tc IR) or json (a graph file)")->check(CLI::IsMember({"mlir", "json"}));
-  cmd->add_option("-o,--output", args->output,
-                  "output path, - for stdout (the default); with --partition, a prefix for PREFIX.forward.EXT "
-                  "and PREFIX.backward.EXT");
+  cmd->add_option("--emit", args->emit, "mlir (tc IR) or json (a graph file)")
+      ->check(CLI::IsMember({"mlir", "json"}));
+  cmd->add_option(
+      "-o,--output", args->output,
+      "output path, - for stdout (the default); with --partition, a prefix for PREFIX.forward.EXT "
+      "and PREFIX.backward.EXT");
   cmd->add_flag("--partition", args->partition,
                 "split into forward and backward graphs with a min-cut choice of saved tensors");
   cmd->add_option("--memory-budget", args->budget,
                   "with --partition: saved bytes allowed (at --dim sizes); recomputes more to fit");
-  cmd->add_flag("--save-all", args->saveAll, "with --partition: save every value the backward reads, recompute nothing");
-  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE used to measure bytes and FLOPs (default: min(bound, 64))");
-  cmd->add_flag("--report", args->report, "with --partition: print the saved tensors, bytes and recompute FLOPs");
+  cmd->add_flag("--save-all", args->saveAll,
+                "with --partition: save every value the backward reads, recompute nothing");
+  cmd->add_option("--dim", args->dims,
+                  "SYMBOL=SIZE used to measure bytes and FLOPs (default: min(bound, 64))");
+  cmd->add_flag("--report", args->report,
+                "with --partition: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
     autodiff::AutodiffOptions options;
@@ -72,7 +80,8 @@ void addGradCommand(CLI::App &app) {
       return printModule(*importGraph(*model->context, g, analysis, args->file));
     };
     if (!args->partition) {
-      check(!args->report && !args->budget && !args->saveAll, "--report, --memory-budget and --save-all need --partition");
+      check(!args->report && !args->budget && !args->saveAll,
+            "--report, --memory-budget and --save-all need --partition");
       writeOutputFile(args->output, render(joint.graph));
       return;
     }

@@ -40,7 +40,8 @@ static std::vector<std::string> engines(const OpSchema &op) {
 }
 
 void addOpsCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("ops", "List every op: arity, attributes, differentiability, engines");
+  auto *cmd =
+      app.add_subcommand("ops", "List every op: arity, attributes, differentiability, engines");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "print JSON for machines");
   cmd->callback([json] {
@@ -48,26 +49,35 @@ void addOpsCommand(CLI::App &app) {
     if (*json) {
       nlohmann::ordered_json out = nlohmann::ordered_json::array();
       for (const OpSchema &op : ops) {
-        nlohmann::ordered_json operands = nlohmann::ordered_json::array(), attrs = nlohmann::ordered_json::array();
+        nlohmann::ordered_json operands = nlohmann::ordered_json::array(),
+                               attrs = nlohmann::ordered_json::array();
         for (const OperandDef &o : op.operands)
           operands.push_back({{"name", o.name},
-                              {"arity", o.arity == Arity::One ? "one" : o.arity == Arity::Optional ? "optional" : "variadic"}});
+                              {"arity", o.arity == Arity::One        ? "one"
+                                        : o.arity == Arity::Optional ? "optional"
+                                                                     : "variadic"}});
         for (const AttrDef &a : op.attrs) {
-          nlohmann::ordered_json j = {{"name", a.name}, {"kind", attrKindName(a.kind)}, {"required", a.required}};
+          nlohmann::ordered_json j = {
+              {"name", a.name}, {"kind", attrKindName(a.kind)}, {"required", a.required}};
           if (a.defaultValue)
             j["default"] = attrStr(*a.defaultValue);
           if (!a.choices.empty())
             j["choices"] = a.choices;
           attrs.push_back(j);
         }
-        out.push_back({{"name", op.name}, {"category", op.category}, {"operands", operands},
-                       {"attributes", attrs}, {"results", op.numResults < 0 ? "variadic" : std::to_string(op.numResults)},
-                       {"differentiable", op.differentiable}, {"engines", engines(op)}});
+        out.push_back({{"name", op.name},
+                       {"category", op.category},
+                       {"operands", operands},
+                       {"attributes", attrs},
+                       {"results", op.numResults < 0 ? "variadic" : std::to_string(op.numResults)},
+                       {"differentiable", op.differentiable},
+                       {"engines", engines(op)}});
       }
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::printf("%-30s %-11s %-6s %-5s %-8s %s\n", "op", "category", "arity", "diff", "engines", "attributes");
+    std::printf("%-30s %-11s %-6s %-5s %-8s %s\n", "op", "category", "arity", "diff", "engines",
+                "attributes");
     for (const OpSchema &op : ops) {
       std::string attrs, eng;
       for (const AttrDef &a : op.attrs)
@@ -77,7 +87,8 @@ void addOpsCommand(CLI::App &app) {
       std::printf("%-30s %-11s %-6s %-5s %-8s %s\n", op.name.c_str(), op.category.c_str(),
                   arity(op).c_str(), op.differentiable ? "yes" : "no", eng.c_str(), attrs.c_str());
     }
-    std::printf("\n%zu ops. Attributes: name:kind, '!' required, '=' default, '?' optional.\n", ops.size());
+    std::printf("\n%zu ops. Attributes: name:kind, '!' required, '=' default, '?' optional.\n",
+                ops.size());
   });
 }
 

@@ -58,14 +58,19 @@ std::string fileNameFor(const std::string &ref) {
 } // namespace
 
 void addRunCommand(CLI::App &app) {
-  auto *cmd = app.add_subcommand("run", "Run a graph file or .mlir module on the reference interpreter");
+  auto *cmd =
+      app.add_subcommand("run", "Run a graph file or .mlir module on the reference interpreter");
   auto args = std::make_shared<RunArgs>();
   cmd->add_option("FILE", args->file, "graph file (.json) or tc module (.mlir)")->required();
-  cmd->add_option("--input", args->inputs, "NAME=PATH.npy for an input (repeatable); missing inputs are drawn from --seed");
-  cmd->add_option("--dim", args->dims, "SYMBOL=SIZE for a symbolic dim of generated inputs (repeatable; default 4)");
+  cmd->add_option("--input", args->inputs,
+                  "NAME=PATH.npy for an input (repeatable); missing inputs are drawn from --seed");
+  cmd->add_option("--dim", args->dims,
+                  "SYMBOL=SIZE for a symbolic dim of generated inputs (repeatable; default 4)");
   cmd->add_option("--seed", args->seed, "seed for generated inputs (default 0)");
-  cmd->add_option("--output-dir", args->outputDir, "write each output as OUTPUT.npy into this directory");
-  cmd->add_option("--show", args->showValues, "values to print per output (default 6)")->check(CLI::Range(0, 1000));
+  cmd->add_option("--output-dir", args->outputDir,
+                  "write each output as OUTPUT.npy into this directory");
+  cmd->add_option("--show", args->showValues, "values to print per output (default 6)")
+      ->check(CLI::Range(0, 1000));
   cmd->callback([args] {
     std::unique_ptr<Model> model = loadModel(args->file);
     const Graph &g = model->graph;
@@ -81,7 +86,8 @@ void addRunCommand(CLI::App &app) {
       given.emplace(name, readNpy(path, in->spec.dtype));
     }
     std::map<std::string, int64_t> dims = parseDimAssignments(args->dims);
-    std::map<std::string, HostTensor> inputs = completeInputs(g, model->analysis, given, args->seed, dims);
+    std::map<std::string, HostTensor> inputs =
+        completeInputs(g, model->analysis, given, args->seed, dims);
     InterpreterResult result;
     try {
       result = interpret(g, model->analysis, inputs);

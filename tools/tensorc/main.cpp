@@ -24,10 +24,12 @@ std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string
   std::map<std::string, int64_t> dims;
   for (const std::string &s : assignments) {
     size_t eq = s.find('=');
-    check(eq != std::string::npos && eq > 0 && eq + 1 < s.size(), "--dim \"" + s + "\" must look like SYMBOL=SIZE");
+    check(eq != std::string::npos && eq > 0 && eq + 1 < s.size(),
+          "--dim \"" + s + "\" must look like SYMBOL=SIZE");
     char *end = nullptr;
     long long v = std::strtoll(s.c_str() + eq + 1, &end, 10);
-    check(*end == '\0' && v >= 1 && v <= (1ll << 40), "--dim " + s + ": the size must be a positive integer");
+    check(*end == '\0' && v >= 1 && v <= (1ll << 40),
+          "--dim " + s + ": the size must be a positive integer");
     dims[s.substr(0, eq)] = v;
   }
   return dims;
@@ -37,9 +39,9 @@ std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string
 
 int main(int argc, char **argv) {
   CLI::App app{"tensorc: a compiler for deep-learning graphs"};
-  app.set_version_flag("--version",
-                       std::string("tensorc 0.1.0 (graph format ") +
-                           std::to_string(tensorc::kGraphFormatVersion) + ", LLVM/MLIR 19)");
+  app.set_version_flag("--version", std::string("tensorc 0.1.0 (graph format ") +
+                                        std::to_string(tensorc::kGraphFormatVersion) +
+                                        ", LLVM/MLIR 19)");
   app.require_subcommand(1);
   tensorc::cli::addVerifyCommand(app);
   tensorc::cli::addCompileCommand(app);
