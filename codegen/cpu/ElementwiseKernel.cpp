@@ -1,0 +1,228 @@
+#include "codegen/cpu/ElementwiseKernel.h"
+
+#include "compiler/graph/GraphAnalysis.h"
+#include "ir/core/Error.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+
+namespace tensorc::codegen::cpu {
+
+void loadCpuDialects(MLIRContext &ctx) {
+  ctx.loadDialect<func::FuncDialect, linalg::LinalgDialect, arith::ArithDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
+}
+
+namespace {
+
+const std::set<std::string> &supported() {
+  static const std::set<std::string> ops = {
+      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu", "gelu", "silu",
+      "sin", "cos", "erf", "floor", "ceil", "sign", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+      "where", "eq", "ne", "lt", "le", "gt", "ge", "clamp"};
+  return ops;
+}
+
+Type elementType(MLIRContext *ctx, DType d) {
+  Builder b(ctx);
+  switch (d) {
+  case DType::F64: return b.getF64Type();
+  case DType::F32: return b.getF32Type();
+  case DType::I1: return b.getI1Type();
+  default: fail("cpu codegen: dtype " + std::string(dtypeName(d)) + " is not supported yet");
+  }
+}
+
+MemRefType memrefOf(MLIRContext *ctx, const TensorSpec &spec) {
+  SmallVector<int64_t> shape;
+  for (const Dim &d : spec.shape) {
+    check(d.isStatic(), "cpu codegen: symbolic dims are not supported yet");
+    shape.push_back(d.value());
+  }
+  return MemRefType::get(shape, elementType(ctx, spec.dtype));
+}
+
+// The scalar computation of one elementwise op.
+Value scalarOp(OpBuilder &b, Location loc, const TypedNode &n, ArrayRef<Value> a) {
+  const std::string &op = n.node->op;
+  Type t = a.empty() ? Type() : a[0].getType();
+  auto c = [&](double v, Type type) { return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, v)).getResult(); };
+  auto sigmoid = [&](Value x) {
+    Value e = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, x));
+    return b.create<arith::DivFOp>(loc, c(1, t), b.create<arith::AddFOp>(loc, c(1, t), e)).getResult();
+  };
+  if (op == "neg") return b.create<arith::NegFOp>(loc, a[0]);
+  if (op == "abs") return b.create<math::AbsFOp>(loc, a[0]);
+  if (op == "exp") return b.create<math::ExpOp>(loc, a[0]);
+  if (op == "log") return b.create<math::LogOp>(loc, a[0]);
+  if (op == "sqrt") return b.create<math::SqrtOp>(loc, a[0]);
+  if (op == "rsqrt") return b.create<arith::DivFOp>(loc, c(1, t), b.create<math::SqrtOp>(loc, a[0]));
+  if (op == "reciprocal") return b.create<arith::DivFOp>(loc, c(1, t), a[0]);
+  if (op == "tanh") return b.create<math::TanhOp>(loc, a[0]);
+  if (op == "sigmoid") return sigmoid(a[0]);
+  if (op == "relu") {
+    // relu(nan) = nan; relu(-0) = 0.
+    Value positive = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a[0], c(0, t));
+    return b.create<arith::SelectOp>(loc, positive, a[0], c(0, t));
+  }
+  if (op == "silu") return b.create<arith::MulFOp>(loc, a[0], sigmoid(a[0]));
+  if (op == "gelu") {
+    Value x = a[0];
+    if (getEnum(n.attrs, "approximate") == "tanh") {
+      Value x3 = b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, x), x);
+      Value inner = b.create<arith::MulFOp>(
+          loc, b.create<arith::AddFOp>(loc, x, b.create<arith::MulFOp>(loc, x3, c(0.044715, t))),
+          c(std::sqrt(2.0 / M_PI), t));
+      Value th = b.create<math::TanhOp>(loc, inner);
+      return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, c(0.5, t)),
+                                     b.create<arith::AddFOp>(loc, c(1, t), th));
+    }
+    Value e = b.create<math::ErfOp>(loc, b.create<arith::MulFOp>(loc, x, c(1 / std::sqrt(2.0), t)));
+    return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, c(0.5, t)),
+                                   b.create<arith::AddFOp>(loc, c(1, t), e));
+  }
+  if (op == "sin") return b.create<math::SinOp>(loc, a[0]);
+  if (op == "cos") return b.create<math::CosOp>(loc, a[0]);
+  if (op == "erf") return b.create<math::ErfOp>(loc, a[0]);
+  if (op == "floor") return b.create<math::FloorOp>(loc, a[0]);
+  if (op == "ceil") return b.create<math::CeilOp>(loc, a[0]);
+  if (op == "sign") {
+    Value pos = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, a[0], c(0, t));
+    Value neg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, a[0], c(0, t));
+    Value zeroOrNan = b.create<arith::MulFOp>(loc, a[0], c(0, t)); // 0 for zeros, nan for nan
+    return b.create<arith::SelectOp>(loc, pos, c(1, t), b.create<arith::SelectOp>(loc, neg, c(-1, t), zeroOrNan));
+  }
+  if (op == "add") return b.create<arith::AddFOp>(loc, a[0], a[1]);
+  if (op == "sub") return b.create<arith::SubFOp>(loc, a[0], a[1]);
+  if (op == "mul") return b.create<arith::MulFOp>(loc, a[0], a[1]);
+  if (op == "div") return b.create<arith::DivFOp>(loc, a[0], a[1]);
+  if (op == "pow") return b.create<math::PowFOp>(loc, a[0], a[1]);
+  if (op == "maximum") return b.create<arith::MaximumFOp>(loc, a[0], a[1]);
+  if (op == "minimum") return b.create<arith::MinimumFOp>(loc, a[0], a[1]);
+  if (op == "where") return b.create<arith::SelectOp>(loc, a[0], a[1], a[2]);
+  static const std::map<std::string, arith::CmpFPredicate> compares = {
+      {"eq", arith::CmpFPredicate::OEQ}, {"ne", arith::CmpFPredicate::UNE}, {"lt", arith::CmpFPredicate::OLT},
+      {"le", arith::CmpFPredicate::OLE}, {"gt", arith::CmpFPredicate::OGT}, {"ge", arith::CmpFPredicate::OGE}};
+  if (compares.count(op)) return b.create<arith::CmpFOp>(loc, compares.at(op), a[0], a[1]);
+  if (op == "clamp") {
+    Value v = a[0];
+    // min(max(x, lo), hi) with nan kept: compare-and-select.
+    if (hasAttr(n.attrs, "min")) {
+      Value lo = c(getFloat(n.attrs, "min"), t);
+      v = b.create<arith::SelectOp>(loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, v, lo), lo, v);
+    }
+    if (hasAttr(n.attrs, "max")) {
+      Value hi = c(getFloat(n.attrs, "max"), t);
+      v = b.create<arith::SelectOp>(loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, v, hi), hi, v);
+    }
+    return v;
+  }
+  fail("cpu codegen: op '" + op + "' is not supported yet");
+}
+
+} // namespace
+
+bool isSupportedElementwiseOp(const std::string &op) { return supported().count(op) != 0; }
+
+OwningOpRef<ModuleOp> buildElementwiseKernel(MLIRContext &ctx, const Graph &graph, const std::string &name) {
+  loadCpuDialects(ctx);
+  GraphAnalysis analysis = analyzeGraph(graph, "cpu codegen " + name);
+  check(graph.outputs.size() == 1, "cpu codegen: an elementwise kernel has one output");
+  const TensorSpec &outSpec = analysis.outputs[0];
+  int64_t rank = outSpec.rank();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> argTypes;
+  for (const GraphInput &in : graph.inputs)
+    argTypes.push_back(memrefOf(&ctx, in.spec));
+  argTypes.push_back(memrefOf(&ctx, outSpec));
+  auto fn = b.create<func::FuncOp>(loc, name, b.getFunctionType(argTypes, {}));
+  fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  // Each input reads through a map that broadcasts it to the output.
+  SmallVector<AffineMap> maps;
+  SmallVector<Value> inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const Shape &s = graph.inputs[i].spec.shape;
+    check(int64_t(s.size()) <= rank, "cpu codegen: input of higher rank than the output");
+    SmallVector<AffineExpr> exprs;
+    for (size_t d = 0; d < s.size(); ++d) {
+      int64_t outDim = rank - int64_t(s.size()) + int64_t(d);
+      exprs.push_back(s[d] == Dim::of(1) && outSpec.shape[outDim] != Dim::of(1) ? b.getAffineConstantExpr(0)
+                                                                                : b.getAffineDimExpr(outDim));
+    }
+    maps.push_back(AffineMap::get(rank, 0, exprs, &ctx));
+    inputs.push_back(entry->getArgument(i));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, &ctx));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  Value out = entry->getArguments().back();
+  b.create<linalg::GenericOp>(
+      loc, TypeRange{}, inputs, ValueRange{out}, maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        std::map<std::string, Value> values;
+        for (size_t i = 0; i < graph.inputs.size(); ++i)
+          values[graph.inputs[i].name] = args[i];
+        for (const TypedNode &n : analysis.nodes) {
+          check(isSupportedElementwiseOp(n.node->op), "cpu codegen: op '" + n.node->op + "' is not supported yet");
+          SmallVector<Value> operands;
+          for (size_t k = 0; k < n.argTypes.size(); ++k) {
+            const Arg &a = n.node->args[k];
+            if (a.kind == Arg::Kind::Value) {
+              operands.push_back(values.at(a.value));
+            } else {
+              Type t = elementType(&ctx, n.argTypes[k]->dtype);
+              double v = a.literal.kind == Literal::Kind::Float ? a.literal.floatValue : double(a.literal.intValue);
+              operands.push_back(nb.create<arith::ConstantOp>(l, nb.getFloatAttr(t, v)));
+            }
+          }
+          values[n.node->name] = scalarOp(nb, l, n, operands);
+        }
+        nb.create<linalg::YieldOp>(l, values.at(graph.outputs[0]));
+      });
+  b.create<func::ReturnOp>(loc);
+  return module;
+}
+
+void lowerToLLVMDialect(ModuleOp module) {
+  PassManager pm(module.getContext());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  std::string message;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+    if (message.empty())
+      message = d.str();
+    return success();
+  });
+  check(succeeded(pm.run(module)), "cpu codegen: lowering to LLVM failed: " + message);
+}
+
+} // namespace tensorc::codegen::cpu

@@ -1,0 +1,33 @@
+// CPU code generation for elementwise kernels (first slice of the CPU
+// backend, issue 5): a graph of elementwise ops over static shapes becomes
+// one linalg.generic over memrefs whose body is the whole chain of scalar
+// ops (one loop nest, no intermediate buffers), lowered through scf/cf to the
+// LLVM dialect. Broadcast operands read through indexing maps.
+#pragma once
+
+#include "compiler/graph/Graph.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+
+namespace tensorc::codegen::cpu {
+
+// Loads the dialects the CPU backend emits.
+void loadCpuDialects(mlir::MLIRContext &ctx);
+
+// Whether buildElementwiseKernel supports `op` (on f32/f64 values).
+bool isSupportedElementwiseOp(const std::string &op);
+
+// `graph`: static-shape inputs, elementwise nodes, one output. The module
+// holds `func.func @<name>(inputs..., output)` on memrefs with the C
+// interface. Throws Error for an unsupported op or shape.
+mlir::OwningOpRef<mlir::ModuleOp> buildElementwiseKernel(mlir::MLIRContext &ctx, const Graph &graph,
+                                                         const std::string &name);
+
+// Lowers such a module to the LLVM dialect. Throws Error on failure.
+void lowerToLLVMDialect(mlir::ModuleOp module);
+
+} // namespace tensorc::codegen::cpu
