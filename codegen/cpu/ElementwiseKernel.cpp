@@ -52,10 +52,10 @@ Type elementType(MLIRContext *ctx, DType d) {
 
 MemRefType memrefOf(MLIRContext *ctx, const TensorSpec &spec) {
   SmallVector<int64_t> shape;
-  for (const Dim &d : spec.shape) {
-    check(d.isStatic(), "cpu codegen: symbolic dims are not supported yet");
-    shape.push_back(d.value());
-  }
+  // A symbolic dim is a dynamic memref dim: its size comes in the descriptor,
+  // so one kernel serves every size.
+  for (const Dim &d : spec.shape)
+    shape.push_back(d.isStatic() ? d.value() : ShapedType::kDynamic);
   return MemRefType::get(shape, elementType(ctx, spec.dtype));
 }
 

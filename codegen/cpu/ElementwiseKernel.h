@@ -1,5 +1,6 @@
 // CPU code generation for elementwise kernels (first slice of the CPU
-// backend, issue 5): a graph of elementwise ops over static shapes becomes
+// backend, issue 5): a graph of elementwise ops (static or symbolic dims; a
+// symbolic dim is a dynamic memref dim) becomes
 // one linalg.generic over memrefs whose body is the whole chain of scalar
 // ops (one loop nest, no intermediate buffers), lowered through scf/cf to the
 // LLVM dialect. Broadcast operands read through indexing maps.
