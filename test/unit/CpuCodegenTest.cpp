@@ -3,7 +3,7 @@
 // a fused chain; fresh random inputs; outputs poisoned before each run.
 #include "TestUtil.h"
 
-#include "codegen/cpu/ElementwiseKernel.h"
+#include "codegen/cpu/LoopKernel.h"
 #include "ir/core/Error.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -40,7 +40,7 @@ HostTensor runKernel(const Graph &g, std::vector<HostTensor> inputs, std::map<st
   mlir::MLIRContext ctx;
   mlir::registerBuiltinDialectTranslation(ctx);
   mlir::registerLLVMDialectTranslation(ctx);
-  mlir::OwningOpRef<mlir::ModuleOp> module = codegen::cpu::buildElementwiseKernel(ctx, g, "kernel");
+  mlir::OwningOpRef<mlir::ModuleOp> module = codegen::cpu::buildLoopKernel(ctx, g, "kernel");
   codegen::cpu::lowerToLLVMDialect(*module);
   mlir::ExecutionEngineOptions options;
   options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
@@ -143,7 +143,7 @@ TEST(CpuCodegen, AFusedChainIsOneLoopNest) {
   u.output(trace::where(trace::gt(y, 0.0), y * 2.0, trace::exp(y) - 1.0));
   checkAgainstInterpreter("select", u.graph());
   mlir::MLIRContext ctx;
-  mlir::OwningOpRef<mlir::ModuleOp> m = codegen::cpu::buildElementwiseKernel(ctx, t.graph(), "kernel");
+  mlir::OwningOpRef<mlir::ModuleOp> m = codegen::cpu::buildLoopKernel(ctx, t.graph(), "kernel");
   int generics = 0;
   m->walk([&](mlir::Operation *op) { generics += op->getName().getStringRef() == "linalg.generic"; });
   EXPECT_EQ(generics, 1);
@@ -158,10 +158,30 @@ TEST(CpuCodegen, SymbolicDimsServeEverySize) {
     checkAgainstInterpreter("symbolic", t.graph(), -2, 2, {{"B", B}, {"T", T}});
 }
 
+TEST(CpuCodegen, ReductionsWithTheirPrologue) {
+  for (const char *op : {"sum", "mean", "max", "min", "prod"})
+    for (auto [axes, keepdim] : {std::pair{std::vector<int64_t>{1}, false}, std::pair{std::vector<int64_t>{0, 2}, true},
+                                 std::pair{std::vector<int64_t>{}, false}}) {
+      trace::Tracer t("k");
+      trace::Tensor x = t.input("x", DType::F32, {4, 37, 3});
+      trace::Tensor w = t.input("w", DType::F32, {3});
+      trace::Tensor e = trace::exp(x * w) * 0.5; // the prologue, in the same loop nest
+      AttrMap attrs{{"keepdim", keepdim}};
+      if (!axes.empty())
+        attrs["axes"] = axes;
+      t.output(t.call(op, {e}, attrs)[0]);
+      checkAgainstInterpreter(std::string(op) + " axes " + std::to_string(axes.size()), t.graph(), -0.5, 0.5);
+    }
+  trace::Tracer t("k");
+  trace::Tensor x = t.input("x", DType::F64, {"B", 1000});
+  t.output(trace::sum(x, {1}));
+  checkAgainstInterpreter("symbolic rows", t.graph(), -1, 1, {{"B", 3}});
+}
+
 TEST(CpuCodegen, UnsupportedInputsAreErrors) {
   mlir::MLIRContext ctx;
-  EXPECT_THROW(codegen::cpu::buildElementwiseKernel(ctx, unaryGraph("exp", DType::BF16, {3}), "k"), tensorc::Error);
-  EXPECT_THROW(codegen::cpu::buildElementwiseKernel(ctx, unaryGraph("softmax", DType::F32, {3}), "k"), tensorc::Error);
+  EXPECT_THROW(codegen::cpu::buildLoopKernel(ctx, unaryGraph("exp", DType::BF16, {3}), "k"), tensorc::Error);
+  EXPECT_THROW(codegen::cpu::buildLoopKernel(ctx, unaryGraph("softmax", DType::F32, {3}), "k"), tensorc::Error);
 }
 
 } // namespace

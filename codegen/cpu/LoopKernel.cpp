@@ -1,6 +1,7 @@
-#include "codegen/cpu/ElementwiseKernel.h"
+#include "codegen/cpu/LoopKernel.h"
 
 #include "compiler/graph/GraphAnalysis.h"
+#include "ir/core/ShapeInference.h"
 #include "ir/core/Error.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -18,6 +19,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -141,12 +144,24 @@ Value scalarOp(OpBuilder &b, Location loc, const TypedNode &n, ArrayRef<Value> a
 
 bool isSupportedElementwiseOp(const std::string &op) { return supported().count(op) != 0; }
 
-OwningOpRef<ModuleOp> buildElementwiseKernel(MLIRContext &ctx, const Graph &graph, const std::string &name) {
+OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, const std::string &name) {
   loadCpuDialects(ctx);
   GraphAnalysis analysis = analyzeGraph(graph, "cpu codegen " + name);
-  check(graph.outputs.size() == 1, "cpu codegen: an elementwise kernel has one output");
+  check(graph.outputs.size() == 1, "cpu codegen: a kernel has one output");
   const TensorSpec &outSpec = analysis.outputs[0];
-  int64_t rank = outSpec.rank();
+  // A final reduction makes the loop nest iterate over its input's shape,
+  // with the reduced dims as reduction iterators.
+  const TypedNode *reduction = nullptr;
+  static const std::set<std::string> reductions = {"sum", "mean", "max", "min", "prod"};
+  if (!analysis.nodes.empty() && reductions.count(analysis.nodes.back().node->op) &&
+      parseValueRef(graph.outputs[0]).producer == analysis.nodes.back().node->name)
+    reduction = &analysis.nodes.back();
+  const TensorSpec &space = reduction ? *reduction->argTypes[0] : outSpec;
+  int64_t rank = space.rank();
+  std::vector<int64_t> axes;
+  if (reduction)
+    axes = normalizeAxes(reduction->attrs, "axes", rank);
+  auto isReduced = [&](int64_t d) { return std::find(axes.begin(), axes.end(), d) != axes.end(); };
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -159,31 +174,52 @@ OwningOpRef<ModuleOp> buildElementwiseKernel(MLIRContext &ctx, const Graph &grap
   fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
-  // Each input reads through a map that broadcasts it to the output.
+  // Each input reads through a map that broadcasts it to the iteration space.
   SmallVector<AffineMap> maps;
   SmallVector<Value> inputs;
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const Shape &s = graph.inputs[i].spec.shape;
-    check(int64_t(s.size()) <= rank, "cpu codegen: input of higher rank than the output");
+    check(int64_t(s.size()) <= rank, "cpu codegen: input of higher rank than the loop nest");
     SmallVector<AffineExpr> exprs;
     for (size_t d = 0; d < s.size(); ++d) {
-      int64_t outDim = rank - int64_t(s.size()) + int64_t(d);
-      exprs.push_back(s[d] == Dim::of(1) && outSpec.shape[outDim] != Dim::of(1) ? b.getAffineConstantExpr(0)
-                                                                                : b.getAffineDimExpr(outDim));
+      int64_t dim = rank - int64_t(s.size()) + int64_t(d);
+      exprs.push_back(s[d] == Dim::of(1) && space.shape[dim] != Dim::of(1) ? b.getAffineConstantExpr(0)
+                                                                           : b.getAffineDimExpr(dim));
     }
     maps.push_back(AffineMap::get(rank, 0, exprs, &ctx));
     inputs.push_back(entry->getArgument(i));
   }
-  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, &ctx));
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  bool keepdim = reduction && getBool(reduction->attrs, "keepdim");
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = reduction && isReduced(d);
+    iterators.push_back(reduced ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    if (!reduced)
+      outExprs.push_back(b.getAffineDimExpr(d));
+    else if (keepdim)
+      outExprs.push_back(b.getAffineConstantExpr(0));
+  }
+  maps.push_back(AffineMap::get(rank, 0, outExprs, &ctx));
   Value out = entry->getArguments().back();
+  Type outElement = elementType(&ctx, outSpec.dtype);
+  std::string combine = reduction ? reduction->node->op : "";
+  if (reduction) {
+    check(isFloat(outSpec.dtype), "cpu codegen: reductions of integers are not supported yet");
+    double identity = combine == "prod" ? 1.0 : combine == "max" ? -INFINITY : combine == "min" ? INFINITY : 0.0;
+    Value init = b.create<arith::ConstantOp>(loc, b.getFloatAttr(outElement, identity));
+    b.create<linalg::FillOp>(loc, ValueRange{init}, ValueRange{out});
+  }
   b.create<linalg::GenericOp>(
       loc, TypeRange{}, inputs, ValueRange{out}, maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
         std::map<std::string, Value> values;
         for (size_t i = 0; i < graph.inputs.size(); ++i)
           values[graph.inputs[i].name] = args[i];
         for (const TypedNode &n : analysis.nodes) {
-          check(isSupportedElementwiseOp(n.node->op), "cpu codegen: op '" + n.node->op + "' is not supported yet");
+          if (&n == reduction)
+            break;
+          check(isSupportedElementwiseOp(n.node->op),
+                "cpu codegen: op '" + n.node->op + "' is not supported yet");
           SmallVector<Value> operands;
           for (size_t k = 0; k < n.argTypes.size(); ++k) {
             const Arg &a = n.node->args[k];
@@ -191,14 +227,38 @@ OwningOpRef<ModuleOp> buildElementwiseKernel(MLIRContext &ctx, const Graph &grap
               operands.push_back(values.at(a.value));
             } else {
               Type t = elementType(&ctx, n.argTypes[k]->dtype);
-              double v = a.literal.kind == Literal::Kind::Float ? a.literal.floatValue : double(a.literal.intValue);
+              double v =
+                  a.literal.kind == Literal::Kind::Float ? a.literal.floatValue : double(a.literal.intValue);
               operands.push_back(nb.create<arith::ConstantOp>(l, nb.getFloatAttr(t, v)));
             }
           }
           values[n.node->name] = scalarOp(nb, l, n, operands);
         }
-        nb.create<linalg::YieldOp>(l, values.at(graph.outputs[0]));
+        if (!reduction) {
+          nb.create<linalg::YieldOp>(l, values.at(graph.outputs[0]));
+          return;
+        }
+        Value x = values.at(reduction->node->args[0].value), acc = args.back();
+        Value next = combine == "prod"  ? nb.create<arith::MulFOp>(l, acc, x).getResult()
+                     : combine == "max" ? nb.create<arith::MaximumFOp>(l, acc, x).getResult()
+                     : combine == "min" ? nb.create<arith::MinimumFOp>(l, acc, x).getResult()
+                                        : nb.create<arith::AddFOp>(l, acc, x).getResult();
+        nb.create<linalg::YieldOp>(l, next);
       });
+  if (combine == "mean") {
+    // Divide by the number of reduced elements.
+    Dim count = Dim::of(1);
+    for (int64_t a : axes)
+      count = count * space.shape[a];
+    check(count.isStatic(), "cpu codegen: mean over a symbolic dim is not supported yet");
+    Value n = b.create<arith::ConstantOp>(loc, b.getFloatAttr(outElement, double(count.value())));
+    AffineMap id = AffineMap::getMultiDimIdentityMap(outSpec.rank(), &ctx);
+    b.create<linalg::GenericOp>(loc, TypeRange{}, ValueRange{}, ValueRange{out}, ArrayRef<AffineMap>{id},
+                                SmallVector<utils::IteratorType>(outSpec.rank(), utils::IteratorType::parallel),
+                                [&](OpBuilder &nb, Location l, ValueRange args) {
+                                  nb.create<linalg::YieldOp>(l, nb.create<arith::DivFOp>(l, args[0], n).getResult());
+                                });
+  }
   b.create<func::ReturnOp>(loc);
   return module;
 }
