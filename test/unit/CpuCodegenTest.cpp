@@ -4,6 +4,8 @@
 #include "TestUtil.h"
 
 #include "codegen/cpu/LoopKernel.h"
+#include "codegen/cpu/SharedLibrary.h"
+#include "runtime/host/AtomicFile.h"
 #include "ir/core/Error.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -12,6 +14,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <dlfcn.h>
+#include <filesystem>
 #include <random>
 
 using namespace tensorc;
@@ -176,6 +180,41 @@ TEST(CpuCodegen, ReductionsWithTheirPrologue) {
   trace::Tensor x = t.input("x", DType::F64, {"B", 1000});
   t.output(trace::sum(x, {1}));
   checkAgainstInterpreter("symbolic rows", t.graph(), -1, 1, {{"B", 3}});
+}
+
+// The path an artifact takes: object code, a shared library, dlopen.
+TEST(CpuCodegen, SharedLibraryRunsWithoutTheJit) {
+  trace::Tracer t("k");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 65});
+  trace::Tensor a = t.input("a", DType::F32, {65});
+  t.output(trace::gelu(x * a) * trace::sigmoid(x));
+  mlir::MLIRContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> m = codegen::cpu::buildLoopKernel(ctx, t.graph(), "kernel");
+  codegen::cpu::lowerToLLVMDialect(*m);
+  std::string library = codegen::cpu::linkSharedLibrary({codegen::cpu::emitObject(*m)});
+  std::string path = (std::filesystem::path(::testing::TempDir()) / "tensorc-kernels.so").string();
+  writeFileAtomically(path, library);
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto kernel = reinterpret_cast<void (*)(void *, void *, void *)>(dlsym(handle, "_mlir_ciface_kernel"));
+  ASSERT_NE(kernel, nullptr);
+  for (int64_t B : {1, 5}) {
+    HostTensor xv = f32({B, 65}, std::vector<double>(size_t(B * 65), 0.0)), av = f32({65}, std::vector<double>(65, 0.0));
+    std::mt19937_64 rng(B);
+    for (int64_t i = 0; i < xv.numel(); ++i)
+      xv.setF(i, std::uniform_real_distribution<double>(-2, 2)(rng));
+    for (int64_t i = 0; i < av.numel(); ++i)
+      av.setF(i, std::uniform_real_distribution<double>(-2, 2)(rng));
+    HostTensor out(DType::F32, {B, 65});
+    out.fillBytes(0xff);
+    std::vector<int64_t> dx = descriptor(xv), da = descriptor(av), dout = descriptor(out);
+    kernel(dx.data(), da.data(), dout.data());
+    HostTensor want = interpret(t.graph(), analyzeGraph(t.graph(), "ref"), {{"x", xv}, {"a", av}}).outputs[0];
+    for (int64_t i = 0; i < want.numel(); ++i)
+      EXPECT_NEAR(out.getF(i), want.getF(i), 1e-5 * std::max(1.0, std::fabs(want.getF(i)))) << i;
+  }
+  dlclose(handle);
+  std::filesystem::remove(path);
 }
 
 TEST(CpuCodegen, UnsupportedInputsAreErrors) {
