@@ -1,8 +1,8 @@
 #include "codegen/cpu/LoopKernel.h"
 
 #include "compiler/graph/GraphAnalysis.h"
-#include "ir/core/ShapeInference.h"
 #include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,27 +30,44 @@ namespace tensorc::codegen::cpu {
 
 void loadCpuDialects(MLIRContext &ctx) {
   ctx.loadDialect<func::FuncDialect, linalg::LinalgDialect, arith::ArithDialect, math::MathDialect,
-                  memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect, LLVM::LLVMDialect>();
+                  memref::MemRefDialect, scf::SCFDialect, cf::ControlFlowDialect,
+                  LLVM::LLVMDialect>();
 }
 
 namespace {
 
 const std::set<std::string> &supported() {
   static const std::set<std::string> ops = {
-      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "relu", "gelu", "silu",
-      "sin", "cos", "erf", "floor", "ceil", "sign", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-      "where", "eq", "ne", "lt", "le", "gt", "ge", "clamp"};
+      "neg",  "abs",  "exp",  "log", "sqrt", "rsqrt",   "reciprocal", "tanh",  "sigmoid",
+      "relu", "gelu", "silu", "sin", "cos",  "erf",     "floor",      "ceil",  "sign",
+      "add",  "sub",  "mul",  "div", "pow",  "maximum", "minimum",    "where", "eq",
+      "ne",   "lt",   "le",   "gt",  "ge",   "clamp"};
   return ops;
 }
 
+// The type values are stored in memory.
 Type elementType(MLIRContext *ctx, DType d) {
   Builder b(ctx);
   switch (d) {
-  case DType::F64: return b.getF64Type();
-  case DType::F32: return b.getF32Type();
-  case DType::I1: return b.getI1Type();
-  default: fail("cpu codegen: dtype " + std::string(dtypeName(d)) + " is not supported yet");
+  case DType::F64:
+    return b.getF64Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::I1:
+    return b.getI1Type();
+  default:
+    fail("cpu codegen: dtype " + std::string(dtypeName(d)) + " is not supported yet");
   }
+}
+
+// The type values are computed in: f16 and bf16 widen to f32 inside the
+// kernel and round once when stored.
+Type computeType(MLIRContext *ctx, DType d) {
+  return d == DType::F16 || d == DType::BF16 ? Builder(ctx).getF32Type() : elementType(ctx, d);
 }
 
 MemRefType memrefOf(MLIRContext *ctx, const TensorSpec &spec) {
@@ -66,26 +83,39 @@ MemRefType memrefOf(MLIRContext *ctx, const TensorSpec &spec) {
 Value scalarOp(OpBuilder &b, Location loc, const TypedNode &n, ArrayRef<Value> a) {
   const std::string &op = n.node->op;
   Type t = a.empty() ? Type() : a[0].getType();
-  auto c = [&](double v, Type type) { return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, v)).getResult(); };
+  auto c = [&](double v, Type type) {
+    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, v)).getResult();
+  };
   auto sigmoid = [&](Value x) {
     Value e = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, x));
-    return b.create<arith::DivFOp>(loc, c(1, t), b.create<arith::AddFOp>(loc, c(1, t), e)).getResult();
+    return b.create<arith::DivFOp>(loc, c(1, t), b.create<arith::AddFOp>(loc, c(1, t), e))
+        .getResult();
   };
-  if (op == "neg") return b.create<arith::NegFOp>(loc, a[0]);
-  if (op == "abs") return b.create<math::AbsFOp>(loc, a[0]);
-  if (op == "exp") return b.create<math::ExpOp>(loc, a[0]);
-  if (op == "log") return b.create<math::LogOp>(loc, a[0]);
-  if (op == "sqrt") return b.create<math::SqrtOp>(loc, a[0]);
-  if (op == "rsqrt") return b.create<arith::DivFOp>(loc, c(1, t), b.create<math::SqrtOp>(loc, a[0]));
-  if (op == "reciprocal") return b.create<arith::DivFOp>(loc, c(1, t), a[0]);
-  if (op == "tanh") return b.create<math::TanhOp>(loc, a[0]);
-  if (op == "sigmoid") return sigmoid(a[0]);
+  if (op == "neg")
+    return b.create<arith::NegFOp>(loc, a[0]);
+  if (op == "abs")
+    return b.create<math::AbsFOp>(loc, a[0]);
+  if (op == "exp")
+    return b.create<math::ExpOp>(loc, a[0]);
+  if (op == "log")
+    return b.create<math::LogOp>(loc, a[0]);
+  if (op == "sqrt")
+    return b.create<math::SqrtOp>(loc, a[0]);
+  if (op == "rsqrt")
+    return b.create<arith::DivFOp>(loc, c(1, t), b.create<math::SqrtOp>(loc, a[0]));
+  if (op == "reciprocal")
+    return b.create<arith::DivFOp>(loc, c(1, t), a[0]);
+  if (op == "tanh")
+    return b.create<math::TanhOp>(loc, a[0]);
+  if (op == "sigmoid")
+    return sigmoid(a[0]);
   if (op == "relu") {
     // relu(nan) = nan; relu(-0) = 0.
     Value positive = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a[0], c(0, t));
     return b.create<arith::SelectOp>(loc, positive, a[0], c(0, t));
   }
-  if (op == "silu") return b.create<arith::MulFOp>(loc, a[0], sigmoid(a[0]));
+  if (op == "silu")
+    return b.create<arith::MulFOp>(loc, a[0], sigmoid(a[0]));
   if (op == "gelu") {
     Value x = a[0];
     if (getEnum(n.attrs, "approximate") == "tanh") {
@@ -101,39 +131,57 @@ Value scalarOp(OpBuilder &b, Location loc, const TypedNode &n, ArrayRef<Value> a
     return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, c(0.5, t)),
                                    b.create<arith::AddFOp>(loc, c(1, t), e));
   }
-  if (op == "sin") return b.create<math::SinOp>(loc, a[0]);
-  if (op == "cos") return b.create<math::CosOp>(loc, a[0]);
-  if (op == "erf") return b.create<math::ErfOp>(loc, a[0]);
-  if (op == "floor") return b.create<math::FloorOp>(loc, a[0]);
-  if (op == "ceil") return b.create<math::CeilOp>(loc, a[0]);
+  if (op == "sin")
+    return b.create<math::SinOp>(loc, a[0]);
+  if (op == "cos")
+    return b.create<math::CosOp>(loc, a[0]);
+  if (op == "erf")
+    return b.create<math::ErfOp>(loc, a[0]);
+  if (op == "floor")
+    return b.create<math::FloorOp>(loc, a[0]);
+  if (op == "ceil")
+    return b.create<math::CeilOp>(loc, a[0]);
   if (op == "sign") {
     Value pos = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, a[0], c(0, t));
     Value neg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, a[0], c(0, t));
     Value zeroOrNan = b.create<arith::MulFOp>(loc, a[0], c(0, t)); // 0 for zeros, nan for nan
-    return b.create<arith::SelectOp>(loc, pos, c(1, t), b.create<arith::SelectOp>(loc, neg, c(-1, t), zeroOrNan));
+    return b.create<arith::SelectOp>(loc, pos, c(1, t),
+                                     b.create<arith::SelectOp>(loc, neg, c(-1, t), zeroOrNan));
   }
-  if (op == "add") return b.create<arith::AddFOp>(loc, a[0], a[1]);
-  if (op == "sub") return b.create<arith::SubFOp>(loc, a[0], a[1]);
-  if (op == "mul") return b.create<arith::MulFOp>(loc, a[0], a[1]);
-  if (op == "div") return b.create<arith::DivFOp>(loc, a[0], a[1]);
-  if (op == "pow") return b.create<math::PowFOp>(loc, a[0], a[1]);
-  if (op == "maximum") return b.create<arith::MaximumFOp>(loc, a[0], a[1]);
-  if (op == "minimum") return b.create<arith::MinimumFOp>(loc, a[0], a[1]);
-  if (op == "where") return b.create<arith::SelectOp>(loc, a[0], a[1], a[2]);
+  if (op == "add")
+    return b.create<arith::AddFOp>(loc, a[0], a[1]);
+  if (op == "sub")
+    return b.create<arith::SubFOp>(loc, a[0], a[1]);
+  if (op == "mul")
+    return b.create<arith::MulFOp>(loc, a[0], a[1]);
+  if (op == "div")
+    return b.create<arith::DivFOp>(loc, a[0], a[1]);
+  if (op == "pow")
+    return b.create<math::PowFOp>(loc, a[0], a[1]);
+  if (op == "maximum")
+    return b.create<arith::MaximumFOp>(loc, a[0], a[1]);
+  if (op == "minimum")
+    return b.create<arith::MinimumFOp>(loc, a[0], a[1]);
+  if (op == "where")
+    return b.create<arith::SelectOp>(loc, a[0], a[1], a[2]);
   static const std::map<std::string, arith::CmpFPredicate> compares = {
-      {"eq", arith::CmpFPredicate::OEQ}, {"ne", arith::CmpFPredicate::UNE}, {"lt", arith::CmpFPredicate::OLT},
-      {"le", arith::CmpFPredicate::OLE}, {"gt", arith::CmpFPredicate::OGT}, {"ge", arith::CmpFPredicate::OGE}};
-  if (compares.count(op)) return b.create<arith::CmpFOp>(loc, compares.at(op), a[0], a[1]);
+      {"eq", arith::CmpFPredicate::OEQ}, {"ne", arith::CmpFPredicate::UNE},
+      {"lt", arith::CmpFPredicate::OLT}, {"le", arith::CmpFPredicate::OLE},
+      {"gt", arith::CmpFPredicate::OGT}, {"ge", arith::CmpFPredicate::OGE}};
+  if (compares.count(op))
+    return b.create<arith::CmpFOp>(loc, compares.at(op), a[0], a[1]);
   if (op == "clamp") {
     Value v = a[0];
     // min(max(x, lo), hi) with nan kept: compare-and-select.
     if (hasAttr(n.attrs, "min")) {
       Value lo = c(getFloat(n.attrs, "min"), t);
-      v = b.create<arith::SelectOp>(loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, v, lo), lo, v);
+      v = b.create<arith::SelectOp>(
+          loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, v, lo), lo, v);
     }
     if (hasAttr(n.attrs, "max")) {
       Value hi = c(getFloat(n.attrs, "max"), t);
-      v = b.create<arith::SelectOp>(loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, v, hi), hi, v);
+      v = b.create<arith::SelectOp>(
+          loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, v, hi), hi, v);
     }
     return v;
   }
@@ -144,7 +192,8 @@ Value scalarOp(OpBuilder &b, Location loc, const TypedNode &n, ArrayRef<Value> a
 
 bool isSupportedElementwiseOp(const std::string &op) { return supported().count(op) != 0; }
 
-OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, const std::string &name) {
+OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph,
+                                      const std::string &name) {
   loadCpuDialects(ctx);
   GraphAnalysis analysis = analyzeGraph(graph, "cpu codegen " + name);
   check(graph.outputs.size() == 1, "cpu codegen: a kernel has one output");
@@ -183,8 +232,9 @@ OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, cons
     SmallVector<AffineExpr> exprs;
     for (size_t d = 0; d < s.size(); ++d) {
       int64_t dim = rank - int64_t(s.size()) + int64_t(d);
-      exprs.push_back(s[d] == Dim::of(1) && space.shape[dim] != Dim::of(1) ? b.getAffineConstantExpr(0)
-                                                                           : b.getAffineDimExpr(dim));
+      exprs.push_back(s[d] == Dim::of(1) && space.shape[dim] != Dim::of(1)
+                          ? b.getAffineConstantExpr(0)
+                          : b.getAffineDimExpr(dim));
     }
     maps.push_back(AffineMap::get(rank, 0, exprs, &ctx));
     inputs.push_back(entry->getArgument(i));
@@ -206,15 +256,26 @@ OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, cons
   std::string combine = reduction ? reduction->node->op : "";
   if (reduction) {
     check(isFloat(outSpec.dtype), "cpu codegen: reductions of integers are not supported yet");
-    double identity = combine == "prod" ? 1.0 : combine == "max" ? -INFINITY : combine == "min" ? INFINITY : 0.0;
+    check(outSpec.dtype == DType::F32 || outSpec.dtype == DType::F64,
+          "cpu codegen: f16/bf16 reductions (which need an f32 accumulator) are not supported yet");
+    double identity = combine == "prod"  ? 1.0
+                      : combine == "max" ? -INFINITY
+                      : combine == "min" ? INFINITY
+                                         : 0.0;
     Value init = b.create<arith::ConstantOp>(loc, b.getFloatAttr(outElement, identity));
     b.create<linalg::FillOp>(loc, ValueRange{init}, ValueRange{out});
   }
   b.create<linalg::GenericOp>(
-      loc, TypeRange{}, inputs, ValueRange{out}, maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+      loc, TypeRange{}, inputs, ValueRange{out}, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
         std::map<std::string, Value> values;
         for (size_t i = 0; i < graph.inputs.size(); ++i)
-          values[graph.inputs[i].name] = args[i];
+          values[graph.inputs[i].name] =
+              args[i].getType() == computeType(&ctx, graph.inputs[i].spec.dtype)
+                  ? args[i]
+                  : nb.create<arith::ExtFOp>(l, computeType(&ctx, graph.inputs[i].spec.dtype),
+                                             args[i])
+                        .getResult();
         for (const TypedNode &n : analysis.nodes) {
           if (&n == reduction)
             break;
@@ -226,16 +287,19 @@ OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, cons
             if (a.kind == Arg::Kind::Value) {
               operands.push_back(values.at(a.value));
             } else {
-              Type t = elementType(&ctx, n.argTypes[k]->dtype);
-              double v =
-                  a.literal.kind == Literal::Kind::Float ? a.literal.floatValue : double(a.literal.intValue);
+              Type t = computeType(&ctx, n.argTypes[k]->dtype);
+              double v = a.literal.kind == Literal::Kind::Float ? a.literal.floatValue
+                                                                : double(a.literal.intValue);
               operands.push_back(nb.create<arith::ConstantOp>(l, nb.getFloatAttr(t, v)));
             }
           }
           values[n.node->name] = scalarOp(nb, l, n, operands);
         }
         if (!reduction) {
-          nb.create<linalg::YieldOp>(l, values.at(graph.outputs[0]));
+          Value result = values.at(graph.outputs[0]);
+          if (result.getType() != outElement)
+            result = nb.create<arith::TruncFOp>(l, outElement, result);
+          nb.create<linalg::YieldOp>(l, result);
           return;
         }
         Value x = values.at(reduction->node->args[0].value), acc = args.back();
@@ -253,11 +317,12 @@ OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph, cons
     check(count.isStatic(), "cpu codegen: mean over a symbolic dim is not supported yet");
     Value n = b.create<arith::ConstantOp>(loc, b.getFloatAttr(outElement, double(count.value())));
     AffineMap id = AffineMap::getMultiDimIdentityMap(outSpec.rank(), &ctx);
-    b.create<linalg::GenericOp>(loc, TypeRange{}, ValueRange{}, ValueRange{out}, ArrayRef<AffineMap>{id},
-                                SmallVector<utils::IteratorType>(outSpec.rank(), utils::IteratorType::parallel),
-                                [&](OpBuilder &nb, Location l, ValueRange args) {
-                                  nb.create<linalg::YieldOp>(l, nb.create<arith::DivFOp>(l, args[0], n).getResult());
-                                });
+    b.create<linalg::GenericOp>(
+        loc, TypeRange{}, ValueRange{}, ValueRange{out}, ArrayRef<AffineMap>{id},
+        SmallVector<utils::IteratorType>(outSpec.rank(), utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          nb.create<linalg::YieldOp>(l, nb.create<arith::DivFOp>(l, args[0], n).getResult());
+        });
   }
   b.create<func::ReturnOp>(loc);
   return module;

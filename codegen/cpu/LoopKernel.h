@@ -28,7 +28,7 @@ bool isSupportedElementwiseOp(const std::string &op);
 // holds `func.func @<name>(inputs..., output)` on memrefs with the C
 // interface. Throws Error for an unsupported op or shape.
 mlir::OwningOpRef<mlir::ModuleOp> buildLoopKernel(mlir::MLIRContext &ctx, const Graph &graph,
-                                                         const std::string &name);
+                                                  const std::string &name);
 
 // Lowers such a module to the LLVM dialect. Throws Error on failure.
 void lowerToLLVMDialect(mlir::ModuleOp module);

@@ -68,8 +68,9 @@ std::string emitObject(mlir::ModuleOp module) {
 }
 
 std::string linkSharedLibrary(const std::vector<std::string> &objects) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("tensorc-link-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("tensorc-link-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   std::filesystem::create_directories(dir);
   std::string command = "cc -shared -o " + (dir / "kernels.so").string();
   for (size_t i = 0; i < objects.size(); ++i) {
