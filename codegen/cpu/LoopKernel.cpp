@@ -12,12 +12,16 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <algorithm>
 #include <cmath>
@@ -329,6 +333,14 @@ OwningOpRef<ModuleOp> buildLoopKernel(MLIRContext &ctx, const Graph &graph,
 }
 
 void lowerToLLVMDialect(ModuleOp module) {
+  // exp, tanh, erf, ... as polynomial approximations (a few ulps in f32)
+  // instead of scalar libm calls, so loops stay call-free and vectorizable.
+  {
+    RewritePatternSet patterns(module.getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    check(succeeded(applyPatternsAndFoldGreedily(module, std::move(patterns))),
+          "cpu codegen: math approximation failed");
+  }
   PassManager pm(module.getContext());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createConvertSCFToCFPass());
