@@ -1,0 +1,41 @@
+// A fixed pool of worker threads for running kernels in parallel. One pool is
+// shared by every run of an executable; parallelFor splits [0, n) into
+// contiguous chunks, runs them on the workers and the calling thread, and
+// returns when all are done (rethrowing the first exception a chunk threw).
+// Thread-safe: several threads may call parallelFor on one pool at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <vector>
+
+namespace tensorc {
+
+class ThreadPool {
+public:
+  // `threads` = 0: one per hardware thread.
+  explicit ThreadPool(unsigned threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  unsigned size() const { return unsigned(workers_.size()) + 1; } // workers + the caller
+
+  // Calls body(begin, end) on disjoint chunks covering [0, n), each at least
+  // `grain` long (except the last).
+  void parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &body);
+
+private:
+  void work();
+  std::vector<std::thread> workers_;
+  std::queue<std::function<void()>> tasks_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  bool stopping_ = false;
+};
+
+} // namespace tensorc
