@@ -9,6 +9,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/trace/Tracer.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/MemRefDescriptor.h"
 #include "runtime/host/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
@@ -21,16 +22,6 @@
 using namespace tensorc;
 
 namespace {
-
-std::vector<int64_t> descriptor(HostTensor &t) {
-  std::vector<int64_t> d = {int64_t(reinterpret_cast<intptr_t>(t.data())),
-                            int64_t(reinterpret_cast<intptr_t>(t.data())), 0};
-  for (int64_t s : t.shape())
-    d.push_back(s);
-  for (int64_t s : rowMajorStrides(t.shape()))
-    d.push_back(s);
-  return d;
-}
 
 HostTensor randomTensor(std::vector<int64_t> shape) {
   HostTensor t(DType::F32, shape);
@@ -81,8 +72,8 @@ void GeneratedPointwise(benchmark::State &state) {
   Kernel kernel = compilePointwise();
   HostTensor x = randomTensor({n, n}), a = randomTensor({n}), b = randomTensor({n}),
              out(DType::F32, {n, n});
-  std::vector<int64_t> dx = descriptor(x), da = descriptor(a), db = descriptor(b),
-                       dout = descriptor(out);
+  std::vector<int64_t> dx = memrefDescriptor(x), da = memrefDescriptor(a), db = memrefDescriptor(b),
+                       dout = memrefDescriptor(out);
   for (auto _ : state) {
     kernel(dx.data(), da.data(), db.data(), dout.data());
     benchmark::ClobberMemory();
@@ -99,10 +90,10 @@ void GeneratedPointwiseThreaded(benchmark::State &state) {
   static ThreadPool pool;
   HostTensor x = randomTensor({n, n}), a = randomTensor({n}), b = randomTensor({n}),
              out(DType::F32, {n, n});
-  std::vector<int64_t> da = descriptor(a), db = descriptor(b);
+  std::vector<int64_t> da = memrefDescriptor(a), db = memrefDescriptor(b);
   for (auto _ : state) {
     pool.parallelFor(n, 64, [&](int64_t begin, int64_t end) {
-      std::vector<int64_t> dx = descriptor(x), dout = descriptor(out), ca = da, cb = db;
+      std::vector<int64_t> dx = memrefDescriptor(x), dout = memrefDescriptor(out), ca = da, cb = db;
       for (std::vector<int64_t> *d : {&dx, &dout}) {
         (*d)[2] = begin * n;   // offset
         (*d)[3] = end - begin; // rows

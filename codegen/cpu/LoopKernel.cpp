@@ -3,6 +3,7 @@
 #include "compiler/graph/GraphAnalysis.h"
 #include "ir/core/Error.h"
 #include "ir/core/ShapeInference.h"
+#include "ir/dialect/Conversion.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -7,6 +7,7 @@
 #include "codegen/cpu/SharedLibrary.h"
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/MemRefDescriptor.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -22,18 +23,6 @@ using namespace tensorc;
 using namespace tensorc::testing;
 
 namespace {
-
-// A memref descriptor laid out as the LLVM lowering expects:
-// {allocated, aligned, offset, sizes[rank], strides[rank]}, 8 bytes each.
-std::vector<int64_t> descriptor(HostTensor &t) {
-  std::vector<int64_t> d = {int64_t(reinterpret_cast<intptr_t>(t.data())),
-                            int64_t(reinterpret_cast<intptr_t>(t.data())), 0};
-  for (int64_t s : t.shape())
-    d.push_back(s);
-  for (int64_t s : rowMajorStrides(t.shape()))
-    d.push_back(s);
-  return d;
-}
 
 HostTensor runKernel(const Graph &g, std::vector<HostTensor> inputs,
                      std::map<std::string, int64_t> bindings = {}) {
@@ -61,8 +50,8 @@ HostTensor runKernel(const Graph &g, std::vector<HostTensor> inputs,
   out.fillBytes(0xff); // poison: an unwritten element is nan
   std::vector<std::vector<int64_t>> descs;
   for (HostTensor &t : inputs)
-    descs.push_back(descriptor(t));
-  descs.push_back(descriptor(out));
+    descs.push_back(memrefDescriptor(t));
+  descs.push_back(memrefDescriptor(out));
   std::vector<void *> pointers, args;
   for (auto &d : descs)
     pointers.push_back(d.data());
@@ -235,7 +224,8 @@ TEST(CpuCodegen, SharedLibraryRunsWithoutTheJit) {
       av.setF(i, std::uniform_real_distribution<double>(-2, 2)(rng));
     HostTensor out(DType::F32, {B, 65});
     out.fillBytes(0xff);
-    std::vector<int64_t> dx = descriptor(xv), da = descriptor(av), dout = descriptor(out);
+    std::vector<int64_t> dx = memrefDescriptor(xv), da = memrefDescriptor(av),
+                         dout = memrefDescriptor(out);
     kernel(dx.data(), da.data(), dout.data());
     HostTensor want =
         interpret(t.graph(), analyzeGraph(t.graph(), "ref"), {{"x", xv}, {"a", av}}).outputs[0];
