@@ -5,6 +5,7 @@
 #include "ir/core/Error.h"
 
 #include <cmath>
+#include <optional>
 
 namespace tensorc::interp {
 namespace {
@@ -83,6 +84,27 @@ std::vector<HostTensor> unary(const OpCall &c) {
   return {std::move(out)};
 }
 
+// Comparisons and logical ops: the same rule for floats and integers.
+template <typename T> std::optional<bool> compareOrLogical(const std::string &op, T a, T b) {
+  if (op == "eq")
+    return a == b;
+  if (op == "ne")
+    return a != b;
+  if (op == "lt")
+    return a < b;
+  if (op == "le")
+    return a <= b;
+  if (op == "gt")
+    return a > b;
+  if (op == "ge")
+    return a >= b;
+  if (op == "logical_and")
+    return (a != 0) && (b != 0);
+  if (op == "logical_or")
+    return (a != 0) || (b != 0);
+  return std::nullopt;
+}
+
 double floatBinary(const std::string &op, double a, double b) {
   if (op == "add")
     return a + b;
@@ -98,22 +120,8 @@ double floatBinary(const std::string &op, double a, double b) {
     return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
   if (op == "minimum")
     return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  if (op == "eq")
-    return a == b;
-  if (op == "ne")
-    return a != b;
-  if (op == "lt")
-    return a < b;
-  if (op == "le")
-    return a <= b;
-  if (op == "gt")
-    return a > b;
-  if (op == "ge")
-    return a >= b;
-  if (op == "logical_and")
-    return (a != 0) && (b != 0);
-  if (op == "logical_or")
-    return (a != 0) || (b != 0);
+  if (std::optional<bool> r = compareOrLogical(op, a, b))
+    return *r;
   fail("no float rule for " + op);
 }
 
@@ -129,22 +137,8 @@ int64_t intBinary(const std::string &op, int64_t a, int64_t b) {
     return std::max(a, b);
   if (op == "minimum")
     return std::min(a, b);
-  if (op == "eq")
-    return a == b;
-  if (op == "ne")
-    return a != b;
-  if (op == "lt")
-    return a < b;
-  if (op == "le")
-    return a <= b;
-  if (op == "gt")
-    return a > b;
-  if (op == "ge")
-    return a >= b;
-  if (op == "logical_and")
-    return (a != 0) && (b != 0);
-  if (op == "logical_or")
-    return (a != 0) || (b != 0);
+  if (std::optional<bool> r = compareOrLogical(op, a, b))
+    return *r;
   fail("no integer rule for " + op);
 }
 
