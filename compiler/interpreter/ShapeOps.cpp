@@ -126,14 +126,17 @@ std::vector<HostTensor> split(const OpCall &c) {
   return outs;
 }
 
-std::vector<HostTensor> gather(const OpCall &c) {
+// Copies x along `axis` at the positions an index tensor names: indexOf
+// gives, for output element i at coordinates coords, where in `index` its
+// position is read. Out-of-range indices are an error, as in PyTorch.
+template <typename IndexOf> HostTensor selectAlongAxis(const OpCall &c, IndexOf indexOf) {
   const HostTensor &x = c.arg(0), &index = c.arg(1);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   HostTensor out = c.result();
   std::vector<int64_t> strides = rowMajorStrides(x.shape());
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> coords = unravel(i, out.shape());
-    int64_t k = index.getI(i);
+    int64_t k = index.getI(indexOf(i, coords, axis));
     check(k >= 0 && k < x.shape()[axis], "index " + std::to_string(k) + " is out of range [0, " +
                                              std::to_string(x.shape()[axis]) + ")");
     coords[axis] = k;
@@ -142,26 +145,19 @@ std::vector<HostTensor> gather(const OpCall &c) {
       src += coords[d] * strides[d];
     copyElement(out, i, x, src);
   }
-  return {std::move(out)};
+  return out;
 }
 
+// gather: the index has the output's shape; element i reads index[i].
+std::vector<HostTensor> gather(const OpCall &c) {
+  return {selectAlongAxis(c, [](int64_t i, const std::vector<int64_t> &, int64_t) { return i; })};
+}
+
+// index_select: a 1-D index along `axis`.
 std::vector<HostTensor> indexSelect(const OpCall &c) {
-  const HostTensor &x = c.arg(0), &index = c.arg(1);
-  int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
-  HostTensor out = c.result();
-  std::vector<int64_t> strides = rowMajorStrides(x.shape());
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    std::vector<int64_t> coords = unravel(i, out.shape());
-    int64_t k = index.getI(coords[axis]);
-    check(k >= 0 && k < x.shape()[axis], "index " + std::to_string(k) + " is out of range [0, " +
-                                             std::to_string(x.shape()[axis]) + ")");
-    coords[axis] = k;
-    int64_t src = 0;
-    for (int64_t d = 0; d < x.rank(); ++d)
-      src += coords[d] * strides[d];
-    copyElement(out, i, x, src);
-  }
-  return {std::move(out)};
+  return {selectAlongAxis(c, [](int64_t, const std::vector<int64_t> &coords, int64_t axis) {
+    return coords[axis];
+  })};
 }
 
 std::vector<HostTensor> pad(const OpCall &c) {
