@@ -238,33 +238,23 @@ static Operand opt(const std::optional<Tensor> &t) {
 
 static Shape dims(const DimSpec &d) { return toShape(d, "trace shape"); }
 
-#define TC_TRACE_UNARY(fn)                                                                         \
+#define TC_TRACE_UNARY(fn) \
   Tensor fn(const Tensor &x) { return one(*x.tracer(), #fn, {x}); }
-TC_TRACE_UNARY(neg)
-TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log) TC_TRACE_UNARY(sqrt)
-    TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh) TC_TRACE_UNARY(sigmoid)
-        TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin) TC_TRACE_UNARY(cos)
-            TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil) TC_TRACE_UNARY(sign)
-                TC_TRACE_UNARY(logical_not)
+TC_TRACE_UNARY_OPS(TC_TRACE_UNARY)
 #undef TC_TRACE_UNARY
 
-                    Tensor gelu(const Tensor &x, const std::string &approximate) {
+Tensor gelu(const Tensor &x, const std::string &approximate) {
   return one(*x.tracer(), "gelu", {x}, {{"approximate", approximate}});
 }
 
-#define TC_TRACE_BINARY(fn)                                                                        \
-  Tensor fn(const Operand &lhs, const Operand &rhs) {                                              \
-    return one(tracerOf({&lhs, &rhs}), #fn, {lhs, rhs});                                           \
+#define TC_TRACE_BINARY(fn) \
+  Tensor fn(const Operand &lhs, const Operand &rhs) { \
+    return one(tracerOf({&lhs, &rhs}), #fn, {lhs, rhs}); \
   }
-TC_TRACE_BINARY(add)
-TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div) TC_TRACE_BINARY(pow)
-    TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq) TC_TRACE_BINARY(ne)
-        TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt) TC_TRACE_BINARY(ge)
-            TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
+TC_TRACE_BINARY_OPS(TC_TRACE_BINARY)
 #undef TC_TRACE_BINARY
 
-                Tensor
-                operator+(const Tensor &a, const Operand &b) {
+Tensor operator+(const Tensor &a, const Operand &b) {
   return add(a, b);
 }
 Tensor operator-(const Tensor &a, const Operand &b) { return sub(a, b); }

@@ -96,26 +96,53 @@ private:
 
 // Ops. Optional tensor operands are `std::optional<Tensor>`; attributes take
 // the defaults documented in docs/ops.md.
+// The elementwise ops the tracer exposes as plain functions, listed once for
+// the declarations here and the definitions in Tracer.cpp.
+#define TC_TRACE_UNARY_OPS(X) \
+  X(neg) \
+  X(abs) \
+  X(exp) \
+  X(log) \
+  X(sqrt) \
+  X(rsqrt) \
+  X(reciprocal) \
+  X(tanh) \
+  X(sigmoid) \
+  X(relu) \
+  X(silu) \
+  X(sin) \
+  X(cos) \
+  X(erf) \
+  X(floor) \
+  X(ceil) \
+  X(sign) \
+  X(logical_not)
 #define TC_TRACE_UNARY(fn) Tensor fn(const Tensor &x);
-TC_TRACE_UNARY(neg)
-TC_TRACE_UNARY(abs) TC_TRACE_UNARY(exp) TC_TRACE_UNARY(log) TC_TRACE_UNARY(sqrt)
-    TC_TRACE_UNARY(rsqrt) TC_TRACE_UNARY(reciprocal) TC_TRACE_UNARY(tanh) TC_TRACE_UNARY(sigmoid)
-        TC_TRACE_UNARY(relu) TC_TRACE_UNARY(silu) TC_TRACE_UNARY(sin) TC_TRACE_UNARY(cos)
-            TC_TRACE_UNARY(erf) TC_TRACE_UNARY(floor) TC_TRACE_UNARY(ceil) TC_TRACE_UNARY(sign)
-                TC_TRACE_UNARY(logical_not)
+TC_TRACE_UNARY_OPS(TC_TRACE_UNARY)
 #undef TC_TRACE_UNARY
-                    Tensor gelu(const Tensor &x, const std::string &approximate = "none");
+Tensor gelu(const Tensor &x, const std::string &approximate = "none");
 
+#define TC_TRACE_BINARY_OPS(X) \
+  X(add) \
+  X(sub) \
+  X(mul) \
+  X(div) \
+  X(pow) \
+  X(maximum) \
+  X(minimum) \
+  X(eq) \
+  X(ne) \
+  X(lt) \
+  X(le) \
+  X(gt) \
+  X(ge) \
+  X(logical_and) \
+  X(logical_or)
 #define TC_TRACE_BINARY(fn) Tensor fn(const Operand &lhs, const Operand &rhs);
-TC_TRACE_BINARY(add)
-TC_TRACE_BINARY(sub) TC_TRACE_BINARY(mul) TC_TRACE_BINARY(div) TC_TRACE_BINARY(pow)
-    TC_TRACE_BINARY(maximum) TC_TRACE_BINARY(minimum) TC_TRACE_BINARY(eq) TC_TRACE_BINARY(ne)
-        TC_TRACE_BINARY(lt) TC_TRACE_BINARY(le) TC_TRACE_BINARY(gt) TC_TRACE_BINARY(ge)
-            TC_TRACE_BINARY(logical_and) TC_TRACE_BINARY(logical_or)
+TC_TRACE_BINARY_OPS(TC_TRACE_BINARY)
 #undef TC_TRACE_BINARY
 
-                Tensor
-                operator+(const Tensor &a, const Operand &b);
+Tensor operator+(const Tensor &a, const Operand &b);
 Tensor operator-(const Tensor &a, const Operand &b);
 Tensor operator*(const Tensor &a, const Operand &b);
 Tensor operator/(const Tensor &a, const Operand &b);
