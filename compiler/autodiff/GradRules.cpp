@@ -670,13 +670,7 @@ Grads broadcastRule(const GradContext &c) { return {reduceToShape(c.grad(), c.in
 Grads sliceRule(const GradContext &c) {
   const Tensor &x = c.in(0);
   const AttrMap &a = c.attrs();
-  const std::vector<int64_t> &starts = getInts(a, "starts"), &ends = getInts(a, "ends");
-  std::vector<int64_t> axes(starts.size());
-  std::iota(axes.begin(), axes.end(), 0);
-  if (hasAttr(a, "axes"))
-    axes = getInts(a, "axes");
-  std::vector<int64_t> steps =
-      hasAttr(a, "steps") ? getInts(a, "steps") : std::vector<int64_t>(starts.size(), 1);
+  const auto &[axes, starts, ends, steps] = sliceAttrs(a);
   Tensor g = c.grad();
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = normalizeAxis(axes[i], x.rank());

@@ -64,13 +64,7 @@ std::vector<HostTensor> slice(const OpCall &c) {
   const AttrMap &a = c.attrs();
   int64_t r = x.rank();
   std::vector<int64_t> start(r, 0), step(r, 1);
-  const std::vector<int64_t> &starts = getInts(a, "starts"), &ends = getInts(a, "ends");
-  std::vector<int64_t> axes(starts.size());
-  std::iota(axes.begin(), axes.end(), 0);
-  if (hasAttr(a, "axes"))
-    axes = getInts(a, "axes");
-  std::vector<int64_t> steps =
-      hasAttr(a, "steps") ? getInts(a, "steps") : std::vector<int64_t>(starts.size(), 1);
+  const auto &[axes, starts, ends, steps] = sliceAttrs(a);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = normalizeAxis(axes[i], r);
     SliceRange range = sliceRange(x.shape()[axis], starts[i], ends[i], steps[i]);

@@ -419,11 +419,7 @@ std::vector<TensorSpec> inferBroadcastTo(const Operands &ops, const AttrMap &att
 std::vector<TensorSpec> inferSlice(const Operands &ops, const AttrMap &attrs) {
   Shape shape = spec(ops, 0).shape;
   int64_t rank = int64_t(shape.size());
-  const std::vector<int64_t> &starts = getInts(attrs, "starts"), &ends = getInts(attrs, "ends");
-  std::vector<int64_t> axes(starts.size());
-  std::iota(axes.begin(), axes.end(), 0);
-  axes = intsOr(attrs, "axes", axes);
-  std::vector<int64_t> steps = intsOr(attrs, "steps", std::vector<int64_t>(starts.size(), 1));
+  const auto &[axes, starts, ends, steps] = sliceAttrs(attrs);
   check(axes.size() == starts.size() && ends.size() == starts.size() &&
             steps.size() == starts.size(),
         "axes, starts, ends and steps must have the same length");
@@ -720,6 +716,15 @@ Shape broadcastShapes(const Shape &a, const Shape &b, const std::string &aName,
            ": " + da->str() + " vs " + db->str());
   }
   return out;
+}
+
+SliceAttrs sliceAttrs(const AttrMap &attrs) {
+  SliceAttrs s{{}, getInts(attrs, "starts"), getInts(attrs, "ends"), {}};
+  std::vector<int64_t> allAxes(s.starts.size());
+  std::iota(allAxes.begin(), allAxes.end(), 0);
+  s.axes = intsOr(attrs, "axes", allAxes);
+  s.steps = intsOr(attrs, "steps", std::vector<int64_t>(s.starts.size(), 1));
+  return s;
 }
 
 SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step) {

@@ -39,6 +39,12 @@ struct SliceRange {
 // Python/PyTorch slice semantics on a dim of `size`: negative indices count
 // from the end, out-of-range bounds clamp, step must be positive.
 SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step);
+// slice's attributes with the defaults filled in (axes 0..n-1, steps 1);
+// lengths are checked by shape inference, not here.
+struct SliceAttrs {
+  std::vector<int64_t> axes, starts, ends, steps;
+};
+SliceAttrs sliceAttrs(const AttrMap &attrs);
 // Output size of a pooling/convolution window sweep.
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                          bool ceilMode);
