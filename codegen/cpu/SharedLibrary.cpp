@@ -8,6 +8,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/OptimizationLevel.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -25,7 +26,7 @@
 
 namespace tensorc::codegen::cpu {
 
-std::string emitObject(mlir::ModuleOp module) {
+ObjectCode emitObject(mlir::ModuleOp module, const std::string &cpuName) {
   static bool initialized = [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
@@ -41,9 +42,18 @@ std::string emitObject(mlir::ModuleOp module) {
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   check(target != nullptr, "cpu codegen: no LLVM target for " + triple + ": " + error);
   llvm::TargetOptions options;
+  // "host": this machine's CPU and exactly the features it reports (a VM
+  // may hide some that the CPU model implies).
+  std::string cpu = cpuName == "host" ? llvm::sys::getHostCPUName().str() : cpuName, features;
+  if (cpuName == "host")
+    for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+      features += (features.empty() ? "" : ",") + std::string(enabled ? "+" : "-") + name.str();
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), "", options, llvm::Reloc::PIC_, std::nullopt,
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
+  check(machine != nullptr, "cpu codegen: cannot target CPU '" + cpu + "'");
+  check(cpuName == "host" || machine->getMCSubtargetInfo()->isCPUStringValid(cpu),
+        "cpu codegen: unknown CPU '" + cpu + "' (try host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4)");
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
   // -O3 over the module, then code generation.
@@ -64,7 +74,13 @@ std::string emitObject(mlir::ModuleOp module) {
   check(!machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile),
         "cpu codegen: the target cannot emit object files");
   codegen.run(*llvmModule);
-  return std::string(object.str());
+  ObjectCode result{std::string(object.str()), triple, cpu, {}};
+  // The features the runtime checks before loading (runtime/core/Executable.cpp).
+  for (const char *f : {"sse4.2", "avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw",
+                        "avx512dq", "avx512vl"})
+    if (machine->getMCSubtargetInfo()->checkFeatures(std::string("+") + f))
+      result.features.push_back(f);
+  return result;
 }
 
 std::string linkSharedLibrary(const std::vector<std::string> &objects) {

@@ -11,8 +11,15 @@
 
 namespace tensorc::codegen::cpu {
 
-// Object code for the host CPU. Throws Error.
-std::string emitObject(mlir::ModuleOp llvmDialectModule);
+struct ObjectCode {
+  std::string object;
+  std::string triple, cpu;
+  std::vector<std::string> features; // those the runtime checks (avx2, ...)
+};
+
+// Object code for `cpu` ("host" or an LLVM CPU name such as x86-64-v3),
+// optimized at -O3. Throws Error.
+ObjectCode emitObject(mlir::ModuleOp llvmDialectModule, const std::string &cpu);
 
 // Links objects into a shared library (its bytes). Throws Error naming the
 // linker's complaint.

@@ -2,6 +2,7 @@
 // writes the result.
 #include "tools/tensorc/Commands.h"
 
+#include "codegen/cpu/CpuProgram.h"
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
@@ -25,7 +26,7 @@ namespace tensorc::cli {
 
 namespace {
 struct CompileArgs {
-  std::string file, output = "-", emit = "mlir", pipeline = "simplify";
+  std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host";
   bool printIrAfterAll = false, debugInfo = false, fuse = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
@@ -61,6 +62,13 @@ void addCompileCommand(CLI::App &app) {
          "--pipeline", args->pipeline,
          "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
       ->check(CLI::IsMember({"simplify", "cpu", "cuda"}));
+  cmd->add_option("--target", args->target,
+                  "cpu: compile to an artifact (.tcx) that `tensorc run` and the runtime library "
+                  "execute (docs/artifact-format.md)")
+      ->check(CLI::IsMember({"cpu"}));
+  cmd->add_option("--cpu", args->cpu,
+                  "with --target cpu: the CPU to generate code for: host (default), x86-64, "
+                  "x86-64-v2, x86-64-v3, x86-64-v4 or another LLVM CPU name");
   cmd->add_flag("--fuse", args->fuse,
                 "group ops into kernels (tc.fused) and plan the memory arena; with --report, print "
                 "every kernel, "
@@ -99,6 +107,12 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--report", args->report,
                 "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
+    if (!args->target.empty()) {
+      check(args->output != "-", "--target " + args->target +
+                                     " writes a binary artifact: give the output file with -o");
+      check(args->emit == "mlir", "--emit does not apply to --target " + args->target);
+      args->pipeline = args->target;
+    }
     std::unique_ptr<Model> model = loadModel(args->file);
     if (!args->autocast.empty()) {
       try {
@@ -183,6 +197,24 @@ void addCompileCommand(CLI::App &app) {
     });
     check(mlir::succeeded(pm.run(*model->module)),
           args->file + ": the compile pipeline failed" + (message.empty() ? "" : ": " + message));
+    if (args->target == "cpu") {
+      codegen::cpu::CpuCompileOptions options;
+      options.cpu = args->cpu;
+      options.record = {{"target", "cpu"}, {"cpu", args->cpu}, {"source", args->file}};
+      if (args->train)
+        options.record["train"] = args->optimizer;
+      if (!args->autocast.empty())
+        options.record["autocast"] = args->autocast;
+      artifact::Artifact art;
+      try {
+        art = codegen::cpu::compileCpuArtifact(*model->module, options);
+      } catch (const Error &e) {
+        fail(args->file + ": " + e.what());
+      }
+      art.tensorcVersion = TENSORC_VERSION;
+      writeOutputFile(args->output, artifact::serialize(art));
+      return;
+    }
     std::string text = args->emit == "json" ? writeGraphJson(exportGraph(*model->module))
                                             : printModule(*model->module, args->debugInfo);
     writeOutputFile(args->output, text);

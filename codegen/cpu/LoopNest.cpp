@@ -1,0 +1,207 @@
+#include "codegen/cpu/LoopNest.h"
+
+#include "codegen/cpu/ScalarOps.h"
+#include "ir/core/Error.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <algorithm>
+
+using namespace mlir;
+
+namespace tensorc::codegen::cpu {
+
+bool nestIsParallel(const NestSpec &s) {
+  return std::find(s.reduced.begin(), s.reduced.end(), false) != s.reduced.end();
+}
+
+Dim nestExtent(const NestSpec &s) {
+  for (size_t d = 0; d < s.space.size(); ++d)
+    if (!s.reduced[d])
+      return s.space[d];
+  return Dim::of(1);
+}
+
+Dim nestWork(const NestSpec &s) { return numElements(s.space); }
+
+namespace {
+
+class NestBuilder {
+public:
+  NestBuilder(ModuleOp module, const NestSpec &spec) : spec_(spec), b_(module.getContext()) {
+    MLIRContext *ctx = module.getContext();
+    loc_ = b_.getUnknownLoc();
+    b_.setInsertionPointToEnd(module.getBody());
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto fnType = b_.getFunctionType({ptr, ptr, b_.getI64Type(), b_.getI64Type()}, {});
+    fn_ = b_.create<func::FuncOp>(loc_, spec.symbol, fnType);
+    Block *entry = fn_.addEntryBlock();
+    b_.setInsertionPointToEnd(entry);
+    operandsPtr_ = entry->getArgument(0);
+    symbolsPtr_ = entry->getArgument(1);
+    begin_ = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), entry->getArgument(2));
+    end_ = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), entry->getArgument(3));
+  }
+
+  void build(const PointFn &point) {
+    for (size_t i = 0; i < spec_.operands.size(); ++i)
+      memrefs_.push_back(memrefFromPointer(int(i), spec_.operands[i]));
+    std::vector<int> parallel, reduced;
+    for (size_t d = 0; d < spec_.space.size(); ++d)
+      (spec_.reduced[d] ? reduced : parallel).push_back(int(d));
+    SmallVector<Value> ivs(spec_.space.size());
+    buildParallel(parallel, reduced, 0, ivs, point);
+    b_.create<func::ReturnOp>(loc_);
+  }
+
+private:
+  // A size as an index: coefficient times the bound symbols.
+  Value dimValue(const Dim &d) {
+    Value v = b_.create<arith::ConstantIndexOp>(loc_, d.coefficient());
+    for (const std::string &s : d.symbols()) {
+      auto it = std::find(spec_.symbols.begin(), spec_.symbols.end(), s);
+      check(it != spec_.symbols.end(), "cpu codegen: unknown symbol " + s);
+      v = b_.create<arith::MulIOp>(loc_, v, symbol(int(it - spec_.symbols.begin())));
+    }
+    return v;
+  }
+
+  Value symbol(int k) {
+    if (Value v = symbolCache_.lookup(k))
+      return v;
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPointToStart(&fn_.getBody().front());
+    auto ptr = LLVM::LLVMPointerType::get(b_.getContext());
+    Value p = b_.create<LLVM::GEPOp>(loc_, ptr, b_.getI64Type(), symbolsPtr_,
+                                     ArrayRef<LLVM::GEPArg>{k});
+    Value raw = b_.create<LLVM::LoadOp>(loc_, b_.getI64Type(), p);
+    Value v = b_.create<arith::IndexCastOp>(loc_, b_.getIndexType(), raw);
+    symbolCache_[k] = v;
+    return v;
+  }
+
+  // A memref over operands[index]: MLIR's descriptor {allocated, aligned,
+  // offset, sizes, strides} built from the raw pointer and the sizes.
+  Value memrefFromPointer(int index, const NestOperand &o) {
+    MLIRContext *ctx = b_.getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    Type i64 = b_.getI64Type();
+    int64_t rank = int64_t(o.shape.size());
+    SmallVector<int64_t> shape;
+    for (const Dim &d : o.shape)
+      shape.push_back(d.isStatic() ? d.value() : ShapedType::kDynamic);
+    auto type = MemRefType::get(shape, storageType(ctx, o.dtype));
+    Value slot = b_.create<LLVM::GEPOp>(loc_, ptr, ptr, operandsPtr_, ArrayRef<LLVM::GEPArg>{index});
+    Value data = b_.create<LLVM::LoadOp>(loc_, ptr, slot);
+    SmallVector<Type> fields = {ptr, ptr, i64};
+    if (rank > 0) {
+      fields.push_back(LLVM::LLVMArrayType::get(i64, unsigned(rank)));
+      fields.push_back(LLVM::LLVMArrayType::get(i64, unsigned(rank)));
+    }
+    auto structType = LLVM::LLVMStructType::getLiteral(ctx, fields);
+    Value desc = b_.create<LLVM::UndefOp>(loc_, structType);
+    desc = b_.create<LLVM::InsertValueOp>(loc_, desc, data, ArrayRef<int64_t>{0});
+    desc = b_.create<LLVM::InsertValueOp>(loc_, desc, data, ArrayRef<int64_t>{1});
+    desc = b_.create<LLVM::InsertValueOp>(loc_, desc,
+                                          b_.create<LLVM::ConstantOp>(loc_, i64, int64_t(0)),
+                                          ArrayRef<int64_t>{2});
+    Value stride = b_.create<arith::ConstantIndexOp>(loc_, 1);
+    for (int64_t k = rank - 1; k >= 0; --k) {
+      Value size = dimValue(o.shape[k]);
+      desc = b_.create<LLVM::InsertValueOp>(
+          loc_, desc, b_.create<arith::IndexCastOp>(loc_, i64, size), ArrayRef<int64_t>{3, k});
+      desc = b_.create<LLVM::InsertValueOp>(
+          loc_, desc, b_.create<arith::IndexCastOp>(loc_, i64, stride), ArrayRef<int64_t>{4, k});
+      stride = b_.create<arith::MulIOp>(loc_, stride, size);
+    }
+    return b_.create<UnrealizedConversionCastOp>(loc_, TypeRange{type}, ValueRange{desc})
+        .getResult(0);
+  }
+
+  void buildParallel(const std::vector<int> &parallel, const std::vector<int> &reduced,
+                     size_t level, SmallVector<Value> &ivs, const PointFn &point) {
+    if (level == parallel.size()) {
+      store(ivs, reduced.empty() ? point(b_, loc_, ivs, memrefs_) : reduce(reduced, ivs, point));
+      return;
+    }
+    int d = parallel[level];
+    Value lb = level == 0 ? begin_ : b_.create<arith::ConstantIndexOp>(loc_, 0).getResult();
+    Value ub = level == 0 ? end_ : dimValue(spec_.space[d]);
+    Value one = b_.create<arith::ConstantIndexOp>(loc_, 1);
+    auto loop = b_.create<scf::ForOp>(loc_, lb, ub, one);
+    OpBuilder::InsertionGuard g(b_);
+    b_.setInsertionPoint(loop.getBody()->getTerminator());
+    ivs[d] = loop.getInductionVar();
+    buildParallel(parallel, reduced, level + 1, ivs, point);
+  }
+
+  // The reduction over the reduced dims at the current parallel point.
+  Value reduce(const std::vector<int> &reduced, SmallVector<Value> &ivs, const PointFn &point) {
+    DType dt = spec_.operands[0].dtype;
+    Value init = reductionIdentity(b_, loc_, spec_.reduction, dt);
+    Value acc = reduceLevel(reduced, 0, ivs, init, point);
+    if (spec_.reduction == "mean") {
+      Dim count = Dim::of(1);
+      for (int d : reduced)
+        count = count * spec_.space[d];
+      Value n = b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), dimValue(count));
+      Value nf = b_.create<arith::SIToFPOp>(loc_, acc.getType(), n);
+      acc = b_.create<arith::DivFOp>(loc_, acc, nf);
+    }
+    return acc;
+  }
+
+  Value reduceLevel(const std::vector<int> &reduced, size_t level, SmallVector<Value> &ivs,
+                    Value acc, const PointFn &point) {
+    DType dt = spec_.operands[0].dtype;
+    if (level == reduced.size())
+      return combine(b_, loc_, spec_.reduction, acc, point(b_, loc_, ivs, memrefs_), dt);
+    int d = reduced[level];
+    Value lb = b_.create<arith::ConstantIndexOp>(loc_, 0);
+    Value ub = dimValue(spec_.space[d]);
+    Value one = b_.create<arith::ConstantIndexOp>(loc_, 1);
+    auto loop = b_.create<scf::ForOp>(loc_, lb, ub, one, ValueRange{acc});
+    {
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      ivs[d] = loop.getInductionVar();
+      Value next = reduceLevel(reduced, level + 1, ivs, loop.getRegionIterArgs()[0], point);
+      b_.create<scf::YieldOp>(loc_, next);
+    }
+    return loop.getResult(0);
+  }
+
+  void store(ArrayRef<Value> ivs, Value v) {
+    const NestOperand &out = spec_.operands[0];
+    SmallVector<Value> idx;
+    for (size_t d = 0; d < spec_.space.size(); ++d) {
+      if (!spec_.reduced[d])
+        idx.push_back(ivs[d]);
+      else if (spec_.keepdim)
+        idx.push_back(b_.create<arith::ConstantIndexOp>(loc_, 0));
+    }
+    check(idx.size() == out.shape.size(), "cpu codegen: nest output rank mismatch");
+    b_.create<memref::StoreOp>(loc_, toStorage(b_, loc_, v, out.dtype), memrefs_[0], idx);
+  }
+
+  const NestSpec &spec_;
+  OpBuilder b_;
+  Location loc_ = UnknownLoc();
+  func::FuncOp fn_;
+  Value operandsPtr_, symbolsPtr_, begin_, end_;
+  SmallVector<Value> memrefs_;
+  llvm::DenseMap<int, Value> symbolCache_;
+};
+
+} // namespace
+
+void emitLoopNest(ModuleOp module, const NestSpec &spec, const PointFn &point) {
+  check(spec.reduced.size() == spec.space.size(), "cpu codegen: bad nest");
+  NestBuilder(module, spec).build(point);
+}
+
+} // namespace tensorc::codegen::cpu

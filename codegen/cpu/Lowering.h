@@ -1,0 +1,29 @@
+// From the loop nests' module (func/scf/arith/math/memref plus the LLVM
+// dialect for the calling convention) to native code: lowering to the LLVM
+// dialect, then LLVM -O3 for the target CPU, linked into a shared library.
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <string>
+#include <vector>
+
+namespace tensorc::codegen::cpu {
+
+// Loads the dialects the CPU backend emits.
+void loadCpuDialects(mlir::MLIRContext &ctx);
+
+// Lowers the module to the LLVM dialect. Throws Error on failure.
+void lowerToLLVMDialect(mlir::ModuleOp module);
+
+struct NativeCode {
+  std::string library; // ELF shared library bytes
+  std::string triple, cpu;
+  std::vector<std::string> features;
+};
+
+// Lowers, compiles for `cpu` and links. Throws Error.
+NativeCode compileToSharedLibrary(mlir::ModuleOp module, const std::string &cpu);
+
+} // namespace tensorc::codegen::cpu

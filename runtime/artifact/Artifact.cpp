@@ -1,0 +1,374 @@
+#include "runtime/artifact/Artifact.h"
+
+#include "ir/core/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace tensorc::artifact {
+namespace {
+
+using json = nlohmann::json;
+
+// Header: magic, version, header size, then the sizes of the three sections
+// and the checksum of everything after the header; little-endian.
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t headerBytes;
+  uint64_t manifestBytes;
+  uint64_t codeBytes;
+  uint64_t dataBytes;
+  uint64_t checksum;
+};
+static_assert(sizeof(Header) == 48, "the header layout is part of the format");
+
+const char *storageName(Storage::Kind k) {
+  switch (k) {
+  case Storage::Kind::Input:
+    return "input";
+  case Storage::Kind::Output:
+    return "output";
+  case Storage::Kind::Buffer:
+    return "buffer";
+  case Storage::Kind::Constant:
+    return "constant";
+  case Storage::Kind::Alias:
+    return "alias";
+  }
+  return "?";
+}
+
+const char *stepName(Step::Kind k) {
+  switch (k) {
+  case Step::Kind::Loop:
+    return "loop";
+  case Step::Kind::Matmul:
+    return "matmul";
+  case Step::Kind::Copy:
+    return "copy";
+  }
+  return "?";
+}
+
+json shapeJson(const Shape &shape) {
+  json a = json::array();
+  for (const Dim &d : shape)
+    a.push_back(d.isStatic() ? json(d.value()) : json(d.str()));
+  return a;
+}
+
+json dimJson(const Dim &d) { return d.isStatic() ? json(d.value()) : json(d.str()); }
+
+Dim parseDimJson(const json &j, const std::string &what) {
+  if (j.is_number_integer()) {
+    int64_t v = j.get<int64_t>();
+    check(v >= 0, what + ": negative size " + std::to_string(v));
+    return Dim::of(v);
+  }
+  check(j.is_string(), what + ": a size must be an integer or a symbol expression");
+  std::optional<Dim> d = Dim::parse(j.get<std::string>());
+  check(d.has_value(), what + ": malformed size '" + j.get<std::string>() + "'");
+  return *d;
+}
+
+Shape parseShapeJson(const json &j, const std::string &what) {
+  check(j.is_array(), what + ": shape must be an array");
+  Shape s;
+  for (const json &d : j)
+    s.push_back(parseDimJson(d, what));
+  return s;
+}
+
+DType parseDTypeJson(const json &j, const std::string &what) {
+  std::optional<DType> d = parseDType(j.get<std::string>());
+  check(d.has_value(), what + ": unknown dtype '" + j.get<std::string>() + "'");
+  return *d;
+}
+
+json manifestJson(const Artifact &a) {
+  json m;
+  m["format"] = "tensorc-artifact";
+  m["version"] = kFormatVersion;
+  m["tensorc_version"] = a.tensorcVersion;
+  m["function"] = a.function;
+  m["target"] = {{"kind", a.target.kind},
+                 {"triple", a.target.triple},
+                 {"cpu", a.target.cpu},
+                 {"features", a.target.features}};
+  m["options"] = a.options;
+  json symbols = json::array();
+  for (const SymbolDecl &s : a.symbols) {
+    json j = {{"name", s.name}, {"min", s.min}};
+    if (s.max)
+      j["max"] = *s.max;
+    symbols.push_back(j);
+  }
+  m["symbols"] = symbols;
+  auto tensors = [](const std::vector<TensorDecl> &ts) {
+    json arr = json::array();
+    for (const TensorDecl &t : ts)
+      arr.push_back({{"name", t.name},
+                     {"dtype", std::string(dtypeName(t.dtype))},
+                     {"shape", shapeJson(t.shape)},
+                     {"value", t.value}});
+    return arr;
+  };
+  m["inputs"] = tensors(a.inputs);
+  m["outputs"] = tensors(a.outputs);
+  json values = json::array();
+  for (const ValueDecl &v : a.values)
+    values.push_back({{"dtype", std::string(dtypeName(v.dtype))},
+                      {"shape", shapeJson(v.shape)},
+                      {"storage", storageName(v.storage.kind)},
+                      {"index", v.storage.index}});
+  m["values"] = values;
+  json buffers = json::array();
+  for (const BufferDecl &b : a.buffers)
+    buffers.push_back({{"bytes", dimJson(b.bytes)}, {"first", b.first}, {"last", b.last}});
+  m["buffers"] = buffers;
+  json constants = json::array();
+  for (const ConstantDecl &c : a.constants)
+    constants.push_back({{"offset", c.offset}, {"bytes", c.bytes}});
+  m["constants"] = constants;
+  json steps = json::array();
+  for (const Step &s : a.steps) {
+    json j = {{"kind", stepName(s.kind)}, {"label", s.label}, {"operands", s.operands}};
+    if (s.kind == Step::Kind::Loop) {
+      j["symbol"] = s.symbol;
+      j["parallel"] = s.parallel;
+      j["extent"] = dimJson(s.extent);
+      j["work"] = dimJson(s.work);
+    }
+    if (s.kind == Step::Kind::Matmul) {
+      j["transpose_a"] = s.transposeA;
+      j["transpose_b"] = s.transposeB;
+    }
+    steps.push_back(j);
+  }
+  m["steps"] = steps;
+  return m;
+}
+
+// Everything a loader relies on: indices in range, operand counts, the
+// signature pointing at input/output storage.
+void validate(const Artifact &a) {
+  std::set<std::string> symbolNames;
+  for (const SymbolDecl &s : a.symbols) {
+    check(Dim::isValidSymbolName(s.name), "bad symbol name '" + s.name + "'");
+    check(symbolNames.insert(s.name).second, "symbol '" + s.name + "' declared twice");
+    check(s.min >= 0 && (!s.max || *s.max >= s.min), "symbol '" + s.name + "': bad bounds");
+  }
+  auto checkShape = [&](const Shape &shape, const std::string &what) {
+    for (const Dim &d : shape)
+      for (const std::string &sym : d.symbols())
+        check(symbolNames.count(sym), what + ": undeclared symbol '" + sym + "'");
+  };
+  int nv = int(a.values.size());
+  for (int i = 0; i < nv; ++i) {
+    const ValueDecl &v = a.values[i];
+    std::string what = "value " + std::to_string(i);
+    checkShape(v.shape, what);
+    int idx = v.storage.index;
+    switch (v.storage.kind) {
+    case Storage::Kind::Input:
+      check(idx >= 0 && idx < int(a.inputs.size()) && a.inputs[idx].value == i,
+            what + ": bad input index");
+      break;
+    case Storage::Kind::Output:
+      check(idx >= 0 && idx < int(a.outputs.size()) && a.outputs[idx].value == i,
+            what + ": bad output index");
+      break;
+    case Storage::Kind::Buffer:
+      check(idx >= 0 && idx < int(a.buffers.size()), what + ": bad buffer index");
+      break;
+    case Storage::Kind::Constant:
+      check(idx >= 0 && idx < int(a.constants.size()), what + ": bad constant index");
+      break;
+    case Storage::Kind::Alias:
+      // Aliases point backwards, so chains end.
+      check(idx >= 0 && idx < i, what + ": bad alias");
+      break;
+    }
+  }
+  auto checkTensors = [&](const std::vector<TensorDecl> &ts, Storage::Kind kind, const char *what) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const TensorDecl &t = ts[i];
+      check(t.value >= 0 && t.value < nv, std::string(what) + " '" + t.name + "': bad value");
+      const ValueDecl &v = a.values[t.value];
+      check(v.storage.kind == kind && v.storage.index == int(i) && v.dtype == t.dtype &&
+                v.shape == t.shape,
+            std::string(what) + " '" + t.name + "' does not match its value");
+    }
+  };
+  checkTensors(a.inputs, Storage::Kind::Input, "input");
+  checkTensors(a.outputs, Storage::Kind::Output, "output");
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    const BufferDecl &b = a.buffers[i];
+    checkShape({b.bytes}, "buffer " + std::to_string(i));
+    check(b.first >= 0 && b.last >= b.first && b.last < int(std::max<size_t>(a.steps.size(), 1)),
+          "buffer " + std::to_string(i) + ": bad live range");
+  }
+  for (size_t i = 0; i < a.constants.size(); ++i)
+    check(a.constants[i].offset <= a.data.size() &&
+              a.constants[i].bytes <= a.data.size() - a.constants[i].offset,
+          "constant " + std::to_string(i) + " lies outside the data section");
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    const Step &s = a.steps[i];
+    std::string what = "step " + std::to_string(i) + " (" + s.label + ")";
+    for (int o : s.operands)
+      check(o >= 0 && o < nv, what + ": bad operand");
+    size_t want = s.kind == Step::Kind::Matmul ? 3 : s.kind == Step::Kind::Copy ? 2 : 0;
+    check(want == 0 ? !s.operands.empty() : s.operands.size() == want,
+          what + ": wrong number of operands");
+    if (s.kind == Step::Kind::Loop) {
+      check(!s.symbol.empty(), what + ": no kernel symbol");
+      checkShape({s.extent, s.work}, what);
+    }
+  }
+}
+
+} // namespace
+
+uint64_t checksum(const char *data, size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= uint8_t(data[i]);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string serialize(const Artifact &a) {
+  validate(a);
+  std::string manifest = manifestJson(a).dump(1);
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kFormatVersion;
+  h.headerBytes = sizeof(Header);
+  h.manifestBytes = manifest.size();
+  h.codeBytes = a.code.size();
+  h.dataBytes = a.data.size();
+  std::string body = manifest + a.code + a.data;
+  h.checksum = checksum(body.data(), body.size());
+  return std::string(reinterpret_cast<const char *>(&h), sizeof h) + body;
+}
+
+Artifact parse(const std::string &bytes, const std::string &where) {
+  auto bad = [&](const std::string &why) { fail(where + ": not a valid tensorc artifact: " + why); };
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    bad("wrong magic bytes (is it a .tcx file written by `tensorc compile --target`?)");
+  if (bytes.size() < sizeof(Header))
+    bad("truncated header");
+  Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.version != kFormatVersion)
+    fail(where + ": artifact format version " + std::to_string(h.version) +
+         " is not supported by this runtime (it reads version " + std::to_string(kFormatVersion) +
+         "); recompile the model with a matching tensorc");
+  if (h.headerBytes != sizeof(Header))
+    bad("unexpected header size");
+  uint64_t body = bytes.size() - sizeof(Header);
+  if (h.manifestBytes > body || h.codeBytes > body - h.manifestBytes ||
+      h.dataBytes != body - h.manifestBytes - h.codeBytes)
+    bad("section sizes do not add up to the file size (" + std::to_string(bytes.size()) +
+        " bytes): truncated or corrupted");
+  if (checksum(bytes.data() + sizeof(Header), body) != h.checksum)
+    bad("checksum mismatch: the file is corrupted");
+  Artifact a;
+  const char *p = bytes.data() + sizeof(Header);
+  std::string manifestText(p, h.manifestBytes);
+  a.code.assign(p + h.manifestBytes, h.codeBytes);
+  a.data.assign(p + h.manifestBytes + h.codeBytes, h.dataBytes);
+  try {
+    json m = json::parse(manifestText);
+    if (m.at("format") != "tensorc-artifact" || m.at("version") != kFormatVersion)
+      bad("manifest format/version mismatch");
+    a.tensorcVersion = m.at("tensorc_version").get<std::string>();
+    a.function = m.at("function").get<std::string>();
+    const json &t = m.at("target");
+    a.target.kind = t.at("kind").get<std::string>();
+    a.target.triple = t.at("triple").get<std::string>();
+    a.target.cpu = t.at("cpu").get<std::string>();
+    a.target.features = t.at("features").get<std::vector<std::string>>();
+    a.options = m.at("options").get<std::map<std::string, std::string>>();
+    for (const json &s : m.at("symbols")) {
+      SymbolDecl d{s.at("name").get<std::string>(), s.at("min").get<int64_t>(), std::nullopt};
+      if (s.contains("max"))
+        d.max = s.at("max").get<int64_t>();
+      a.symbols.push_back(d);
+    }
+    auto tensors = [&](const json &arr, const char *what) {
+      std::vector<TensorDecl> ts;
+      for (const json &j : arr)
+        ts.push_back({j.at("name").get<std::string>(), parseDTypeJson(j.at("dtype"), what),
+                      parseShapeJson(j.at("shape"), what), j.at("value").get<int>()});
+      return ts;
+    };
+    a.inputs = tensors(m.at("inputs"), "input");
+    a.outputs = tensors(m.at("outputs"), "output");
+    for (const json &j : m.at("values")) {
+      ValueDecl v;
+      v.dtype = parseDTypeJson(j.at("dtype"), "value");
+      v.shape = parseShapeJson(j.at("shape"), "value");
+      std::string kind = j.at("storage").get<std::string>();
+      static const std::map<std::string, Storage::Kind> kinds = {
+          {"input", Storage::Kind::Input},
+          {"output", Storage::Kind::Output},
+          {"buffer", Storage::Kind::Buffer},
+          {"constant", Storage::Kind::Constant},
+          {"alias", Storage::Kind::Alias}};
+      check(kinds.count(kind), "value: unknown storage '" + kind + "'");
+      v.storage = {kinds.at(kind), j.at("index").get<int>()};
+      a.values.push_back(v);
+    }
+    for (const json &j : m.at("buffers"))
+      a.buffers.push_back(
+          {parseDimJson(j.at("bytes"), "buffer"), j.at("first").get<int>(), j.at("last").get<int>()});
+    for (const json &j : m.at("constants"))
+      a.constants.push_back({j.at("offset").get<uint64_t>(), j.at("bytes").get<uint64_t>()});
+    for (const json &j : m.at("steps")) {
+      Step s;
+      std::string kind = j.at("kind").get<std::string>();
+      s.kind = kind == "loop"     ? Step::Kind::Loop
+               : kind == "matmul" ? Step::Kind::Matmul
+               : kind == "copy"   ? Step::Kind::Copy
+                                  : (fail("step: unknown kind '" + kind + "'"), Step::Kind::Loop);
+      s.label = j.at("label").get<std::string>();
+      s.operands = j.at("operands").get<std::vector<int>>();
+      if (s.kind == Step::Kind::Loop) {
+        s.symbol = j.at("symbol").get<std::string>();
+        s.parallel = j.at("parallel").get<bool>();
+        s.extent = parseDimJson(j.at("extent"), "step");
+        s.work = parseDimJson(j.at("work"), "step");
+      }
+      if (s.kind == Step::Kind::Matmul) {
+        s.transposeA = j.at("transpose_a").get<bool>();
+        s.transposeB = j.at("transpose_b").get<bool>();
+      }
+      a.steps.push_back(s);
+    }
+    validate(a);
+  } catch (const json::exception &e) {
+    bad(std::string("malformed manifest: ") + e.what());
+  } catch (const Error &e) {
+    if (std::string(e.what()).rfind(where, 0) == 0)
+      throw;
+    bad(e.what());
+  }
+  return a;
+}
+
+Artifact readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  check(bool(in), path + ": cannot open artifact");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse(ss.str(), path);
+}
+
+} // namespace tensorc::artifact

@@ -1,0 +1,113 @@
+// The artifact: the whole contract between the compiler and the runtime
+// (docs/artifact-format.md). One file holds a fixed binary header, a JSON
+// manifest (signature, values, buffers, the launch sequence, target,
+// options), the code (a shared library of kernels for the CPU) and the data
+// of constants, with a checksum over everything after the header.
+// MLIR-free: the compiler writes it, the runtime reads it.
+#pragma once
+
+#include "ir/core/Dim.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorc::artifact {
+
+inline constexpr uint32_t kFormatVersion = 1;
+// PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
+inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
+
+struct TensorDecl {
+  std::string name;
+  DType dtype = DType::F32;
+  Shape shape;
+  int value = -1; // the value that holds it during a run
+};
+
+// Where a value's bytes live during a run.
+struct Storage {
+  enum class Kind { Input, Output, Buffer, Constant, Alias };
+  Kind kind = Kind::Buffer;
+  int index = -1; // input, output, buffer or constant index; for Alias the aliased value
+};
+
+struct ValueDecl {
+  DType dtype = DType::F32;
+  Shape shape; // row-major, contiguous
+  Storage storage;
+};
+
+// An arena buffer: its size in bytes (a monomial in the symbols) and the
+// steps that write it first and read it last; the runtime packs buffers
+// into one arena at bind time (ir/core/MemoryPlanner).
+struct BufferDecl {
+  Dim bytes;
+  int first = 0;
+  int last = 0;
+};
+
+struct ConstantDecl {
+  uint64_t offset = 0; // in the data section
+  uint64_t bytes = 0;
+};
+
+struct Step {
+  enum class Kind { Loop, Matmul, Copy };
+  Kind kind = Kind::Loop;
+  std::string label; // the tc kernel or op it came from (errors, profiles)
+  // Outputs first, then inputs. Loop: the value the kernel writes, then the
+  // values it reads, in the kernel's argument order. Matmul: result, a, b.
+  // Copy: destination, source.
+  std::vector<int> operands;
+  // Loop: `void symbol(void **operands, const int64_t *symbols, int64_t
+  // begin, int64_t end)` runs outermost-loop iterations [begin, end).
+  std::string symbol;
+  bool parallel = false; // Loop: the outermost loop may be split over threads
+  Dim extent;            // Loop: the outermost loop's trip count
+  Dim work;              // Loop: iterations of the whole nest (split heuristic)
+  bool transposeA = false, transposeB = false; // Matmul: of the last two dims
+};
+
+struct SymbolDecl {
+  std::string name;
+  int64_t min = 1;
+  std::optional<int64_t> max;
+};
+
+struct Target {
+  std::string kind = "cpu"; // "cpu" (later "cuda")
+  std::string triple;       // e.g. x86_64-pc-linux-gnu
+  std::string cpu;          // LLVM CPU name the code was tuned for
+  std::vector<std::string> features; // CPU features the code requires ("avx2", ...)
+};
+
+struct Artifact {
+  std::string tensorcVersion;
+  std::string function;
+  Target target;
+  std::map<std::string, std::string> options; // compile options, for the record
+  std::vector<SymbolDecl> symbols;            // kernels receive sizes in this order
+  std::vector<TensorDecl> inputs, outputs;
+  std::vector<ValueDecl> values;
+  std::vector<BufferDecl> buffers;
+  std::vector<ConstantDecl> constants;
+  std::vector<Step> steps;
+  std::string code; // a shared library (ELF) of the kernels
+  std::string data; // bytes of constants
+};
+
+// The file's bytes.
+std::string serialize(const Artifact &artifact);
+// Parses and checks an artifact (magic, version, sizes, checksum, manifest
+// consistency); throws Error naming the problem. `where` names the file.
+Artifact parse(const std::string &bytes, const std::string &where);
+// Reads and parses a file; throws Error.
+Artifact readFile(const std::string &path);
+
+// FNV-1a, 64 bits.
+uint64_t checksum(const char *data, size_t size);
+
+} // namespace tensorc::artifact

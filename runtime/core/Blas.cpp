@@ -1,0 +1,210 @@
+#include "runtime/core/Blas.h"
+
+#include "ir/core/Error.h"
+#include "runtime/host/FloatBits.h"
+#include "runtime/host/ThreadPool.h"
+
+#include <cstring>
+#include <dlfcn.h>
+#include <mutex>
+
+namespace tensorc::runtime {
+namespace {
+
+// CBLAS's enum values (cblas.h), so no header is needed at build time.
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double *, int,
+                         const double *, int, double, double *, int);
+
+struct Gemm {
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  std::string provider = "built-in loops";
+};
+
+const Gemm &gemm() {
+  static const Gemm g = [] {
+    Gemm r;
+    for (const char *lib : {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}) {
+      void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+      if (!h)
+        continue;
+      auto s = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+      auto d = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
+      if (s && d) {
+        r.sgemm = s;
+        r.dgemm = d;
+        r.provider = lib;
+        return r;
+      }
+      dlclose(h);
+    }
+    return r;
+  }();
+  return g;
+}
+
+// Offset of a batch element in an operand whose batch dims broadcast
+// (right-aligned) against the result's batch dims.
+int64_t batchOffset(const std::vector<int64_t> &coords, const std::vector<int64_t> &batch) {
+  int64_t off = 0, stride = 1;
+  for (int64_t i = int64_t(batch.size()) - 1, j = int64_t(coords.size()) - 1; i >= 0; --i, --j) {
+    if (batch[i] != 1)
+      off += coords[j] * stride;
+    stride *= batch[i];
+  }
+  return off;
+}
+
+// One row-major GEMM C[M,N] = op(A) op(B), with the fallback loops.
+template <typename T, typename Acc>
+void loopGemm(const T *a, bool ta, const T *b, bool tb, T *c, int64_t M, int64_t N, int64_t K,
+              ThreadPool &pool) {
+  pool.parallelFor(M, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N * K)),
+                   [&](int64_t i0, int64_t i1) {
+                     std::vector<Acc> row(static_cast<size_t>(N));
+                     for (int64_t i = i0; i < i1; ++i) {
+                       std::fill(row.begin(), row.end(), Acc(0));
+                       for (int64_t k = 0; k < K; ++k) {
+                         Acc av = Acc(ta ? a[k * M + i] : a[i * K + k]);
+                         for (int64_t j = 0; j < N; ++j)
+                           row[j] += av * Acc(tb ? b[j * K + k] : b[k * N + j]);
+                       }
+                       for (int64_t j = 0; j < N; ++j)
+                         c[i * N + j] = T(row[j]);
+                     }
+                   });
+}
+
+template <typename T>
+void gemmF(const T *a, bool ta, const T *b, bool tb, T *c, int64_t M, int64_t N, int64_t K,
+           ThreadPool &pool) {
+  const Gemm &g = gemm();
+  if (K == 0) {
+    std::memset(c, 0, size_t(M * N) * sizeof(T));
+    return;
+  }
+  int lda = int(ta ? M : K), ldb = int(tb ? K : N);
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.sgemm) {
+      g.sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(M), int(N), int(K),
+              1.0f, a, std::max(lda, 1), b, std::max(ldb, 1), 0.0f, c, std::max<int>(int(N), 1));
+      return;
+    }
+  } else {
+    if (g.dgemm) {
+      g.dgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(M), int(N), int(K),
+              1.0, a, std::max(lda, 1), b, std::max(ldb, 1), 0.0, c, std::max<int>(int(N), 1));
+      return;
+    }
+  }
+  loopGemm<T, T>(a, ta, b, tb, c, M, N, K, pool);
+}
+
+std::vector<float> toF32(const void *p, DType d, int64_t n) {
+  std::vector<float> v(size_t(std::max<int64_t>(n, 0)));
+  const uint16_t *bits = static_cast<const uint16_t *>(p);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = float(d == DType::F16 ? halfBitsToDouble(bits[i]) : bfloat16BitsToDouble(bits[i]));
+  return v;
+}
+
+int64_t product(const std::vector<int64_t> &s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i)
+    p *= s[i];
+  return p;
+}
+
+} // namespace
+
+std::string gemmProvider() { return gemm().provider; }
+
+void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType outDtype,
+            const std::vector<int64_t> &outShape, ThreadPool &pool) {
+  std::vector<int64_t> as = a.shape, bs = b.shape;
+  if (a.transposed && as.size() >= 2)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (b.transposed && bs.size() >= 2)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+  bool aVector = as.size() == 1, bVector = bs.size() == 1;
+  if (aVector)
+    as.insert(as.begin(), 1);
+  if (bVector)
+    bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  check(bs[bs.size() - 2] == K, "matmul: inner dims differ");
+  std::vector<int64_t> aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
+  std::vector<int64_t> batch = outShape;
+  if (!bVector)
+    batch.pop_back();
+  if (!aVector)
+    batch.pop_back();
+  int64_t batches = product(batch, 0, batch.size());
+
+  bool half = a.dtype == DType::F16 || a.dtype == DType::BF16;
+  std::vector<float> a32, b32, c32;
+  if (half) {
+    a32 = toF32(a.data, a.dtype, product(a.shape, 0, a.shape.size()));
+    b32 = toF32(b.data, b.dtype, product(b.shape, 0, b.shape.size()));
+    c32.resize(size_t(batches * M * N));
+  }
+  std::vector<int64_t> coords(batch.size());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t rest = bi;
+    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
+      coords[d] = rest % batch[d];
+      rest /= batch[d];
+    }
+    int64_t aOff = batchOffset(coords, aBatch) * M * K, bOff = batchOffset(coords, bBatch) * K * N;
+    int64_t cOff = bi * M * N;
+    bool ta = a.transposed && !aVector, tb = b.transposed && !bVector;
+    switch (a.dtype) {
+    case DType::F32:
+      gemmF(static_cast<const float *>(a.data) + aOff, ta, static_cast<const float *>(b.data) + bOff,
+            tb, static_cast<float *>(out) + cOff, M, N, K, pool);
+      break;
+    case DType::F64:
+      gemmF(static_cast<const double *>(a.data) + aOff, ta,
+            static_cast<const double *>(b.data) + bOff, tb, static_cast<double *>(out) + cOff, M, N,
+            K, pool);
+      break;
+    case DType::F16:
+    case DType::BF16:
+      gemmF(a32.data() + aOff, ta, b32.data() + bOff, tb, c32.data() + cOff, M, N, K, pool);
+      break;
+    case DType::I64:
+      loopGemm<int64_t, int64_t>(static_cast<const int64_t *>(a.data) + aOff, ta,
+                                 static_cast<const int64_t *>(b.data) + bOff, tb,
+                                 static_cast<int64_t *>(out) + cOff, M, N, K, pool);
+      break;
+    case DType::I32: {
+      // i64 accumulation, wrapped to i32 on store (as the interpreter).
+      const int32_t *pa = static_cast<const int32_t *>(a.data) + aOff;
+      const int32_t *pb = static_cast<const int32_t *>(b.data) + bOff;
+      int32_t *pc = static_cast<int32_t *>(out) + cOff;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          int64_t acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += int64_t(ta ? pa[k * M + i] : pa[i * K + k]) *
+                   int64_t(tb ? pb[j * K + k] : pb[k * N + j]);
+          pc[i * N + j] = int32_t(uint32_t(uint64_t(acc)));
+        }
+      break;
+    }
+    default:
+      fail("matmul: unsupported dtype " + std::string(dtypeName(a.dtype)));
+    }
+  }
+  if (half) {
+    uint16_t *o = static_cast<uint16_t *>(out);
+    for (size_t i = 0; i < c32.size(); ++i)
+      o[i] = outDtype == DType::F16 ? doubleToHalfBits(c32[i]) : doubleToBFloat16Bits(c32[i]);
+  }
+
+}
+
+} // namespace tensorc::runtime

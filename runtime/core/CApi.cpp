@@ -1,0 +1,240 @@
+// The C API over the C++ runtime: exceptions become statuses at this
+// boundary and never cross it.
+#include "tensorc/tensorc.h"
+
+#include "tensorc/Runtime.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace tensorc::runtime;
+
+struct tc_status_s {
+  tc_status_code_t code;
+  std::string message;
+};
+
+struct tc_runtime_s {
+  std::atomic<int> refs{1};
+  tc_runtime_options_t options;
+};
+
+struct tc_executable_s {
+  std::atomic<int> refs{1};
+  tc_runtime_t *runtime;
+  std::shared_ptr<Executable> exe;
+};
+
+struct tc_session_s {
+  tc_executable_t *executable;
+  Session session;
+};
+
+namespace {
+
+tc_status_t makeStatus(tc_status_code_t code, std::string message) {
+  return new (std::nothrow) tc_status_s{code, std::move(message)};
+}
+
+// Runs `f`, turning exceptions into a status with `code`.
+template <typename F> tc_status_t guard(tc_status_code_t code, F &&f) {
+  try {
+    f();
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return makeStatus(TC_STATUS_INTERNAL, "out of memory");
+  } catch (const std::exception &e) {
+    return makeStatus(code, e.what());
+  }
+}
+
+std::vector<TensorView> views(const tc_tensor_t *ts, int32_t n) {
+  if (n < 0 || (n > 0 && !ts))
+    throw Error("tensor array is null or has a negative count");
+  std::vector<TensorView> v;
+  for (int32_t i = 0; i < n; ++i) {
+    if (ts[i].rank < 0 || (ts[i].rank > 0 && !ts[i].shape))
+      throw Error("tensor " + std::to_string(i) + ": bad rank or null shape");
+    if (int(ts[i].dtype) < TC_F64 || int(ts[i].dtype) > TC_I1)
+      throw Error("tensor " + std::to_string(i) + ": unknown element type " +
+                  std::to_string(int(ts[i].dtype)));
+    v.push_back({ElementType(ts[i].dtype),
+                 std::vector<int64_t>(ts[i].shape, ts[i].shape + ts[i].rank), ts[i].data});
+  }
+  return v;
+}
+
+tc_status_t nullArgument(const char *what) {
+  return makeStatus(TC_STATUS_INVALID_ARGUMENT, std::string(what) + " is null");
+}
+
+tc_status_t info(const std::vector<TensorInfo> &list, int32_t index, const char **out_name,
+                 tc_element_type_t *out_dtype, int32_t *out_rank) {
+  if (index < 0 || index >= int32_t(list.size()))
+    return makeStatus(TC_STATUS_INVALID_ARGUMENT, "index " + std::to_string(index) +
+                                                      " out of range (" +
+                                                      std::to_string(list.size()) + ")");
+  if (out_name)
+    *out_name = list[index].name.c_str();
+  if (out_dtype)
+    *out_dtype = tc_element_type_t(list[index].dtype);
+  if (out_rank)
+    *out_rank = int32_t(list[index].shape.size());
+  return nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+tc_status_code_t tc_status_code(tc_status_t s) { return s ? s->code : TC_STATUS_OK; }
+const char *tc_status_message(tc_status_t s) { return s ? s->message.c_str() : ""; }
+void tc_status_free(tc_status_t s) { delete s; }
+
+void tc_runtime_options_initialize(tc_runtime_options_t *o) {
+  if (o)
+    o->threads = 0;
+}
+
+tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t **out_runtime) {
+  if (!out_runtime)
+    return nullArgument("out_runtime");
+  *out_runtime = nullptr;
+  return guard(TC_STATUS_INTERNAL, [&] {
+    auto *r = new tc_runtime_s;
+    tc_runtime_options_initialize(&r->options);
+    if (options)
+      r->options = *options;
+    *out_runtime = r;
+  });
+}
+
+void tc_runtime_retain(tc_runtime_t *r) {
+  if (r)
+    ++r->refs;
+}
+void tc_runtime_release(tc_runtime_t *r) {
+  if (r && --r->refs == 0)
+    delete r;
+}
+
+static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
+                            const std::function<std::shared_ptr<Executable>(const LoadOptions &)> &load) {
+  if (!runtime)
+    return nullArgument("runtime");
+  if (!out)
+    return nullArgument("out_executable");
+  *out = nullptr;
+  LoadOptions options;
+  options.threads = runtime->options.threads;
+  std::shared_ptr<Executable> exe;
+  tc_status_t s = guard(TC_STATUS_INVALID_ARTIFACT, [&] { exe = load(options); });
+  if (s)
+    return s;
+  tc_runtime_retain(runtime);
+  *out = new tc_executable_s{{1}, runtime, std::move(exe)};
+  return nullptr;
+}
+
+tc_status_t tc_executable_load(tc_runtime_t *runtime, const char *path, tc_executable_t **out) {
+  if (!path)
+    return nullArgument("path");
+  FILE *f = std::fopen(path, "rb");
+  if (!f)
+    return makeStatus(TC_STATUS_NOT_FOUND,
+                      std::string(path) + ": cannot open artifact: " + std::strerror(errno));
+  std::fclose(f);
+  return loadWith(runtime, out, [&](const LoadOptions &o) { return Executable::load(path, o); });
+}
+
+tc_status_t tc_executable_load_from_memory(tc_runtime_t *runtime, const void *data, size_t size,
+                                           tc_executable_t **out) {
+  if (!data && size)
+    return nullArgument("data");
+  std::string bytes(static_cast<const char *>(data), size);
+  return loadWith(runtime, out, [&](const LoadOptions &o) {
+    return Executable::loadFromMemory(bytes, "<memory>", o);
+  });
+}
+
+void tc_executable_retain(tc_executable_t *e) {
+  if (e)
+    ++e->refs;
+}
+void tc_executable_release(tc_executable_t *e) {
+  if (e && --e->refs == 0) {
+    tc_runtime_release(e->runtime);
+    delete e;
+  }
+}
+
+int32_t tc_executable_input_count(const tc_executable_t *e) {
+  return e ? int32_t(e->exe->inputs().size()) : 0;
+}
+int32_t tc_executable_output_count(const tc_executable_t *e) {
+  return e ? int32_t(e->exe->outputs().size()) : 0;
+}
+tc_status_t tc_executable_input_info(const tc_executable_t *e, int32_t index, const char **out_name,
+                                     tc_element_type_t *out_dtype, int32_t *out_rank) {
+  if (!e)
+    return nullArgument("executable");
+  return info(e->exe->inputs(), index, out_name, out_dtype, out_rank);
+}
+tc_status_t tc_executable_output_info(const tc_executable_t *e, int32_t index,
+                                      const char **out_name, tc_element_type_t *out_dtype,
+                                      int32_t *out_rank) {
+  if (!e)
+    return nullArgument("executable");
+  return info(e->exe->outputs(), index, out_name, out_dtype, out_rank);
+}
+
+tc_status_t tc_session_create(tc_executable_t *e, tc_session_t **out) {
+  if (!e)
+    return nullArgument("executable");
+  if (!out)
+    return nullArgument("out_session");
+  *out = nullptr;
+  return guard(TC_STATUS_INTERNAL, [&] {
+    *out = new tc_session_s{e, Session(e->exe)};
+    tc_executable_retain(e);
+  });
+}
+
+void tc_session_release(tc_session_t *s) {
+  if (!s)
+    return;
+  tc_executable_t *e = s->executable;
+  delete s;
+  tc_executable_release(e);
+}
+
+tc_status_t tc_session_output_shape(tc_session_t *s, const tc_tensor_t *inputs, int32_t input_count,
+                                    int32_t index, int64_t *out_shape) {
+  if (!s)
+    return nullArgument("session");
+  if (!out_shape)
+    return nullArgument("out_shape");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    std::vector<std::vector<int64_t>> shapes = s->session.outputShapes(views(inputs, input_count));
+    if (index < 0 || index >= int32_t(shapes.size()))
+      throw Error("output index " + std::to_string(index) + " out of range");
+    std::copy(shapes[index].begin(), shapes[index].end(), out_shape);
+  });
+}
+
+tc_status_t tc_session_run(tc_session_t *s, const tc_tensor_t *outputs, int32_t output_count,
+                           const tc_tensor_t *inputs, int32_t input_count) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    s->session.run(views(inputs, input_count), views(outputs, output_count));
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,54 @@
+#include "runtime/core/KernelLibrary.h"
+
+#include "ir/core/Error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace tensorc::runtime {
+
+KernelLibrary::KernelLibrary(const std::string &bytes, const std::string &where) : where_(where) {
+  // The fd stays open while the library is loaded: dlopen identifies
+  // libraries by path, and /proc/self/fd/N must not name two libraries.
+  fd_ = memfd_create("tensorc-kernels", MFD_CLOEXEC);
+  check(fd_ >= 0, where + ": cannot create an in-memory file for the kernels: " +
+                      std::strerror(errno));
+  size_t written = 0;
+  while (written < bytes.size()) {
+    ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd_);
+      fail(where + ": cannot write the kernels to memory: " + std::strerror(errno));
+    }
+    written += size_t(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(fd_);
+  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char *why = dlerror();
+    ::close(fd_);
+    fail(where + ": cannot load the kernel library: " + (why ? why : "unknown dlopen error"));
+  }
+}
+
+KernelLibrary::~KernelLibrary() {
+  if (handle_)
+    dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+LoopKernelFn KernelLibrary::loopKernel(const std::string &symbol) const {
+  dlerror();
+  void *p = dlsym(handle_, symbol.c_str());
+  check(p != nullptr, where_ + ": the kernel library has no symbol '" + symbol +
+                          "' (artifact corrupted or built by another tensorc)");
+  return reinterpret_cast<LoopKernelFn>(p);
+}
+
+} // namespace tensorc::runtime

@@ -1,0 +1,129 @@
+// tensorc runtime, C++ API: load a compiled model (a `.tcx` artifact written
+// by `tensorc compile --target cpu`) and run it. Links nothing from MLIR or
+// LLVM. See docs/runtime.md.
+//
+//   auto exe = tensorc::runtime::Executable::load("model.tcx");
+//   tensorc::runtime::Session session(exe);          // one per thread
+//   std::vector<tensorc::runtime::Tensor> out = session.run({{dtype, shape, data}, ...});
+//
+// An Executable is immutable and may be shared by any number of threads;
+// a Session holds one run's state (bound sizes, the memory arena, reused
+// across calls) and is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tensorc::runtime {
+
+// Element types, in the artifact's spelling: f64 f32 f16 bf16 i64 i32 i1
+// (i1: one byte per element, 0 or 1).
+enum class ElementType { F64, F32, F16, BF16, I64, I32, I1 };
+const char *elementTypeName(ElementType t);
+size_t elementSize(ElementType t);
+
+// Every failure: bad artifacts, wrong inputs, missing libraries.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// A declared input or output: dims are sizes ("784") or symbols ("B", "4*T").
+struct TensorInfo {
+  std::string name;
+  ElementType dtype;
+  std::vector<std::string> shape;
+};
+
+// Caller-owned memory: row-major, contiguous, `data` aligned to the element.
+struct TensorView {
+  ElementType dtype;
+  std::vector<int64_t> shape;
+  void *data;
+};
+
+// A tensor the runtime allocated (64-byte aligned).
+class Tensor {
+public:
+  Tensor(ElementType dtype, std::vector<int64_t> shape);
+  ElementType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  int64_t numel() const;
+  size_t nbytes() const { return bytes_; }
+  void *data() { return data_.get(); }
+  const void *data() const { return data_.get(); }
+  TensorView view() { return {dtype_, shape_, data()}; }
+
+private:
+  ElementType dtype_;
+  std::vector<int64_t> shape_;
+  size_t bytes_ = 0;
+  std::shared_ptr<uint8_t> data_;
+};
+
+// A symbolic size and its bounds (max < 0: unbounded).
+struct SymbolInfo {
+  std::string name;
+  int64_t min;
+  int64_t max;
+};
+
+struct LoadOptions {
+  unsigned threads = 0; // kernel threads; 0 = one per hardware thread
+};
+
+class Executable {
+public:
+  // Loads and checks an artifact; throws Error naming the file and problem
+  // (truncated, corrupted, wrong version, wrong target, missing symbols).
+  static std::shared_ptr<Executable> load(const std::string &path, const LoadOptions &options = {});
+  static std::shared_ptr<Executable> loadFromMemory(const std::string &bytes,
+                                                    const std::string &name,
+                                                    const LoadOptions &options = {});
+  ~Executable();
+
+  const std::string &function() const;
+  const std::string &target() const; // "cpu"
+  const std::vector<TensorInfo> &inputs() const;
+  const std::vector<TensorInfo> &outputs() const;
+  const std::vector<SymbolInfo> &symbols() const;
+  int64_t numSteps() const;
+
+  struct Impl;
+  const Impl &impl() const { return *impl_; }
+
+private:
+  explicit Executable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+class Session {
+public:
+  explicit Session(std::shared_ptr<const Executable> executable);
+  ~Session();
+  Session(Session &&) noexcept;
+  Session &operator=(Session &&) noexcept;
+
+  // Runs with runtime-allocated outputs. Inputs in declaration order.
+  std::vector<Tensor> run(const std::vector<TensorView> &inputs);
+  // Runs into caller-owned outputs (shapes must match the bound sizes).
+  void run(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs);
+  // Output shapes for these input shapes, without running.
+  std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);
+
+  // Symbol sizes bound by the last run, and the arena it used.
+  const std::map<std::string, int64_t> &bindings() const;
+  int64_t arenaBytes() const;
+
+  struct State; // implementation detail
+
+private:
+  std::shared_ptr<const Executable> executable_;
+  std::unique_ptr<State> state_;
+};
+
+} // namespace tensorc::runtime

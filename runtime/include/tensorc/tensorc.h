@@ -1,0 +1,116 @@
+/* tensorc runtime, C API (IREE-style naming: tc_<object>_<verb>). Loads a
+ * `.tcx` artifact written by `tensorc compile --target cpu` and runs it.
+ * Usable from C and through FFI (ctypes, cffi, Rust bindgen). See
+ * docs/runtime.md and examples/c/run_model.c.
+ *
+ * Errors: every function that can fail returns a tc_status_t; NULL means
+ * success. A non-NULL status carries a code and a one-line message and must
+ * be freed with tc_status_free.
+ *
+ * Objects are reference counted (_retain/_release). Thread safety is stated
+ * per function. */
+#ifndef TENSORC_TENSORC_H_
+#define TENSORC_TENSORC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------- status */
+
+typedef enum tc_status_code_e {
+  TC_STATUS_OK = 0,
+  TC_STATUS_INVALID_ARGUMENT = 1,  /* wrong inputs/outputs, null pointers */
+  TC_STATUS_NOT_FOUND = 2,         /* the artifact file cannot be opened */
+  TC_STATUS_INVALID_ARTIFACT = 3,  /* truncated, corrupted, wrong version or target */
+  TC_STATUS_INTERNAL = 4,          /* anything else (out of memory, ...) */
+} tc_status_code_t;
+
+typedef struct tc_status_s *tc_status_t;
+
+/* Thread-safe on distinct statuses. */
+tc_status_code_t tc_status_code(tc_status_t status);
+const char *tc_status_message(tc_status_t status); /* "" for NULL */
+void tc_status_free(tc_status_t status);
+
+/* --------------------------------------------------------------- types */
+
+typedef enum tc_element_type_e {
+  TC_F64 = 0, TC_F32 = 1, TC_F16 = 2, TC_BF16 = 3, TC_I64 = 4, TC_I32 = 5, TC_I1 = 6,
+} tc_element_type_t;
+
+/* Caller-owned, row-major, contiguous memory. */
+typedef struct tc_tensor_t {
+  tc_element_type_t dtype;
+  int32_t rank;
+  const int64_t *shape; /* rank sizes */
+  void *data;
+} tc_tensor_t;
+
+/* ------------------------------------------------------------- runtime */
+
+typedef struct tc_runtime_options_t {
+  uint32_t threads; /* kernel threads per executable; 0 = one per hardware thread */
+} tc_runtime_options_t;
+
+/* Fills defaults. */
+void tc_runtime_options_initialize(tc_runtime_options_t *out_options);
+
+typedef struct tc_runtime_s tc_runtime_t;
+
+/* Thread-safe. */
+tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t **out_runtime);
+void tc_runtime_retain(tc_runtime_t *runtime);
+void tc_runtime_release(tc_runtime_t *runtime);
+
+/* ---------------------------------------------------------- executable */
+
+typedef struct tc_executable_s tc_executable_t;
+
+/* Loads and checks an artifact. Thread-safe. */
+tc_status_t tc_executable_load(tc_runtime_t *runtime, const char *path,
+                               tc_executable_t **out_executable);
+tc_status_t tc_executable_load_from_memory(tc_runtime_t *runtime, const void *data, size_t size,
+                                           tc_executable_t **out_executable);
+void tc_executable_retain(tc_executable_t *executable);
+void tc_executable_release(tc_executable_t *executable);
+
+/* Signature queries. Thread-safe; returned strings live as long as the
+ * executable. Dims are written as text: "784", "B", "4*T". */
+int32_t tc_executable_input_count(const tc_executable_t *executable);
+int32_t tc_executable_output_count(const tc_executable_t *executable);
+tc_status_t tc_executable_input_info(const tc_executable_t *executable, int32_t index,
+                                     const char **out_name, tc_element_type_t *out_dtype,
+                                     int32_t *out_rank);
+tc_status_t tc_executable_output_info(const tc_executable_t *executable, int32_t index,
+                                      const char **out_name, tc_element_type_t *out_dtype,
+                                      int32_t *out_rank);
+
+/* ------------------------------------------------------------- session */
+
+/* One run's state (bound sizes, memory arena reused across runs). A session
+ * is used by one thread at a time; any number of sessions may run one
+ * executable concurrently. */
+typedef struct tc_session_s tc_session_t;
+
+tc_status_t tc_session_create(tc_executable_t *executable, tc_session_t **out_session);
+void tc_session_release(tc_session_t *session);
+
+/* The shape of output `index` for these inputs (binds symbolic sizes from
+ * the inputs' shapes); out_shape must hold the output's rank. */
+tc_status_t tc_session_output_shape(tc_session_t *session, const tc_tensor_t *inputs,
+                                    int32_t input_count, int32_t index, int64_t *out_shape);
+
+/* Runs: outputs first, then inputs (both in declaration order). Outputs are
+ * caller-owned and must have the bound shapes. */
+tc_status_t tc_session_run(tc_session_t *session, const tc_tensor_t *outputs,
+                           int32_t output_count, const tc_tensor_t *inputs, int32_t input_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORC_TENSORC_H_ */
