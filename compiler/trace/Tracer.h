@@ -79,6 +79,8 @@ public:
   // Appends a node as it is (literal dtypes and sharding kept); its name
   // must be fresh and its references must name existing values.
   std::vector<Tensor> addNode(const Node &node);
+  // Whether an input or node already has `name`.
+  bool isNameTaken(const std::string &name) const { return names_.count(name) != 0; }
 
   const Graph &graph() const { return graph_; }
   void save(const std::string &path) const;

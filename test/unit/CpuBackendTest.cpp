@@ -1,0 +1,351 @@
+// The CPU backend end to end against the reference interpreter: graphs are
+// compiled to artifacts (tensorc-cpu-pipeline, loop nests, LLVM), loaded by
+// the runtime library and run with outputs poisoned first; every output must
+// match the interpreter within a tolerance by dtype. Fresh random inputs
+// each run (the seed is printed on failure), odd sizes, broadcasting,
+// symbolic dims bound to several sizes with one artifact.
+#include "TestUtil.h"
+
+#include "codegen/cpu/CpuProgram.h"
+#include "compiler/autodiff/TrainingStep.h"
+#include "compiler/driver/Model.h"
+#include "compiler/driver/RandomInputs.h"
+#include "compiler/frontend/GraphImport.h"
+#include "compiler/transforms/BackendPipelines.h"
+#include "ir/core/Error.h"
+#include "passes/Pipelines.h"
+#include "tensorc/Runtime.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#ifndef TENSORC_SOURCE_DIR
+#error "TENSORC_SOURCE_DIR must be defined"
+#endif
+
+using namespace tensorc;
+using namespace tensorc::testing;
+namespace rt = tensorc::runtime;
+
+namespace {
+
+uint64_t freshSeed() {
+  static std::random_device device;
+  return (uint64_t(device()) << 32) | device();
+}
+
+// The artifact's bytes for a graph.
+std::string compileGraph(const Graph &g) {
+  mlir::MLIRContext ctx;
+  loadTensorcDialects(ctx);
+  GraphAnalysis a = analyzeGraph(g, "test");
+  mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, "test");
+  mlir::PassManager pm(&ctx);
+  buildCpuPipeline(pm, PipelineOptions{});
+  check(mlir::succeeded(pm.run(*module)), "the cpu pipeline failed");
+  artifact::Artifact art = codegen::cpu::compileCpuArtifact(*module, {});
+  art.tensorcVersion = "test";
+  return artifact::serialize(art);
+}
+
+rt::TensorView viewOf(HostTensor &t) {
+  return {rt::ElementType(int(t.dtype())), t.shape(), t.data()};
+}
+
+// Runs the executable with outputs poisoned (all bytes 0xff: nan for floats).
+std::vector<HostTensor> runCompiled(rt::Session &session, const rt::Executable &exe,
+                                    std::map<std::string, HostTensor> &inputs) {
+  std::vector<rt::TensorView> in;
+  for (const rt::TensorInfo &i : exe.inputs())
+    in.push_back(viewOf(inputs.at(i.name)));
+  std::vector<std::vector<int64_t>> shapes = session.outputShapes(in);
+  std::vector<HostTensor> out;
+  std::vector<rt::TensorView> views;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    out.emplace_back(DType(int(exe.outputs()[i].dtype)), shapes[i]);
+    out.back().fillBytes(0xff);
+  }
+  for (HostTensor &t : out)
+    views.push_back(viewOf(t));
+  session.run(in, views);
+  return out;
+}
+
+// Relative tolerance per dtype: compute orders differ from the interpreter
+// (f32 accumulation, polynomial exp/tanh/erf), so a few hundred ulps.
+double backendTolerance(DType d) {
+  switch (d) {
+  case DType::F64:
+    return 1e-9;
+  case DType::F32:
+    return 2e-4;
+  case DType::F16:
+    return 4e-3;
+  case DType::BF16:
+    return 2e-2;
+  default:
+    return 0;
+  }
+}
+
+void expectMatches(const HostTensor &got, const HostTensor &want, const std::string &what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  double tol = backendTolerance(want.dtype());
+  int failures = 0;
+  for (int64_t i = 0; i < want.numel() && failures < 5; ++i) {
+    if (!isFloat(want.dtype())) {
+      if (got.getI(i) != want.getI(i)) {
+        ++failures;
+        ADD_FAILURE() << what << "[" << i << "]: got " << got.getI(i) << ", want " << want.getI(i);
+      }
+      continue;
+    }
+    double x = got.getF(i), y = want.getF(i);
+    bool ok = std::isnan(y) ? std::isnan(x)
+              : std::isinf(y) ? x == y
+                              : std::fabs(x - y) <= tol * std::max(1.0, std::fabs(y));
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << what << "[" << i << "]: got " << x << ", want " << y;
+    }
+  }
+}
+
+// Compiles once, then for each binding of the symbols draws fresh inputs and
+// compares every output with the interpreter.
+void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}}) {
+  std::string bytes;
+  try {
+    bytes = compileGraph(g);
+  } catch (const Error &e) {
+    FAIL() << "compile failed: " << e.what();
+  }
+  std::shared_ptr<rt::Executable> exe = rt::Executable::loadFromMemory(bytes, "test");
+  rt::Session session(exe);
+  GraphAnalysis a = analyzeGraph(g, "test");
+  for (const auto &dims : dimSets) {
+    uint64_t seed = freshSeed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::map<std::string, HostTensor> inputs = completeInputs(g, a, {}, seed, dims);
+    std::vector<HostTensor> want = interpret(g, a, inputs).outputs;
+    std::vector<HostTensor> got = runCompiled(session, *exe, inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      expectMatches(got[i], want[i], g.outputs[i]);
+  }
+}
+
+using Shape_ = std::vector<std::variant<int64_t, std::string>>;
+struct In {
+  DType dtype;
+  Shape_ shape;
+};
+
+// One op on fresh inputs.
+void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = {},
+             const std::vector<std::map<std::string, int64_t>> &dims = {{}}) {
+  SCOPED_TRACE(op);
+  trace::Tracer t("op");
+  std::vector<trace::Operand> operands;
+  for (size_t i = 0; i < ins.size(); ++i)
+    operands.push_back(t.input("in" + std::to_string(i), ins[i].dtype, ins[i].shape));
+  for (const trace::Tensor &r : t.call(op, operands, attrs))
+    t.output(r);
+  checkGraph(t.graph(), dims);
+}
+
+const std::vector<Shape_> kOddShapes = {{1}, {3}, {1000}, {4097}, {3, 7}};
+const DType kFloats[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+
+TEST(CpuBackend, UnaryFloatOps) {
+  for (const char *op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh",
+                         "sigmoid", "relu", "silu", "sin", "cos", "erf", "gelu", "floor", "ceil",
+                         "sign", "logical_not"})
+    for (DType d : kFloats)
+      for (const Shape_ &s : kOddShapes)
+        checkOp(op, {{d, s}});
+  checkOp("gelu", {{DType::F32, {5, 9}}}, {{"approximate", Attr(std::string("tanh"))}});
+}
+
+TEST(CpuBackend, IntegerOps) {
+  for (DType d : {DType::I32, DType::I64}) {
+    for (const char *op : {"neg", "abs", "sign", "logical_not"})
+      checkOp(op, {{d, {17}}});
+    for (const char *op : {"add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+                           "ge", "logical_and", "logical_or"})
+      checkOp(op, {{d, {3, 1, 5}}, {d, {4, 5}}});
+    checkOp("clamp", {{d, {33}}}, {{"min", Attr(double(2.5))}, {"max", Attr(double(7.5))}});
+  }
+  for (const char *op : {"logical_and", "logical_or", "eq", "ne"})
+    checkOp(op, {{DType::I1, {6, 5}}, {DType::I1, {5}}});
+}
+
+TEST(CpuBackend, BinaryOpsBroadcast) {
+  for (const char *op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt",
+                         "le", "gt", "ge", "logical_and", "logical_or"})
+    for (DType d : kFloats) {
+      checkOp(op, {{d, {3, 1, 5}}, {d, {4, 5}}});
+      checkOp(op, {{d, {1}}, {d, {4097}}});
+    }
+}
+
+TEST(CpuBackend, WhereCastClamp) {
+  for (DType d : kFloats)
+    checkOp("where", {{DType::I1, {4, 1}}, {d, {4, 6}}, {d, {6}}});
+  for (DType from : kAllDTypes)
+    for (DType to : kAllDTypes)
+      checkOp("cast", {{from, {3, 11}}}, {{"to", Attr(to)}});
+  checkOp("clamp", {{DType::F32, {1001}}}, {{"min", Attr(double(-0.25))}, {"max", Attr(double(0.5))}});
+  checkOp("clamp", {{DType::BF16, {7}}}, {{"max", Attr(double(0.1))}});
+}
+
+TEST(CpuBackend, Reductions) {
+  std::vector<std::vector<int64_t>> axesSets = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
+  for (const char *op : {"sum", "mean", "max", "min", "prod"})
+    for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+      if (!isFloat(d) && std::string(op) == "mean")
+        continue;
+      for (const auto &axes : axesSets)
+        for (bool keepdim : {false, true})
+          checkOp(op, {{d, {5, 7, 9}}},
+                  {{"axes", Attr(axes)}, {"keepdim", Attr(bool(keepdim))}});
+      checkOp(op, {{d, {4097}}});
+      checkOp(op, {{d, {1, 1}}}, {{"axes", Attr(std::vector<int64_t>{1})}});
+    }
+}
+
+TEST(CpuBackend, ViewsAndShapeOps) {
+  DType f = DType::F32;
+  checkOp("transpose", {{f, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}});
+  checkOp("permute", {{f, {2, 3, 5, 7}}}, {{"dims", Attr(std::vector<int64_t>{3, 1, 0, 2})}});
+  checkOp("broadcast_to", {{f, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}});
+  checkOp("slice", {{f, {10, 9}}},
+          {{"axes", Attr(std::vector<int64_t>{0, 1})}, {"starts", Attr(std::vector<int64_t>{1, -7})}, {"ends", Attr(std::vector<int64_t>{9, 100})},
+           {"steps", Attr(std::vector<int64_t>{3, 2})}});
+  checkOp("split", {{f, {3, 10}}}, {{"sizes", Attr(std::vector<int64_t>{2, 5, 3})}, {"axis", Attr(int64_t(1))}});
+  checkOp("reshape", {{f, {4, 6}}}, {{"shape", Attr(Shape{Dim::of(3), Dim::of(8)})}});
+  checkOp("squeeze", {{f, {4, 1, 6}}});
+  checkOp("unsqueeze", {{f, {4, 6}}}, {{"axis", Attr(int64_t(1))}});
+  checkOp("flatten", {{f, {2, 3, 4}}}, {{"start_axis", Attr(int64_t(1))}});
+  for (DType d : kAllDTypes)
+    checkOp("transpose", {{d, {7, 3}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}});
+  // Views composed, then read by an elementwise op and a reduction.
+  trace::Tracer t("views");
+  trace::Tensor x = t.input("x", f, {6, 8});
+  trace::Tensor y = t.call("transpose", {x}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+  y = t.call("slice", {y}, {{"axes", Attr(std::vector<int64_t>{0})}, {"starts", Attr(std::vector<int64_t>{1})}, {"ends", Attr(std::vector<int64_t>{8})},
+                            {"steps", Attr(std::vector<int64_t>{2})}})[0];
+  trace::Tensor z = t.call("exp", {y})[0];
+  t.output(z);
+  t.output(t.call("sum", {y}, {{"axes", Attr(std::vector<int64_t>{1})}})[0]);
+  t.output(y);
+  checkGraph(t.graph());
+}
+
+TEST(CpuBackend, Creation) {
+  checkOp("iota", {}, {{"end", Attr(int64_t(13))}});
+  checkOp("iota", {}, {{"start", Attr(int64_t(3))}, {"end", Attr(int64_t(40))}, {"step", Attr(int64_t(4))},
+                       {"dtype", Attr(DType::F32)}});
+  checkOp("full", {}, {{"shape", Attr(Shape{Dim::of(3), Dim::of(5)})}, {"value", Attr(double(2.5))}});
+  checkOp("zeros", {}, {{"shape", Attr(Shape{Dim::of(4)})}, {"dtype", Attr(DType::I32)}});
+  checkOp("ones", {}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(2)})}, {"dtype", Attr(DType::BF16)}});
+}
+
+TEST(CpuBackend, Matmul) {
+  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}) {
+    checkOp("matmul", {{d, {7, 13}}, {d, {13, 5}}});
+    checkOp("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}});
+    checkOp("matmul", {{d, {4}}, {d, {4, 3}}});
+    checkOp("matmul", {{d, {3, 4}}, {d, {4}}});
+    checkOp("matmul", {{d, {9}}, {d, {9}}});
+  }
+  // A transposed operand is read by the GEMM without a copy.
+  trace::Tracer t("mm");
+  trace::Tensor a = t.input("a", DType::F32, {"B", 33});
+  trace::Tensor b = t.input("b", DType::F32, {17, 33});
+  trace::Tensor bt = t.call("transpose", {b}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+  t.output(t.call("matmul", {a, bt})[0]);
+  checkGraph(t.graph(), {{{"B", 1}}, {{"B", 5}}, {{"B", 300}}});
+}
+
+TEST(CpuBackend, SymbolicSizesWithOneArtifact) {
+  checkOp("add", {{DType::F32, {"B", 1}}, {DType::F32, {"B", 7}}}, {},
+          {{{"B", 1}}, {{"B", 3}}, {{"B", 1000}}});
+  checkOp("sum", {{DType::F32, {"B", "T", 5}}}, {{"axes", Attr(std::vector<int64_t>{1})}},
+          {{{"B", 2}, {"T", 3}}, {{"B", 1}, {"T", 1}}, {{"B", 7}, {"T", 65}}});
+  checkOp("mean", {{DType::F32, {"B", "T"}}}, {{"axes", Attr(std::vector<int64_t>{0, 1})}},
+          {{{"B", 2}, {"T", 3}}, {{"B", 40}, {"T", 11}}});
+}
+
+std::vector<std::string> exampleFiles() {
+  std::string root = TENSORC_SOURCE_DIR;
+  return {root + "/examples/mlp.json", root + "/examples/transformer_block.json",
+          root + "/test/autodiff/Inputs/chain.json", root + "/test/passes/Inputs/composites.json",
+          root + "/test/passes/Inputs/attention.json"};
+}
+
+TEST(CpuBackend, ExampleGraphs) {
+  for (const std::string &file : exampleFiles()) {
+    SCOPED_TRACE(file);
+    std::unique_ptr<Model> m = loadModel(file);
+    checkGraph(m->graph, {{{"B", 3}, {"T", 5}, {"N", 2}}, {{"B", 1}, {"T", 1}, {"N", 1}},
+                          {{"B", 13}, {"T", 9}, {"N", 3}}});
+  }
+}
+
+TEST(CpuBackend, TrainingSteps) {
+  for (const char *file : {"/examples/mlp.json", "/test/autodiff/Inputs/chain.json"})
+    for (const char *optimizer : {"sgd", "momentum", "adamw"}) {
+      SCOPED_TRACE(std::string(file) + " " + optimizer);
+      std::unique_ptr<Model> m = loadModel(std::string(TENSORC_SOURCE_DIR) + file);
+      autodiff::TrainingStepOptions options;
+      options.optimizer.kind = autodiff::parseOptimizer(optimizer);
+      options.optimizer.lr = 0.01;
+      Graph step = autodiff::buildTrainingStep(m->graph, options).graph;
+      checkGraph(step, {{{"B", 5}, {"T", 3}}, {{"B", 2}, {"T", 7}}});
+    }
+}
+
+TEST(CpuBackend, ConcurrentRunsAreIdentical) {
+  std::unique_ptr<Model> m = loadModel(std::string(TENSORC_SOURCE_DIR) + "/examples/mlp.json");
+  std::shared_ptr<rt::Executable> exe = rt::Executable::loadFromMemory(compileGraph(m->graph), "mlp");
+  std::map<std::string, HostTensor> inputs =
+      completeInputs(m->graph, m->analysis, {}, freshSeed(), {{"B", 300}});
+  rt::Session reference(exe);
+  std::vector<HostTensor> want = runCompiled(reference, *exe, inputs);
+  std::vector<std::vector<HostTensor>> got(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      rt::Session s(exe);
+      std::map<std::string, HostTensor> mine = inputs;
+      for (int k = 0; k < 20; ++k)
+        got[i] = runCompiled(s, *exe, mine);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const auto &g : got)
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_EQ(g[k].nbytes(), want[k].nbytes());
+      EXPECT_EQ(0, std::memcmp(g[k].data(), want[k].data(), want[k].nbytes()));
+    }
+}
+
+TEST(CpuBackend, UnsupportedOpIsAClearError) {
+  trace::Tracer t("conv");
+  trace::Tensor x = t.input("x", DType::F32, {1, 1, 5, 5});
+  t.output(t.call("argmax", {x}, {{"axis", Attr(int64_t(1))}})[0]);
+  try {
+    compileGraph(t.graph());
+    FAIL() << "expected an error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("op 'argmax' has no CPU implementation yet"), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
