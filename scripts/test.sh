@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-if ! scripts/build.sh tensorc tensorc-opt tensorc-unittests; then
+if ! scripts/build.sh; then
   echo "0 passed, 1 failed"
   exit 1
 fi

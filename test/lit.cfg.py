@@ -5,7 +5,7 @@ import lit.formats
 config.name = "tensorc"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
+config.excludes = ["Inputs", "consumer", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tensorc_binary_dir, "test")
 
@@ -15,4 +15,5 @@ config.environment["PATH"] = os.pathsep.join(paths + [config.environment.get("PA
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%examples", os.path.join(config.tensorc_source_dir, "examples")))
 config.substitutions.append(("%tensorc_src", config.tensorc_source_dir))
+config.substitutions.append(("%tensorc_build", config.tensorc_binary_dir))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))

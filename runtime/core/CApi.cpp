@@ -194,6 +194,24 @@ tc_status_t tc_executable_output_info(const tc_executable_t *e, int32_t index,
   return info(e->exe->outputs(), index, out_name, out_dtype, out_rank);
 }
 
+tc_status_t tc_executable_input_dims(const tc_executable_t *e, int32_t index, int64_t *out_dims) {
+  if (!e)
+    return nullArgument("executable");
+  if (!out_dims)
+    return nullArgument("out_dims");
+  const std::vector<TensorInfo> &in = e->exe->inputs();
+  if (index < 0 || index >= int32_t(in.size()))
+    return makeStatus(TC_STATUS_INVALID_ARGUMENT, "input index " + std::to_string(index) +
+                                                      " out of range (" + std::to_string(in.size()) +
+                                                      ")");
+  for (size_t d = 0; d < in[index].shape.size(); ++d) {
+    const std::string &s = in[index].shape[d];
+    bool number = !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+    out_dims[d] = number ? std::stoll(s) : -1;
+  }
+  return nullptr;
+}
+
 tc_status_t tc_session_create(tc_executable_t *e, tc_session_t **out) {
   if (!e)
     return nullArgument("executable");

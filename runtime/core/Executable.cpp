@@ -217,7 +217,7 @@ namespace {
 std::map<std::string, int64_t> bindInputs(const Executable::Impl &x,
                                           const std::vector<TensorView> &inputs) {
   const artifact::Artifact &a = x.art;
-  const std::string &fn = a.function;
+  const std::string &fn = x.where;
   check(inputs.size() == a.inputs.size(), fn + ": expected " + std::to_string(a.inputs.size()) +
                                               " inputs, got " + std::to_string(inputs.size()));
   std::map<std::string, int64_t> b;
@@ -394,7 +394,7 @@ void Session::run(const std::vector<TensorView> &inputs, const std::vector<Tenso
   rethrow([&] {
     const Executable::Impl &x = executable_->impl();
     std::map<std::string, int64_t> b = bindInputs(x, inputs);
-    const std::string &fn = x.art.function;
+    const std::string &fn = x.where;
     check(outputs.size() == x.art.outputs.size(),
           fn + ": expected " + std::to_string(x.art.outputs.size()) + " outputs, got " +
               std::to_string(outputs.size()));

@@ -348,4 +348,78 @@ TEST(CpuBackend, UnsupportedOpIsAClearError) {
   }
 }
 
+// Artifacts for another target, architecture or CPU are refused at load.
+TEST(CpuBackend, WrongTargetIsRefused) {
+  std::unique_ptr<Model> m = loadModel(std::string(TENSORC_SOURCE_DIR) + "/examples/mlp.json");
+  artifact::Artifact good = artifact::parse(compileGraph(m->graph), "mlp");
+  auto expectRefused = [](const artifact::Artifact &a, const std::string &message) {
+    try {
+      rt::Executable::loadFromMemory(artifact::serialize(a), "m.tcx");
+      ADD_FAILURE() << "loaded; expected: " << message;
+    } catch (const rt::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  artifact::Artifact a = good;
+  a.target.kind = "cuda";
+  expectRefused(a, "m.tcx: compiled for target 'cuda', but this runtime runs only 'cpu' artifacts");
+  a = good;
+  a.target.triple = "aarch64-unknown-linux-gnu";
+  expectRefused(a, "m.tcx: compiled for aarch64-unknown-linux-gnu, but this machine is x86_64");
+  a = good;
+  a.target.features.push_back("no-such-feature");
+  expectRefused(a, "the code needs the CPU feature 'no-such-feature'");
+  a = good;
+  for (artifact::Step &step : a.steps)
+    if (step.kind == artifact::Step::Kind::Loop)
+      step.symbol = "missing_kernel";
+  expectRefused(a, "the kernel library has no symbol 'missing_kernel'");
+  a = good;
+  a.code = "not an ELF file";
+  expectRefused(a, "m.tcx: cannot load the kernel library");
+}
+
+TEST(CpuBackend, BadInputsAreErrors) {
+  std::unique_ptr<Model> m = loadModel(std::string(TENSORC_SOURCE_DIR) + "/examples/mlp.json");
+  auto exe = rt::Executable::loadFromMemory(compileGraph(m->graph), "mlp.tcx");
+  rt::Session s(exe);
+  std::map<std::string, HostTensor> inputs = completeInputs(m->graph, m->analysis, {}, 1, {{"B", 3}});
+  std::vector<rt::TensorView> in;
+  for (const rt::TensorInfo &i : exe->inputs())
+    in.push_back(viewOf(inputs.at(i.name)));
+  auto expectError = [&](std::vector<rt::TensorView> v, const std::string &message) {
+    try {
+      s.run(v);
+      ADD_FAILURE() << "ran; expected: " << message;
+    } catch (const rt::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expectError({in[0]}, "mlp.tcx: expected 6 inputs, got 1");
+  std::vector<rt::TensorView> v = in;
+  v[0].dtype = rt::ElementType::F16;
+  expectError(v, "input 'x': expected f32, got f16");
+  v = in;
+  v[1].shape = {4};
+  expectError(v, "input 'labels': dim 0 binds B = 4, but an earlier input bound B = 3");
+  v = in;
+  v[2].shape = {784, 127};
+  expectError(v, "input 'w1': expected shape (784, 128), got (784, 127)");
+  v = in;
+  v[0].data = nullptr;
+  expectError(v, "input 'x': null data");
+  // Outputs of the wrong shape are refused before anything runs.
+  std::vector<std::vector<int64_t>> shapes = s.outputShapes(in);
+  HostTensor logits(DType::F32, {3, 11}), loss(DType::F32, {});
+  try {
+    s.run(in, {viewOf(logits), viewOf(loss)});
+    ADD_FAILURE() << "ran with a wrong output shape";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("output 'logits': expected shape (3, 10), got (3, 11)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(shapes[0], (std::vector<int64_t>{3, 10}));
+}
+
 } // namespace

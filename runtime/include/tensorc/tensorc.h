@@ -89,6 +89,12 @@ tc_status_t tc_executable_output_info(const tc_executable_t *executable, int32_t
                                       const char **out_name, tc_element_type_t *out_dtype,
                                       int32_t *out_rank);
 
+/* Declared sizes of input `index`: the static sizes, -1 for symbolic dims
+ * (bound at run time from the inputs' shapes). out_dims must hold the
+ * input's rank. Thread-safe. */
+tc_status_t tc_executable_input_dims(const tc_executable_t *executable, int32_t index,
+                                     int64_t *out_dims);
+
 /* ------------------------------------------------------------- session */
 
 /* One run's state (bound sizes, memory arena reused across runs). A session
