@@ -225,6 +225,50 @@ private:
       lowerMatmul(op);
       return;
     }
+    if (name == "gather" || name == "index_select" || name == "embedding" || name == "dropout") {
+      // Read at computed indices: the tensor and the indices must be stored.
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (!(name == "dropout" && i == 0))
+          materialize(op->getOperand(i));
+      Lazy l;
+      l.op = op;
+      lazy_[op->getResult(0)] = l;
+      return;
+    }
+    if (name == "argmax" || name == "argmin") {
+      Value x = op->getOperand(0);
+      TensorSpec in = specOf(x);
+      NestSpec spec;
+      spec.space = in.shape;
+      spec.reduced.assign(size_t(in.rank()), !hasAttr(attrs, "axis"));
+      if (hasAttr(attrs, "axis")) {
+        int64_t a = getInt(attrs, "axis");
+        spec.reduced[size_t(a < 0 ? a + in.rank() : a)] = true;
+      }
+      spec.reduction = name;
+      spec.keepdim = getBool(attrs, "keepdim");
+      spec.valueDtype = in.dtype;
+      int v = newProducedValue(specOf(op->getResult(0)));
+      emitNestWith({x}, spec, v, [x](Point &p) { return p.emit(x); });
+      lazy_[op->getResult(0)] = storedIdentity(v);
+      return;
+    }
+    if (name == "concat") {
+      lowerConcat(op, attrs);
+      return;
+    }
+    if (name == "pad") {
+      lowerPad(op, attrs);
+      return;
+    }
+    if (name == "conv2d") {
+      lowerConv2d(op, attrs);
+      return;
+    }
+    if (name == "max_pool2d" || name == "avg_pool2d") {
+      lowerPool(op, name, attrs);
+      return;
+    }
     fail("cpu codegen: op '" + name + "' has no CPU implementation yet");
   }
 
@@ -357,6 +401,205 @@ private:
     }
   }
 
+  // Each operand is written into its slice of the result.
+  void lowerConcat(Operation *op, const AttrMap &attrs) {
+    TensorSpec out = specOf(op->getResult(0));
+    int64_t axis = getInt(attrs, "axis");
+    if (axis < 0)
+      axis += out.rank();
+    int v = newProducedValue(out);
+    Dim offset = Dim::of(0);
+    std::optional<Dim> piece; // the common size of the pieces so far, when symbolic
+    int pieces = 0;
+    for (Value x : op->getOperands()) {
+      TensorSpec s = specOf(x);
+      NestSpec spec;
+      spec.space = s.shape;
+      spec.reduced.assign(size_t(s.rank()), false);
+      spec.valueDtype = s.dtype;
+      spec.outputOffset.assign(size_t(out.rank()), Dim::of(0));
+      spec.outputOffset[size_t(axis)] = offset;
+      emitNestWith({x}, spec, v, [x](Point &p) { return p.emit(x); });
+      const Dim &len = s.shape[size_t(axis)];
+      ++pieces;
+      if (len.isStatic() && offset.isStatic()) {
+        offset = Dim::of(offset.value() + len.value());
+      } else {
+        check(!piece || *piece == len, "cpu codegen: concat of symbolic sizes " + len.str() +
+                                           " after " + offset.str());
+        piece = len;
+        offset = Dim::of(pieces) * len;
+      }
+    }
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // out[i] = x[i - before] inside x, else the pad value.
+  void lowerPad(Operation *op, const AttrMap &attrs) {
+    Value x = op->getOperand(0);
+    materialize(x);
+    TensorSpec xs = specOf(x), out = specOf(op->getResult(0));
+    const std::vector<int64_t> &pads = getInts(attrs, "pads");
+    std::vector<int64_t> before(size_t(xs.rank()), 0);
+    for (size_t i = 0; i < pads.size() / 2; ++i)
+      before[size_t(xs.rank()) - 1 - i] = pads[2 * i];
+    double value = getFloat(attrs, "value");
+    NestSpec spec;
+    spec.space = out.shape;
+    spec.reduced.assign(size_t(out.rank()), false);
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    emitNestWith({x}, spec, v, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      Value inside = scalarConstant(b, loc, 1, DType::I1);
+      SmallVector<Value> at;
+      for (int64_t d = 0; d < xs.rank(); ++d) {
+        Value i = b.create<arith::SubIOp>(loc, p.n.ivs[size_t(d)],
+                                          b.create<arith::ConstantIndexOp>(loc, before[size_t(d)]));
+        inside = b.create<arith::AndIOp>(loc, inside, inBounds(p.n, i, xs.shape[size_t(d)]));
+        at.push_back(clampIndex(p.n, i, xs.shape[size_t(d)]));
+      }
+      return b.create<arith::SelectOp>(loc, inside, p.readAt(x, at),
+                                       scalarConstant(b, loc, value, out.dtype))
+          .getResult();
+    });
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  static Value inBounds(NestContext &n, Value i, const Dim &size) {
+    Value zero = n.b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value ge = n.b.create<arith::CmpIOp>(n.loc, arith::CmpIPredicate::sge, i, zero);
+    Value lt = n.b.create<arith::CmpIOp>(n.loc, arith::CmpIPredicate::slt, i, n.size(size));
+    return n.b.create<arith::AndIOp>(n.loc, ge, lt);
+  }
+  static Value clampIndex(NestContext &n, Value i, const Dim &size) {
+    Value zero = n.b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value last = n.b.create<arith::SubIOp>(n.loc, n.size(size), n.b.create<arith::ConstantIndexOp>(n.loc, 1));
+    return n.b.create<arith::MinSIOp>(n.loc, n.b.create<arith::MaxSIOp>(n.loc, i, zero), last);
+  }
+
+  // Direct convolution as a reduction nest over (ci, kh, kw):
+  // out[n, co, oh, ow] = sum x[n, g*Cig + ci, oh*s - p + kh*d, ...] * w[co, ci, kh, kw] (+ bias[co]).
+  void lowerConv2d(Operation *op, const AttrMap &attrs) {
+    Value x = op->getOperand(0), w = op->getOperand(1);
+    std::optional<Value> bias;
+    if (op->getNumOperands() > 2)
+      bias = op->getOperand(2);
+    materialize(x);
+    materialize(w);
+    if (bias)
+      materialize(*bias);
+    TensorSpec xs = specOf(x), ws = specOf(w), out = specOf(op->getResult(0));
+    std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
+                         dil = getInts(attrs, "dilation");
+    int64_t groups = getInt(attrs, "groups");
+    check(out.shape[1].isStatic(), "cpu codegen: conv2d with symbolic channels");
+    int64_t coPerGroup = out.shape[1].value() / groups;
+    int64_t cig = ws.shape[1].value();
+    NestSpec spec;
+    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], ws.shape[1], ws.shape[2], ws.shape[3]};
+    spec.reduced = {false, false, false, false, true, true, true};
+    spec.reduction = "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    std::vector<Value> uses = {x, w};
+    if (bias)
+      uses.push_back(*bias);
+    emitNestWith(
+        uses, spec, v,
+        [=](Point &p) {
+          OpBuilder &b = p.n.b;
+          Location loc = p.n.loc;
+          auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
+          ArrayRef<Value> iv = p.n.ivs;
+          Value g = b.create<arith::DivUIOp>(loc, iv[1], c(coPerGroup));
+          Value cin = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, g, c(cig)), iv[4]);
+          auto at = [&](Value o, Value k, int dim) {
+            Value i = b.create<arith::AddIOp>(
+                loc, b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, o, c(stride[dim])), c(pad[dim])),
+                b.create<arith::MulIOp>(loc, k, c(dil[dim])));
+            return i;
+          };
+          Value ih = at(iv[2], iv[5], 0), iw = at(iv[3], iv[6], 1);
+          Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+          Value xv = p.readAt(x, {iv[0], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
+          xv = b.create<arith::SelectOp>(loc, inside, xv, scalarConstant(b, loc, 0, xs.dtype));
+          Value wv = p.readAt(w, {iv[1], iv[4], iv[5], iv[6]});
+          return emitScalarOp(b, loc, "mul", {}, {xv, wv}, {xs.dtype, ws.dtype}, out.dtype);
+        },
+        bias ? std::function<Value(Point &, Value)>([=](Point &p, Value acc) {
+          Value bv = p.readAt(*bias, {p.n.ivs[1]});
+          return emitScalarOp(p.n.b, p.n.loc, "add", {}, {acc, bv}, {out.dtype, specOf(*bias).dtype},
+                              out.dtype);
+        })
+             : std::function<Value(Point &, Value)>());
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // Pooling as a reduction nest over the window; padding never counts for
+  // max, and for avg only in PyTorch's divisor (count_include_pad).
+  void lowerPool(Operation *op, const std::string &name, const AttrMap &attrs) {
+    Value x = op->getOperand(0);
+    materialize(x);
+    TensorSpec xs = specOf(x), out = specOf(op->getResult(0));
+    bool isMax = name == "max_pool2d";
+    std::vector<int64_t> k = getInts(attrs, "kernel_size"), stride = poolStride(attrs),
+                         pad = getInts(attrs, "padding");
+    std::vector<int64_t> dil = isMax ? getInts(attrs, "dilation") : std::vector<int64_t>{1, 1};
+    bool includePad = !isMax && getBool(attrs, "count_include_pad");
+    check(xs.shape[2].isStatic() && xs.shape[3].isStatic(), "cpu codegen: pooling over symbolic sizes");
+    int64_t H = xs.shape[2].value(), W = xs.shape[3].value();
+    NestSpec spec;
+    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(k[0]), Dim::of(k[1])};
+    spec.reduced = {false, false, false, false, true, true};
+    spec.reduction = isMax ? "max" : "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    auto origin = [=](NestContext &n, int dim) {
+      OpBuilder &b = n.b;
+      return b.create<arith::SubIOp>(
+                  n.loc, b.create<arith::MulIOp>(n.loc, n.ivs[size_t(2 + dim)],
+                                                 b.create<arith::ConstantIndexOp>(n.loc, stride[dim])),
+                  b.create<arith::ConstantIndexOp>(n.loc, pad[dim]))
+          .getResult();
+    };
+    emitNestWith(
+        {x}, spec, v,
+        [=](Point &p) {
+          OpBuilder &b = p.n.b;
+          Location loc = p.n.loc;
+          auto c = [&](int64_t i) { return b.create<arith::ConstantIndexOp>(loc, i).getResult(); };
+          Value ih = b.create<arith::AddIOp>(loc, origin(p.n, 0), b.create<arith::MulIOp>(loc, p.n.ivs[4], c(dil[0])));
+          Value iw = b.create<arith::AddIOp>(loc, origin(p.n, 1), b.create<arith::MulIOp>(loc, p.n.ivs[5], c(dil[1])));
+          Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+          Value xv = p.readAt(x, {p.n.ivs[0], p.n.ivs[1], clampIndex(p.n, ih, xs.shape[2]),
+                                  clampIndex(p.n, iw, xs.shape[3])});
+          Value skip = scalarConstant(b, loc, isMax ? -INFINITY : 0.0, out.dtype);
+          return b.create<arith::SelectOp>(loc, inside, xv, skip).getResult();
+        },
+        isMax ? std::function<Value(Point &, Value)>()
+              : std::function<Value(Point &, Value)>([=](Point &p, Value acc) {
+                  OpBuilder &b = p.n.b;
+                  Location loc = p.n.loc;
+                  auto c = [&](int64_t i) { return b.create<arith::ConstantIndexOp>(loc, i).getResult(); };
+                  Value count = c(1);
+                  for (int dim = 0; dim < 2; ++dim) {
+                    Value o = origin(p.n, dim);
+                    int64_t size = dim == 0 ? H : W;
+                    Value end = b.create<arith::MinSIOp>(loc, b.create<arith::AddIOp>(loc, o, c(k[dim])),
+                                                         c(includePad ? size + pad[dim] : size));
+                    Value start = includePad ? o : b.create<arith::MaxSIOp>(loc, o, c(0)).getResult();
+                    Value len = b.create<arith::MaxSIOp>(loc, b.create<arith::SubIOp>(loc, end, start), c(0));
+                    count = b.create<arith::MulIOp>(loc, count, len);
+                  }
+                  Value n = b.create<arith::IndexCastOp>(loc, b.getI64Type(), count);
+                  Value nf = b.create<arith::SIToFPOp>(loc, acc.getType(), n);
+                  return b.create<arith::DivFOp>(loc, acc, nf).getResult();
+                }));
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
   void lowerMatmul(Operation *op) {
     // A stored operand read as is, or with its last two dims swapped
     // (a transpose feeding the GEMM: BLAS reads it transposed, no copy).
@@ -418,64 +661,108 @@ private:
       collectLeaves(o, leaves, seen);
   }
 
+  // What a nest's point function can use besides the loop indices.
+  struct Point {
+    NestContext &n;
+    std::function<Value(Value)> emit;                    // a tc value here (right-aligned)
+    std::function<Value(Value, ArrayRef<Value>)> readAt; // a stored tc value at view indices
+  };
+  using PointBody = std::function<Value(Point &)>;
+
+  // The nest computing `point` (a tc value) over `space`.
   void emitNest(Value point, const Shape &space, const std::vector<bool> &reduced,
                 const std::string &reduction, bool keepdim, int out) {
-    std::vector<int> leaves;
-    llvm::DenseSet<Value> seen;
-    collectLeaves(point, leaves, seen);
     NestSpec spec;
-    spec.symbol = prefix_ + std::to_string(art_.steps.size());
-    spec.symbols = symbolNames_;
     spec.space = space;
     spec.reduced = reduced;
     spec.reduction = reduction;
     spec.keepdim = keepdim;
+    spec.valueDtype = specOf(point).dtype;
+    emitNestWith({point}, spec, out, [point](Point &p) { return p.emit(point); });
+  }
+
+  // A nest whose point function is `body`; `uses` are the tc values it
+  // reads (through emit or readAt).
+  void emitNestWith(const std::vector<Value> &uses, NestSpec spec, int out, const PointBody &body,
+                    std::function<Value(Point &, Value)> epilogue = {}) {
+    std::vector<int> leaves;
+    llvm::DenseSet<Value> seen;
+    for (Value u : uses)
+      collectLeaves(u, leaves, seen);
+    spec.symbol = prefix_ + std::to_string(art_.steps.size());
+    spec.symbols = symbolNames_;
     std::vector<int> operands = {out};
     operands.insert(operands.end(), leaves.begin(), leaves.end());
     for (int o : operands)
       spec.operands.push_back({art_.values[o].dtype, art_.values[o].shape});
+    const Shape space = spec.space;
     int64_t R = int64_t(space.size());
-    emitLoopNest(kernels_, spec, [&](OpBuilder &b, Location loc, ArrayRef<Value> ivs,
-                                     ArrayRef<Value> memrefs) {
-      llvm::DenseMap<Value, Value> memo;
+    // Everything captured by value or through pointers to the caller's
+    // context, memo and emit: the closures outlive this lambda's frame.
+    auto makePoint = [this, operands, space, R](NestContext &n, llvm::DenseMap<Value, Value> &memo,
+                                                 std::function<Value(Value)> &emit) {
+      NestContext *np = &n;
+      llvm::DenseMap<Value, Value> *mp = &memo;
+      std::function<Value(Value)> *ep = &emit;
       // The index of dim j of a rank-r value at this point (numpy
       // broadcasting: right-aligned, size-1 dims read index 0).
-      auto viewIndex = [&](const TensorSpec &s, int64_t j) -> Value {
-        int64_t d = R - s.rank() + j;
-        if (s.shape[size_t(j)] == Dim::of(1) && space[size_t(d)] != Dim::of(1))
-          return b.create<arith::ConstantIndexOp>(loc, 0);
-        return ivs[size_t(d)];
+      auto viewIndices = [np, space, R](const TensorSpec &s) {
+        SmallVector<Value> view;
+        for (int64_t j = 0; j < s.rank(); ++j) {
+          int64_t d = R - s.rank() + j;
+          if (s.shape[size_t(j)] == Dim::of(1) && space[size_t(d)] != Dim::of(1))
+            view.push_back(np->b.create<arith::ConstantIndexOp>(np->loc, 0));
+          else
+            view.push_back(np->ivs[size_t(d)]);
+        }
+        return view;
       };
-      std::function<Value(Value)> emit = [&](Value v) -> Value {
-        if (Value m = memo.lookup(v))
+      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands](Value v, ArrayRef<Value> view) -> Value {
+        OpBuilder &b = np->b;
+        Location loc = np->loc;
+        const Lazy &l = lazy_.at(v);
+        check(l.stored, "cpu codegen: reading a value that is not stored");
+        SmallVector<Value> idx;
+        for (const Term &t : l.terms) {
+          Value i = b.create<arith::ConstantIndexOp>(loc, t.offset);
+          if (t.dim >= 0 && t.scale != 0) {
+            Value vi = view[size_t(t.dim)];
+            if (t.scale != 1)
+              vi = b.create<arith::MulIOp>(loc, vi, b.create<arith::ConstantIndexOp>(loc, t.scale));
+            i = t.offset == 0 ? vi : b.create<arith::AddIOp>(loc, i, vi).getResult();
+          }
+          idx.push_back(i);
+        }
+        size_t which =
+            size_t(std::find(operands.begin() + 1, operands.end(), l.value) - operands.begin());
+        check(which < operands.size(), "cpu codegen: a read value is not an operand of the nest");
+        Value loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
+        return fromStorage(b, loc, loaded, art_.values[l.value].dtype);
+      };
+      emit = [this, np, mp, ep, readAt, viewIndices](Value v) -> Value {
+        if (Value m = mp->lookup(v))
           return m;
         const Lazy &l = lazy_.at(v);
         TensorSpec s = specOf(v);
-        Value result;
-        if (l.stored) {
-          SmallVector<Value> idx;
-          for (const Term &t : l.terms) {
-            Value i = b.create<arith::ConstantIndexOp>(loc, t.offset);
-            if (t.dim >= 0 && t.scale != 0) {
-              Value vi = viewIndex(s, t.dim);
-              if (t.scale != 1)
-                vi = b.create<arith::MulIOp>(loc, vi, b.create<arith::ConstantIndexOp>(loc, t.scale));
-              i = t.offset == 0 ? vi : b.create<arith::AddIOp>(loc, i, vi).getResult();
-            }
-            idx.push_back(i);
-          }
-          size_t which = size_t(std::find(operands.begin() + 1, operands.end(), l.value) - operands.begin());
-          Value loaded = b.create<memref::LoadOp>(loc, memrefs[which], idx);
-          result = fromStorage(b, loc, loaded, art_.values[l.value].dtype);
-        } else {
-          result = emitScalar(b, loc, l.op, s, emit, viewIndex);
-        }
-        memo[v] = result;
+        Value result = l.stored ? readAt(v, viewIndices(s))
+                                : emitScalar(*np, l.op, s, *ep, readAt, viewIndices(s));
+        (*mp)[v] = result;
         return result;
       };
-      Value x = emit(point);
-      DType from = specOf(point).dtype, to = art_.values[out].dtype;
-      return convert(b, loc, x, from, to);
+      return Point{n, emit, readAt};
+    };
+    if (epilogue)
+      spec.epilogue = [&, makePoint](NestContext &n, Value acc) {
+        llvm::DenseMap<Value, Value> memo;
+        std::function<Value(Value)> emit;
+        Point p = makePoint(n, memo, emit);
+        return epilogue(p, acc);
+      };
+    emitLoopNest(kernels_, spec, [&, makePoint](NestContext &n) {
+      llvm::DenseMap<Value, Value> memo;
+      std::function<Value(Value)> emit;
+      Point p = makePoint(n, memo, emit);
+      return body(p);
     });
     Step st;
     st.kind = Step::Kind::Loop;
@@ -488,9 +775,12 @@ private:
     art_.steps.push_back(st);
   }
 
-  Value emitScalar(OpBuilder &b, Location loc, Operation *op, const TensorSpec &s,
+  Value emitScalar(NestContext &n, Operation *op, const TensorSpec &s,
                    const std::function<Value(Value)> &emit,
-                   const std::function<Value(const TensorSpec &, int64_t)> &viewIndex) {
+                   const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                   SmallVector<Value> view) {
+    OpBuilder &b = n.b;
+    Location loc = n.loc;
     std::string name = opName(op);
     AttrMap attrs = completeAttrs(*tc::schemaOf(op), tc::coreAttrs(op, *tc::schemaOf(op)));
     if (name == "full" || name == "zeros" || name == "ones")
@@ -498,27 +788,30 @@ private:
                             s.dtype);
     if (name == "constant") {
       auto dense = llvm::cast<DenseElementsAttr>(op->getAttr("value"));
-      double v = isFloat(s.dtype) ? (*dense.getValues<APFloat>().begin()).convertToDouble()
-                 : s.dtype == DType::I1
-                     ? double((*dense.getValues<APInt>().begin()).getZExtValue())
-                     : double((*dense.getValues<APInt>().begin()).getSExtValue());
-      if (isFloat(s.dtype) && !dense.getElementType().isF64()) {
+      double v;
+      if (isFloat(s.dtype)) {
         APFloat f = *dense.getValues<APFloat>().begin();
         bool lost;
         f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
         v = f.convertToDouble();
+      } else {
+        APInt i = *dense.getValues<APInt>().begin();
+        v = s.dtype == DType::I1 ? double(i.getZExtValue()) : double(i.getSExtValue());
       }
       return scalarConstant(b, loc, v, s.dtype);
     }
     if (name == "iota") {
       check(s.rank() == 1, "cpu codegen: iota of rank " + std::to_string(s.rank()));
-      Value i = viewIndex(s, 0);
-      Value i64 = b.create<arith::IndexCastOp>(loc, b.getI64Type(), i);
+      Value i64 = b.create<arith::IndexCastOp>(loc, b.getI64Type(), view[0]);
       Value v = b.create<arith::AddIOp>(
           loc, scalarConstant(b, loc, double(getInt(attrs, "start")), DType::I64),
           b.create<arith::MulIOp>(loc, i64, scalarConstant(b, loc, double(getInt(attrs, "step")), DType::I64)));
       return convert(b, loc, v, DType::I64, s.dtype);
     }
+    if (name == "gather" || name == "index_select" || name == "embedding")
+      return emitIndexedRead(n, op, name, attrs, readAt, view);
+    if (name == "dropout")
+      return emitDropout(n, op, s, attrs, emit, readAt, view);
     SmallVector<Value> operands;
     SmallVector<DType> dtypes;
     for (Value o : op->getOperands()) {
@@ -526,6 +819,103 @@ private:
       dtypes.push_back(specOf(o).dtype);
     }
     return emitScalarOp(b, loc, name, attrs, operands, dtypes, s.dtype);
+  }
+
+  // An index read from a stored integer tensor, clamped into [0, size):
+  // compiled code does not check indices (the interpreter does), but never
+  // reads outside the tensor.
+  Value clampedIndex(NestContext &n, Value raw, DType dtype, const Dim &size) {
+    OpBuilder &b = n.b;
+    Value i = raw;
+    if (dtype != DType::I64)
+      i = convert(b, n.loc, i, dtype, DType::I64);
+    Value idx = b.create<arith::IndexCastOp>(n.loc, b.getIndexType(), i);
+    Value zero = b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value last = b.create<arith::SubIOp>(n.loc, n.size(size), b.create<arith::ConstantIndexOp>(n.loc, 1));
+    idx = b.create<arith::MaxSIOp>(n.loc, idx, zero);
+    return b.create<arith::MinSIOp>(n.loc, idx, last);
+  }
+
+  Value emitIndexedRead(NestContext &n, Operation *op, const std::string &name,
+                        const AttrMap &attrs,
+                        const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                        const SmallVector<Value> &view) {
+    if (name == "embedding") {
+      // out[..., d] = weight[index[...], d]
+      Value index = op->getOperand(0), weight = op->getOperand(1);
+      ArrayRef<Value> lead(view.begin(), view.end() - 1);
+      Value row = clampedIndex(n, readAt(index, lead), specOf(index).dtype, specOf(weight).shape[0]);
+      return readAt(weight, {row, view.back()});
+    }
+    Value x = op->getOperand(0), index = op->getOperand(1);
+    TensorSpec xs = specOf(x);
+    int64_t axis = getInt(attrs, "axis");
+    if (axis < 0)
+      axis += xs.rank();
+    // gather: index has the output's shape; index_select: a 1-D index along axis.
+    Value raw = name == "gather" ? readAt(index, view) : readAt(index, {view[size_t(axis)]});
+    SmallVector<Value> at = view;
+    at[size_t(axis)] = clampedIndex(n, raw, specOf(index).dtype, xs.shape[size_t(axis)]);
+    return readAt(x, at);
+  }
+
+  // Philox4x32-10 keyed by the seed, counter (element, stream): the
+  // interpreter's dropout bit for bit.
+  Value emitDropout(NestContext &n, Operation *op, const TensorSpec &s, const AttrMap &attrs,
+                    const std::function<Value(Value)> &emit,
+                    const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                    const SmallVector<Value> &view) {
+    OpBuilder &b = n.b;
+    Location loc = n.loc;
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto c32 = [&](uint32_t v) {
+      return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(i32, int64_t(int32_t(v)))).getResult();
+    };
+    auto c64 = [&](int64_t v) { return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(i64, v)).getResult(); };
+    // The element's row-major position in the result.
+    Value linear = b.create<arith::ConstantIndexOp>(loc, 0);
+    for (int64_t j = 0; j < s.rank(); ++j)
+      linear = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, linear, n.size(s.shape[size_t(j)])), view[size_t(j)]);
+    Value i = b.create<arith::IndexCastOp>(loc, i64, linear);
+    Value seedTensor = op->getOperand(1);
+    Value seed = convert(b, loc, readAt(seedTensor, SmallVector<Value>(size_t(specOf(seedTensor).rank()),
+                                                                      b.create<arith::ConstantIndexOp>(loc, 0))),
+                         specOf(seedTensor).dtype, DType::I64);
+    auto lo = [&](Value v) { return b.create<arith::TruncIOp>(loc, i32, v).getResult(); };
+    auto hi = [&](Value v) { return lo(b.create<arith::ShRUIOp>(loc, v, c64(32))); };
+    Value c[4] = {lo(i), hi(i), c32(uint32_t(getInt(attrs, "stream"))), c32(0)};
+    Value k[2] = {lo(seed), hi(seed)};
+    auto mulhilo = [&](uint32_t m, Value x) {
+      Value p = b.create<arith::MulIOp>(loc, c64(int64_t(m)), b.create<arith::ExtUIOp>(loc, i64, x));
+      return std::pair{hi(p), lo(p)};
+    };
+    for (int round = 0; round < 10; ++round) {
+      if (round > 0) {
+        k[0] = b.create<arith::AddIOp>(loc, k[0], c32(0x9E3779B9));
+        k[1] = b.create<arith::AddIOp>(loc, k[1], c32(0xBB67AE85));
+      }
+      auto [hi0, lo0] = mulhilo(0xD2511F53, c[0]);
+      auto [hi1, lo1] = mulhilo(0xCD9E8D57, c[2]);
+      Value n0 = b.create<arith::XOrIOp>(loc, b.create<arith::XOrIOp>(loc, hi1, c[1]), k[0]);
+      Value n2 = b.create<arith::XOrIOp>(loc, b.create<arith::XOrIOp>(loc, hi0, c[3]), k[1]);
+      c[0] = n0;
+      c[1] = lo1;
+      c[2] = n2;
+      c[3] = lo0;
+    }
+    // u = (r0 >> 8) / 2^24, keep when u >= p, scaled by 1 / (1 - p).
+    double p = getFloat(attrs, "p");
+    Value bits = b.create<arith::ShRUIOp>(loc, c[0], c32(8));
+    Value u = b.create<arith::MulFOp>(loc, b.create<arith::UIToFPOp>(loc, b.getF64Type(), bits),
+                                      b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(1.0 / 16777216.0)));
+    Value keep = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, u,
+                                         b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(p)));
+    Value x = emit(op->getOperand(0));
+    if (p >= 1)
+      return scalarConstant(b, loc, 0, s.dtype);
+    Value scaled = b.create<arith::DivFOp>(loc, x, scalarConstant(b, loc, 1 - p, s.dtype));
+    return b.create<arith::SelectOp>(loc, keep, scaled, scalarConstant(b, loc, 0, s.dtype));
   }
 
   // --------------------------------------------------------- signature
@@ -601,11 +991,14 @@ private:
 
 bool cpuSupportsOp(const std::string &op) {
   // Composites the CPU pipeline decomposes into supported primitives.
-  static const std::set<std::string> decomposed = {"softmax", "log_softmax", "layer_norm",
-                                                   "rms_norm", "cross_entropy", "var",
-                                                   "batch_norm", "scaled_dot_product_attention"};
+  static const std::set<std::string> decomposed = {
+      "softmax",    "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "var",
+      "batch_norm", "scaled_dot_product_attention", "scaled_dot_product_attention_backward"};
+  static const std::set<std::string> special = {
+      "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
+      "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d"};
   return isScalarOp(op) || reductionOps().count(op) || reshapeOps().count(op) ||
-         viewOps().count(op) || generatorOps().count(op) || op == "constant" || op == "matmul" ||
+         viewOps().count(op) || generatorOps().count(op) || special.count(op) ||
          decomposed.count(op);
 }
 

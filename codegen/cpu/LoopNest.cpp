@@ -50,6 +50,7 @@ public:
   void build(const PointFn &point) {
     for (size_t i = 0; i < spec_.operands.size(); ++i)
       memrefs_.push_back(memrefFromPointer(int(i), spec_.operands[i]));
+    point_ = point;
     std::vector<int> parallel, reduced;
     for (size_t d = 0; d < spec_.space.size(); ++d)
       (spec_.reduced[d] ? reduced : parallel).push_back(int(d));
@@ -122,10 +123,31 @@ private:
         .getResult(0);
   }
 
+  NestContext context(ArrayRef<Value> ivs) {
+    return NestContext{b_, loc_, ivs, memrefs_, [this](const Dim &d) { return dimValue(d); }};
+  }
+
+  Value pointValue(ArrayRef<Value> ivs) {
+    NestContext c = context(ivs);
+    return point_(c);
+  }
+
   void buildParallel(const std::vector<int> &parallel, const std::vector<int> &reduced,
                      size_t level, SmallVector<Value> &ivs, const PointFn &point) {
     if (level == parallel.size()) {
-      store(ivs, reduced.empty() ? point(b_, loc_, ivs, memrefs_) : reduce(reduced, ivs, point));
+      DType out = spec_.operands[0].dtype;
+      if (reduced.empty()) {
+        store(ivs, convert(b_, loc_, pointValue(ivs), spec_.valueDtype, out));
+      } else if (spec_.reduction == "argmax" || spec_.reduction == "argmin") {
+        store(ivs, argReduce(reduced, ivs));
+      } else {
+        Value acc = reduce(reduced, ivs, point);
+        if (spec_.epilogue) {
+          NestContext c = context(ivs);
+          acc = spec_.epilogue(c, acc);
+        }
+        store(ivs, convert(b_, loc_, acc, spec_.valueDtype, out));
+      }
       return;
     }
     int d = parallel[level];
@@ -141,7 +163,7 @@ private:
 
   // The reduction over the reduced dims at the current parallel point.
   Value reduce(const std::vector<int> &reduced, SmallVector<Value> &ivs, const PointFn &point) {
-    DType dt = spec_.operands[0].dtype;
+    DType dt = spec_.valueDtype;
     Value init = reductionIdentity(b_, loc_, spec_.reduction, dt);
     Value acc = reduceLevel(reduced, 0, ivs, init, point);
     if (spec_.reduction == "mean") {
@@ -157,9 +179,9 @@ private:
 
   Value reduceLevel(const std::vector<int> &reduced, size_t level, SmallVector<Value> &ivs,
                     Value acc, const PointFn &point) {
-    DType dt = spec_.operands[0].dtype;
+    DType dt = spec_.valueDtype;
     if (level == reduced.size())
-      return combine(b_, loc_, spec_.reduction, acc, point(b_, loc_, ivs, memrefs_), dt);
+      return combine(b_, loc_, spec_.reduction, acc, pointValue(ivs), dt);
     int d = reduced[level];
     Value lb = b_.create<arith::ConstantIndexOp>(loc_, 0);
     Value ub = dimValue(spec_.space[d]);
@@ -175,6 +197,54 @@ private:
     return loop.getResult(0);
   }
 
+  // argmax/argmin: (best value, its position) through the reduced loops;
+  // the first extreme wins, a nan beats every number and the first nan wins.
+  Value argReduce(const std::vector<int> &reduced, SmallVector<Value> &ivs) {
+    bool isMax = spec_.reduction == "argmax";
+    DType dt = spec_.valueDtype;
+    Value best = scalarConstant(b_, loc_, 0, dt);
+    Value none = b_.create<arith::ConstantIndexOp>(loc_, -1);
+    Value zero = b_.create<arith::ConstantIndexOp>(loc_, 0);
+    std::function<std::pair<Value, Value>(size_t, Value, Value, Value)> level =
+        [&](size_t l, Value bestV, Value bestI, Value position) -> std::pair<Value, Value> {
+      if (l == reduced.size()) {
+        Value v = pointValue(ivs);
+        Value first = b_.create<arith::CmpIOp>(loc_, arith::CmpIPredicate::slt, bestI, zero);
+        Value better;
+        if (isFloat(dt)) {
+          Value bestNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, bestV, bestV);
+          Value vNan = b_.create<arith::CmpFOp>(loc_, arith::CmpFPredicate::UNO, v, v);
+          Value cmp = b_.create<arith::CmpFOp>(
+              loc_, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v, bestV);
+          // !bestNan && (vNan || cmp)
+          Value notBestNan = b_.create<arith::XOrIOp>(loc_, bestNan, scalarConstant(b_, loc_, 1, DType::I1));
+          better = b_.create<arith::AndIOp>(loc_, notBestNan, b_.create<arith::OrIOp>(loc_, vNan, cmp));
+        } else {
+          better = b_.create<arith::CmpIOp>(
+              loc_, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, v, bestV);
+        }
+        better = b_.create<arith::OrIOp>(loc_, first, better);
+        return {b_.create<arith::SelectOp>(loc_, better, v, bestV).getResult(),
+                b_.create<arith::SelectOp>(loc_, better, position, bestI).getResult()};
+      }
+      int d = reduced[l];
+      Value ub = dimValue(spec_.space[d]);
+      Value one = b_.create<arith::ConstantIndexOp>(loc_, 1);
+      auto loop = b_.create<scf::ForOp>(loc_, zero, ub, one, ValueRange{bestV, bestI});
+      OpBuilder::InsertionGuard g(b_);
+      b_.setInsertionPointToStart(loop.getBody());
+      ivs[d] = loop.getInductionVar();
+      // Row-major position among the reduced dims.
+      Value pos = b_.create<arith::AddIOp>(loc_, b_.create<arith::MulIOp>(loc_, position, ub), ivs[d]);
+      auto [v, i] = level(l + 1, loop.getRegionIterArgs()[0], loop.getRegionIterArgs()[1], pos);
+      b_.create<scf::YieldOp>(loc_, ValueRange{v, i});
+      return {loop.getResult(0), loop.getResult(1)};
+    };
+    auto [v, i] = level(0, best, none, zero);
+    (void)v;
+    return b_.create<arith::IndexCastOp>(loc_, b_.getI64Type(), i);
+  }
+
   void store(ArrayRef<Value> ivs, Value v) {
     const NestOperand &out = spec_.operands[0];
     SmallVector<Value> idx;
@@ -185,6 +255,9 @@ private:
         idx.push_back(b_.create<arith::ConstantIndexOp>(loc_, 0));
     }
     check(idx.size() == out.shape.size(), "cpu codegen: nest output rank mismatch");
+    for (size_t k = 0; k < spec_.outputOffset.size(); ++k)
+      if (spec_.outputOffset[k] != Dim::of(0))
+        idx[k] = b_.create<arith::AddIOp>(loc_, idx[k], dimValue(spec_.outputOffset[k]));
     b_.create<memref::StoreOp>(loc_, toStorage(b_, loc_, v, out.dtype), memrefs_[0], idx);
   }
 
@@ -194,6 +267,7 @@ private:
   func::FuncOp fn_;
   Value operandsPtr_, symbolsPtr_, begin_, end_;
   SmallVector<Value> memrefs_;
+  PointFn point_;
   llvm::DenseMap<int, Value> symbolCache_;
 };
 

@@ -27,21 +27,36 @@ struct NestOperand {
   Shape shape;
 };
 
+// What code at one iteration point can use.
+struct NestContext {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::ArrayRef<mlir::Value> ivs;     // one index per space dim
+  mlir::ArrayRef<mlir::Value> memrefs; // one per operand
+  std::function<mlir::Value(const Dim &)> size; // a size as an index value
+};
+
+// The value at one iteration point (for reductions: the element to
+// combine), in the compute type of the nest's `valueDtype`.
+using PointFn = std::function<mlir::Value(NestContext &)>;
+// After a reduction: the accumulator -> the value stored.
+using EpilogueFn = std::function<mlir::Value(NestContext &, mlir::Value)>;
+
 struct NestSpec {
   std::string symbol;
   std::vector<std::string> symbols; // the order of the `symbols` argument
   Shape space;
-  std::vector<bool> reduced;        // per space dim (all false: elementwise)
-  std::string reduction;            // "", "sum", "mean", "max", "min", "prod"
+  std::vector<bool> reduced; // per space dim (all false: elementwise)
+  // "", "sum", "mean", "max", "min", "prod", or "argmax"/"argmin" (the
+  // row-major position among the reduced dims of the first max/min; nan
+  // counts as the largest, as in the interpreter).
+  std::string reduction;
   bool keepdim = false;
   std::vector<NestOperand> operands; // [0] is written
+  DType valueDtype = DType::F32;     // the point values' dtype (accumulated in its compute type)
+  std::vector<Dim> outputOffset;     // added to the store's indices (concat); empty: none
+  EpilogueFn epilogue;               // optional, reductions only
 };
-
-// Computes the value at one iteration point, in the written value's compute
-// type; `ivs` has one index per space dim, `memrefs` one per operand.
-using PointFn = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
-                                          mlir::ArrayRef<mlir::Value> ivs,
-                                          mlir::ArrayRef<mlir::Value> memrefs)>;
 
 // Adds the nest's function to `module`. Throws Error.
 void emitLoopNest(mlir::ModuleOp module, const NestSpec &spec, const PointFn &point);

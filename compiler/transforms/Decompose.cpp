@@ -34,6 +34,33 @@ struct Context {
 
 using Rule = std::function<std::vector<Tensor>(const Context &)>;
 
+double attentionScale(const Context &c, const Tensor &q) {
+  check(hasAttr(c.attrs(), "scale") || q.shape().back().isStatic(),
+        "the default scale needs a static embedding dim");
+  return hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale")
+                                     : 1.0 / std::sqrt(double(q.shape().back().value()));
+}
+
+Tensor softmaxOf(const Tensor &x, int64_t axis);
+
+// softmax(q k^T * scale + masks): q, k, v and the optional mask are operands
+// first .. first + 3 (attention: 0; its backward: 1, after the cotangent).
+Tensor attentionProbabilities(const Context &c, size_t first) {
+  const Tensor &q = c.in(first), &k = c.in(first + 1);
+  Tensor s = matmul(q, transpose(k, -1, -2)) * attentionScale(c, q);
+  if (getBool(c.attrs(), "is_causal")) {
+    const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
+    Tensor rows = reshape(iota_length(c.t, dimSpec({L})[0]), {dimSpec({L})[0], int64_t(1)});
+    Tensor cols = reshape(iota_length(c.t, dimSpec({S})[0]), {int64_t(1), dimSpec({S})[0]});
+    s = where(ge(rows, cols), s, -INFINITY);
+  }
+  if (c.has(first + 3)) {
+    const Tensor &mask = c.in(first + 3);
+    s = isBool(mask.dtype()) ? where(mask, s, -INFINITY) : s + mask;
+  }
+  return softmaxOf(s, -1);
+}
+
 std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   std::vector<int64_t> axes(rank - from);
   std::iota(axes.begin(), axes.end(), from);
@@ -168,24 +195,21 @@ const std::map<std::string, Rule> &rules() {
        }},
       {"scaled_dot_product_attention",
        [](const Context &c) {
-         const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
-         check(hasAttr(c.attrs(), "scale") || q.shape().back().isStatic(),
-               "the default scale needs a static embedding dim");
-         double scale = hasAttr(c.attrs(), "scale")
-                            ? getFloat(c.attrs(), "scale")
-                            : 1.0 / std::sqrt(double(q.shape().back().value()));
-         Tensor s = matmul(q, transpose(k, -1, -2)) * scale;
-         if (getBool(c.attrs(), "is_causal")) {
-           const Dim &L = q.shape()[q.rank() - 2], &S = k.shape()[k.rank() - 2];
-           Tensor rows = reshape(iota_length(c.t, dimSpec({L})[0]), {dimSpec({L})[0], int64_t(1)});
-           Tensor cols = reshape(iota_length(c.t, dimSpec({S})[0]), {int64_t(1), dimSpec({S})[0]});
-           s = where(ge(rows, cols), s, -INFINITY);
-         }
-         if (c.has(3)) {
-           const Tensor &mask = c.in(3);
-           s = isBool(mask.dtype()) ? where(mask, s, -INFINITY) : s + mask;
-         }
-         return std::vector{matmul(softmaxOf(s, -1), v)};
+         return std::vector{matmul(attentionProbabilities(c, 0), c.in(2))};
+       }},
+      // The gradients recompute the probabilities (as the interpreter and
+      // FlashAttention do) and sum over batch dims an operand was broadcast along.
+      {"scaled_dot_product_attention_backward",
+       [](const Context &c) {
+         const Tensor &g = c.in(0), &q = c.in(1), &k = c.in(2), &v = c.in(3);
+         Tensor p = attentionProbabilities(c, 1);
+         Tensor dv = matmul(transpose(p, -1, -2), g);
+         Tensor dp = matmul(g, transpose(v, -1, -2));
+         Tensor ds = p * (dp - sum(dp * p, {-1}, true)) * attentionScale(c, q);
+         Tensor dq = matmul(ds, k), dk = matmul(transpose(ds, -1, -2), q);
+         return std::vector{autodiff::reduceToShape(dq, q.shape()),
+                            autodiff::reduceToShape(dk, k.shape()),
+                            autodiff::reduceToShape(dv, v.shape())};
        }},
   };
   return r;

@@ -13,6 +13,7 @@
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/transforms/BackendPipelines.h"
 #include "ir/core/Error.h"
+#include "ir/core/OpSchema.h"
 #include "passes/Pipelines.h"
 #include "tensorc/Runtime.h"
 
@@ -335,17 +336,73 @@ TEST(CpuBackend, ConcurrentRunsAreIdentical) {
     }
 }
 
-TEST(CpuBackend, UnsupportedOpIsAClearError) {
-  trace::Tracer t("conv");
-  trace::Tensor x = t.input("x", DType::F32, {1, 1, 5, 5});
-  t.output(t.call("argmax", {x}, {{"axis", Attr(int64_t(1))}})[0]);
-  try {
-    compileGraph(t.graph());
-    FAIL() << "expected an error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("op 'argmax' has no CPU implementation yet"), std::string::npos)
-        << e.what();
+TEST(CpuBackend, EveryOpIsSupported) {
+  for (const OpSchema &op : allOpSchemas())
+    EXPECT_TRUE(codegen::cpu::cpuSupportsOp(op.name)) << op.name;
+}
+
+TEST(CpuBackend, ArgReductions) {
+  for (const char *op : {"argmax", "argmin"})
+    for (DType d : {DType::F32, DType::BF16, DType::I32, DType::I64}) {
+      checkOp(op, {{d, {5, 7, 9}}}, {{"axis", Attr(int64_t(1))}});
+      checkOp(op, {{d, {5, 7, 9}}}, {{"axis", Attr(int64_t(-1))}, {"keepdim", Attr(true)}});
+      checkOp(op, {{d, {6, 11}}});
+    }
+}
+
+TEST(CpuBackend, ConcatPadAndIndexing) {
+  for (DType d : {DType::F32, DType::F16, DType::I64, DType::I1}) {
+    checkOp("concat", {{d, {3, 2}}, {d, {3, 5}}, {d, {3, 1}}}, {{"axis", Attr(int64_t(1))}});
+    checkOp("pad", {{d, {4, 5}}}, {{"pads", Attr(std::vector<int64_t>{1, 2, 0, 3})}});
   }
+  checkOp("concat", {{DType::F32, {"B", 4}}, {DType::F32, {"B", 4}}}, {{"axis", Attr(int64_t(0))}},
+          {{{"B", 1}}, {{"B", 6}}});
+  checkOp("pad", {{DType::F32, {6, 7}}},
+          {{"pads", Attr(std::vector<int64_t>{-1, 2, 3, -2})}, {"value", Attr(-1.5)}});
+  checkOp("gather", {{DType::F32, {5, 6}}, {DType::I64, {4, 6}}}, {{"axis", Attr(int64_t(0))}});
+  checkOp("gather", {{DType::BF16, {5, 6}}, {DType::I32, {5, 3}}}, {{"axis", Attr(int64_t(-1))}});
+  checkOp("index_select", {{DType::F32, {5, 6, 2}}, {DType::I64, {9}}}, {{"axis", Attr(int64_t(1))}});
+  checkOp("embedding", {{DType::I64, {"B", 3}}, {DType::F32, {11, 8}}}, {}, {{{"B", 2}}, {{"B", 5}}});
+  for (double p : {0.0, 0.3, 1.0})
+    checkOp("dropout", {{DType::F32, {7, 33}}, {DType::I64, {}}},
+            {{"p", Attr(p)}, {"stream", Attr(int64_t(3))}});
+}
+
+TEST(CpuBackend, ConvolutionAndPooling) {
+  for (DType d : {DType::F32, DType::F64, DType::BF16}) {
+    checkOp("conv2d", {{d, {2, 3, 9, 8}}, {d, {4, 3, 3, 3}}});
+    checkOp("conv2d", {{d, {"B", 4, 10, 7}}, {d, {6, 2, 3, 2}}, {d, {6}}},
+            {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
+             {"dilation", Attr(std::vector<int64_t>{1, 2})}, {"groups", Attr(int64_t(2))}},
+            {{{"B", 1}}, {{"B", 3}}});
+    checkOp("max_pool2d", {{d, {2, 3, 9, 8}}},
+            {{"kernel_size", Attr(std::vector<int64_t>{3, 2})}, {"padding", Attr(std::vector<int64_t>{1, 1})},
+             {"ceil_mode", Attr(true)}});
+    checkOp("max_pool2d", {{d, {1, 2, 11, 11}}},
+            {{"kernel_size", Attr(std::vector<int64_t>{3, 3})}, {"stride", Attr(std::vector<int64_t>{2, 2})},
+             {"dilation", Attr(std::vector<int64_t>{2, 2})}});
+    for (bool include : {true, false})
+      checkOp("avg_pool2d", {{d, {2, 3, 9, 8}}},
+              {{"kernel_size", Attr(std::vector<int64_t>{3, 3})}, {"stride", Attr(std::vector<int64_t>{2, 2})},
+               {"padding", Attr(std::vector<int64_t>{1, 1})}, {"ceil_mode", Attr(true)},
+               {"count_include_pad", Attr(include)}});
+  }
+}
+
+TEST(CpuBackend, Attention) {
+  for (bool causal : {false, true}) {
+    checkOp("scaled_dot_product_attention", {{DType::F32, {2, 3, 5, 8}}, {DType::F32, {2, 3, 7, 8}},
+                                              {DType::F32, {2, 3, 7, 4}}},
+            {{"is_causal", Attr(causal)}});
+    checkOp("scaled_dot_product_attention_backward",
+            {{DType::F32, {2, 3, 5, 4}}, {DType::F32, {2, 3, 5, 8}}, {DType::F32, {1, 3, 7, 8}},
+             {DType::F32, {2, 3, 7, 4}}},
+            {{"is_causal", Attr(causal)}});
+  }
+  checkOp("scaled_dot_product_attention_backward",
+          {{DType::F64, {3, 5, 4}}, {DType::F64, {3, 5, 8}}, {DType::F64, {3, 6, 8}},
+           {DType::F64, {3, 6, 4}}, {DType::I1, {5, 6}}},
+          {{"scale", Attr(0.3)}});
 }
 
 // Artifacts for another target, architecture or CPU are refused at load.
