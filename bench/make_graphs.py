@@ -6,6 +6,10 @@ backpropagates (the loss, or sum of the output), so `tensorc grad` /
 `tensorc compile --train` derive the same training step.
 
     python3 bench/make_graphs.py bench/graphs
+    python3 bench/make_graphs.py --cpu bench/graphs/cpu   # CPU-sized shapes
+
+With --cpu the same workloads shrink to sizes a CPU runs in milliseconds
+(SIZES_CPU), and an f32 MLP is added for the matmul-vs-OpenBLAS comparison.
 """
 import json
 import os
@@ -49,9 +53,17 @@ def sum_loss(g, y, dtype):
     return g.op("sum", y, name="loss")
 
 
+# GPU sizes (the public workloads) and CPU sizes.
+SIZES_GPU = dict(pw=8192, ln=(16384, 4096), sm=(16384, 4096), xent=(4096, 50304), mlp=(8192, 1024, 4096),
+                 attn=(8, 12, 1024, 64), block=(8, 1024, 768, 12))
+SIZES_CPU = dict(pw=4096, ln=(4096, 1024), sm=(4096, 1024), xent=(512, 50304), mlp=(512, 1024, 4096),
+                 attn=(2, 12, 256, 64), block=(2, 256, 768, 12))
+S = SIZES_GPU
+
+
 def pointwise():
     g = G("pointwise_f32")
-    n = 8192
+    n = S["pw"]
     x, a, b = g.input("x", "f32", [n, n]), g.input("a", "f32", [n]), g.input("b", "f32", [n])
     y = g.op("mul", g.op("gelu", g.op("add", g.op("mul", x, a), b)), g.op("sigmoid", x), name="y")
     return g.out(y)
@@ -59,7 +71,7 @@ def pointwise():
 
 def layernorm():
     g = G("layernorm_f32_fb")
-    r, c = 16384, 4096
+    r, c = S["ln"]
     x = g.input("x", "f32", [r, c], True)
     w, b = g.input("weight", "f32", [c], True), g.input("bias", "f32", [c], True)
     return g.out(sum_loss(g, g.op("layer_norm", x, w, b), "f32"))
@@ -67,14 +79,14 @@ def layernorm():
 
 def softmax():
     g = G("softmax_f32_fb")
-    x = g.input("x", "f32", [16384, 4096], True)
+    x = g.input("x", "f32", list(S["sm"]), True)
     return g.out(sum_loss(g, g.op("softmax", x, axis=-1), "f32"))
 
 
 def xent():
     g = G("xent_f32_fb")
-    logits = g.input("logits", "f32", [4096, 50304], True)
-    tgt = g.input("target", "i64", [4096])
+    logits = g.input("logits", "f32", list(S["xent"]), True)
+    tgt = g.input("target", "i64", [S["xent"][0]])
     return g.out(g.op("cross_entropy", logits, tgt, name="loss"))
 
 
@@ -84,10 +96,11 @@ def mlp_layers(g, x, d, h, dtype, prefix=""):
     return linear(g, g.op("gelu", linear(g, x, w1, b1)), w2, b2)
 
 
-def mlp():
-    g = G("mlp_bf16_fb")
-    x = g.input("x", "bf16", [8192, 1024], True)
-    return g.out(sum_loss(g, mlp_layers(g, x, 1024, 4096, "bf16"), "bf16"))
+def mlp(dtype="bf16"):
+    g = G(f"mlp_{dtype}_fb")
+    n, d, h = S["mlp"]
+    x = g.input("x", dtype, [n, d], True)
+    return g.out(sum_loss(g, mlp_layers(g, x, d, h, dtype), dtype))
 
 
 def attention_ops(g, q, k, v, s, d, dtype):
@@ -101,15 +114,15 @@ def attention_ops(g, q, k, v, s, d, dtype):
 
 def attention():
     g = G("attn_bf16_fb")
-    B, H, S, D = 8, 12, 1024, 64
-    q, k, v = (g.input(n, "bf16", [B, H, S, D], True) for n in "qkv")
-    return g.out(sum_loss(g, attention_ops(g, q, k, v, S, D, "bf16"), "bf16"))
+    B, H, L, D = S["attn"]
+    q, k, v = (g.input(n, "bf16", [B, H, L, D], True) for n in "qkv")
+    return g.out(sum_loss(g, attention_ops(g, q, k, v, L, D, "bf16"), "bf16"))
 
 
 def block(dtype):
     name = f"gpt2block_{dtype}_fb"
     g = G(name)
-    b, s, d, nh = 8, 1024, 768, 12
+    b, s, d, nh = S["block"]
     x = g.input("x", dtype, [b, s, d], True)
     p = lambda n, shape: g.input(n, dtype, shape, True)
     ln1 = g.op("layer_norm", x, p("ln1_w", [d]), p("ln1_b", [d]))
@@ -125,9 +138,17 @@ def block(dtype):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "graphs")
+    global S
+    args = sys.argv[1:]
+    cpu = "--cpu" in args
+    args = [a for a in args if a != "--cpu"]
+    S = SIZES_CPU if cpu else SIZES_GPU
+    out = args[0] if args else os.path.join(os.path.dirname(__file__), "graphs", "cpu" if cpu else "")
     os.makedirs(out, exist_ok=True)
-    for graph in [pointwise(), layernorm(), softmax(), xent(), mlp(), attention(), block("bf16"), block("f32")]:
+    graphs = [pointwise(), layernorm(), softmax(), xent(), mlp(), attention(), block("bf16"), block("f32")]
+    if cpu:
+        graphs.append(mlp("f32"))
+    for graph in graphs:
         with open(os.path.join(out, graph["name"] + ".json"), "w") as f:
             json.dump(graph, f, indent=1)
             f.write("\n")

@@ -103,11 +103,30 @@ void gemmF(const T *a, bool ta, const T *b, bool tb, T *c, int64_t M, int64_t N,
   loopGemm<T, T>(a, ta, b, tb, c, M, N, K, pool);
 }
 
-std::vector<float> toF32(const void *p, DType d, int64_t n) {
+// bf16 is the top half of an f32: widening is a shift.
+float bf16ToF32(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even; nan stays a (quiet) nan.
+uint16_t f32ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((u >> 16) | 0x40);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+std::vector<float> toF32(const void *p, DType d, int64_t n, ThreadPool &pool) {
   std::vector<float> v(size_t(std::max<int64_t>(n, 0)));
   const uint16_t *bits = static_cast<const uint16_t *>(p);
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = float(d == DType::F16 ? halfBitsToDouble(bits[i]) : bfloat16BitsToDouble(bits[i]));
+  pool.parallelFor(n, 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      v[i] = d == DType::BF16 ? bf16ToF32(bits[i]) : float(halfBitsToDouble(bits[i]));
+  });
   return v;
 }
 
@@ -147,8 +166,8 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
   bool half = a.dtype == DType::F16 || a.dtype == DType::BF16;
   std::vector<float> a32, b32, c32;
   if (half) {
-    a32 = toF32(a.data, a.dtype, product(a.shape, 0, a.shape.size()));
-    b32 = toF32(b.data, b.dtype, product(b.shape, 0, b.shape.size()));
+    a32 = toF32(a.data, a.dtype, product(a.shape, 0, a.shape.size()), pool);
+    b32 = toF32(b.data, b.dtype, product(b.shape, 0, b.shape.size()), pool);
     c32.resize(size_t(batches * M * N));
   }
   std::vector<int64_t> coords(batch.size());
@@ -201,8 +220,10 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
   }
   if (half) {
     uint16_t *o = static_cast<uint16_t *>(out);
-    for (size_t i = 0; i < c32.size(); ++i)
-      o[i] = outDtype == DType::F16 ? doubleToHalfBits(c32[i]) : doubleToBFloat16Bits(c32[i]);
+    pool.parallelFor(int64_t(c32.size()), 1 << 16, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        o[i] = outDtype == DType::F16 ? doubleToHalfBits(c32[i]) : f32ToBf16(c32[i]);
+    });
   }
 
 }
