@@ -156,7 +156,8 @@ void addCompileCommand(CLI::App &app) {
       model->graph = step.graph;
       model->analysis = analyzeGraph(step.graph, args->file);
       model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
-      if (args->output != "-") {
+      // Artifacts hold the whole step; the .forward/.backward siblings are IR.
+      if (args->output != "-" && args->target.empty()) {
         for (auto [graph, part] :
              {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
           GraphAnalysis a = analyzeGraph(*graph, args->file);
