@@ -69,6 +69,14 @@ def pointwise():
     return g.out(y)
 
 
+def pointwise_light():
+    # A memory-bound elementwise chain (CPU benchmark only): y = relu(x * a + b).
+    g = G("pointwise_light_f32")
+    n = S["pw"]
+    x, a, b = g.input("x", "f32", [n, n]), g.input("a", "f32", [n]), g.input("b", "f32", [n])
+    return g.out(g.op("relu", g.op("add", g.op("mul", x, a), b), name="y"))
+
+
 def layernorm():
     g = G("layernorm_f32_fb")
     r, c = S["ln"]
@@ -147,7 +155,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     graphs = [pointwise(), layernorm(), softmax(), xent(), mlp(), attention(), block("bf16"), block("f32")]
     if cpu:
-        graphs.append(mlp("f32"))
+        graphs += [mlp("f32"), pointwise_light()]
     for graph in graphs:
         with open(os.path.join(out, graph["name"] + ".json"), "w") as f:
             json.dump(graph, f, indent=1)

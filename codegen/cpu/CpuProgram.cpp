@@ -107,13 +107,13 @@ public:
         label_ = fused.getKernel().str();
         Block &body = fused.getBody().front();
         for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
-          lazy_[arg] = lazy_.at(outer);
+          setLazy(arg, Lazy(lazy_.at(outer)));
         for (Operation &inner : body) {
           if (inner.getName().getStringRef() == "tc.yield") {
             for (auto [res, y] : llvm::zip(fused.getResults(), inner.getOperands())) {
               if (!lazy_.at(y).stored)
                 materialize(y);
-              lazy_[res] = lazy_.at(y);
+              setLazy(res, Lazy(lazy_.at(y)));
             }
             continue;
           }
@@ -206,8 +206,14 @@ private:
       std::vector<bool> reduced(size_t(in.rank()), false);
       for (int64_t a : axes)
         reduced[size_t(a)] = true;
+      bool keepdim = getBool(attrs, "keepdim");
+      bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+      if (full && in.rank() >= 2 && in.shape[0] != Dim::of(1)) {
+        lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
+        return;
+      }
       int v = newProducedValue(out);
-      emitNest(x, in.shape, reduced, name, getBool(attrs, "keepdim"), v);
+      emitNest(x, in.shape, reduced, name, keepdim, v);
       lazy_[op->getResult(0)] = storedIdentity(v);
       return;
     }
@@ -326,7 +332,7 @@ private:
     Value x = op->getOperand(0);
     if (!lazy_.at(x).stored)
       materialize(x);
-    const Lazy &in = lazy_.at(x);
+    const Lazy in = lazy_.at(x); // a copy: inserting results may move the map
     TensorSpec inSpec = specOf(x);
     int64_t r = inSpec.rank();
     // For each operand dim m: operand index = offset[m] + scale[m] * result[dim[m]].
@@ -399,6 +405,30 @@ private:
       check(len.isStatic(), "cpu codegen: split along a symbolic dim");
       start += len.value();
     }
+  }
+
+  // A reduction over every dim in two stages, so that the first runs in
+  // parallel: partial results per index of dim 0 (accumulated in the
+  // compute type: f32 for f16/bf16), then their reduction. sum/max/min/prod
+  // of partials are exact regroupings; mean of equal-sized means is the mean.
+  int lowerFullReduction(Value x, const std::string &name, bool keepdim, const TensorSpec &out) {
+    TensorSpec in = specOf(x);
+    DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
+    int partial = newProducedValue({acc, {in.shape[0]}});
+    std::vector<bool> firstStage(size_t(in.rank()), true);
+    firstStage[0] = false;
+    emitNest(x, in.shape, firstStage, name, false, partial);
+    NestSpec spec;
+    spec.space = {in.shape[0]};
+    spec.reduced = {true};
+    spec.reduction = name;
+    spec.keepdim = keepdim;
+    spec.valueDtype = acc;
+    // keepdim: the rank-1 result [1] viewed as the op's [1, 1, ...].
+    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, {Dim::of(1)}} : out);
+    emitNestWith({}, spec, target, [partial](Point &p) { return p.load(partial, {p.n.ivs[0]}); }, {},
+                 {partial});
+    return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
   }
 
   // Each operand is written into its slice of the result.
@@ -631,6 +661,7 @@ private:
     s.transposeA = ta;
     s.transposeB = tb;
     art_.steps.push_back(s);
+    chain_ = Chain{};
     lazy_[op->getResult(0)] = storedIdentity(out);
   }
 
@@ -666,6 +697,7 @@ private:
     NestContext &n;
     std::function<Value(Value)> emit;                    // a tc value here (right-aligned)
     std::function<Value(Value, ArrayRef<Value>)> readAt; // a stored tc value at view indices
+    std::function<Value(int, ArrayRef<Value>)> load;      // an artifact value (an extra operand)
   };
   using PointBody = std::function<Value(Point &)>;
 
@@ -684,11 +716,15 @@ private:
   // A nest whose point function is `body`; `uses` are the tc values it
   // reads (through emit or readAt).
   void emitNestWith(const std::vector<Value> &uses, NestSpec spec, int out, const PointBody &body,
-                    std::function<Value(Point &, Value)> epilogue = {}) {
+                    std::function<Value(Point &, Value)> epilogue = {},
+                    const std::vector<int> &extraValues = {}) {
     std::vector<int> leaves;
     llvm::DenseSet<Value> seen;
     for (Value u : uses)
       collectLeaves(u, leaves, seen);
+    for (int v : extraValues)
+      if (std::find(leaves.begin(), leaves.end(), v) == leaves.end())
+        leaves.push_back(v);
     spec.symbol = prefix_ + std::to_string(art_.steps.size());
     spec.symbols = symbolNames_;
     std::vector<int> operands = {out};
@@ -699,9 +735,15 @@ private:
     int64_t R = int64_t(space.size());
     // Everything captured by value or through pointers to the caller's
     // context, memo and emit: the closures outlive this lambda's frame.
-    auto makePoint = [this, operands, space, R](NestContext &n, llvm::DenseMap<Value, Value> &memo,
-                                                 std::function<Value(Value)> &emit) {
+    std::set<int> scattered; // values read somewhere other than at the outer loop's row
+    std::set<int> *sp = &scattered;
+    auto makePoint = [this, operands, space, R, sp](NestContext &n, llvm::DenseMap<Value, Value> &memo,
+                                                     std::function<Value(Value)> &emit) {
       NestContext *np = &n;
+      auto noteRow = [np, sp](int value, ArrayRef<Value> idx) {
+        if (idx.empty() || np->ivs.empty() || idx[0] != np->ivs[0])
+          sp->insert(value);
+      };
       llvm::DenseMap<Value, Value> *mp = &memo;
       std::function<Value(Value)> *ep = &emit;
       // The index of dim j of a rank-r value at this point (numpy
@@ -717,7 +759,7 @@ private:
         }
         return view;
       };
-      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands](Value v, ArrayRef<Value> view) -> Value {
+      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands, noteRow](Value v, ArrayRef<Value> view) -> Value {
         OpBuilder &b = np->b;
         Location loc = np->loc;
         const Lazy &l = lazy_.at(v);
@@ -736,6 +778,7 @@ private:
         size_t which =
             size_t(std::find(operands.begin() + 1, operands.end(), l.value) - operands.begin());
         check(which < operands.size(), "cpu codegen: a read value is not an operand of the nest");
+        noteRow(l.value, idx);
         Value loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
         return fromStorage(b, loc, loaded, art_.values[l.value].dtype);
       };
@@ -749,7 +792,14 @@ private:
         (*mp)[v] = result;
         return result;
       };
-      return Point{n, emit, readAt};
+      std::function<Value(int, ArrayRef<Value>)> load = [this, np, operands, noteRow](int v, ArrayRef<Value> idx) {
+        size_t which = size_t(std::find(operands.begin() + 1, operands.end(), v) - operands.begin());
+        check(which < operands.size(), "cpu codegen: a loaded value is not an operand of the nest");
+        noteRow(v, idx);
+        Value loaded = np->b.create<memref::LoadOp>(np->loc, np->memrefs[which], idx);
+        return fromStorage(np->b, np->loc, loaded, art_.values[v].dtype);
+      };
+      return Point{n, emit, readAt, load};
     };
     if (epilogue)
       spec.epilogue = [&, makePoint](NestContext &n, Value acc) {
@@ -772,8 +822,46 @@ private:
     st.parallel = nestIsParallel(spec);
     st.extent = nestExtent(spec);
     st.work = nestWork(spec);
+    bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
+                       (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
+    chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);
     art_.steps.push_back(st);
   }
+
+  // Chains this loop to the previous one when both split the same rows and
+  // every value the chain wrote that this loop reads is read at the row
+  // being computed: then the runtime can run them block of rows by block of
+  // rows (softmax's passes over one row block while it is in cache), also
+  // across kernel boundaries.
+  void chainLoop(const Step &st, bool rowParallel, const std::set<int> &reads,
+                 const std::set<int> &scattered, int out) {
+    bool joins = rowParallel && chain_.open && chain_.extent == st.extent &&
+                 !art_.steps.empty() && art_.steps.back().kind == Step::Kind::Loop;
+    for (int v : reads) {
+      // Through an alias (a reshape), rows match only if dim 0 is kept.
+      int b = v;
+      while (art_.values[b].storage.kind == Storage::Kind::Alias)
+        b = art_.values[b].storage.index;
+      bool sameRows = !art_.values[v].shape.empty() && !art_.values[b].shape.empty() &&
+                      art_.values[v].shape[0] == art_.values[b].shape[0];
+      if (chain_.written.count(b) && (scattered.count(v) || !sameRows))
+        joins = false;
+    }
+    if (joins) {
+      art_.steps.back().chainNext = true;
+    } else {
+      chain_ = Chain{};
+      chain_.open = rowParallel;
+      chain_.extent = st.extent;
+    }
+    chain_.written.insert(out);
+  }
+
+  struct Chain {
+    bool open = false;
+    Dim extent;
+    std::set<int> written;
+  } chain_;
 
   Value emitScalar(NestContext &n, Operation *op, const TensorSpec &s,
                    const std::function<Value(Value)> &emit,
@@ -937,6 +1025,7 @@ private:
       c.label = "output " + name;
       c.operands = {value, l.value};
       art_.steps.push_back(c);
+      chain_ = Chain{};
     } else {
       label_ = "output " + name;
       value = materialize(v);
@@ -958,13 +1047,22 @@ private:
         v = art_.values[v].storage.index;
       return v;
     };
-    for (size_t si = 0; si < art_.steps.size(); ++si) {
+    // A chain of loops runs interleaved block by block, so whatever any of
+    // its steps uses is live from the chain's first step to its last.
+    size_t nsteps = art_.steps.size();
+    std::vector<int> chainFirst(nsteps), chainLast(nsteps);
+    for (size_t si = 0; si < nsteps; ++si)
+      chainFirst[si] = si > 0 && art_.steps[si - 1].chainNext ? chainFirst[si - 1] : int(si);
+    for (size_t si = nsteps; si-- > 0;)
+      chainLast[si] = art_.steps[si].chainNext ? chainLast[si + 1] : int(si);
+    for (size_t si = 0; si < nsteps; ++si) {
       const Step &s = art_.steps[si];
       for (size_t k = 0; k < s.operands.size(); ++k) {
         int v = base(s.operands[k]);
         if (k == 0 && first[v] < 0)
-          first[v] = int(si);
-        last[v] = std::max(last[v], int(si));
+          first[v] = chainFirst[si];
+        first[v] = first[v] < 0 ? -1 : std::min(first[v], chainFirst[si]);
+        last[v] = std::max(last[v], chainLast[si]);
       }
     }
     for (int v = 0; v < n; ++v) {
@@ -977,6 +1075,9 @@ private:
       art_.values[v].storage = {Storage::Kind::Buffer, int(art_.buffers.size()) - 1};
     }
   }
+
+  // Copies first: inserting into the map may move every entry.
+  void setLazy(Value v, Lazy l) { lazy_[v] = std::move(l); }
 
   ModuleOp kernels_;
   std::string prefix_;

@@ -143,6 +143,8 @@ json manifestJson(const Artifact &a) {
       j["parallel"] = s.parallel;
       j["extent"] = dimJson(s.extent);
       j["work"] = dimJson(s.work);
+      if (s.chainNext)
+        j["chain_next"] = true;
     }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
@@ -228,6 +230,12 @@ void validate(const Artifact &a) {
     if (s.kind == Step::Kind::Loop) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work}, what);
+    }
+    if (s.chainNext) {
+      const Step *next = i + 1 < a.steps.size() ? &a.steps[i + 1] : nullptr;
+      check(s.kind == Step::Kind::Loop && s.parallel && next && next->kind == Step::Kind::Loop &&
+                next->parallel && next->extent == s.extent,
+            what + ": chained to a step that is not a parallel loop of the same extent");
     }
   }
 }
@@ -345,6 +353,7 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.parallel = j.at("parallel").get<bool>();
         s.extent = parseDimJson(j.at("extent"), "step");
         s.work = parseDimJson(j.at("work"), "step");
+        s.chainNext = j.value("chain_next", false);
       }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();

@@ -69,6 +69,10 @@ struct Step {
   Dim extent;            // Loop: the outermost loop's trip count
   Dim work;              // Loop: iterations of the whole nest (split heuristic)
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
+  // Loop: runs chunk by chunk of the outermost loop together with the next
+  // step (same extent): rows it writes are read by the next only at the
+  // same rows, so a chunk's intermediates stay in cache.
+  bool chainNext = false;
 };
 
 struct SymbolDecl {

@@ -335,28 +335,41 @@ void execute(const Executable::Impl &x, Session::State &st, const std::vector<Te
       break;
     }
   }
-  std::vector<void *> operands;
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &step = a.steps[si];
     switch (step.kind) {
     case Step::Kind::Loop: {
-      operands.clear();
-      for (int o : step.operands)
-        operands.push_back(ptr[o]);
+      // A chain of loops runs block by block of rows: every loop of the
+      // chain on rows [r, r + block) before the next block.
+      size_t last = si;
+      while (a.steps[last].chainNext)
+        ++last;
       int64_t extent = *step.extent.evaluate(st.bindings);
-      int64_t work = *step.work.evaluate(st.bindings);
+      int64_t work = 0;
+      std::vector<std::vector<void *>> args;
+      for (size_t k = si; k <= last; ++k) {
+        work += *a.steps[k].work.evaluate(st.bindings);
+        std::vector<void *> ops;
+        for (int o : a.steps[k].operands)
+          ops.push_back(ptr[o]);
+        args.push_back(std::move(ops));
+      }
+      size_t first = si;
+      si = last;
       if (extent == 0)
         break;
-      LoopKernelFn fn = x.kernels[si];
-      void **args = operands.data();
       const int64_t *syms = st.symbolValues.data();
-      if (step.parallel && work >= kParallelWork && x.pool->size() > 1) {
-        int64_t perRow = std::max<int64_t>(1, work / extent);
-        x.pool->parallelFor(extent, std::max<int64_t>(1, kChunkWork / perRow),
-                            [&](int64_t b, int64_t e) { fn(args, syms, b, e); });
-      } else {
-        fn(args, syms, 0, extent);
-      }
+      int64_t perRow = std::max<int64_t>(1, work / extent);
+      int64_t block = last > first ? std::max<int64_t>(1, kChunkWork / perRow) : extent;
+      auto runRows = [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r += block)
+          for (size_t k = first; k <= last; ++k)
+            x.kernels[k](args[k - first].data(), syms, r, std::min(e, r + block));
+      };
+      if (step.parallel && work >= kParallelWork && x.pool->size() > 1)
+        x.pool->parallelFor(extent, std::max<int64_t>(1, kChunkWork / perRow), runRows);
+      else
+        runRows(0, extent);
       break;
     }
     case Step::Kind::Matmul: {
