@@ -69,10 +69,12 @@ static int64_t indexBound(const GraphAnalysis &analysis, const std::string &name
   return bound;
 }
 
-std::map<std::string, HostTensor> completeInputs(const Graph &g, const GraphAnalysis &analysis,
-                                                 std::map<std::string, HostTensor> given,
-                                                 uint64_t seed,
-                                                 const std::map<std::string, int64_t> &dims) {
+namespace {
+
+// Shared by both entry points; without an analysis integers use [0, 10).
+std::map<std::string, HostTensor> complete(const Graph &g, const GraphAnalysis *analysis,
+                                           std::map<std::string, HostTensor> given, uint64_t seed,
+                                           const std::map<std::string, int64_t> &dims) {
   // Symbols bound by given inputs take precedence over defaults.
   std::map<std::string, int64_t> bindings = dims;
   for (const GraphInput &in : g.inputs) {
@@ -89,11 +91,27 @@ std::map<std::string, HostTensor> completeInputs(const Graph &g, const GraphAnal
     ++stream;
     if (given.count(in.name))
       continue;
-    given.emplace(in.name,
-                  randomTensor(in.spec.dtype, concreteShape(in.spec.shape, bindings),
-                               seed * 1000003 + stream, indexBound(analysis, in.name, bindings)));
+    int64_t bound = analysis ? indexBound(*analysis, in.name, bindings) : 10;
+    given.emplace(in.name, randomTensor(in.spec.dtype, concreteShape(in.spec.shape, bindings),
+                                        seed * 1000003 + stream, bound));
   }
   return given;
+}
+
+} // namespace
+
+std::map<std::string, HostTensor> completeInputs(const Graph &g, const GraphAnalysis &analysis,
+                                                 std::map<std::string, HostTensor> given,
+                                                 uint64_t seed,
+                                                 const std::map<std::string, int64_t> &dims) {
+  return complete(g, &analysis, std::move(given), seed, dims);
+}
+
+std::map<std::string, HostTensor> completeSignatureInputs(const Graph &signature,
+                                                          std::map<std::string, HostTensor> given,
+                                                          uint64_t seed,
+                                                          const std::map<std::string, int64_t> &dims) {
+  return complete(signature, nullptr, std::move(given), seed, dims);
 }
 
 } // namespace tensorc

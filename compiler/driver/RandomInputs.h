@@ -26,4 +26,11 @@ std::map<std::string, HostTensor> completeInputs(const Graph &graph, const Graph
                                                  uint64_t seed,
                                                  const std::map<std::string, int64_t> &dims = {});
 
+// The same for a signature alone (inputs and dim bounds, no nodes: a
+// compiled artifact's): the same seeds and streams, integers in [0, 10).
+std::map<std::string, HostTensor> completeSignatureInputs(const Graph &signature,
+                                                          std::map<std::string, HostTensor> given,
+                                                          uint64_t seed,
+                                                          const std::map<std::string, int64_t> &dims = {});
+
 } // namespace tensorc

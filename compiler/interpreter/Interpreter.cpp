@@ -7,30 +7,6 @@ namespace tensorc {
 
 namespace interp {
 
-std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t> &shape) {
-  std::vector<int64_t> coords(shape.size());
-  for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
-    coords[i] = shape[i] == 0 ? 0 : linear % shape[i];
-    linear = shape[i] == 0 ? 0 : linear / shape[i];
-  }
-  return coords;
-}
-
-int64_t broadcastOffset(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape) {
-  size_t lead = coords.size() - shape.size();
-  int64_t offset = 0;
-  for (size_t i = 0; i < shape.size(); ++i)
-    offset = offset * shape[i] + (shape[i] == 1 ? 0 : coords[lead + i]);
-  return offset;
-}
-
-int64_t product(const std::vector<int64_t> &dims, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i)
-    p *= dims[i];
-  return p;
-}
-
 static const KernelTable &kernels() {
   static const KernelTable table = [] {
     KernelTable t;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "compiler/graph/GraphAnalysis.h"
+#include "ir/core/Indexing.h"
 #include "runtime/host/HostTensor.h"
 
 #include <functional>
@@ -33,10 +34,9 @@ void addNNKernels(KernelTable &table);
 void addShapeKernels(KernelTable &table);
 void addCreationKernels(KernelTable &table);
 
-// Helpers shared by the kernel files.
-std::vector<int64_t> unravel(int64_t linear, const std::vector<int64_t> &shape);
-// Offset into a tensor of `shape` broadcast to the (right-aligned) coords.
-int64_t broadcastOffset(const std::vector<int64_t> &coords, const std::vector<int64_t> &shape);
-int64_t product(const std::vector<int64_t> &dims, size_t begin, size_t end);
+// Index helpers shared by the kernel files (and the runtime).
+using tensorc::broadcastOffset;
+using tensorc::product;
+using tensorc::unravel;
 
 } // namespace tensorc::interp

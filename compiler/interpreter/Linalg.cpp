@@ -11,27 +11,12 @@ namespace {
 
 std::vector<HostTensor> matmul(const OpCall &c) {
   const HostTensor &a = c.arg(0), &b = c.arg(1);
-  std::vector<int64_t> as = a.shape(), bs = b.shape();
-  bool aVector = as.size() == 1, bVector = bs.size() == 1;
-  if (aVector)
-    as.insert(as.begin(), 1);
-  if (bVector)
-    bs.push_back(1);
-  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
-  std::vector<int64_t> aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
   HostTensor out = c.result();
-  // Batch shape = the result's shape minus M and N where present.
-  std::vector<int64_t> batch = out.shape();
-  if (!bVector)
-    batch.pop_back();
-  if (!aVector)
-    batch.pop_back();
-  int64_t batches = product(batch, 0, batch.size());
+  MatmulDims d = matmulDims(a.shape(), b.shape(), out.shape());
+  int64_t M = d.M, K = d.K, N = d.N;
   bool floats = isFloat(a.dtype());
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    std::vector<int64_t> coords = unravel(bi, batch);
-    int64_t aBase = broadcastOffset(coords, aBatch) * M * K;
-    int64_t bBase = broadcastOffset(coords, bBatch) * K * N;
+  for (int64_t bi = 0; bi < d.batches; ++bi) {
+    int64_t aBase = d.aOffset(bi), bBase = d.bOffset(bi);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         int64_t o = (bi * M + i) * N + j;

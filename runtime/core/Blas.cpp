@@ -1,6 +1,7 @@
 #include "runtime/core/Blas.h"
 
 #include "ir/core/Error.h"
+#include "ir/core/Indexing.h"
 #include "runtime/host/FloatBits.h"
 #include "runtime/host/ThreadPool.h"
 
@@ -44,18 +45,6 @@ const Gemm &gemm() {
     return r;
   }();
   return g;
-}
-
-// Offset of a batch element in an operand whose batch dims broadcast
-// (right-aligned) against the result's batch dims.
-int64_t batchOffset(const std::vector<int64_t> &coords, const std::vector<int64_t> &batch) {
-  int64_t off = 0, stride = 1;
-  for (int64_t i = int64_t(batch.size()) - 1, j = int64_t(coords.size()) - 1; i >= 0; --i, --j) {
-    if (batch[i] != 1)
-      off += coords[j] * stride;
-    stride *= batch[i];
-  }
-  return off;
 }
 
 // One row-major GEMM C[M,N] = op(A) op(B), with the fallback loops.
@@ -130,13 +119,6 @@ std::vector<float> toF32(const void *p, DType d, int64_t n, ThreadPool &pool) {
   return v;
 }
 
-int64_t product(const std::vector<int64_t> &s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i)
-    p *= s[i];
-  return p;
-}
-
 } // namespace
 
 std::string gemmProvider() { return gemm().provider; }
@@ -148,38 +130,20 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
     std::swap(as[as.size() - 1], as[as.size() - 2]);
   if (b.transposed && bs.size() >= 2)
     std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
-  bool aVector = as.size() == 1, bVector = bs.size() == 1;
-  if (aVector)
-    as.insert(as.begin(), 1);
-  if (bVector)
-    bs.push_back(1);
-  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
-  check(bs[bs.size() - 2] == K, "matmul: inner dims differ");
-  std::vector<int64_t> aBatch(as.begin(), as.end() - 2), bBatch(bs.begin(), bs.end() - 2);
-  std::vector<int64_t> batch = outShape;
-  if (!bVector)
-    batch.pop_back();
-  if (!aVector)
-    batch.pop_back();
-  int64_t batches = product(batch, 0, batch.size());
-
+  MatmulDims d = matmulDims(as, bs, outShape);
+  int64_t M = d.M, K = d.K, N = d.N;
+  check((d.bVector ? bs[0] : bs[bs.size() - 2]) == K, "matmul: inner dims differ");
   bool half = a.dtype == DType::F16 || a.dtype == DType::BF16;
   std::vector<float> a32, b32, c32;
   if (half) {
     a32 = toF32(a.data, a.dtype, product(a.shape, 0, a.shape.size()), pool);
     b32 = toF32(b.data, b.dtype, product(b.shape, 0, b.shape.size()), pool);
-    c32.resize(size_t(batches * M * N));
+    c32.resize(size_t(d.batches * M * N));
   }
-  std::vector<int64_t> coords(batch.size());
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t rest = bi;
-    for (int64_t d = int64_t(batch.size()) - 1; d >= 0; --d) {
-      coords[d] = rest % batch[d];
-      rest /= batch[d];
-    }
-    int64_t aOff = batchOffset(coords, aBatch) * M * K, bOff = batchOffset(coords, bBatch) * K * N;
+  for (int64_t bi = 0; bi < d.batches; ++bi) {
+    int64_t aOff = d.aOffset(bi), bOff = d.bOffset(bi);
     int64_t cOff = bi * M * N;
-    bool ta = a.transposed && !aVector, tb = b.transposed && !bVector;
+    bool ta = a.transposed && !d.aVector, tb = b.transposed && !d.bVector;
     switch (a.dtype) {
     case DType::F32:
       gemmF(static_cast<const float *>(a.data) + aOff, ta, static_cast<const float *>(b.data) + bOff,

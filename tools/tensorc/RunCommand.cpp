@@ -63,24 +63,7 @@ std::map<std::string, HostTensor> artifactInputs(const runtime::Executable &exe,
       shape.push_back(*Dim::parse(d));
     g.inputs.push_back({t.name, {DType(int(t.dtype)), shape}, false, std::nullopt});
   }
-  std::map<std::string, int64_t> bindings = dims;
-  for (const GraphInput &in : g.inputs) {
-    auto it = given.find(in.name);
-    if (it == given.end() || it->second.rank() != in.spec.rank())
-      continue;
-    for (size_t i = 0; i < in.spec.shape.size(); ++i)
-      if (in.spec.shape[i].isPlainSymbol())
-        bindings.emplace(in.spec.shape[i].symbols()[0], it->second.shape()[i]);
-  }
-  bindings = defaultBindings(g, bindings);
-  uint64_t stream = 0;
-  for (const GraphInput &in : g.inputs) {
-    ++stream;
-    if (!given.count(in.name))
-      given.emplace(in.name, randomTensor(in.spec.dtype, concreteShape(in.spec.shape, bindings),
-                                          seed * 1000003 + stream));
-  }
-  return given;
+  return completeSignatureInputs(g, std::move(given), seed, dims);
 }
 
 runtime::TensorView viewOf(HostTensor &t) {
