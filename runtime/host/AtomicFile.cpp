@@ -2,6 +2,7 @@
 
 #include "ir/core/Error.h"
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
@@ -9,7 +10,10 @@
 namespace tensorc {
 
 void writeFileAtomically(const std::string &path, const std::string &bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per process and per call, so concurrent writers (threads or
+  // processes) never share a temporary file; rename is atomic on POSIX.
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     check(bool(out), path + ": cannot write the file");

@@ -1,0 +1,121 @@
+#include "runtime/cache/KernelCache.h"
+
+#include "ir/core/Error.h"
+#include "runtime/cache/Sha256.h"
+#include "runtime/host/AtomicFile.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tensorc {
+namespace {
+
+// Entry layout: magic, version, the key digest (64 hex chars), payload
+// size (u64 LE), SHA-256 of the payload (32 bytes), payload.
+constexpr char kMagic[4] = {'T', 'C', 'K', 'C'};
+constexpr uint32_t kEntryVersion = 1;
+constexpr size_t kHeaderBytes = 4 + 4 + 64 + 8 + 32;
+
+void appendField(std::string &out, const std::string &field) {
+  uint64_t n = field.size();
+  out.append(reinterpret_cast<const char *>(&n), 8);
+  out += field;
+}
+
+} // namespace
+
+std::string KernelKey::digest() const {
+  std::string encoded = "tensorc-kernel-key-v1";
+  for (const std::string *f : {&source, &arch, &compilerVersion, &options, &tensorcVersion})
+    appendField(encoded, *f);
+  return sha256Hex(encoded);
+}
+
+std::string KernelCache::defaultDirectory() {
+  if (const char *d = std::getenv("TENSORC_CACHE_DIR"); d && *d)
+    return d;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/tensorc/kernels";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/tensorc/kernels";
+  return (std::filesystem::temp_directory_path() / "tensorc-kernels").string();
+}
+
+KernelCache::KernelCache(std::string directory)
+    : dir_(directory.empty() ? defaultDirectory() : std::move(directory)) {}
+
+std::string KernelCache::entryPath(const KernelKey &key) const {
+  std::string d = key.digest();
+  return dir_ + "/" + d.substr(0, 2) + "/" + d + ".bin";
+}
+
+std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
+  std::string path = entryPath(key), digest = key.digest();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ++misses_;
+    return std::nullopt;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string bytes = ss.str();
+  auto valid = [&]() -> bool {
+    if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0)
+      return false;
+    uint32_t version;
+    uint64_t size;
+    std::memcpy(&version, bytes.data() + 4, 4);
+    std::memcpy(&size, bytes.data() + 72, 8);
+    if (version != kEntryVersion || bytes.compare(8, 64, digest) != 0 ||
+        size != bytes.size() - kHeaderBytes)
+      return false;
+    Sha256 h;
+    h.update(bytes.data() + kHeaderBytes, size);
+    return std::memcmp(h.digest().data(), bytes.data() + 80, 32) == 0;
+  };
+  if (!valid()) {
+    // Never load it; remove it so that the rebuilt entry replaces it.
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    ++discarded_;
+    ++misses_;
+    return std::nullopt;
+  }
+  ++hits_;
+  return bytes.substr(kHeaderBytes);
+}
+
+void KernelCache::store(const KernelKey &key, const std::string &binary) {
+  std::string path = entryPath(key);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  check(!ec, dir_ + ": cannot create the kernel cache directory: " + ec.message());
+  std::string entry(kMagic, 4);
+  entry.append(reinterpret_cast<const char *>(&kEntryVersion), 4);
+  entry += key.digest();
+  uint64_t size = binary.size();
+  entry.append(reinterpret_cast<const char *>(&size), 8);
+  Sha256 h;
+  h.update(binary);
+  auto d = h.digest();
+  entry.append(reinterpret_cast<const char *>(d.data()), 32);
+  entry += binary;
+  writeFileAtomically(path, entry);
+}
+
+std::string KernelCache::getOrBuild(const KernelKey &key, const std::function<std::string()> &build) {
+  if (std::optional<std::string> cached = lookup(key))
+    return *cached;
+  std::string binary = build();
+  try {
+    store(key, binary);
+  } catch (const Error &) {
+    ++storeFailures_; // a read-only cache slows the next start, nothing more
+  }
+  return binary;
+}
+
+} // namespace tensorc
