@@ -1,0 +1,1122 @@
+#include "codegen/Program.h"
+
+#include "codegen/cpu/LoopNest.h"
+#include "codegen/cpu/ScalarOps.h"
+#include "ir/core/Error.h"
+#include "ir/core/ShapeInference.h"
+#include "ir/dialect/Conversion.h"
+#include "runtime/host/FloatBits.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+using namespace mlir;
+
+namespace tensorc::codegen {
+namespace {
+
+using namespace cpu;
+
+using artifact::Step;
+using artifact::Storage;
+
+// How a tensor reads a stored value: for each dim k of the storage,
+// index_k = offset + scale * viewIndex[dim] (dim < 0: just offset). Views
+// (transpose, broadcast_to, slice, split) compose without copies.
+struct Term {
+  int dim;
+  int64_t scale;
+  int64_t offset;
+  bool operator==(const Term &o) const {
+    return dim == o.dim && scale == o.scale && offset == o.offset;
+  }
+};
+
+// What a tc value is during lowering: stored in an artifact value (read
+// through a view), or a scalar op evaluated inside whichever loop nest
+// reads it (elementwise chains fuse by inlining).
+struct Lazy {
+  bool stored = false;
+  int value = -1;
+  std::vector<Term> terms;
+  Operation *op = nullptr;
+};
+
+std::vector<Term> identityTerms(size_t rank) {
+  std::vector<Term> t;
+  for (size_t k = 0; k < rank; ++k)
+    t.push_back({int(k), 1, 0});
+  return t;
+}
+
+TensorSpec specOf(Value v) {
+  std::optional<TensorSpec> s = tc::toTensorSpec(v.getType());
+  check(s.has_value(), "cpu codegen: a value is not a !tc.tensor");
+  return *s;
+}
+
+std::string opName(Operation *op) { return op->getName().getStringRef().drop_front(3).str(); }
+
+const std::set<std::string> &reductionOps() {
+  static const std::set<std::string> r = {"sum", "mean", "max", "min", "prod"};
+  return r;
+}
+const std::set<std::string> &reshapeOps() {
+  static const std::set<std::string> r = {"reshape", "squeeze", "unsqueeze", "flatten"};
+  return r;
+}
+const std::set<std::string> &generatorOps() {
+  static const std::set<std::string> r = {"full", "zeros", "ones", "iota"};
+  return r;
+}
+const std::set<std::string> &viewOps() {
+  static const std::set<std::string> r = {"transpose", "permute", "broadcast_to", "slice", "split"};
+  return r;
+}
+
+class ProgramBuilder {
+public:
+  ProgramBuilder(NestEmitter emitNest, const std::string &prefix)
+      : emitNest_(std::move(emitNest)), prefix_(prefix) {}
+
+  artifact::Artifact build(func::FuncOp fn) {
+    art_.function = fn.getName().str();
+    collectSymbols(fn);
+    for (BlockArgument arg : fn.getArguments()) {
+      TensorSpec s = specOf(arg);
+      auto name = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tc.name");
+      std::string n = name ? name.str() : "arg" + std::to_string(arg.getArgNumber());
+      int v = newValue(s, {Storage::Kind::Input, int(art_.inputs.size())});
+      art_.inputs.push_back({n, s.dtype, s.shape, v});
+      lazy_[arg] = storedIdentity(v);
+    }
+    for (Operation &op : fn.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          auto name = fn.getResultAttrOfType<StringAttr>(unsigned(i), "tc.name");
+          addOutput(v, name ? name.str() : "out" + std::to_string(i));
+        }
+        continue;
+      }
+      label_ = opName(&op);
+      if (auto fused = dyn_cast<tc::FusedOp>(op)) {
+        label_ = fused.getKernel().str();
+        Block &body = fused.getBody().front();
+        for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
+          setLazy(arg, Lazy(lazy_.at(outer)));
+        for (Operation &inner : body) {
+          if (inner.getName().getStringRef() == "tc.yield") {
+            for (auto [res, y] : llvm::zip(fused.getResults(), inner.getOperands())) {
+              if (!lazy_.at(y).stored)
+                materialize(y);
+              setLazy(res, Lazy(lazy_.at(y)));
+            }
+            continue;
+          }
+          lower(&inner);
+        }
+        continue;
+      }
+      lower(&op);
+      for (Value r : op.getResults())
+        if (!lazy_.at(r).stored)
+          materialize(r);
+    }
+    finalize();
+    return std::move(art_);
+  }
+
+private:
+  // ------------------------------------------------------------- values
+
+  int newValue(const TensorSpec &s, Storage storage) {
+    art_.values.push_back({s.dtype, s.shape, storage});
+    produced_.push_back(false);
+    return int(art_.values.size()) - 1;
+  }
+  int newProducedValue(const TensorSpec &s) {
+    int v = newValue(s, {Storage::Kind::Buffer, -1});
+    produced_[v] = true;
+    return v;
+  }
+  Lazy storedIdentity(int v) {
+    Lazy l;
+    l.stored = true;
+    l.value = v;
+    l.terms = identityTerms(art_.values[v].shape.size());
+    return l;
+  }
+  bool isIdentity(const Lazy &l, const TensorSpec &s) const {
+    return l.stored && art_.values[l.value].shape == s.shape && l.terms == identityTerms(s.rank());
+  }
+
+  void collectSymbols(func::FuncOp fn) {
+    std::map<std::string, artifact::SymbolDecl> symbols;
+    if (auto bounds = fn->getAttrOfType<DictionaryAttr>("tc.dim_bounds"))
+      for (NamedAttribute nb : bounds) {
+        auto range = llvm::cast<DenseI64ArrayAttr>(nb.getValue());
+        artifact::SymbolDecl d{nb.getName().getValue().str(), range[0], std::nullopt};
+        if (range.size() > 1)
+          d.max = range[1];
+        symbols[d.name] = d;
+      }
+    auto addShape = [&](Type t) {
+      if (std::optional<TensorSpec> s = tc::toTensorSpec(t))
+        for (const Dim &d : s->shape)
+          for (const std::string &sym : d.symbols())
+            symbols.emplace(sym, artifact::SymbolDecl{sym, 1, std::nullopt});
+    };
+    fn.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        addShape(t);
+    });
+    for (Type t : fn.getArgumentTypes())
+      addShape(t);
+    for (auto &[name, d] : symbols) {
+      art_.symbols.push_back(d);
+      symbolNames_.push_back(name);
+    }
+  }
+
+  // ---------------------------------------------------------- lowering
+
+  void lower(Operation *op) {
+    std::string name = opName(op);
+    const OpSchema *schema = tc::schemaOf(op);
+    check(schema != nullptr, "cpu codegen: unknown op " + name);
+    AttrMap attrs = completeAttrs(*schema, tc::coreAttrs(op, *schema));
+    if (isScalarOp(name) || generatorOps().count(name)) {
+      Lazy l;
+      l.op = op;
+      lazy_[op->getResult(0)] = l;
+      return;
+    }
+    if (name == "constant") {
+      lowerConstant(op);
+      return;
+    }
+    if (reductionOps().count(name)) {
+      Value x = op->getOperand(0);
+      TensorSpec in = specOf(x), out = specOf(op->getResult(0));
+      std::vector<int64_t> axes = normalizeAxes(attrs, "axes", in.rank());
+      std::vector<bool> reduced(size_t(in.rank()), false);
+      for (int64_t a : axes)
+        reduced[size_t(a)] = true;
+      bool keepdim = getBool(attrs, "keepdim");
+      bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
+      if (full && in.rank() >= 2 && in.shape[0] != Dim::of(1)) {
+        lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
+        return;
+      }
+      int v = newProducedValue(out);
+      emitNest(x, in.shape, reduced, name, keepdim, v);
+      lazy_[op->getResult(0)] = storedIdentity(v);
+      return;
+    }
+    if (reshapeOps().count(name)) {
+      int base = materialize(op->getOperand(0));
+      int v = newValue(specOf(op->getResult(0)), {Storage::Kind::Alias, base});
+      lazy_[op->getResult(0)] = storedIdentity(v);
+      return;
+    }
+    if (viewOps().count(name)) {
+      lowerView(op, name, attrs);
+      return;
+    }
+    if (name == "matmul") {
+      lowerMatmul(op);
+      return;
+    }
+    if (name == "gather" || name == "index_select" || name == "embedding" || name == "dropout") {
+      // Read at computed indices: the tensor and the indices must be stored.
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        if (!(name == "dropout" && i == 0))
+          materialize(op->getOperand(i));
+      Lazy l;
+      l.op = op;
+      lazy_[op->getResult(0)] = l;
+      return;
+    }
+    if (name == "argmax" || name == "argmin") {
+      Value x = op->getOperand(0);
+      TensorSpec in = specOf(x);
+      NestSpec spec;
+      spec.space = in.shape;
+      spec.reduced.assign(size_t(in.rank()), !hasAttr(attrs, "axis"));
+      if (hasAttr(attrs, "axis")) {
+        int64_t a = getInt(attrs, "axis");
+        spec.reduced[size_t(a < 0 ? a + in.rank() : a)] = true;
+      }
+      spec.reduction = name;
+      spec.keepdim = getBool(attrs, "keepdim");
+      spec.valueDtype = in.dtype;
+      int v = newProducedValue(specOf(op->getResult(0)));
+      emitNestWith({x}, spec, v, [x](Point &p) { return p.emit(x); });
+      lazy_[op->getResult(0)] = storedIdentity(v);
+      return;
+    }
+    if (name == "concat") {
+      lowerConcat(op, attrs);
+      return;
+    }
+    if (name == "pad") {
+      lowerPad(op, attrs);
+      return;
+    }
+    if (name == "conv2d") {
+      lowerConv2d(op, attrs);
+      return;
+    }
+    if (name == "max_pool2d" || name == "avg_pool2d") {
+      lowerPool(op, name, attrs);
+      return;
+    }
+    fail("cpu codegen: op '" + name + "' has no CPU implementation yet");
+  }
+
+  void lowerConstant(Operation *op) {
+    auto dense = llvm::dyn_cast<DenseElementsAttr>(op->getAttr("value"));
+    check(bool(dense), "cpu codegen: constant without dense value");
+    if (dense.isSplat()) {
+      Lazy l;
+      l.op = op;
+      lazy_[op->getResult(0)] = l;
+      return;
+    }
+    TensorSpec s = specOf(op->getResult(0));
+    std::string bytes;
+    auto put = [&](const void *p, size_t n) { bytes.append(static_cast<const char *>(p), n); };
+    if (isFloat(s.dtype)) {
+      for (APFloat f : dense.getValues<APFloat>()) {
+        bool lost;
+        f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+        double d = f.convertToDouble();
+        if (s.dtype == DType::F64) {
+          put(&d, 8);
+        } else if (s.dtype == DType::F32) {
+          float x = float(d);
+          put(&x, 4);
+        } else {
+          uint16_t h = s.dtype == DType::F16 ? doubleToHalfBits(d) : doubleToBFloat16Bits(d);
+          put(&h, 2);
+        }
+      }
+    } else {
+      for (APInt i : dense.getValues<APInt>()) {
+        int64_t x = s.dtype == DType::I1 ? int64_t(i.getZExtValue()) : i.getSExtValue();
+        if (s.dtype == DType::I64) {
+          put(&x, 8);
+        } else if (s.dtype == DType::I32) {
+          int32_t y = int32_t(x);
+          put(&y, 4);
+        } else {
+          uint8_t y = x != 0;
+          put(&y, 1);
+        }
+      }
+    }
+    // 64-byte alignment for every constant.
+    art_.data.resize((art_.data.size() + 63) / 64 * 64, '\0');
+    art_.constants.push_back({art_.data.size(), bytes.size()});
+    art_.data += bytes;
+    int v = newValue(s, {Storage::Kind::Constant, int(art_.constants.size()) - 1});
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // Views re-index their operand's storage.
+  void lowerView(Operation *op, const std::string &name, const AttrMap &attrs) {
+    Value x = op->getOperand(0);
+    if (!lazy_.at(x).stored)
+      materialize(x);
+    const Lazy in = lazy_.at(x); // a copy: inserting results may move the map
+    TensorSpec inSpec = specOf(x);
+    int64_t r = inSpec.rank();
+    // For each operand dim m: operand index = offset[m] + scale[m] * result[dim[m]].
+    auto remap = [&](Value result, const std::vector<Term> &operandFromResult) {
+      Lazy out = in;
+      for (Term &t : out.terms) {
+        if (t.dim < 0)
+          continue;
+        const Term &m = operandFromResult[size_t(t.dim)];
+        t.offset += t.scale * m.offset;
+        t.scale *= m.scale;
+        t.dim = m.dim;
+        if (t.dim < 0)
+          t.scale = 0;
+      }
+      lazy_[result] = out;
+    };
+    auto norm = [&](int64_t a) { return a < 0 ? a + r : a; };
+    if (name == "transpose" || name == "permute") {
+      std::vector<int64_t> perm(static_cast<size_t>(r));
+      for (int64_t i = 0; i < r; ++i)
+        perm[size_t(i)] = i;
+      if (name == "transpose")
+        std::swap(perm[size_t(norm(getInt(attrs, "dim0")))], perm[size_t(norm(getInt(attrs, "dim1")))]);
+      else
+        for (int64_t i = 0; i < r; ++i)
+          perm[size_t(i)] = norm(getInts(attrs, "dims")[size_t(i)]);
+      // result dim i is operand dim perm[i].
+      std::vector<Term> m(static_cast<size_t>(r));
+      for (int64_t i = 0; i < r; ++i)
+        m[size_t(perm[size_t(i)])] = {int(i), 1, 0};
+      remap(op->getResult(0), m);
+      return;
+    }
+    if (name == "broadcast_to") {
+      TensorSpec out = specOf(op->getResult(0));
+      int64_t R = out.rank();
+      std::vector<Term> m(static_cast<size_t>(r));
+      for (int64_t k = 0; k < r; ++k) {
+        bool broadcast = inSpec.shape[size_t(k)] == Dim::of(1) && out.shape[size_t(R - r + k)] != Dim::of(1);
+        m[size_t(k)] = broadcast ? Term{-1, 0, 0} : Term{int(R - r + k), 1, 0};
+      }
+      remap(op->getResult(0), m);
+      return;
+    }
+    auto staticSize = [&](int64_t axis) {
+      const Dim &d = inSpec.shape[size_t(axis)];
+      check(d.isStatic(), "cpu codegen: " + name + " along a symbolic dim");
+      return d.value();
+    };
+    if (name == "slice") {
+      SliceAttrs s = sliceAttrs(attrs);
+      std::vector<Term> m = identityTerms(size_t(r));
+      for (size_t i = 0; i < s.axes.size(); ++i) {
+        int64_t a = norm(s.axes[i]);
+        SliceRange range = sliceRange(staticSize(a), s.starts[i], s.ends[i], s.steps[i]);
+        m[size_t(a)] = {int(a), range.step, range.start};
+      }
+      remap(op->getResult(0), m);
+      return;
+    }
+    // split: each result is a slice along the axis.
+    int64_t axis = norm(getInt(attrs, "axis"));
+    int64_t start = 0;
+    for (Value res : op->getResults()) {
+      std::vector<Term> m = identityTerms(size_t(r));
+      m[size_t(axis)] = {int(axis), 1, start};
+      remap(res, m);
+      const Dim &len = specOf(res).shape[size_t(axis)];
+      check(len.isStatic(), "cpu codegen: split along a symbolic dim");
+      start += len.value();
+    }
+  }
+
+  // A reduction over every dim in two stages, so that the first runs in
+  // parallel: partial results per index of dim 0 (accumulated in the
+  // compute type: f32 for f16/bf16), then their reduction. sum/max/min/prod
+  // of partials are exact regroupings; mean of equal-sized means is the mean.
+  int lowerFullReduction(Value x, const std::string &name, bool keepdim, const TensorSpec &out) {
+    TensorSpec in = specOf(x);
+    DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
+    int partial = newProducedValue({acc, {in.shape[0]}});
+    std::vector<bool> firstStage(size_t(in.rank()), true);
+    firstStage[0] = false;
+    emitNest(x, in.shape, firstStage, name, false, partial);
+    NestSpec spec;
+    spec.space = {in.shape[0]};
+    spec.reduced = {true};
+    spec.reduction = name;
+    spec.keepdim = keepdim;
+    spec.valueDtype = acc;
+    // keepdim: the rank-1 result [1] viewed as the op's [1, 1, ...].
+    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, {Dim::of(1)}} : out);
+    emitNestWith({}, spec, target, [partial](Point &p) { return p.load(partial, {p.n.ivs[0]}); }, {},
+                 {partial});
+    return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
+  }
+
+  // Each operand is written into its slice of the result.
+  void lowerConcat(Operation *op, const AttrMap &attrs) {
+    TensorSpec out = specOf(op->getResult(0));
+    int64_t axis = getInt(attrs, "axis");
+    if (axis < 0)
+      axis += out.rank();
+    int v = newProducedValue(out);
+    Dim offset = Dim::of(0);
+    std::optional<Dim> piece; // the common size of the pieces so far, when symbolic
+    int pieces = 0;
+    for (Value x : op->getOperands()) {
+      TensorSpec s = specOf(x);
+      NestSpec spec;
+      spec.space = s.shape;
+      spec.reduced.assign(size_t(s.rank()), false);
+      spec.valueDtype = s.dtype;
+      spec.outputOffset.assign(size_t(out.rank()), Dim::of(0));
+      spec.outputOffset[size_t(axis)] = offset;
+      emitNestWith({x}, spec, v, [x](Point &p) { return p.emit(x); });
+      const Dim &len = s.shape[size_t(axis)];
+      ++pieces;
+      if (len.isStatic() && offset.isStatic()) {
+        offset = Dim::of(offset.value() + len.value());
+      } else {
+        check(!piece || *piece == len, "cpu codegen: concat of symbolic sizes " + len.str() +
+                                           " after " + offset.str());
+        piece = len;
+        offset = Dim::of(pieces) * len;
+      }
+    }
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // out[i] = x[i - before] inside x, else the pad value.
+  void lowerPad(Operation *op, const AttrMap &attrs) {
+    Value x = op->getOperand(0);
+    materialize(x);
+    TensorSpec xs = specOf(x), out = specOf(op->getResult(0));
+    const std::vector<int64_t> &pads = getInts(attrs, "pads");
+    std::vector<int64_t> before(size_t(xs.rank()), 0);
+    for (size_t i = 0; i < pads.size() / 2; ++i)
+      before[size_t(xs.rank()) - 1 - i] = pads[2 * i];
+    double value = getFloat(attrs, "value");
+    NestSpec spec;
+    spec.space = out.shape;
+    spec.reduced.assign(size_t(out.rank()), false);
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    emitNestWith({x}, spec, v, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      Value inside = scalarConstant(b, loc, 1, DType::I1);
+      SmallVector<Value> at;
+      for (int64_t d = 0; d < xs.rank(); ++d) {
+        Value i = b.create<arith::SubIOp>(loc, p.n.ivs[size_t(d)],
+                                          b.create<arith::ConstantIndexOp>(loc, before[size_t(d)]));
+        inside = b.create<arith::AndIOp>(loc, inside, inBounds(p.n, i, xs.shape[size_t(d)]));
+        at.push_back(clampIndex(p.n, i, xs.shape[size_t(d)]));
+      }
+      return b.create<arith::SelectOp>(loc, inside, p.readAt(x, at),
+                                       scalarConstant(b, loc, value, out.dtype))
+          .getResult();
+    });
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  static Value inBounds(NestContext &n, Value i, const Dim &size) {
+    Value zero = n.b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value ge = n.b.create<arith::CmpIOp>(n.loc, arith::CmpIPredicate::sge, i, zero);
+    Value lt = n.b.create<arith::CmpIOp>(n.loc, arith::CmpIPredicate::slt, i, n.size(size));
+    return n.b.create<arith::AndIOp>(n.loc, ge, lt);
+  }
+  static Value clampIndex(NestContext &n, Value i, const Dim &size) {
+    Value zero = n.b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value last = n.b.create<arith::SubIOp>(n.loc, n.size(size), n.b.create<arith::ConstantIndexOp>(n.loc, 1));
+    return n.b.create<arith::MinSIOp>(n.loc, n.b.create<arith::MaxSIOp>(n.loc, i, zero), last);
+  }
+
+  // Direct convolution as a reduction nest over (ci, kh, kw):
+  // out[n, co, oh, ow] = sum x[n, g*Cig + ci, oh*s - p + kh*d, ...] * w[co, ci, kh, kw] (+ bias[co]).
+  void lowerConv2d(Operation *op, const AttrMap &attrs) {
+    Value x = op->getOperand(0), w = op->getOperand(1);
+    std::optional<Value> bias;
+    if (op->getNumOperands() > 2)
+      bias = op->getOperand(2);
+    materialize(x);
+    materialize(w);
+    if (bias)
+      materialize(*bias);
+    TensorSpec xs = specOf(x), ws = specOf(w), out = specOf(op->getResult(0));
+    std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
+                         dil = getInts(attrs, "dilation");
+    int64_t groups = getInt(attrs, "groups");
+    check(out.shape[1].isStatic(), "cpu codegen: conv2d with symbolic channels");
+    int64_t coPerGroup = out.shape[1].value() / groups;
+    int64_t cig = ws.shape[1].value();
+    NestSpec spec;
+    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], ws.shape[1], ws.shape[2], ws.shape[3]};
+    spec.reduced = {false, false, false, false, true, true, true};
+    spec.reduction = "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    std::vector<Value> uses = {x, w};
+    if (bias)
+      uses.push_back(*bias);
+    emitNestWith(
+        uses, spec, v,
+        [=](Point &p) {
+          OpBuilder &b = p.n.b;
+          Location loc = p.n.loc;
+          auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
+          ArrayRef<Value> iv = p.n.ivs;
+          Value g = b.create<arith::DivUIOp>(loc, iv[1], c(coPerGroup));
+          Value cin = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, g, c(cig)), iv[4]);
+          auto at = [&](Value o, Value k, int dim) {
+            Value i = b.create<arith::AddIOp>(
+                loc, b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, o, c(stride[dim])), c(pad[dim])),
+                b.create<arith::MulIOp>(loc, k, c(dil[dim])));
+            return i;
+          };
+          Value ih = at(iv[2], iv[5], 0), iw = at(iv[3], iv[6], 1);
+          Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+          Value xv = p.readAt(x, {iv[0], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
+          xv = b.create<arith::SelectOp>(loc, inside, xv, scalarConstant(b, loc, 0, xs.dtype));
+          Value wv = p.readAt(w, {iv[1], iv[4], iv[5], iv[6]});
+          return emitScalarOp(b, loc, "mul", {}, {xv, wv}, {xs.dtype, ws.dtype}, out.dtype);
+        },
+        bias ? std::function<Value(Point &, Value)>([=](Point &p, Value acc) {
+          Value bv = p.readAt(*bias, {p.n.ivs[1]});
+          return emitScalarOp(p.n.b, p.n.loc, "add", {}, {acc, bv}, {out.dtype, specOf(*bias).dtype},
+                              out.dtype);
+        })
+             : std::function<Value(Point &, Value)>());
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // Pooling as a reduction nest over the window; padding never counts for
+  // max, and for avg only in PyTorch's divisor (count_include_pad).
+  void lowerPool(Operation *op, const std::string &name, const AttrMap &attrs) {
+    Value x = op->getOperand(0);
+    materialize(x);
+    TensorSpec xs = specOf(x), out = specOf(op->getResult(0));
+    bool isMax = name == "max_pool2d";
+    std::vector<int64_t> k = getInts(attrs, "kernel_size"), stride = poolStride(attrs),
+                         pad = getInts(attrs, "padding");
+    std::vector<int64_t> dil = isMax ? getInts(attrs, "dilation") : std::vector<int64_t>{1, 1};
+    bool includePad = !isMax && getBool(attrs, "count_include_pad");
+    check(xs.shape[2].isStatic() && xs.shape[3].isStatic(), "cpu codegen: pooling over symbolic sizes");
+    int64_t H = xs.shape[2].value(), W = xs.shape[3].value();
+    NestSpec spec;
+    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(k[0]), Dim::of(k[1])};
+    spec.reduced = {false, false, false, false, true, true};
+    spec.reduction = isMax ? "max" : "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    auto origin = [=](NestContext &n, int dim) {
+      OpBuilder &b = n.b;
+      return b.create<arith::SubIOp>(
+                  n.loc, b.create<arith::MulIOp>(n.loc, n.ivs[size_t(2 + dim)],
+                                                 b.create<arith::ConstantIndexOp>(n.loc, stride[dim])),
+                  b.create<arith::ConstantIndexOp>(n.loc, pad[dim]))
+          .getResult();
+    };
+    emitNestWith(
+        {x}, spec, v,
+        [=](Point &p) {
+          OpBuilder &b = p.n.b;
+          Location loc = p.n.loc;
+          auto c = [&](int64_t i) { return b.create<arith::ConstantIndexOp>(loc, i).getResult(); };
+          Value ih = b.create<arith::AddIOp>(loc, origin(p.n, 0), b.create<arith::MulIOp>(loc, p.n.ivs[4], c(dil[0])));
+          Value iw = b.create<arith::AddIOp>(loc, origin(p.n, 1), b.create<arith::MulIOp>(loc, p.n.ivs[5], c(dil[1])));
+          Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+          Value xv = p.readAt(x, {p.n.ivs[0], p.n.ivs[1], clampIndex(p.n, ih, xs.shape[2]),
+                                  clampIndex(p.n, iw, xs.shape[3])});
+          Value skip = scalarConstant(b, loc, isMax ? -INFINITY : 0.0, out.dtype);
+          return b.create<arith::SelectOp>(loc, inside, xv, skip).getResult();
+        },
+        isMax ? std::function<Value(Point &, Value)>()
+              : std::function<Value(Point &, Value)>([=](Point &p, Value acc) {
+                  OpBuilder &b = p.n.b;
+                  Location loc = p.n.loc;
+                  auto c = [&](int64_t i) { return b.create<arith::ConstantIndexOp>(loc, i).getResult(); };
+                  Value count = c(1);
+                  for (int dim = 0; dim < 2; ++dim) {
+                    Value o = origin(p.n, dim);
+                    int64_t size = dim == 0 ? H : W;
+                    Value end = b.create<arith::MinSIOp>(loc, b.create<arith::AddIOp>(loc, o, c(k[dim])),
+                                                         c(includePad ? size + pad[dim] : size));
+                    Value start = includePad ? o : b.create<arith::MaxSIOp>(loc, o, c(0)).getResult();
+                    Value len = b.create<arith::MaxSIOp>(loc, b.create<arith::SubIOp>(loc, end, start), c(0));
+                    count = b.create<arith::MulIOp>(loc, count, len);
+                  }
+                  Value n = b.create<arith::IndexCastOp>(loc, b.getI64Type(), count);
+                  Value nf = b.create<arith::SIToFPOp>(loc, acc.getType(), n);
+                  return b.create<arith::DivFOp>(loc, acc, nf).getResult();
+                }));
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  void lowerMatmul(Operation *op) {
+    // A stored operand read as is, or with its last two dims swapped
+    // (a transpose feeding the GEMM: BLAS reads it transposed, no copy).
+    auto operand = [&](Value v, bool &transposed) {
+      transposed = false;
+      const Lazy &l = lazy_.at(v);
+      TensorSpec s = specOf(v);
+      if (l.stored && s.rank() >= 2) {
+        std::vector<Term> swapped = identityTerms(size_t(s.rank()));
+        std::swap(swapped[size_t(s.rank() - 1)], swapped[size_t(s.rank() - 2)]);
+        const TensorSpec &stored = {art_.values[l.value].dtype, art_.values[l.value].shape};
+        Shape t = s.shape;
+        std::swap(t[t.size() - 1], t[t.size() - 2]);
+        if (l.terms == swapped && stored.shape == t) {
+          transposed = true;
+          return l.value;
+        }
+      }
+      return materialize(v);
+    };
+    bool ta, tb;
+    int a = operand(op->getOperand(0), ta);
+    int b = operand(op->getOperand(1), tb);
+    int out = newProducedValue(specOf(op->getResult(0)));
+    Step s;
+    s.kind = Step::Kind::Matmul;
+    s.label = label_;
+    s.operands = {out, a, b};
+    s.transposeA = ta;
+    s.transposeB = tb;
+    art_.steps.push_back(s);
+    chain_ = Chain{};
+    lazy_[op->getResult(0)] = storedIdentity(out);
+  }
+
+  // Makes `v` a contiguous stored value (a loop nest if it is not one yet).
+  int materialize(Value v) {
+    const Lazy &l = lazy_.at(v);
+    TensorSpec s = specOf(v);
+    if (isIdentity(l, s))
+      return l.value;
+    int out = newProducedValue(s);
+    emitNest(v, s.shape, std::vector<bool>(size_t(s.rank()), false), "", false, out);
+    lazy_[v] = storedIdentity(out);
+    return out;
+  }
+
+  // ------------------------------------------------------------- nests
+
+  void collectLeaves(Value v, std::vector<int> &leaves, llvm::DenseSet<Value> &seen) {
+    if (!seen.insert(v).second)
+      return;
+    const Lazy &l = lazy_.at(v);
+    if (l.stored) {
+      if (std::find(leaves.begin(), leaves.end(), l.value) == leaves.end())
+        leaves.push_back(l.value);
+      return;
+    }
+    for (Value o : l.op->getOperands())
+      collectLeaves(o, leaves, seen);
+  }
+
+  // What a nest's point function can use besides the loop indices.
+  struct Point {
+    NestContext &n;
+    std::function<Value(Value)> emit;                    // a tc value here (right-aligned)
+    std::function<Value(Value, ArrayRef<Value>)> readAt; // a stored tc value at view indices
+    std::function<Value(int, ArrayRef<Value>)> load;      // an artifact value (an extra operand)
+  };
+  using PointBody = std::function<Value(Point &)>;
+
+  // The nest computing `point` (a tc value) over `space`.
+  void emitNest(Value point, const Shape &space, const std::vector<bool> &reduced,
+                const std::string &reduction, bool keepdim, int out) {
+    NestSpec spec;
+    spec.space = space;
+    spec.reduced = reduced;
+    spec.reduction = reduction;
+    spec.keepdim = keepdim;
+    spec.valueDtype = specOf(point).dtype;
+    emitNestWith({point}, spec, out, [point](Point &p) { return p.emit(point); });
+  }
+
+  // A nest whose point function is `body`; `uses` are the tc values it
+  // reads (through emit or readAt).
+  void emitNestWith(const std::vector<Value> &uses, NestSpec spec, int out, const PointBody &body,
+                    std::function<Value(Point &, Value)> epilogue = {},
+                    const std::vector<int> &extraValues = {}) {
+    std::vector<int> leaves;
+    llvm::DenseSet<Value> seen;
+    for (Value u : uses)
+      collectLeaves(u, leaves, seen);
+    for (int v : extraValues)
+      if (std::find(leaves.begin(), leaves.end(), v) == leaves.end())
+        leaves.push_back(v);
+    spec.symbol = prefix_ + std::to_string(art_.steps.size());
+    spec.symbols = symbolNames_;
+    std::vector<int> operands = {out};
+    operands.insert(operands.end(), leaves.begin(), leaves.end());
+    for (int o : operands)
+      spec.operands.push_back({art_.values[o].dtype, art_.values[o].shape});
+    const Shape space = spec.space;
+    int64_t R = int64_t(space.size());
+    // Everything captured by value or through pointers to the caller's
+    // context, memo and emit: the closures outlive this lambda's frame.
+    std::set<int> scattered; // values read somewhere other than at the outer loop's row
+    std::set<int> *sp = &scattered;
+    auto makePoint = [this, operands, space, R, sp](NestContext &n, llvm::DenseMap<Value, Value> &memo,
+                                                     std::function<Value(Value)> &emit) {
+      NestContext *np = &n;
+      auto noteRow = [np, sp](int value, ArrayRef<Value> idx) {
+        if (idx.empty() || np->ivs.empty() || idx[0] != np->ivs[0])
+          sp->insert(value);
+      };
+      llvm::DenseMap<Value, Value> *mp = &memo;
+      std::function<Value(Value)> *ep = &emit;
+      // The index of dim j of a rank-r value at this point (numpy
+      // broadcasting: right-aligned, size-1 dims read index 0).
+      auto viewIndices = [np, space, R](const TensorSpec &s) {
+        SmallVector<Value> view;
+        for (int64_t j = 0; j < s.rank(); ++j) {
+          int64_t d = R - s.rank() + j;
+          if (s.shape[size_t(j)] == Dim::of(1) && space[size_t(d)] != Dim::of(1))
+            view.push_back(np->b.create<arith::ConstantIndexOp>(np->loc, 0));
+          else
+            view.push_back(np->ivs[size_t(d)]);
+        }
+        return view;
+      };
+      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands, noteRow](Value v, ArrayRef<Value> view) -> Value {
+        OpBuilder &b = np->b;
+        Location loc = np->loc;
+        const Lazy &l = lazy_.at(v);
+        check(l.stored, "cpu codegen: reading a value that is not stored");
+        SmallVector<Value> idx;
+        for (const Term &t : l.terms) {
+          Value i = b.create<arith::ConstantIndexOp>(loc, t.offset);
+          if (t.dim >= 0 && t.scale != 0) {
+            Value vi = view[size_t(t.dim)];
+            if (t.scale != 1)
+              vi = b.create<arith::MulIOp>(loc, vi, b.create<arith::ConstantIndexOp>(loc, t.scale));
+            i = t.offset == 0 ? vi : b.create<arith::AddIOp>(loc, i, vi).getResult();
+          }
+          idx.push_back(i);
+        }
+        size_t which =
+            size_t(std::find(operands.begin() + 1, operands.end(), l.value) - operands.begin());
+        check(which < operands.size(), "cpu codegen: a read value is not an operand of the nest");
+        noteRow(l.value, idx);
+        Value loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
+        return fromStorage(b, loc, loaded, art_.values[l.value].dtype);
+      };
+      emit = [this, np, mp, ep, readAt, viewIndices](Value v) -> Value {
+        if (Value m = mp->lookup(v))
+          return m;
+        const Lazy &l = lazy_.at(v);
+        TensorSpec s = specOf(v);
+        Value result = l.stored ? readAt(v, viewIndices(s))
+                                : emitScalar(*np, l.op, s, *ep, readAt, viewIndices(s));
+        (*mp)[v] = result;
+        return result;
+      };
+      std::function<Value(int, ArrayRef<Value>)> load = [this, np, operands, noteRow](int v, ArrayRef<Value> idx) {
+        size_t which = size_t(std::find(operands.begin() + 1, operands.end(), v) - operands.begin());
+        check(which < operands.size(), "cpu codegen: a loaded value is not an operand of the nest");
+        noteRow(v, idx);
+        Value loaded = np->b.create<memref::LoadOp>(np->loc, np->memrefs[which], idx);
+        return fromStorage(np->b, np->loc, loaded, art_.values[v].dtype);
+      };
+      return Point{n, emit, readAt, load};
+    };
+    if (epilogue)
+      spec.epilogue = [&, makePoint](NestContext &n, Value acc) {
+        llvm::DenseMap<Value, Value> memo;
+        std::function<Value(Value)> emit;
+        Point p = makePoint(n, memo, emit);
+        return epilogue(p, acc);
+      };
+    emitNest_(spec, [&, makePoint](NestContext &n) {
+      llvm::DenseMap<Value, Value> memo;
+      std::function<Value(Value)> emit;
+      Point p = makePoint(n, memo, emit);
+      return body(p);
+    });
+    Step st;
+    st.kind = Step::Kind::Loop;
+    st.label = label_;
+    st.symbol = spec.symbol;
+    st.operands = operands;
+    st.parallel = nestIsParallel(spec);
+    st.extent = nestExtent(spec);
+    st.work = nestWork(spec);
+    bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
+                       (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
+    chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);
+    art_.steps.push_back(st);
+  }
+
+  // Chains this loop to the previous one when both split the same rows and
+  // every value the chain wrote that this loop reads is read at the row
+  // being computed: then the runtime can run them block of rows by block of
+  // rows (softmax's passes over one row block while it is in cache), also
+  // across kernel boundaries.
+  void chainLoop(const Step &st, bool rowParallel, const std::set<int> &reads,
+                 const std::set<int> &scattered, int out) {
+    bool joins = rowParallel && chain_.open && chain_.extent == st.extent &&
+                 !art_.steps.empty() && art_.steps.back().kind == Step::Kind::Loop;
+    for (int v : reads) {
+      // Through an alias (a reshape), rows match only if dim 0 is kept.
+      int b = v;
+      while (art_.values[b].storage.kind == Storage::Kind::Alias)
+        b = art_.values[b].storage.index;
+      bool sameRows = !art_.values[v].shape.empty() && !art_.values[b].shape.empty() &&
+                      art_.values[v].shape[0] == art_.values[b].shape[0];
+      if (chain_.written.count(b) && (scattered.count(v) || !sameRows))
+        joins = false;
+    }
+    if (joins) {
+      art_.steps.back().chainNext = true;
+    } else {
+      chain_ = Chain{};
+      chain_.open = rowParallel;
+      chain_.extent = st.extent;
+    }
+    chain_.written.insert(out);
+  }
+
+  struct Chain {
+    bool open = false;
+    Dim extent;
+    std::set<int> written;
+  } chain_;
+
+  Value emitScalar(NestContext &n, Operation *op, const TensorSpec &s,
+                   const std::function<Value(Value)> &emit,
+                   const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                   SmallVector<Value> view) {
+    OpBuilder &b = n.b;
+    Location loc = n.loc;
+    std::string name = opName(op);
+    AttrMap attrs = completeAttrs(*tc::schemaOf(op), tc::coreAttrs(op, *tc::schemaOf(op)));
+    if (name == "full" || name == "zeros" || name == "ones")
+      return scalarConstant(b, loc, name == "zeros" ? 0 : name == "ones" ? 1 : getFloat(attrs, "value"),
+                            s.dtype);
+    if (name == "constant") {
+      auto dense = llvm::cast<DenseElementsAttr>(op->getAttr("value"));
+      double v;
+      if (isFloat(s.dtype)) {
+        APFloat f = *dense.getValues<APFloat>().begin();
+        bool lost;
+        f.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+        v = f.convertToDouble();
+      } else {
+        APInt i = *dense.getValues<APInt>().begin();
+        v = s.dtype == DType::I1 ? double(i.getZExtValue()) : double(i.getSExtValue());
+      }
+      return scalarConstant(b, loc, v, s.dtype);
+    }
+    if (name == "iota") {
+      check(s.rank() == 1, "cpu codegen: iota of rank " + std::to_string(s.rank()));
+      Value i64 = b.create<arith::IndexCastOp>(loc, b.getI64Type(), view[0]);
+      Value v = b.create<arith::AddIOp>(
+          loc, scalarConstant(b, loc, double(getInt(attrs, "start")), DType::I64),
+          b.create<arith::MulIOp>(loc, i64, scalarConstant(b, loc, double(getInt(attrs, "step")), DType::I64)));
+      return convert(b, loc, v, DType::I64, s.dtype);
+    }
+    if (name == "gather" || name == "index_select" || name == "embedding")
+      return emitIndexedRead(n, op, name, attrs, readAt, view);
+    if (name == "dropout")
+      return emitDropout(n, op, s, attrs, emit, readAt, view);
+    SmallVector<Value> operands;
+    SmallVector<DType> dtypes;
+    for (Value o : op->getOperands()) {
+      operands.push_back(emit(o));
+      dtypes.push_back(specOf(o).dtype);
+    }
+    return emitScalarOp(b, loc, name, attrs, operands, dtypes, s.dtype);
+  }
+
+  // An index read from a stored integer tensor, clamped into [0, size):
+  // compiled code does not check indices (the interpreter does), but never
+  // reads outside the tensor.
+  Value clampedIndex(NestContext &n, Value raw, DType dtype, const Dim &size) {
+    OpBuilder &b = n.b;
+    Value i = raw;
+    if (dtype != DType::I64)
+      i = convert(b, n.loc, i, dtype, DType::I64);
+    Value idx = b.create<arith::IndexCastOp>(n.loc, b.getIndexType(), i);
+    Value zero = b.create<arith::ConstantIndexOp>(n.loc, 0);
+    Value last = b.create<arith::SubIOp>(n.loc, n.size(size), b.create<arith::ConstantIndexOp>(n.loc, 1));
+    idx = b.create<arith::MaxSIOp>(n.loc, idx, zero);
+    return b.create<arith::MinSIOp>(n.loc, idx, last);
+  }
+
+  Value emitIndexedRead(NestContext &n, Operation *op, const std::string &name,
+                        const AttrMap &attrs,
+                        const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                        const SmallVector<Value> &view) {
+    if (name == "embedding") {
+      // out[..., d] = weight[index[...], d]
+      Value index = op->getOperand(0), weight = op->getOperand(1);
+      ArrayRef<Value> lead(view.begin(), view.end() - 1);
+      Value row = clampedIndex(n, readAt(index, lead), specOf(index).dtype, specOf(weight).shape[0]);
+      return readAt(weight, {row, view.back()});
+    }
+    Value x = op->getOperand(0), index = op->getOperand(1);
+    TensorSpec xs = specOf(x);
+    int64_t axis = getInt(attrs, "axis");
+    if (axis < 0)
+      axis += xs.rank();
+    // gather: index has the output's shape; index_select: a 1-D index along axis.
+    Value raw = name == "gather" ? readAt(index, view) : readAt(index, {view[size_t(axis)]});
+    SmallVector<Value> at = view;
+    at[size_t(axis)] = clampedIndex(n, raw, specOf(index).dtype, xs.shape[size_t(axis)]);
+    return readAt(x, at);
+  }
+
+  // Philox4x32-10 keyed by the seed, counter (element, stream): the
+  // interpreter's dropout bit for bit.
+  Value emitDropout(NestContext &n, Operation *op, const TensorSpec &s, const AttrMap &attrs,
+                    const std::function<Value(Value)> &emit,
+                    const std::function<Value(Value, ArrayRef<Value>)> &readAt,
+                    const SmallVector<Value> &view) {
+    OpBuilder &b = n.b;
+    Location loc = n.loc;
+    Type i32 = b.getI32Type(), i64 = b.getI64Type();
+    auto c32 = [&](uint32_t v) {
+      return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(i32, int64_t(int32_t(v)))).getResult();
+    };
+    auto c64 = [&](int64_t v) { return b.create<arith::ConstantOp>(loc, b.getIntegerAttr(i64, v)).getResult(); };
+    // The element's row-major position in the result.
+    Value linear = b.create<arith::ConstantIndexOp>(loc, 0);
+    for (int64_t j = 0; j < s.rank(); ++j)
+      linear = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, linear, n.size(s.shape[size_t(j)])), view[size_t(j)]);
+    Value i = b.create<arith::IndexCastOp>(loc, i64, linear);
+    Value seedTensor = op->getOperand(1);
+    Value seed = convert(b, loc, readAt(seedTensor, SmallVector<Value>(size_t(specOf(seedTensor).rank()),
+                                                                      b.create<arith::ConstantIndexOp>(loc, 0))),
+                         specOf(seedTensor).dtype, DType::I64);
+    auto lo = [&](Value v) { return b.create<arith::TruncIOp>(loc, i32, v).getResult(); };
+    auto hi = [&](Value v) { return lo(b.create<arith::ShRUIOp>(loc, v, c64(32))); };
+    Value c[4] = {lo(i), hi(i), c32(uint32_t(getInt(attrs, "stream"))), c32(0)};
+    Value k[2] = {lo(seed), hi(seed)};
+    auto mulhilo = [&](uint32_t m, Value x) {
+      Value p = b.create<arith::MulIOp>(loc, c64(int64_t(m)), b.create<arith::ExtUIOp>(loc, i64, x));
+      return std::pair{hi(p), lo(p)};
+    };
+    for (int round = 0; round < 10; ++round) {
+      if (round > 0) {
+        k[0] = b.create<arith::AddIOp>(loc, k[0], c32(0x9E3779B9));
+        k[1] = b.create<arith::AddIOp>(loc, k[1], c32(0xBB67AE85));
+      }
+      auto [hi0, lo0] = mulhilo(0xD2511F53, c[0]);
+      auto [hi1, lo1] = mulhilo(0xCD9E8D57, c[2]);
+      Value n0 = b.create<arith::XOrIOp>(loc, b.create<arith::XOrIOp>(loc, hi1, c[1]), k[0]);
+      Value n2 = b.create<arith::XOrIOp>(loc, b.create<arith::XOrIOp>(loc, hi0, c[3]), k[1]);
+      c[0] = n0;
+      c[1] = lo1;
+      c[2] = n2;
+      c[3] = lo0;
+    }
+    // u = (r0 >> 8) / 2^24, keep when u >= p, scaled by 1 / (1 - p).
+    double p = getFloat(attrs, "p");
+    Value bits = b.create<arith::ShRUIOp>(loc, c[0], c32(8));
+    Value u = b.create<arith::MulFOp>(loc, b.create<arith::UIToFPOp>(loc, b.getF64Type(), bits),
+                                      b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(1.0 / 16777216.0)));
+    Value keep = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGE, u,
+                                         b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(p)));
+    Value x = emit(op->getOperand(0));
+    if (p >= 1)
+      return scalarConstant(b, loc, 0, s.dtype);
+    Value scaled = b.create<arith::DivFOp>(loc, x, scalarConstant(b, loc, 1 - p, s.dtype));
+    return b.create<arith::SelectOp>(loc, keep, scaled, scalarConstant(b, loc, 0, s.dtype));
+  }
+
+  // --------------------------------------------------------- signature
+
+  void addOutput(Value v, const std::string &name) {
+    if (!lazy_.at(v).stored)
+      materialize(v);
+    const Lazy &l = lazy_.at(v);
+    TensorSpec s = specOf(v);
+    int index = int(art_.outputs.size());
+    int value;
+    if (isIdentity(l, s) && produced_[l.value]) {
+      value = l.value;
+    } else if (isIdentity(l, s)) {
+      // An input, constant, alias or earlier output: copy into the output.
+      value = newProducedValue(s);
+      Step c;
+      c.kind = Step::Kind::Copy;
+      c.label = "output " + name;
+      c.operands = {value, l.value};
+      art_.steps.push_back(c);
+      chain_ = Chain{};
+    } else {
+      label_ = "output " + name;
+      value = materialize(v);
+    }
+    produced_[value] = false;
+    art_.values[value].storage = {Storage::Kind::Output, index};
+    art_.outputs.push_back({name, s.dtype, s.shape, value});
+    // A later return of the same value must copy.
+    lazy_[v] = storedIdentity(value);
+  }
+
+  // Arena buffers for produced values, live from the step that writes them
+  // to the last step that reads them (or an alias of them).
+  void finalize() {
+    int n = int(art_.values.size());
+    std::vector<int> first(size_t(n), -1), last(size_t(n), -1);
+    auto base = [&](int v) {
+      while (art_.values[v].storage.kind == Storage::Kind::Alias)
+        v = art_.values[v].storage.index;
+      return v;
+    };
+    // A chain of loops runs interleaved block by block, so whatever any of
+    // its steps uses is live from the chain's first step to its last.
+    size_t nsteps = art_.steps.size();
+    std::vector<int> chainFirst(nsteps), chainLast(nsteps);
+    for (size_t si = 0; si < nsteps; ++si)
+      chainFirst[si] = si > 0 && art_.steps[si - 1].chainNext ? chainFirst[si - 1] : int(si);
+    for (size_t si = nsteps; si-- > 0;)
+      chainLast[si] = art_.steps[si].chainNext ? chainLast[si + 1] : int(si);
+    for (size_t si = 0; si < nsteps; ++si) {
+      const Step &s = art_.steps[si];
+      for (size_t k = 0; k < s.operands.size(); ++k) {
+        int v = base(s.operands[k]);
+        if (k == 0 && first[v] < 0)
+          first[v] = chainFirst[si];
+        first[v] = first[v] < 0 ? -1 : std::min(first[v], chainFirst[si]);
+        last[v] = std::max(last[v], chainLast[si]);
+      }
+    }
+    for (int v = 0; v < n; ++v) {
+      if (!produced_[v])
+        continue;
+      const artifact::ValueDecl &d = art_.values[v];
+      Dim bytes = numElements(d.shape) * Dim::of(int64_t(dtypeSize(d.dtype)));
+      int f = std::max(first[v], 0);
+      art_.buffers.push_back({bytes, f, std::max(last[v], f)});
+      art_.values[v].storage = {Storage::Kind::Buffer, int(art_.buffers.size()) - 1};
+    }
+  }
+
+  // Copies first: inserting into the map may move every entry.
+  void setLazy(Value v, Lazy l) { lazy_[v] = std::move(l); }
+
+  NestEmitter emitNest_;
+  std::string prefix_;
+  artifact::Artifact art_;
+  std::vector<bool> produced_;
+  std::vector<std::string> symbolNames_;
+  llvm::DenseMap<Value, Lazy> lazy_;
+  std::string label_;
+};
+
+} // namespace
+
+bool supportsOp(const std::string &op) {
+  // Composites the backend pipelines decompose into supported primitives.
+  static const std::set<std::string> decomposed = {
+      "softmax",    "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "var",
+      "batch_norm", "scaled_dot_product_attention", "scaled_dot_product_attention_backward"};
+  static const std::set<std::string> special = {
+      "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
+      "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d"};
+  return isScalarOp(op) || reductionOps().count(op) || reshapeOps().count(op) ||
+         viewOps().count(op) || generatorOps().count(op) || special.count(op) ||
+         decomposed.count(op);
+}
+
+artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit) {
+  return ProgramBuilder(emit, prefix).build(fn);
+}
+
+func::FuncOp singleFunction(ModuleOp module) {
+  func::FuncOp fn;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    check(!fn, "codegen: the module must hold one function");
+    fn = f;
+  }
+  check(bool(fn), "codegen: the module has no function");
+  return fn;
+}
+
+} // namespace tensorc::codegen

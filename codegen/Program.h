@@ -1,0 +1,35 @@
+// The backend-neutral half of code generation: a tc function after a
+// backend pipeline (tc.fused kernels and views) becomes an artifact's
+// program: values with views and storage, arena buffers with live ranges,
+// and a launch sequence of loop nests, matmul calls and copies. Each loop
+// nest is handed to the backend's emitter (CPU: MLIR loops -> LLVM; CUDA:
+// CUDA C++), which makes the nest's code. See docs/cpu-backend.md.
+#pragma once
+
+#include "codegen/cpu/LoopNest.h"
+#include "runtime/artifact/Artifact.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+#include <string>
+
+namespace tensorc::codegen {
+
+// Makes the code of one loop nest; `point` computes the nest's value at an
+// iteration point (it may be called with any builder and context).
+using NestEmitter = std::function<void(const cpu::NestSpec &, const cpu::PointFn &)>;
+
+// Kernel symbols are `prefix` + step index. Throws Error naming the op for
+// anything the backends cannot run.
+artifact::Artifact buildProgram(mlir::func::FuncOp fn, const std::string &prefix,
+                                const NestEmitter &emit);
+
+// Whether the code generators run `op` (for `tensorc ops`).
+bool supportsOp(const std::string &op);
+
+// The module's one function; throws Error otherwise.
+mlir::func::FuncOp singleFunction(mlir::ModuleOp module);
+
+} // namespace tensorc::codegen
