@@ -3,6 +3,7 @@
 #include "tools/tensorc/Commands.h"
 
 #include "codegen/cpu/CpuProgram.h"
+#include "codegen/cuda/CudaProgram.h"
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
@@ -26,7 +27,8 @@ namespace tensorc::cli {
 
 namespace {
 struct CompileArgs {
-  std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host";
+  std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
+                   arch = "sm_90";
   bool printIrAfterAll = false, debugInfo = false, fuse = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
@@ -63,9 +65,11 @@ void addCompileCommand(CLI::App &app) {
          "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
       ->check(CLI::IsMember({"simplify", "cpu", "cuda"}));
   cmd->add_option("--target", args->target,
-                  "cpu: compile to an artifact (.tcx) that `tensorc run` and the runtime library "
-                  "execute (docs/artifact-format.md)")
-      ->check(CLI::IsMember({"cpu"}));
+                  "cpu or cuda: compile to an artifact (.tcx) that `tensorc run` and the runtime "
+                  "library execute (docs/artifact-format.md); cuda artifacts hold CUDA C++ "
+                  "(the GPU runtime comes with the CUDA backend's next step)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--arch", args->arch, "with --target cuda: the GPU architecture to record (sm_90)");
   cmd->add_option("--cpu", args->cpu,
                   "with --target cpu: the CPU to generate code for: host (default), x86-64, "
                   "x86-64-v2, x86-64-v3, x86-64-v4 or another LLVM CPU name");
@@ -111,7 +115,9 @@ void addCompileCommand(CLI::App &app) {
       check(args->output != "-", "--target " + args->target +
                                      " writes a binary artifact: give the output file with -o");
       check(args->emit == "mlir", "--emit does not apply to --target " + args->target);
-      args->pipeline = args->target;
+      // Until the CUDA kernels have normalization/attention emitters, both
+      // targets use the CPU pipeline's full decomposition.
+      args->pipeline = "cpu";
     }
     std::unique_ptr<Model> model = loadModel(args->file);
     if (!args->autocast.empty()) {
@@ -209,6 +215,20 @@ void addCompileCommand(CLI::App &app) {
       artifact::Artifact art;
       try {
         art = codegen::cpu::compileCpuArtifact(*model->module, options);
+      } catch (const Error &e) {
+        fail(args->file + ": " + e.what());
+      }
+      art.tensorcVersion = TENSORC_VERSION;
+      writeOutputFile(args->output, artifact::serialize(art));
+      return;
+    }
+    if (args->target == "cuda") {
+      codegen::cuda::CudaCompileOptions options;
+      options.arch = args->arch;
+      options.record = {{"target", "cuda"}, {"arch", args->arch}, {"source", args->file}};
+      artifact::Artifact art;
+      try {
+        art = codegen::cuda::compileCudaArtifact(*model->module, options);
       } catch (const Error &e) {
         fail(args->file + ": " + e.what());
       }

@@ -1,0 +1,539 @@
+#include "codegen/cuda/CudaKernel.h"
+
+#include "codegen/cpu/ScalarOps.h"
+#include "ir/core/Error.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <cstring>
+#include <sstream>
+
+using namespace mlir;
+
+namespace tensorc::codegen::cuda {
+
+using cpu::NestContext;
+using cpu::NestSpec;
+
+const std::vector<Variant> &kernelVariants() {
+  static const std::vector<Variant> v = {{256, 1}, {128, 1}, {256, 4}, {512, 2}};
+  return v;
+}
+
+namespace {
+
+std::string storageCType(DType d) {
+  switch (d) {
+  case DType::F64:
+    return "double";
+  case DType::F32:
+    return "float";
+  case DType::F16:
+    return "__half";
+  case DType::BF16:
+    return "__nv_bfloat16";
+  case DType::I64:
+    return "long long";
+  case DType::I32:
+    return "int";
+  case DType::I1:
+    return "unsigned char";
+  }
+  return "?";
+}
+
+std::string cType(Type t) {
+  if (t.isIndex() || t.isInteger(64))
+    return "long long";
+  if (t.isInteger(32))
+    return "int";
+  if (t.isInteger(8))
+    return "unsigned char";
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isF32())
+    return "float";
+  if (t.isF64())
+    return "double";
+  if (t.isF16())
+    return "__half";
+  if (t.isBF16())
+    return "__nv_bfloat16";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  fail("cuda codegen: no C type for " + s);
+}
+
+// A size as C: coefficient times symbol parameters.
+std::string dimExpr(const Dim &d, const std::vector<std::string> &symbols) {
+  std::string e = std::to_string(d.coefficient()) + "LL";
+  for (const std::string &s : d.symbols()) {
+    size_t k = size_t(std::find(symbols.begin(), symbols.end(), s) - symbols.begin());
+    e += " * s" + std::to_string(k);
+  }
+  return "(" + e + ")";
+}
+
+// Prints a function of straight-line arith/math/memref ops as C++
+// statements, naming values v0, v1, ...; block arguments are given names.
+class ScalarPrinter {
+public:
+  ScalarPrinter(std::ostream &os, const NestSpec &spec) : os_(os), spec_(spec) {}
+
+  void name(Value v, std::string n) { names_[v.getAsOpaquePointer()] = std::move(n); }
+  // Memref block argument `m` is operand `k` of the nest.
+  void memref(Value m, size_t k) { memrefs_[m.getAsOpaquePointer()] = k; }
+
+  // Prints every op of `block`; returns the returned value's name.
+  std::string print(Block &block) {
+    // Every op here is pure: only those the result depends on are printed
+    // (no unused-variable warnings from NVRTC).
+    llvm::DenseSet<Operation *> live;
+    for (auto it = block.rbegin(); it != block.rend(); ++it) {
+      Operation &op = *it;
+      bool needed = isa<func::ReturnOp>(op) ||
+                    llvm::any_of(op.getUsers(), [&](Operation *u) { return live.count(u) != 0; });
+      if (needed)
+        live.insert(&op);
+    }
+    for (Operation &op : block) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op))
+        return at(ret.getOperand(0));
+      if (live.count(&op))
+        printOp(op);
+    }
+    fail("cuda codegen: point function without return");
+  }
+
+private:
+  std::string at(Value v) {
+    auto it = names_.find(v.getAsOpaquePointer());
+    check(it != names_.end(), "cuda codegen: value used before definition");
+    return it->second;
+  }
+
+  std::string define(Value v, const std::string &expr) {
+    std::string n = "v" + std::to_string(next_++);
+    os_ << "  const " << cType(v.getType()) << " " << n << " = " << expr << ";\n";
+    name(v, n);
+    return n;
+  }
+
+  static std::string floatLiteral(const APFloat &f, Type t) {
+    char buf[64];
+    if (t.isF64()) {
+      uint64_t bits = f.bitcastToAPInt().getZExtValue();
+      std::snprintf(buf, sizeof buf, "__longlong_as_double(0x%016llxLL)", (unsigned long long)bits);
+    } else {
+      bool lost;
+      APFloat g = f;
+      g.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+      uint32_t bits = uint32_t(g.bitcastToAPInt().getZExtValue());
+      std::snprintf(buf, sizeof buf, "__int_as_float(0x%08x)", bits);
+    }
+    return buf;
+  }
+
+  std::string fn(Type t, const char *f32name, const char *f64name) {
+    return t.isF64() ? f64name : f32name;
+  }
+
+  void printOp(Operation &op) {
+    auto a = [&](unsigned i) { return at(op.getOperand(i)); };
+    Value r = op.getNumResults() ? op.getResult(0) : Value();
+    std::string ty = r ? cType(r.getType()) : "";
+    auto bin = [&](const char *sym) { define(r, "(" + a(0) + " " + sym + " " + a(1) + ")"); };
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      Attribute v = c.getValue();
+      if (auto f = llvm::dyn_cast<FloatAttr>(v))
+        define(r, floatLiteral(f.getValue(), r.getType()));
+      else if (auto i = llvm::dyn_cast<IntegerAttr>(v))
+        define(r, r.getType().isInteger(1)
+                      ? std::string(i.getValue().getBoolValue() ? "true" : "false")
+                      : "(" + ty + ")(" + std::to_string(i.getValue().getSExtValue()) + "LL)");
+      else
+        fail("cuda codegen: unsupported constant");
+      return;
+    }
+    std::string n = op.getName().getStringRef().str();
+    static const std::map<std::string, const char *> binaries = {
+        {"arith.addi", "+"},  {"arith.subi", "-"},  {"arith.muli", "*"},  {"arith.divsi", "/"},
+        {"arith.remsi", "%"}, {"arith.andi", "&"},  {"arith.ori", "|"},   {"arith.xori", "^"},
+        {"arith.shli", "<<"}, {"arith.addf", "+"},  {"arith.subf", "-"},  {"arith.mulf", "*"},
+        {"arith.divf", "/"}};
+    if (auto it = binaries.find(n); it != binaries.end()) {
+      bin(it->second);
+      return;
+    }
+    if (n == "arith.divui" || n == "arith.shrui") {
+      std::string u = "(unsigned long long)";
+      define(r, "(" + ty + ")(" + u + a(0) + (n == "arith.divui" ? " / " : " >> ") + u + a(1) + ")");
+      return;
+    }
+    if (n == "arith.maxsi" || n == "arith.minsi") {
+      define(r, "(" + a(0) + (n == "arith.maxsi" ? " > " : " < ") + a(1) + " ? " + a(0) + " : " + a(1) + ")");
+      return;
+    }
+    if (n == "arith.maximumf" || n == "arith.minimumf") {
+      define(r, std::string(n == "arith.maximumf" ? "tc_maximum(" : "tc_minimum(") + a(0) + ", " + a(1) + ")");
+      return;
+    }
+    if (n == "arith.negf") {
+      define(r, "(-" + a(0) + ")");
+      return;
+    }
+    if (auto c = dyn_cast<arith::CmpFOp>(op)) {
+      using P = arith::CmpFPredicate;
+      std::string x = a(0), y = a(1), e;
+      switch (c.getPredicate()) {
+      case P::OEQ: e = x + " == " + y; break;
+      case P::ONE: e = "(" + x + " < " + y + " || " + x + " > " + y + ")"; break;
+      case P::OLT: e = x + " < " + y; break;
+      case P::OLE: e = x + " <= " + y; break;
+      case P::OGT: e = x + " > " + y; break;
+      case P::OGE: e = x + " >= " + y; break;
+      case P::UEQ: e = "!(" + x + " < " + y + " || " + x + " > " + y + ")"; break;
+      case P::UNE: e = "!(" + x + " == " + y + ")"; break;
+      case P::ULT: e = "!(" + x + " >= " + y + ")"; break;
+      case P::ULE: e = "!(" + x + " > " + y + ")"; break;
+      case P::UGT: e = "!(" + x + " <= " + y + ")"; break;
+      case P::UGE: e = "!(" + x + " < " + y + ")"; break;
+      case P::UNO: e = "(isnan(" + x + ") || isnan(" + y + "))"; break;
+      case P::ORD: e = "!(isnan(" + x + ") || isnan(" + y + "))"; break;
+      case P::AlwaysTrue: e = "true"; break;
+      case P::AlwaysFalse: e = "false"; break;
+      }
+      define(r, "(" + e + ")");
+      return;
+    }
+    if (auto c = dyn_cast<arith::CmpIOp>(op)) {
+      using P = arith::CmpIPredicate;
+      std::string x = a(0), y = a(1);
+      bool unsignedCmp = c.getPredicate() == P::ult || c.getPredicate() == P::ule ||
+                         c.getPredicate() == P::ugt || c.getPredicate() == P::uge;
+      if (unsignedCmp) {
+        x = "(unsigned long long)" + x;
+        y = "(unsigned long long)" + y;
+      }
+      static const std::map<P, const char *> ops = {
+          {P::eq, "=="}, {P::ne, "!="}, {P::slt, "<"}, {P::sle, "<="}, {P::sgt, ">"},
+          {P::sge, ">="}, {P::ult, "<"}, {P::ule, "<="}, {P::ugt, ">"}, {P::uge, ">="}};
+      define(r, "(" + x + " " + ops.at(c.getPredicate()) + " " + y + ")");
+      return;
+    }
+    if (n == "arith.select") {
+      define(r, "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")");
+      return;
+    }
+    if (n == "arith.extf" || n == "arith.truncf") {
+      Type from = op.getOperand(0).getType();
+      if (from.isBF16())
+        define(r, "__bfloat162float(" + a(0) + ")");
+      else if (from.isF16())
+        define(r, "__half2float(" + a(0) + ")");
+      else if (r.getType().isBF16())
+        define(r, "__float2bfloat16((float)" + a(0) + ")");
+      else if (r.getType().isF16())
+        define(r, "__float2half((float)" + a(0) + ")");
+      else
+        define(r, "(" + ty + ")" + a(0));
+      return;
+    }
+    if (n == "arith.sitofp" || n == "arith.fptosi" || n == "arith.extsi" || n == "arith.trunci" ||
+        n == "arith.index_cast") {
+      // bool -> int: 0/1; int -> bool (trunci to i1): the low bit.
+      if (r.getType().isInteger(1))
+        define(r, "((" + a(0) + " & 1) != 0)");
+      else
+        define(r, "(" + ty + ")" + a(0));
+      return;
+    }
+    if (n == "arith.uitofp" || n == "arith.extui") {
+      Type from = op.getOperand(0).getType();
+      std::string u = from.isInteger(1) ? "(unsigned int)" : from.isInteger(8) ? "(unsigned char)"
+                                          : from.isInteger(32) ? "(unsigned int)" : "(unsigned long long)";
+      define(r, "(" + ty + ")(" + u + a(0) + ")");
+      return;
+    }
+    static const std::map<std::string, std::pair<const char *, const char *>> unaryMath = {
+        {"math.exp", {"expf", "exp"}},     {"math.log", {"logf", "log"}},
+        {"math.sqrt", {"sqrtf", "sqrt"}},  {"math.tanh", {"tanhf", "tanh"}},
+        {"math.erf", {"erff", "erf"}},     {"math.sin", {"sinf", "sin"}},
+        {"math.cos", {"cosf", "cos"}},     {"math.floor", {"floorf", "floor"}},
+        {"math.ceil", {"ceilf", "ceil"}},  {"math.absf", {"fabsf", "fabs"}}};
+    if (auto it = unaryMath.find(n); it != unaryMath.end()) {
+      define(r, fn(r.getType(), it->second.first, it->second.second) + "(" + a(0) + ")");
+      return;
+    }
+    if (n == "math.powf") {
+      define(r, fn(r.getType(), "powf", "pow") + "(" + a(0) + ", " + a(1) + ")");
+      return;
+    }
+    if (n == "math.absi") {
+      define(r, "(" + a(0) + " < 0 ? -" + a(0) + " : " + a(0) + ")");
+      return;
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      size_t k = memrefs_.at(load.getMemRef().getAsOpaquePointer());
+      const Shape &shape = spec_.operands[k].shape;
+      std::string index = "0LL";
+      for (size_t d = 0; d < shape.size(); ++d)
+        index = "(" + index + " * " + dimExpr(shape[d], spec_.symbols) + " + " + at(load.getIndices()[d]) + ")";
+      define(r, "m" + std::to_string(k) + "[" + index + "]");
+      return;
+    }
+    fail("cuda codegen: cannot print '" + n + "'");
+  }
+
+  std::ostream &os_;
+  const NestSpec &spec_;
+  std::map<const void *, std::string> names_;
+  std::map<const void *, size_t> memrefs_;
+  int next_ = 0;
+};
+
+// Builds a scalar MLIR function (ivs, symbols, operand memrefs[, acc]) whose
+// body is `body`, and prints it as a __device__ function named `name`.
+std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
+                           std::optional<DType> accumulator,
+                           const std::function<Value(NestContext &, std::optional<Value>)> &body) {
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> args;
+  size_t rank = spec.space.size(), nsym = spec.symbols.size();
+  for (size_t i = 0; i < rank + nsym; ++i)
+    args.push_back(b.getIndexType());
+  for (const cpu::NestOperand &o : spec.operands) {
+    SmallVector<int64_t> shape;
+    for (const Dim &d : o.shape)
+      shape.push_back(d.isStatic() ? d.value() : ShapedType::kDynamic);
+    args.push_back(MemRefType::get(shape, cpu::storageType(&ctx, o.dtype)));
+  }
+  if (accumulator)
+    args.push_back(cpu::computeType(&ctx, *accumulator));
+  auto f = b.create<func::FuncOp>(loc, name, b.getFunctionType(args, {}));
+  Block *entry = f.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  SmallVector<Value> ivs(entry->getArguments().begin(), entry->getArguments().begin() + rank);
+  SmallVector<Value> syms(entry->getArguments().begin() + rank,
+                          entry->getArguments().begin() + rank + nsym);
+  SmallVector<Value> memrefs(entry->getArguments().begin() + rank + nsym,
+                             entry->getArguments().begin() + rank + nsym + spec.operands.size());
+  auto size = [&](const Dim &d) -> Value {
+    Value v = b.create<arith::ConstantIndexOp>(loc, d.coefficient());
+    for (const std::string &s : d.symbols()) {
+      size_t k = size_t(std::find(spec.symbols.begin(), spec.symbols.end(), s) - spec.symbols.begin());
+      v = b.create<arith::MulIOp>(loc, v, syms[k]);
+    }
+    return v;
+  };
+  NestContext nc{b, loc, ivs, memrefs, size};
+  std::optional<Value> acc;
+  if (accumulator)
+    acc = entry->getArguments().back();
+  Value result = body(nc, acc);
+  b.create<func::ReturnOp>(loc, result);
+
+  std::ostringstream os;
+  std::ostringstream body_os;
+  ScalarPrinter printer(body_os, spec);
+  std::string params;
+  for (size_t i = 0; i < rank; ++i) {
+    printer.name(ivs[i], "i" + std::to_string(i));
+    params += (params.empty() ? "" : ", ") + std::string("long long i") + std::to_string(i);
+  }
+  for (size_t k = 0; k < nsym; ++k) {
+    printer.name(syms[k], "s" + std::to_string(k));
+    params += (params.empty() ? "" : ", ") + std::string("long long s") + std::to_string(k);
+  }
+  for (size_t k = 0; k < spec.operands.size(); ++k) {
+    printer.memref(memrefs[k], k);
+    params += (params.empty() ? "" : ", ") + std::string(k == 0 ? "" : "const ") +
+              storageCType(spec.operands[k].dtype) + " *__restrict__ m" + std::to_string(k);
+  }
+  if (acc) {
+    printer.name(*acc, "acc");
+    params += ", " + cType(acc->getType()) + " acc";
+  }
+  std::string ret = printer.print(*entry);
+  os << "__device__ __forceinline__ " << cType(result.getType()) << " " << name << "(" << params
+     << ") {\n"
+     << body_os.str() << "  return " << ret << ";\n}\n";
+  return os.str();
+}
+
+} // namespace
+
+void CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point) {
+  std::ostringstream os;
+  const std::string &sym = spec.symbol;
+  os << "// " << sym << ": space (";
+  for (size_t d = 0; d < spec.space.size(); ++d)
+    os << (d ? ", " : "") << spec.space[d].str() << (spec.reduced[d] ? " reduced" : "");
+  os << ")" << (spec.reduction.empty() ? "" : " " + spec.reduction) << "\n";
+  os << deviceFunction(ctx_, spec, sym + "_point", std::nullopt,
+                       [&](NestContext &n, std::optional<Value>) { return point(n); });
+  if (spec.epilogue)
+    os << deviceFunction(ctx_, spec, sym + "_epilogue", spec.valueDtype,
+                         [&](NestContext &n, std::optional<Value> acc) { return spec.epilogue(n, *acc); });
+  size_t rank = spec.space.size(), nsym = spec.symbols.size();
+  std::string params, symList, memList;
+  for (size_t k = 0; k < spec.operands.size(); ++k) {
+    params += std::string(k ? ", const " : "") + storageCType(spec.operands[k].dtype) + " *__restrict__ m" + std::to_string(k);
+    memList += ", m" + std::to_string(k);
+  }
+  for (size_t k = 0; k < nsym; ++k) {
+    params += ", long long s" + std::to_string(k);
+    symList += ", s" + std::to_string(k);
+  }
+  // Arguments of the point/epilogue functions: ivs, symbols, operands.
+  std::string callArgs;
+  for (size_t d = 0; d < rank; ++d)
+    callArgs += ", i" + std::to_string(d);
+  callArgs += symList + memList;
+  callArgs = callArgs.substr(2);
+  std::string pointCall = sym + "_point(" + callArgs + ")";
+  // The epilogue runs after the reduction loops: reduced indices are 0.
+  std::string epilogueArgs;
+  for (size_t d = 0; d < rank; ++d)
+    epilogueArgs += spec.reduced[d] ? ", 0LL" : ", i" + std::to_string(d);
+  epilogueArgs = (epilogueArgs + symList + memList).substr(2);
+  std::string acct = cType(cpu::computeType(&ctx_, spec.valueDtype));
+  DType out = spec.operands[0].dtype;
+  std::string outT = storageCType(out);
+  auto dims = [&](size_t d) { return dimExpr(spec.space[d], spec.symbols); };
+  os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_body(" << params << ") {\n";
+  // Parallel iterations, flattened row-major.
+  os << "  const long long total = 1LL";
+  for (size_t d = 0; d < rank; ++d)
+    if (!spec.reduced[d])
+      os << " * " << dims(d);
+  os << ";\n";
+  os << "  const long long base = (long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;\n";
+  os << "#pragma unroll\n  for (int item = 0; item < ITEMS; ++item) {\n";
+  os << "    const long long linear = base + (long long)item * BLOCK;\n";
+  os << "    if (linear >= total) return;\n";
+  if (std::find(spec.reduced.begin(), spec.reduced.end(), false) != spec.reduced.end())
+    os << "    long long rest = linear;\n";
+  for (size_t d = rank; d-- > 0;)
+    if (!spec.reduced[d])
+      os << "    const long long i" << d << " = rest % " << dims(d) << "; rest /= " << dims(d) << ";\n";
+  bool arg = spec.reduction == "argmax" || spec.reduction == "argmin";
+  std::string value;
+  std::vector<size_t> reducedDims;
+  for (size_t d = 0; d < rank; ++d)
+    if (spec.reduced[d])
+      reducedDims.push_back(d);
+  if (reducedDims.empty()) {
+    value = "tc_store<" + outT + ">(" + pointCall + ")";
+  } else {
+    if (arg) {
+      os << "    " << acct << " best = 0; long long bestIndex = -1, position = 0;\n";
+    } else {
+      std::string id;
+      bool isF = isFloat(spec.valueDtype);
+      if (spec.reduction == "sum" || spec.reduction == "mean")
+        id = "0";
+      else if (spec.reduction == "prod")
+        id = "1";
+      else if (spec.reduction == "max")
+        id = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
+      else
+        id = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
+      os << "    " << acct << " acc = (" << acct << ")(" << id << ");\n";
+    }
+    std::string indent = "    ";
+    for (size_t d : reducedDims) {
+      os << indent << "for (long long i" << d << " = 0; i" << d << " < " << dims(d) << "; ++i" << d << ") {\n";
+      indent += "  ";
+    }
+    os << indent << "const " << acct << " x = " << pointCall << ";\n";
+    if (arg) {
+      std::string cmp = spec.reduction == "argmax" ? ">" : "<";
+      bool isF = isFloat(spec.valueDtype);
+      std::string better = isF ? "bestIndex < 0 || (!isnan(best) && (isnan(x) || x " + cmp + " best))"
+                               : "bestIndex < 0 || x " + cmp + " best";
+      os << indent << "if (" << better << ") { best = x; bestIndex = position; }\n";
+      os << indent << "++position;\n";
+    } else if (spec.reduction == "sum" || spec.reduction == "mean") {
+      os << indent << "acc = acc + x;\n";
+    } else if (spec.reduction == "prod") {
+      os << indent << "acc = acc * x;\n";
+    } else {
+      os << indent << "acc = " << (spec.reduction == "max" ? "tc_maximum" : "tc_minimum") << "(acc, x);\n";
+    }
+    for (size_t k = 0; k < reducedDims.size(); ++k) {
+      indent = indent.substr(2);
+      os << indent << "}\n";
+    }
+    if (spec.reduction == "mean") {
+      os << "    acc = acc / (" << acct << ")(1LL";
+      for (size_t d : reducedDims)
+        os << " * " << dims(d);
+      os << ");\n";
+    }
+    if (spec.epilogue)
+      os << "    acc = " << sym << "_epilogue(" << epilogueArgs << ", acc);\n";
+    value = arg ? "(long long)bestIndex" : "tc_store<" + outT + ">(acc)";
+  }
+  // Output index: parallel dims (reduced ones as 0 with keepdim), plus offsets.
+  std::string index = "0LL";
+  size_t od = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (spec.reduced[d] && !spec.keepdim)
+      continue;
+    std::string i = spec.reduced[d] ? "0LL" : "i" + std::to_string(d);
+    if (od < spec.outputOffset.size() && spec.outputOffset[od] != Dim::of(0))
+      i = "(" + i + " + " + dimExpr(spec.outputOffset[od], spec.symbols) + ")";
+    index = "(" + index + " * " + dimExpr(spec.operands[0].shape[od], spec.symbols) + " + " + i + ")";
+    ++od;
+  }
+  os << "    m0[" << index << "] = " << value << ";\n  }\n}\n";
+  for (const Variant &v : kernelVariants())
+    os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << v.suffix()
+       << "(" << params << ") { " << sym << "_body<" << v.block << ", " << v.items << ">("
+       << memList.substr(2) << symList << "); }\n";
+  os << "\n";
+  kernels_ += os.str();
+}
+
+std::string CudaSourceBuilder::source() const { return cudaPrelude() + kernels_; }
+
+std::string cudaPrelude() {
+  return R"(// Generated by tensorc: CUDA C++ kernels, compiled at run time with NVRTC.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define TC_INFINITY __int_as_float(0x7f800000)
+
+// NaN-propagating max/min (PyTorch's maximum/minimum; fmaxf drops NaN).
+template <typename T> __device__ __forceinline__ T tc_maximum(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T tc_minimum(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T tc_lowest();
+template <> __device__ __forceinline__ int tc_lowest<int>() { return -2147483647 - 1; }
+template <> __device__ __forceinline__ long long tc_lowest<long long>() { return -9223372036854775807LL - 1; }
+template <typename T> __device__ __forceinline__ T tc_highest();
+template <> __device__ __forceinline__ int tc_highest<int>() { return 2147483647; }
+template <> __device__ __forceinline__ long long tc_highest<long long>() { return 9223372036854775807LL; }
+// A computed value to its storage type (one rounding for f16/bf16).
+template <typename S, typename T> __device__ __forceinline__ S tc_store(T v) { return (S)v; }
+template <> __device__ __forceinline__ __half tc_store<__half, float>(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 tc_store<__nv_bfloat16, float>(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ unsigned char tc_store<unsigned char, bool>(bool v) { return v ? 1 : 0; }
+
+)";
+}
+
+} // namespace tensorc::codegen::cuda

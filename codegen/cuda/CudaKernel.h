@@ -1,0 +1,46 @@
+// CUDA C++ for loop nests (issue 6, first slice): every nest of a program
+// becomes a parameterized kernel template. The nest's point function (and
+// epilogue) is built in MLIR by the backend-neutral program builder and
+// printed as a straight-line __device__ function (ScalarPrinter); the
+// template maps the nest's parallel iterations to threads (BLOCK threads,
+// ITEMS iterations per thread) and runs its reduction loops per thread.
+// Variants are instantiated as `extern "C"` kernels SYMBOL_bB_iI so the
+// autotuner can choose; the heuristic default is recorded per step.
+#pragma once
+
+#include "codegen/cpu/LoopNest.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <string>
+#include <vector>
+
+namespace tensorc::codegen::cuda {
+
+struct Variant {
+  int block;
+  int items;
+  std::string suffix() const { return "_b" + std::to_string(block) + "_i" + std::to_string(items); }
+};
+// The variants every kernel is instantiated with; the first is the default.
+const std::vector<Variant> &kernelVariants();
+
+// Headers and the helpers every kernel uses.
+std::string cudaPrelude();
+
+class CudaSourceBuilder {
+public:
+  explicit CudaSourceBuilder(mlir::MLIRContext &ctx) : ctx_(ctx) {}
+  // Appends the nest's kernel template and its variants. Throws Error.
+  void addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
+  // The whole translation unit: a prelude (headers, helpers) and the kernels.
+  std::string source() const;
+  // The kernels alone (several programs' kernels can share one prelude).
+  const std::string &kernels() const { return kernels_; }
+
+private:
+  mlir::MLIRContext &ctx_;
+  std::string kernels_;
+};
+
+} // namespace tensorc::codegen::cuda

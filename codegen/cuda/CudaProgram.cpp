@@ -1,0 +1,31 @@
+#include "codegen/cuda/CudaProgram.h"
+
+#include "codegen/Program.h"
+#include "codegen/cpu/Lowering.h"
+#include "codegen/cuda/CudaKernel.h"
+
+using namespace mlir;
+
+namespace tensorc::codegen::cuda {
+
+artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions &options) {
+  func::FuncOp fn = singleFunction(module);
+  MLIRContext *ctx = module.getContext();
+  cpu::loadCpuDialects(*ctx);
+  CudaSourceBuilder source(*ctx);
+  artifact::Artifact art =
+      buildProgram(fn, "tc_" + fn.getName().str() + "_k",
+                   [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { source.addNest(spec, point); });
+  art.code = source.source();
+  art.target.kind = "cuda";
+  art.target.triple = "nvptx64-nvidia-cuda";
+  art.target.cpu = options.arch;
+  art.options = options.record;
+  std::string variants;
+  for (const Variant &v : kernelVariants())
+    variants += (variants.empty() ? "" : ",") + v.suffix().substr(1);
+  art.options["kernel_variants"] = variants; // the first is the default
+  return art;
+}
+
+} // namespace tensorc::codegen::cuda

@@ -1,0 +1,25 @@
+// The CUDA backend's top level (issue 6, first slice): a tc module after a
+// backend pipeline becomes an artifact whose code is one CUDA C++
+// translation unit holding every loop nest as a kernel template with its
+// variants (CudaKernel.h); matmul steps are library calls (cuBLASLt in the
+// GPU runtime). The runtime compiles the source with NVRTC for the GPU it
+// finds and caches the binaries (runtime/cache).
+#pragma once
+
+#include "runtime/artifact/Artifact.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+
+namespace tensorc::codegen::cuda {
+
+struct CudaCompileOptions {
+  std::string arch = "sm_90"; // recorded; the runtime compiles for the GPU it finds
+  std::map<std::string, std::string> record;
+};
+
+artifact::Artifact compileCudaArtifact(mlir::ModuleOp module, const CudaCompileOptions &options);
+
+} // namespace tensorc::codegen::cuda
