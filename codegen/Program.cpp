@@ -824,6 +824,10 @@ private:
     st.parallel = nestIsParallel(spec);
     st.extent = nestExtent(spec);
     st.work = nestWork(spec);
+    st.threads = Dim::of(1);
+    for (size_t d = 0; d < spec.space.size(); ++d)
+      if (!spec.reduced[d])
+        st.threads = st.threads * spec.space[d];
     bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
                        (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
     chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);

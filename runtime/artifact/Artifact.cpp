@@ -143,6 +143,7 @@ json manifestJson(const Artifact &a) {
       j["parallel"] = s.parallel;
       j["extent"] = dimJson(s.extent);
       j["work"] = dimJson(s.work);
+      j["threads"] = dimJson(s.threads);
       if (s.chainNext)
         j["chain_next"] = true;
     }
@@ -229,7 +230,7 @@ void validate(const Artifact &a) {
           what + ": wrong number of operands");
     if (s.kind == Step::Kind::Loop) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
-      checkShape({s.extent, s.work}, what);
+      checkShape({s.extent, s.work, s.threads}, what);
     }
     if (s.chainNext) {
       const Step *next = i + 1 < a.steps.size() ? &a.steps[i + 1] : nullptr;
@@ -353,6 +354,8 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.parallel = j.at("parallel").get<bool>();
         s.extent = parseDimJson(j.at("extent"), "step");
         s.work = parseDimJson(j.at("work"), "step");
+        if (j.contains("threads"))
+          s.threads = parseDimJson(j.at("threads"), "step");
         s.chainNext = j.value("chain_next", false);
       }
       if (s.kind == Step::Kind::Matmul) {

@@ -68,6 +68,7 @@ struct Step {
   bool parallel = false; // Loop: the outermost loop may be split over threads
   Dim extent;            // Loop: the outermost loop's trip count
   Dim work;              // Loop: iterations of the whole nest (split heuristic)
+  Dim threads = Dim::of(1); // Loop: iterations of its non-reduced dims (GPU threads)
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
   // Loop: runs chunk by chunk of the outermost loop together with the next
   // step (same extent): rows it writes are read by the next only at the

@@ -7,6 +7,7 @@
 #include "runtime/core/Blas.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/KernelLibrary.h"
+#include "runtime/cuda/CudaProgram.h"
 #include "runtime/host/ThreadPool.h"
 
 #include <algorithm>
@@ -114,6 +115,7 @@ struct Executable::Impl {
   std::shared_ptr<uint8_t> constants; // the data section, 64-byte aligned
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<Device> device;
+  std::unique_ptr<cuda::CudaProgram> cuda; // for "cuda" artifacts
 };
 
 Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -136,15 +138,20 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
     impl->where = name;
     impl->art = artifact::parse(bytes, name);
     const artifact::Artifact &a = impl->art;
-    check(a.target.kind == "cpu", name + ": compiled for target '" + a.target.kind +
-                                      "', but this runtime runs only 'cpu' artifacts");
-    std::string arch = a.target.triple.substr(0, a.target.triple.find('-'));
-    check(arch == hostArch(), name + ": compiled for " + a.target.triple + ", but this machine is " +
-                                  hostArch() + "; recompile with --target cpu on (or for) it");
-    for (const std::string &f : a.target.features)
-      check(hostHasFeature(f), name + ": the code needs the CPU feature '" + f + "' (compiled for " +
-                                   a.target.cpu + "), which this machine lacks; recompile with "
-                                   "--cpu x86-64 or on this machine");
+    check(a.target.kind == "cpu" || a.target.kind == "cuda",
+          name + ": compiled for target '" + a.target.kind +
+              "', but this runtime runs only 'cpu' and 'cuda' artifacts");
+    if (a.target.kind == "cpu") {
+      std::string arch = a.target.triple.substr(0, a.target.triple.find('-'));
+      check(arch == hostArch(), name + ": compiled for " + a.target.triple +
+                                    ", but this machine is " + hostArch() +
+                                    "; recompile with --target cpu on (or for) it");
+      for (const std::string &f : a.target.features)
+        check(hostHasFeature(f), name + ": the code needs the CPU feature '" + f +
+                                     "' (compiled for " + a.target.cpu +
+                                     "), which this machine lacks; recompile with "
+                                     "--cpu x86-64 or on this machine");
+    }
     auto info = [](const artifact::TensorDecl &t) {
       TensorInfo i{t.name, toElementType(t.dtype), {}};
       for (const Dim &d : t.shape)
@@ -157,10 +164,18 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
       impl->outputs.push_back(info(t));
     for (const artifact::SymbolDecl &s : a.symbols)
       impl->symbols.push_back({s.name, s.min, s.max.value_or(-1)});
-    impl->library = std::make_unique<KernelLibrary>(a.code, name);
-    for (const Step &s : a.steps)
-      impl->kernels.push_back(s.kind == Step::Kind::Loop ? impl->library->loopKernel(s.symbol)
-                                                         : nullptr);
+    if (a.target.kind == "cuda") {
+      try {
+        impl->cuda = std::make_unique<cuda::CudaProgram>(a, name);
+      } catch (const tensorc::Error &e) {
+        fail(name + ": " + e.what());
+      }
+    } else {
+      impl->library = std::make_unique<KernelLibrary>(a.code, name);
+      for (const Step &s : a.steps)
+        impl->kernels.push_back(s.kind == Step::Kind::Loop ? impl->library->loopKernel(s.symbol)
+                                                           : nullptr);
+    }
     void *data = a.data.empty() ? nullptr : std::aligned_alloc(64, (a.data.size() + 63) / 64 * 64);
     if (data)
       std::memcpy(data, a.data.data(), a.data.size());
@@ -191,6 +206,7 @@ struct Session::State {
   void *arena = nullptr;
   size_t arenaCapacity = 0;
   Device *device = nullptr;
+  std::unique_ptr<cuda::CudaProgram::Buffers> gpu; // device memory of a cuda run
   ~State() {
     if (arena)
       device->deallocate(arena);
@@ -421,6 +437,36 @@ void Session::run(const std::vector<TensorView> &inputs, const std::vector<Tenso
       check(outputs[i].shape == want,
             what + ": expected shape " + dimsStr(want) + ", got " + dimsStr(outputs[i].shape));
       check(numelOf(want) == 0 || outputs[i].data != nullptr, what + ": null data");
+    }
+    if (x.cuda) {
+      // The arena lives on the GPU: plan its offsets without host memory.
+      State &st = *state_;
+      if (!st.planned || st.bindings != b) {
+        st.bindings = b;
+        st.symbolValues.clear();
+        for (const artifact::SymbolDecl &s : x.art.symbols)
+          st.symbolValues.push_back(b.at(s.name));
+        st.shapes.clear();
+        for (const artifact::ValueDecl &v : x.art.values)
+          st.shapes.push_back(concrete(v.shape, b));
+        std::vector<BufferRequest> requests;
+        for (const artifact::BufferDecl &bd : x.art.buffers)
+          requests.push_back({*bd.bytes.evaluate(b), bd.first, bd.last, -1});
+        MemoryPlan p = planMemory(requests, 256);
+        st.bufferOffsets = p.offsets;
+        st.arenaBytes = p.arenaBytes;
+        st.planned = true;
+      }
+      if (!st.gpu)
+        st.gpu = std::make_unique<cuda::CudaProgram::Buffers>();
+      std::vector<const void *> in;
+      std::vector<void *> out;
+      for (const TensorView &v : inputs)
+        in.push_back(v.data);
+      for (const TensorView &v : outputs)
+        out.push_back(v.data);
+      x.cuda->run(x.art, st.symbolValues, st.shapes, st.bufferOffsets, st.arenaBytes, in, out, *st.gpu);
+      return;
     }
     plan(x, *state_, b);
     execute(x, *state_, inputs, outputs);

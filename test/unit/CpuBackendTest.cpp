@@ -419,7 +419,9 @@ TEST(CpuBackend, WrongTargetIsRefused) {
   };
   artifact::Artifact a = good;
   a.target.kind = "cuda";
-  expectRefused(a, "m.tcx: compiled for target 'cuda', but this runtime runs only 'cpu' artifacts");
+  expectRefused(a, "m.tcx: cuda: no NVIDIA driver");
+  a.target.kind = "tpu";
+  expectRefused(a, "m.tcx: compiled for target 'tpu', but this runtime runs only 'cpu' and 'cuda' artifacts");
   a = good;
   a.target.triple = "aarch64-unknown-linux-gnu";
   expectRefused(a, "m.tcx: compiled for aarch64-unknown-linux-gnu, but this machine is x86_64");

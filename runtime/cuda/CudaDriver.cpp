@@ -1,0 +1,175 @@
+#include "runtime/cuda/CudaDriver.h"
+
+#include "ir/core/Error.h"
+
+#include <dlfcn.h>
+#include <memory>
+#include <mutex>
+
+namespace tensorc::cuda {
+
+struct Driver::Api {
+  int (*init)(unsigned);
+  int (*deviceGet)(int *, int);
+  int (*deviceGetAttribute)(int *, int, int);
+  int (*deviceGetName)(char *, int, int);
+  int (*primaryCtxRetain)(void **, int);
+  int (*ctxSetCurrent)(void *);
+  int (*ctxSynchronize)();
+  int (*moduleLoadData)(void **, const void *);
+  int (*moduleGetFunction)(void **, void *, const char *);
+  int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      void *, void **, void **);
+  int (*memAlloc)(DevicePtr *, size_t);
+  int (*memFree)(DevicePtr);
+  int (*memcpyHtoD)(DevicePtr, const void *, size_t);
+  int (*memcpyDtoH)(void *, DevicePtr, size_t);
+  int (*memcpyDtoD)(DevicePtr, DevicePtr, size_t);
+  int (*memsetD8)(DevicePtr, unsigned char, size_t);
+  int (*getErrorString)(int, const char **);
+};
+
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Driver::Api> api;
+  std::string error;
+};
+
+const Loaded &load() {
+  static const Loaded loaded = [] {
+    Loaded l;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      l.error = "no NVIDIA driver: libcuda.so.1 cannot be loaded (" + std::string(dlerror()) + ")";
+      return l;
+    }
+    auto api = std::make_unique<Driver::Api>();
+    std::string missing;
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      if (!fn)
+        missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    sym(api->init, "cuInit");
+    sym(api->deviceGet, "cuDeviceGet");
+    sym(api->deviceGetAttribute, "cuDeviceGetAttribute");
+    sym(api->deviceGetName, "cuDeviceGetName");
+    sym(api->primaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    sym(api->ctxSetCurrent, "cuCtxSetCurrent");
+    sym(api->ctxSynchronize, "cuCtxSynchronize");
+    sym(api->moduleLoadData, "cuModuleLoadData");
+    sym(api->moduleGetFunction, "cuModuleGetFunction");
+    sym(api->launchKernel, "cuLaunchKernel");
+    sym(api->memAlloc, "cuMemAlloc_v2");
+    sym(api->memFree, "cuMemFree_v2");
+    sym(api->memcpyHtoD, "cuMemcpyHtoD_v2");
+    sym(api->memcpyDtoH, "cuMemcpyDtoH_v2");
+    sym(api->memcpyDtoD, "cuMemcpyDtoD_v2");
+    sym(api->memsetD8, "cuMemsetD8_v2");
+    sym(api->getErrorString, "cuGetErrorString");
+    if (!missing.empty()) {
+      l.error = "libcuda.so.1 lacks " + missing + " (driver too old?)";
+      return l;
+    }
+    l.api = std::move(api);
+    return l;
+  }();
+  return loaded;
+}
+
+} // namespace
+
+bool Driver::available() { return load().api != nullptr; }
+
+Driver &Driver::get() {
+  static std::once_flag once;
+  static std::unique_ptr<Driver> driver;
+  static std::string error;
+  std::call_once(once, [] {
+    if (!load().api) {
+      error = load().error;
+      return;
+    }
+    try {
+      driver.reset(new Driver());
+    } catch (const Error &e) {
+      error = e.what();
+    }
+  });
+  check(driver != nullptr, "cuda: " + error);
+  return *driver;
+}
+
+#define TC_CU(call)                                                                               \
+  do {                                                                                            \
+    int rc_ = api_->call;                                                                         \
+    if (rc_ != 0) {                                                                               \
+      const char *msg_ = nullptr;                                                                 \
+      api_->getErrorString(rc_, &msg_);                                                           \
+      fail(std::string("cuda: ") + #call + " failed: " + (msg_ ? msg_ : "unknown error") +        \
+           " (" + std::to_string(rc_) + ")");                                                     \
+    }                                                                                             \
+  } while (0)
+
+Driver::Driver() : api_(load().api.get()) {
+  TC_CU(init(0));
+  int device = 0;
+  TC_CU(deviceGet(&device, 0));
+  TC_CU(deviceGetAttribute(&major_, 75, device)); // COMPUTE_CAPABILITY_MAJOR
+  TC_CU(deviceGetAttribute(&minor_, 76, device)); // COMPUTE_CAPABILITY_MINOR
+  char name[256] = {};
+  TC_CU(deviceGetName(name, sizeof name, device));
+  name_ = name;
+  TC_CU(primaryCtxRetain(&context_, device));
+  makeCurrent();
+}
+
+void Driver::makeCurrent() const { TC_CU(ctxSetCurrent(context_)); }
+
+void *Driver::loadModule(const std::string &image) const {
+  void *m = nullptr;
+  TC_CU(moduleLoadData(&m, image.data()));
+  return m;
+}
+
+void *Driver::function(void *module, const std::string &name) const {
+  void *f = nullptr;
+  int rc = api_->moduleGetFunction(&f, module, name.c_str());
+  check(rc == 0, "cuda: the kernel module has no function '" + name + "'");
+  return f;
+}
+
+void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args) const {
+  TC_CU(launchKernel(f, gridX, 1, 1, blockX, 1, 1, 0, nullptr, args, nullptr));
+}
+
+DevicePtr Driver::allocate(size_t bytes) const {
+  DevicePtr p = 0;
+  if (bytes)
+    TC_CU(memAlloc(&p, bytes));
+  return p;
+}
+void Driver::free(DevicePtr p) const {
+  if (p)
+    api_->memFree(p);
+}
+void Driver::copyToDevice(DevicePtr d, const void *s, size_t n) const {
+  if (n)
+    TC_CU(memcpyHtoD(d, s, n));
+}
+void Driver::copyToHost(void *d, DevicePtr s, size_t n) const {
+  if (n)
+    TC_CU(memcpyDtoH(d, s, n));
+}
+void Driver::copyOnDevice(DevicePtr d, DevicePtr s, size_t n) const {
+  if (n)
+    TC_CU(memcpyDtoD(d, s, n));
+}
+void Driver::fill(DevicePtr d, uint8_t v, size_t n) const {
+  if (n)
+    TC_CU(memsetD8(d, v, n));
+}
+void Driver::synchronize() const { TC_CU(ctxSynchronize()); }
+
+} // namespace tensorc::cuda
