@@ -5,7 +5,7 @@ import lit.formats
 config.name = "tensorc"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "consumer", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
+config.excludes = ["Inputs", "consumer", "gpu", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tensorc_binary_dir, "test")
 

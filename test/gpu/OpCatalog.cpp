@@ -1,0 +1,110 @@
+// The op and model graphs the CUDA backend is checked on (NVRTC compilation
+// in CI, parity on a GPU via the bundle's cases).
+#include "test/gpu/OpCatalog.h"
+
+#include "compiler/autodiff/TrainingStep.h"
+#include "compiler/driver/Model.h"
+#include "compiler/trace/Tracer.h"
+
+namespace tensorc::gpu {
+
+namespace {
+using Shape_ = std::vector<std::variant<int64_t, std::string>>;
+
+Graph opGraph(const std::string &op, const std::vector<std::pair<DType, Shape_>> &ins, AttrMap attrs = {}) {
+  trace::Tracer t("op");
+  std::vector<trace::Operand> operands;
+  for (size_t i = 0; i < ins.size(); ++i)
+    operands.push_back(t.input("in" + std::to_string(i), ins[i].first, ins[i].second));
+  for (const trace::Tensor &r : t.call(op, operands, attrs))
+    t.output(r);
+  return t.graph();
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, Graph>> opGraphs() {
+  std::vector<std::pair<std::string, Graph>> gs;
+  auto push_back = [&](Graph g) { gs.emplace_back(g.nodes.back().op, std::move(g)); };
+  const DType floats[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+  for (const char *op : {"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid",
+                         "relu", "silu", "sin", "cos", "erf", "gelu", "floor", "ceil", "sign", "logical_not"})
+    for (DType d : floats)
+      push_back(opGraph(op, {{d, {"B", 7}}}));
+  for (const char *op : {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
+                         "gt", "ge", "logical_and", "logical_or"})
+    for (DType d : floats)
+      push_back(opGraph(op, {{d, {3, 1, 5}}, {d, {4, 5}}}));
+  for (DType d : {DType::I32, DType::I64})
+    for (const char *op : {"neg", "abs", "sign", "add", "mul", "maximum", "lt"})
+      push_back(opGraph(op, std::string(op) == "neg" || std::string(op) == "abs" || std::string(op) == "sign"
+                                   ? std::vector<std::pair<DType, Shape_>>{{d, {9}}}
+                                   : std::vector<std::pair<DType, Shape_>>{{d, {9}}, {d, {9}}}));
+  for (DType from : kAllDTypes)
+    for (DType to : kAllDTypes)
+      push_back(opGraph("cast", {{from, {5}}}, {{"to", Attr(to)}}));
+  push_back(opGraph("where", {{DType::I1, {4, 1}}, {DType::BF16, {4, 6}}, {DType::BF16, {6}}}));
+  push_back(opGraph("clamp", {{DType::F32, {8}}}, {{"min", Attr(-0.5)}, {"max", Attr(0.5)}}));
+  push_back(opGraph("clamp", {{DType::I32, {8}}}, {{"min", Attr(1.5)}}));
+  for (const char *op : {"sum", "mean", "max", "min", "prod"})
+    for (DType d : {DType::F32, DType::BF16, DType::I64}) {
+      if (d == DType::I64 && std::string(op) == "mean")
+        continue;
+      push_back(opGraph(op, {{d, {"B", 7, 9}}}, {{"axes", Attr(std::vector<int64_t>{1})}, {"keepdim", Attr(true)}}));
+      push_back(opGraph(op, {{d, {"B", 7}}}));
+    }
+  for (const char *op : {"argmax", "argmin"}) {
+    push_back(opGraph(op, {{DType::F16, {5, 7}}}, {{"axis", Attr(int64_t(1))}}));
+    push_back(opGraph(op, {{DType::I32, {5, 7}}}));
+  }
+  push_back(opGraph("matmul", {{DType::F32, {"B", 3, 4}}, {DType::F32, {4, 5}}}));
+  push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
+  push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));
+  push_back(opGraph("broadcast_to", {{DType::F32, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}}));
+  push_back(opGraph("slice", {{DType::F32, {10, 9}}}, {{"starts", Attr(std::vector<int64_t>{1, 2})},
+                                                          {"ends", Attr(std::vector<int64_t>{9, 9})},
+                                                          {"steps", Attr(std::vector<int64_t>{3, 2})}}));
+  push_back(opGraph("split", {{DType::F32, {3, 10}}}, {{"sizes", Attr(std::vector<int64_t>{2, 8})}, {"axis", Attr(int64_t(1))}}));
+  push_back(opGraph("reshape", {{DType::F32, {4, 6}}}, {{"shape", Attr(Shape{Dim::of(3), Dim::of(8)})}}));
+  push_back(opGraph("squeeze", {{DType::F32, {4, 1, 6}}}));
+  push_back(opGraph("unsqueeze", {{DType::F32, {4, 6}}}, {{"axis", Attr(int64_t(1))}}));
+  push_back(opGraph("flatten", {{DType::F32, {2, 3, 4}}}));
+  push_back(opGraph("concat", {{DType::I1, {3, 2}}, {DType::I1, {3, 5}}}, {{"axis", Attr(int64_t(1))}}));
+  push_back(opGraph("pad", {{DType::F16, {4, 5}}}, {{"pads", Attr(std::vector<int64_t>{1, 2, 0, 3})}}));
+  push_back(opGraph("gather", {{DType::F32, {5, 6}}, {DType::I64, {4, 6}}}, {{"axis", Attr(int64_t(0))}}));
+  push_back(opGraph("index_select", {{DType::BF16, {5, 6}}, {DType::I32, {9}}}, {{"axis", Attr(int64_t(1))}}));
+  push_back(opGraph("embedding", {{DType::I64, {"B", 3}}, {DType::F32, {11, 8}}}));
+  push_back(opGraph("dropout", {{DType::F32, {7, 33}}, {DType::I64, {}}}, {{"p", Attr(0.3)}}));
+  push_back(opGraph("conv2d", {{DType::F32, {"B", 4, 10, 7}}, {DType::F32, {6, 2, 3, 2}}, {DType::F32, {6}}},
+                       {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
+                        {"groups", Attr(int64_t(2))}}));
+  push_back(opGraph("max_pool2d", {{DType::BF16, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 2})}}));
+  push_back(opGraph("avg_pool2d", {{DType::F32, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 3})},
+                                                                     {"padding", Attr(std::vector<int64_t>{1, 1})}}));
+  push_back(opGraph("iota", {}, {{"end", Attr(int64_t(13))}}));
+  push_back(opGraph("full", {}, {{"shape", Attr(Shape{Dim::of(3)})}, {"value", Attr(2.5)}}));
+  push_back(opGraph("scaled_dot_product_attention_backward",
+                       {{DType::F32, {2, 3, 5, 4}}, {DType::F32, {2, 3, 5, 8}}, {DType::F32, {1, 3, 7, 8}},
+                        {DType::F32, {2, 3, 7, 4}}},
+                       {{"is_causal", Attr(true)}}));
+  return gs;
+}
+
+std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root) {
+  std::vector<std::pair<std::string, Graph>> gs;
+  for (const char *f : {"/examples/mlp.json", "/examples/transformer_block.json", "/test/autodiff/Inputs/chain.json",
+                        "/test/passes/Inputs/composites.json", "/test/passes/Inputs/attention.json"}) {
+    Graph g = loadModel(root + f)->graph;
+    gs.emplace_back(g.name, g);
+  }
+  for (const char *f : {"/examples/mlp.json", "/test/autodiff/Inputs/chain.json"}) {
+    autodiff::TrainingStepOptions options;
+    options.optimizer.kind = autodiff::Optimizer::AdamW;
+    Graph g = autodiff::buildTrainingStep(loadModel(root + f)->graph, options).graph;
+    gs.emplace_back(g.name, g);
+  }
+  return gs;
+}
+
+
+} // namespace tensorc::gpu

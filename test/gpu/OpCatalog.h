@@ -1,0 +1,17 @@
+// Named graphs covering every op (several dtypes) and the example models,
+// for the CUDA backend's tests.
+#pragma once
+
+#include "compiler/graph/Graph.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tensorc::gpu {
+
+std::vector<std::pair<std::string, Graph>> opGraphs();
+// `root`: the source tree (examples/, test/).
+std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root);
+
+} // namespace tensorc::gpu

@@ -1,0 +1,127 @@
+// tensorc-check: runs compiled cases through the runtime library alone (no
+// compiler, no MLIR/LLVM: it ships in the GPU bundle) and compares every
+// output with the reference interpreter's, saved beside it.
+//
+//   tensorc-check CASE_DIR...     each CASE_DIR: model.tcx, inputs/*.npy,
+//                                 expected/*.npy (one per output, by name)
+//
+// Outputs are poisoned (all bytes 0xff) before the run, so an unwritten
+// element fails. Tolerances are relative, by dtype (f64 1e-9, f32 2e-4, f16
+// 4e-3, bf16 2e-2, integers exact). Prints PASS/FAIL/SKIP per case and the
+// summary line "N passed, M failed, K skipped"; exits 1 if any failed.
+#include "runtime/host/HostTensor.h"
+#include "runtime/host/Npy.h"
+#include "tensorc/Runtime.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace rt = tensorc::runtime;
+namespace fs = std::filesystem;
+using tensorc::DType;
+using tensorc::HostTensor;
+
+namespace {
+
+double tolerance(DType d) {
+  switch (d) {
+  case DType::F64:
+    return 1e-9;
+  case DType::F32:
+    return 2e-4;
+  case DType::F16:
+    return 4e-3;
+  case DType::BF16:
+    return 2e-2;
+  default:
+    return 0;
+  }
+}
+
+// "" when equal within tolerance, else the first difference.
+std::string compare(const HostTensor &got, const HostTensor &want) {
+  if (got.shape() != want.shape())
+    return "shape " + got.shapeStr() + " vs " + want.shapeStr();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    bool ok;
+    if (!tensorc::isFloat(want.dtype())) {
+      ok = got.getI(i) == want.getI(i);
+    } else {
+      double x = got.getF(i), y = want.getF(i);
+      ok = std::isnan(y) ? std::isnan(x)
+           : std::isinf(y) ? x == y
+                           : std::fabs(x - y) <= tolerance(want.dtype()) * std::max(1.0, std::fabs(y));
+    }
+    if (!ok) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "element %lld: got %.9g, want %.9g", (long long)i, got.getF(i),
+                    want.getF(i));
+      return buf;
+    }
+  }
+  return "";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int passed = 0, failed = 0, skipped = 0;
+  for (int c = 1; c < argc; ++c) {
+    fs::path dir = argv[c];
+    std::string name = dir.filename().string();
+    try {
+      std::shared_ptr<rt::Executable> exe;
+      try {
+        exe = rt::Executable::load((dir / "model.tcx").string());
+      } catch (const rt::Error &e) {
+        std::string m = e.what();
+        if (m.find("not implemented yet") != std::string::npos) {
+          std::printf("SKIP %s: %s\n", name.c_str(), m.c_str());
+          ++skipped;
+          continue;
+        }
+        throw;
+      }
+      std::vector<HostTensor> inputs;
+      std::vector<rt::TensorView> in;
+      for (const rt::TensorInfo &i : exe->inputs())
+        inputs.push_back(tensorc::readNpy((dir / "inputs" / (i.name + ".npy")).string(), DType(int(i.dtype))));
+      for (HostTensor &t : inputs)
+        in.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
+      rt::Session session(exe);
+      std::vector<std::vector<int64_t>> shapes = session.outputShapes(in);
+      std::vector<HostTensor> outputs;
+      std::vector<rt::TensorView> out;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        outputs.emplace_back(DType(int(exe->outputs()[i].dtype)), shapes[i]);
+        outputs.back().fillBytes(0xff);
+      }
+      for (HostTensor &t : outputs)
+        out.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
+      session.run(in, out);
+      std::string problems;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        const std::string &o = exe->outputs()[i].name;
+        HostTensor want = tensorc::readNpy((dir / "expected" / (o + ".npy")).string(), outputs[i].dtype());
+        std::string diff = compare(outputs[i], want);
+        if (!diff.empty())
+          problems += (problems.empty() ? "" : "; ") + o + ": " + diff;
+      }
+      if (problems.empty()) {
+        std::printf("PASS %s\n", name.c_str());
+        ++passed;
+      } else {
+        std::printf("FAIL %s: %s\n", name.c_str(), problems.c_str());
+        ++failed;
+      }
+    } catch (const std::exception &e) {
+      std::printf("FAIL %s: %s\n", name.c_str(), e.what());
+      ++failed;
+    }
+  }
+  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  return failed ? 1 : 0;
+}
