@@ -162,17 +162,31 @@ private:
       return;
     }
     std::string n = op.getName().getStringRef().str();
+    // The unsigned type of an integer's width: wrapping arithmetic and
+    // logical shifts without C++'s signed-overflow undefined behaviour.
+    auto unsignedOf = [](Type t) {
+      return t.isInteger(32) ? std::string("(unsigned int)")
+             : t.isInteger(8) ? std::string("(unsigned char)")
+             : t.isInteger(1) ? std::string("(bool)")
+                              : std::string("(unsigned long long)");
+    };
+    static const std::map<std::string, const char *> wrapping = {
+        {"arith.addi", "+"}, {"arith.subi", "-"}, {"arith.muli", "*"}, {"arith.shli", "<<"}};
+    if (auto it = wrapping.find(n); it != wrapping.end() && !r.getType().isInteger(1)) {
+      std::string u = unsignedOf(r.getType());
+      define(r, "(" + ty + ")(" + u + a(0) + " " + it->second + " " + u + a(1) + ")");
+      return;
+    }
     static const std::map<std::string, const char *> binaries = {
         {"arith.addi", "+"},  {"arith.subi", "-"},  {"arith.muli", "*"},  {"arith.divsi", "/"},
         {"arith.remsi", "%"}, {"arith.andi", "&"},  {"arith.ori", "|"},   {"arith.xori", "^"},
-        {"arith.shli", "<<"}, {"arith.addf", "+"},  {"arith.subf", "-"},  {"arith.mulf", "*"},
-        {"arith.divf", "/"}};
+        {"arith.addf", "+"},  {"arith.subf", "-"},  {"arith.mulf", "*"},  {"arith.divf", "/"}};
     if (auto it = binaries.find(n); it != binaries.end()) {
       bin(it->second);
       return;
     }
     if (n == "arith.divui" || n == "arith.shrui") {
-      std::string u = "(unsigned long long)";
+      std::string u = unsignedOf(r.getType());
       define(r, "(" + ty + ")(" + u + a(0) + (n == "arith.divui" ? " / " : " >> ") + u + a(1) + ")");
       return;
     }

@@ -2,8 +2,8 @@
 // compiler, no MLIR/LLVM: it ships in the GPU bundle) and compares every
 // output with the reference interpreter's, saved beside it.
 //
-//   tensorc-check CASE_DIR...     each CASE_DIR: model.tcx, inputs/*.npy,
-//                                 expected/*.npy (one per output, by name)
+//   tensorc-check CASE_DIR...     each CASE_DIR: model.tcx, inputs/NAME.npy
+//                                 (by input name), expected/I.npy (output I)
 //
 // Outputs are poisoned (all bytes 0xff) before the run, so an unwritten
 // element fails. Tolerances are relative, by dtype (f64 1e-9, f32 2e-4, f16
@@ -105,7 +105,8 @@ int main(int argc, char **argv) {
       std::string problems;
       for (size_t i = 0; i < outputs.size(); ++i) {
         const std::string &o = exe->outputs()[i].name;
-        HostTensor want = tensorc::readNpy((dir / "expected" / (o + ".npy")).string(), outputs[i].dtype());
+        HostTensor want = tensorc::readNpy((dir / "expected" / (std::to_string(i) + ".npy")).string(),
+                                           outputs[i].dtype());
         std::string diff = compare(outputs[i], want);
         if (!diff.empty())
           problems += (problems.empty() ? "" : "; ") + o + ": " + diff;
