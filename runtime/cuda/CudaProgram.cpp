@@ -2,6 +2,7 @@
 
 #include "ir/core/Error.h"
 #include "runtime/cache/KernelCache.h"
+#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/Nvrtc.h"
 
 namespace tensorc::cuda {
@@ -12,8 +13,11 @@ using artifact::Storage;
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())) {
   for (const Step &s : a.steps)
-    check(s.kind != Step::Kind::Matmul,
-          where + ": step '" + s.label + "' is a matmul: cuBLASLt steps are not implemented yet");
+    if (s.kind == Step::Kind::Matmul) {
+      DType d = a.values[size_t(s.operands[1])].dtype;
+      check(isFloat(d), where + ": step '" + s.label + "': integer matmul on the GPU is not implemented yet");
+      CublasLt::get(); // fails here, naming the library, if cuBLASLt is missing
+    }
   const Nvrtc &nvrtc = Nvrtc::get();
   KernelCache cache;
   KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
@@ -107,6 +111,17 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
     bindings[a.symbols[k].name] = symbolValues[k];
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
+    if (s.kind == Step::Kind::Matmul) {
+      int c = s.operands[0], l = s.operands[1], r = s.operands[2];
+      std::vector<int64_t> as = shapes[size_t(l)], bs = shapes[size_t(r)];
+      if (s.transposeA && as.size() >= 2)
+        std::swap(as[as.size() - 1], as[as.size() - 2]);
+      if (s.transposeB && bs.size() >= 2)
+        std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+      CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
+                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]));
+      continue;
+    }
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]));

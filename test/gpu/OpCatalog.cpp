@@ -57,7 +57,21 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     push_back(opGraph(op, {{DType::F16, {5, 7}}}, {{"axis", Attr(int64_t(1))}}));
     push_back(opGraph(op, {{DType::I32, {5, 7}}}));
   }
-  push_back(opGraph("matmul", {{DType::F32, {"B", 3, 4}}, {DType::F32, {4, 5}}}));
+  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    push_back(opGraph("matmul", {{d, {"B", 3, 4}}, {d, {4, 5}}}));
+    push_back(opGraph("matmul", {{d, {2, 1, 33, 17}}, {d, {3, 17, 9}}}));
+    push_back(opGraph("matmul", {{d, {17}}, {d, {17, 5}}}));
+    push_back(opGraph("matmul", {{d, {6, 17}}, {d, {17}}}));
+  }
+  {
+    // A transposed operand read by the GEMM in place.
+    trace::Tracer t("mmt");
+    trace::Tensor a = t.input("a", DType::F32, {"B", 33});
+    trace::Tensor b = t.input("b", DType::F32, {17, 33});
+    trace::Tensor bt = t.call("transpose", {b}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    t.output(t.call("matmul", {a, bt})[0]);
+    push_back(t.graph());
+  }
   push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
   push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));
   push_back(opGraph("broadcast_to", {{DType::F32, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}}));

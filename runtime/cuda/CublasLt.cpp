@@ -1,0 +1,152 @@
+#include "runtime/cuda/CublasLt.h"
+
+#include "ir/core/Error.h"
+#include "runtime/cuda/Nvrtc.h"
+
+#include <dlfcn.h>
+#include <memory>
+#include <mutex>
+
+namespace tensorc::cuda {
+
+struct CublasLt::Api {
+  int (*create)(void **);
+  int (*descCreate)(void **, int, int);
+  int (*descDestroy)(void *);
+  int (*descSetAttribute)(void *, int, const void *, size_t);
+  int (*layoutCreate)(void **, int, uint64_t, uint64_t, int64_t);
+  int (*layoutDestroy)(void *);
+  int (*prefCreate)(void **);
+  int (*prefDestroy)(void *);
+  int (*prefSetAttribute)(void *, int, const void *, size_t);
+  int (*heuristic)(void *, void *, void *, void *, void *, void *, void *, int, void *, int *);
+  int (*matmul)(void *, void *, const void *, const void *, void *, const void *, void *,
+                const void *, const void *, void *, void *, void *, const void *, void *, size_t,
+                void *);
+};
+
+namespace {
+
+// cublasLtMatmulHeuristicResult_t's layout.
+struct Heuristic {
+  uint64_t algo[8];
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+
+constexpr int kTransA = 3, kTransB = 4, kMaxWorkspace = 1;
+constexpr int kCompute32F = 68, kCompute64F = 70;
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
+
+} // namespace
+
+CublasLt &CublasLt::get() {
+  static std::once_flag once;
+  static std::unique_ptr<CublasLt> instance;
+  static std::string error;
+  std::call_once(once, [] {
+    try {
+      instance.reset(new CublasLt());
+    } catch (const Error &e) {
+      error = e.what();
+    }
+  });
+  check(instance != nullptr, error);
+  return *instance;
+}
+
+#define TC_LT(call)                                                                               \
+  do {                                                                                            \
+    int rc_ = api_->call;                                                                         \
+    check(rc_ == 0, std::string("cuda: cublasLt ") + #call + " failed with status " +             \
+                        std::to_string(rc_));                                                     \
+  } while (0)
+
+CublasLt::CublasLt() {
+  void *h = nullptr;
+  std::string tried;
+  for (std::string lib : {std::string("libcublasLt.so.13"), std::string("libcublasLt.so.12"),
+                          Nvrtc::cudaHome() + "/lib64/libcublasLt.so.13",
+                          Nvrtc::cudaHome() + "/lib64/libcublasLt.so.12"}) {
+    tried += (tried.empty() ? "" : ", ") + lib;
+    if ((h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      break;
+  }
+  check(h != nullptr, "cuda: cuBLASLt is not available (tried " + tried + ")");
+  static Api api;
+  std::string missing;
+  auto sym = [&](auto &fn, const char *name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+    if (!fn)
+      missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  sym(api.create, "cublasLtCreate");
+  sym(api.descCreate, "cublasLtMatmulDescCreate");
+  sym(api.descDestroy, "cublasLtMatmulDescDestroy");
+  sym(api.descSetAttribute, "cublasLtMatmulDescSetAttribute");
+  sym(api.layoutCreate, "cublasLtMatrixLayoutCreate");
+  sym(api.layoutDestroy, "cublasLtMatrixLayoutDestroy");
+  sym(api.prefCreate, "cublasLtMatmulPreferenceCreate");
+  sym(api.prefDestroy, "cublasLtMatmulPreferenceDestroy");
+  sym(api.prefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+  sym(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  sym(api.matmul, "cublasLtMatmul");
+  check(missing.empty(), "cuda: cuBLASLt lacks " + missing);
+  api_ = &api;
+  TC_LT(create(&handle_));
+  workspace_ = Driver::get().allocate(workspaceBytes_);
+}
+
+void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
+                      const MatmulDims &d) const {
+  Driver &driver = Driver::get();
+  size_t es = dtypeSize(dtype);
+  if (d.M == 0 || d.N == 0 || d.batches == 0)
+    return;
+  if (d.K == 0) {
+    driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es);
+    return;
+  }
+  int type = dtype == DType::F32 ? kR32F : dtype == DType::F64 ? kR64F : dtype == DType::F16 ? kR16F : kR16BF;
+  check(dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16,
+        "cuda: integer matmul is not implemented yet");
+  bool f64 = dtype == DType::F64;
+  bool transA = ta && !d.aVector, transB = tb && !d.bVector;
+  // Column-major C^T[N, M] = op(B)^T-view [N, K] x op(A)^T-view [K, M].
+  uint64_t N = uint64_t(d.N), M = uint64_t(d.M), K = uint64_t(d.K);
+  void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
+  TC_LT(descCreate(&desc, f64 ? kCompute64F : kCompute32F, f64 ? kR64F : kR32F));
+  int opFirst = transB ? 1 : 0, opSecond = transA ? 1 : 0;
+  TC_LT(descSetAttribute(desc, kTransA, &opFirst, sizeof opFirst));
+  TC_LT(descSetAttribute(desc, kTransB, &opSecond, sizeof opSecond));
+  // First operand: the stored b; second: the stored a.
+  TC_LT(layoutCreate(&la, type, transB ? K : N, transB ? N : K, int64_t(transB ? K : N)));
+  TC_LT(layoutCreate(&lb, type, transA ? M : K, transA ? K : M, int64_t(transA ? M : K)));
+  TC_LT(layoutCreate(&lc, type, N, M, int64_t(N)));
+  TC_LT(prefCreate(&pref));
+  TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes_, sizeof workspaceBytes_));
+  Heuristic h{};
+  int found = 0;
+  TC_LT(heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found));
+  check(found > 0, "cuda: cuBLASLt found no algorithm for this matmul");
+  float one32 = 1, zero32 = 0;
+  double one64 = 1, zero64 = 0;
+  const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
+  const void *beta = f64 ? static_cast<const void *>(&zero64) : &zero32;
+  for (int64_t bi = 0; bi < d.batches; ++bi) {
+    DevicePtr pa = a + DevicePtr(d.aOffset(bi)) * es, pb = b + DevicePtr(d.bOffset(bi)) * es;
+    DevicePtr pc = c + DevicePtr(bi * d.M * d.N) * es;
+    TC_LT(matmul(handle_, desc, alpha, reinterpret_cast<void *>(pb), la, reinterpret_cast<void *>(pa),
+                 lb, beta, reinterpret_cast<void *>(pc), lc, reinterpret_cast<void *>(pc), lc, h.algo,
+                 reinterpret_cast<void *>(workspace_), workspaceBytes_, nullptr));
+  }
+  api_->prefDestroy(pref);
+  api_->layoutDestroy(la);
+  api_->layoutDestroy(lb);
+  api_->layoutDestroy(lc);
+  api_->descDestroy(desc);
+}
+
+} // namespace tensorc::cuda
