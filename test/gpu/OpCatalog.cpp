@@ -2,9 +2,12 @@
 // in CI, parity on a GPU via the bundle's cases).
 #include "test/gpu/OpCatalog.h"
 
+#include "compiler/autodiff/Autodiff.h"
 #include "compiler/autodiff/TrainingStep.h"
+#include "ir/core/OpSchema.h"
 #include "compiler/driver/Model.h"
 #include "compiler/trace/Tracer.h"
+#include "ir/core/Error.h"
 
 namespace tensorc::gpu {
 
@@ -120,5 +123,35 @@ std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root) 
   return gs;
 }
 
+
+std::vector<std::pair<std::string, Graph>> largeGraphs() {
+  std::vector<std::pair<std::string, Graph>> gs;
+  gs.emplace_back("large_add", opGraph("add", {{DType::F32, {1000003}}, {DType::F32, {1000003}}}));
+  gs.emplace_back("large_sum", opGraph("sum", {{DType::F32, {1001, 1003}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
+  gs.emplace_back("large_softmax", opGraph("softmax", {{DType::F32, {517, 1031}}}));
+  gs.emplace_back("large_mean_all", opGraph("mean", {{DType::F32, {999, 1001}}}));
+  return gs;
+}
+
+std::vector<std::pair<std::string, Graph>> backwardGraphs() {
+  std::vector<std::pair<std::string, Graph>> gs;
+  for (auto &[name, g] : opGraphs()) {
+    const OpSchema *op = findOpSchema(g.nodes.back().op);
+    bool f32 = !g.inputs.empty();
+    for (const GraphInput &in : g.inputs)
+      f32 = f32 && in.spec.dtype == DType::F32;
+    if (!op || !op->differentiable || !f32)
+      continue;
+    autodiff::AutodiffOptions options;
+    for (const GraphInput &in : g.inputs)
+      options.wrt.push_back(in.name);
+    try {
+      gs.emplace_back(name + "_backward", autodiff::buildJointGraph(g, options).graph);
+    } catch (const Error &) {
+      // Not differentiable with respect to these inputs (e.g. index operands).
+    }
+  }
+  return gs;
+}
 
 } // namespace tensorc::gpu

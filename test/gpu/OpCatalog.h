@@ -14,4 +14,9 @@ std::vector<std::pair<std::string, Graph>> opGraphs();
 // `root`: the source tree (examples/, test/).
 std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root);
 
+// Large static sizes (about a million elements): grid limits and tails.
+std::vector<std::pair<std::string, Graph>> largeGraphs();
+// The joint forward+backward graph of every differentiable f32 op graph.
+std::vector<std::pair<std::string, Graph>> backwardGraphs();
+
 } // namespace tensorc::gpu

@@ -33,6 +33,10 @@ int main(int argc, char **argv) {
   uint64_t seed = std::random_device()();
   std::printf("seed %llu\n", (unsigned long long)seed);
   std::vector<std::pair<std::string, Graph>> graphs = gpu::opGraphs();
+  for (auto &m : gpu::backwardGraphs())
+    graphs.push_back(m);
+  for (auto &m : gpu::largeGraphs())
+    graphs.push_back(m);
   for (auto &m : gpu::modelGraphs(TENSORC_SOURCE_DIR))
     graphs.push_back(m);
   int n = 0, written = 0;

@@ -52,6 +52,8 @@ TEST(CudaCodegen, EveryOpAndModelCompilesWithNvrtc) {
   int n = 0;
   for (const auto &[name, g] : gpu::opGraphs())
     source += cudaKernels(g, name + "_" + std::to_string(n++));
+  for (const auto &[name, g] : gpu::backwardGraphs())
+    source += cudaKernels(g, name + "_" + std::to_string(n++));
   for (const auto &[name, g] : gpu::modelGraphs(TENSORC_SOURCE_DIR))
     source += cudaKernels(g, name + "_" + std::to_string(n++));
   const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
