@@ -166,7 +166,7 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
       impl->symbols.push_back({s.name, s.min, s.max.value_or(-1)});
     if (a.target.kind == "cuda") {
       try {
-        impl->cuda = std::make_unique<cuda::CudaProgram>(a, name);
+        impl->cuda = std::make_unique<cuda::CudaProgram>(a, name, options.kernelCacheDir);
       } catch (const tensorc::Error &e) {
         fail(name + ": " + e.what());
       }

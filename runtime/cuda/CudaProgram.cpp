@@ -10,7 +10,8 @@ namespace tensorc::cuda {
 using artifact::Step;
 using artifact::Storage;
 
-CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where)
+CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
+                         const std::string &kernelCacheDir)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())) {
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
@@ -19,7 +20,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where)
       CublasLt::get(); // fails here, naming the library, if cuBLASLt is missing
     }
   const Nvrtc &nvrtc = Nvrtc::get();
-  KernelCache cache;
+  KernelCache cache(kernelCacheDir);
   KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
   std::string cubin = cache.getOrBuild(key, [&] { return nvrtc.compile(a.code, where, arch_).cubin; });
   module_ = driver_.loadModule(cubin);

@@ -18,7 +18,8 @@ class CudaProgram {
 public:
   // Throws Error (no driver, NVRTC missing or failing, matmul steps not
   // supported yet).
-  CudaProgram(const artifact::Artifact &artifact, const std::string &where);
+  CudaProgram(const artifact::Artifact &artifact, const std::string &where,
+              const std::string &kernelCacheDir = "");
   ~CudaProgram();
 
   struct Buffers {

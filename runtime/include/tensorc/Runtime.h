@@ -74,6 +74,10 @@ struct SymbolInfo {
 
 struct LoadOptions {
   unsigned threads = 0; // kernel threads; 0 = one per hardware thread
+  // cuda artifacts: where compiled kernels are cached; empty: the default
+  // ($TENSORC_CACHE_DIR, else $XDG_CACHE_HOME/tensorc/kernels, else
+  // ~/.cache/tensorc/kernels).
+  std::string kernelCacheDir;
 };
 
 class Executable {
