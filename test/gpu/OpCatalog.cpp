@@ -99,6 +99,25 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
   push_back(opGraph("avg_pool2d", {{DType::F32, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 3})},
                                                                      {"padding", Attr(std::vector<int64_t>{1, 1})}}));
   push_back(opGraph("iota", {}, {{"end", Attr(int64_t(13))}}));
+  push_back(opGraph("zeros", {}, {{"shape", Attr(Shape{Dim::of(3), Dim::of(2)})}, {"dtype", Attr(DType::I32)}}));
+  push_back(opGraph("ones", {}, {{"shape", Attr(Shape{Dim::of(5)})}, {"dtype", Attr(DType::BF16)}}));
+  push_back(opGraph("constant", {}, {{"value", Attr(DenseValue{DType::F32, {2, 3}, {1.5, -2, 3, 0.25, 5, -6}, {}})}}));
+  for (DType d : {DType::F32, DType::BF16}) {
+    push_back(opGraph("softmax", {{d, {"B", 7, 33}}}, {{"axis", Attr(int64_t(1))}}));
+    push_back(opGraph("log_softmax", {{d, {"B", 33}}}));
+    push_back(opGraph("layer_norm", {{d, {"B", 5, 48}}, {d, {48}}, {d, {48}}}));
+    push_back(opGraph("rms_norm", {{d, {"B", 48}}, {d, {48}}}, {{"eps", Attr(1e-6)}}));
+    push_back(opGraph("var", {{d, {"B", 31}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
+    push_back(opGraph("scaled_dot_product_attention", {{d, {2, 3, 5, 8}}, {d, {2, 3, 7, 8}}, {d, {2, 3, 7, 4}}},
+                      {{"is_causal", Attr(true)}}));
+  }
+  push_back(opGraph("cross_entropy", {{DType::F32, {"B", 10}}, {DType::I64, {"B"}}}));
+  push_back(opGraph("cross_entropy", {{DType::F32, {"B", 10}}, {DType::I64, {"B"}}},
+                    {{"reduction", Attr(std::string("none"))}, {"label_smoothing", Attr(0.1)}}));
+  push_back(opGraph("batch_norm", {{DType::F32, {"B", 4, 5, 3}}, {DType::F32, {4}}, {DType::F32, {4}}}));
+  push_back(opGraph("batch_norm", {{DType::F32, {"B", 4, 5, 3}}, {DType::F32, {4}}, {DType::F32, {4}},
+                                   {DType::F32, {4}}, {DType::F32, {4}}},
+                    {{"training", Attr(true)}}));
   push_back(opGraph("full", {}, {{"shape", Attr(Shape{Dim::of(3)})}, {"value", Attr(2.5)}}));
   push_back(opGraph("scaled_dot_product_attention_backward",
                        {{DType::F32, {2, 3, 5, 4}}, {DType::F32, {2, 3, 5, 8}}, {DType::F32, {1, 3, 7, 8}},

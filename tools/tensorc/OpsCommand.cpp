@@ -2,6 +2,7 @@
 // differentiability and the engines that support it.
 #include "tools/tensorc/Commands.h"
 
+#include "codegen/Program.h"
 #include "codegen/cpu/CpuProgram.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "ir/core/OpSchema.h"
@@ -39,6 +40,10 @@ static std::vector<std::string> engines(const OpSchema &op) {
     e.push_back("interp");
   if (codegen::cpu::cpuSupportsOp(op.name))
     e.push_back("cpu");
+  // The CUDA backend shares the program builder (codegen/Program.cpp); its
+  // GPU parity cases cover every op (test/gpu/OpCatalog.cpp).
+  if (codegen::supportsOp(op.name))
+    e.push_back("cuda");
   return e;
 }
 
@@ -79,7 +84,7 @@ void addOpsCommand(CLI::App &app) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::printf("%-30s %-11s %-6s %-5s %-11s %s\n", "op", "category", "arity", "diff", "engines",
+    std::printf("%-30s %-11s %-6s %-5s %-16s %s\n", "op", "category", "arity", "diff", "engines",
                 "attributes");
     for (const OpSchema &op : ops) {
       std::string attrs, eng;
@@ -87,7 +92,7 @@ void addOpsCommand(CLI::App &app) {
         attrs += (attrs.empty() ? "" : " ") + attrSummary(a);
       for (const std::string &e : engines(op))
         eng += (eng.empty() ? "" : ",") + e;
-      std::printf("%-30s %-11s %-6s %-5s %-11s %s\n", op.name.c_str(), op.category.c_str(),
+      std::printf("%-30s %-11s %-6s %-5s %-16s %s\n", op.name.c_str(), op.category.c_str(),
                   arity(op).c_str(), op.differentiable ? "yes" : "no", eng.c_str(), attrs.c_str());
     }
     std::printf("\n%zu ops. Attributes: name:kind, '!' required, '=' default, '?' optional.\n",
