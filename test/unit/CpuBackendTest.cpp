@@ -15,6 +15,7 @@
 #include "ir/core/Error.h"
 #include "ir/core/OpSchema.h"
 #include "passes/Pipelines.h"
+#include "runtime/host/Parity.h"
 #include "tensorc/Runtime.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -75,45 +76,9 @@ std::vector<HostTensor> runCompiled(rt::Session &session, const rt::Executable &
   return out;
 }
 
-// Relative tolerance per dtype: compute orders differ from the interpreter
-// (f32 accumulation, polynomial exp/tanh/erf), so a few hundred ulps.
-double backendTolerance(DType d) {
-  switch (d) {
-  case DType::F64:
-    return 1e-9;
-  case DType::F32:
-    return 2e-4;
-  case DType::F16:
-    return 4e-3;
-  case DType::BF16:
-    return 2e-2;
-  default:
-    return 0;
-  }
-}
-
 void expectMatches(const HostTensor &got, const HostTensor &want, const std::string &what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  ASSERT_EQ(got.dtype(), want.dtype()) << what;
-  double tol = backendTolerance(want.dtype());
-  int failures = 0;
-  for (int64_t i = 0; i < want.numel() && failures < 5; ++i) {
-    if (!isFloat(want.dtype())) {
-      if (got.getI(i) != want.getI(i)) {
-        ++failures;
-        ADD_FAILURE() << what << "[" << i << "]: got " << got.getI(i) << ", want " << want.getI(i);
-      }
-      continue;
-    }
-    double x = got.getF(i), y = want.getF(i);
-    bool ok = std::isnan(y) ? std::isnan(x)
-              : std::isinf(y) ? x == y
-                              : std::fabs(x - y) <= tol * std::max(1.0, std::fabs(y));
-    if (!ok) {
-      ++failures;
-      ADD_FAILURE() << what << "[" << i << "]: got " << x << ", want " << y;
-    }
-  }
+  std::string diff = parityMismatch(got, want);
+  EXPECT_EQ(diff, "") << what;
 }
 
 // Compiles once, then for each binding of the symbols draws fresh inputs and

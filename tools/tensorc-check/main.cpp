@@ -6,11 +6,11 @@
 //                                 (by input name), expected/I.npy (output I)
 //
 // Outputs are poisoned (all bytes 0xff) before the run, so an unwritten
-// element fails. Tolerances are relative, by dtype (f64 1e-9, f32 2e-4, f16
-// 4e-3, bf16 2e-2, integers exact). Prints PASS/FAIL/SKIP per case and the
+// element fails. The comparison is runtime/host/Parity.h's rule. Prints PASS/FAIL/SKIP per case and the
 // summary line "N passed, M failed, K skipped"; exits 1 if any failed.
 #include "runtime/host/HostTensor.h"
 #include "runtime/host/Npy.h"
+#include "runtime/host/Parity.h"
 #include "tensorc/Runtime.h"
 
 #include <cmath>
@@ -23,49 +23,6 @@ namespace rt = tensorc::runtime;
 namespace fs = std::filesystem;
 using tensorc::DType;
 using tensorc::HostTensor;
-
-namespace {
-
-double tolerance(DType d) {
-  switch (d) {
-  case DType::F64:
-    return 1e-9;
-  case DType::F32:
-    return 2e-4;
-  case DType::F16:
-    return 4e-3;
-  case DType::BF16:
-    return 2e-2;
-  default:
-    return 0;
-  }
-}
-
-// "" when equal within tolerance, else the first difference.
-std::string compare(const HostTensor &got, const HostTensor &want) {
-  if (got.shape() != want.shape())
-    return "shape " + got.shapeStr() + " vs " + want.shapeStr();
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    bool ok;
-    if (!tensorc::isFloat(want.dtype())) {
-      ok = got.getI(i) == want.getI(i);
-    } else {
-      double x = got.getF(i), y = want.getF(i);
-      ok = std::isnan(y) ? std::isnan(x)
-           : std::isinf(y) ? x == y
-                           : std::fabs(x - y) <= tolerance(want.dtype()) * std::max(1.0, std::fabs(y));
-    }
-    if (!ok) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "element %lld: got %.9g, want %.9g", (long long)i, got.getF(i),
-                    want.getF(i));
-      return buf;
-    }
-  }
-  return "";
-}
-
-} // namespace
 
 int main(int argc, char **argv) {
   int passed = 0, failed = 0, skipped = 0;
@@ -109,7 +66,7 @@ int main(int argc, char **argv) {
         const std::string &o = exe->outputs()[i].name;
         HostTensor want = tensorc::readNpy((dir / "expected" / (std::to_string(i) + ".npy")).string(),
                                            outputs[i].dtype());
-        std::string diff = compare(outputs[i], want);
+        std::string diff = tensorc::parityMismatch(outputs[i], want);
         if (!diff.empty())
           problems += (problems.empty() ? "" : "; ") + o + ": " + diff;
       }
