@@ -82,8 +82,8 @@ const std::set<std::string> &viewOps() {
 
 class ProgramBuilder {
 public:
-  ProgramBuilder(NestEmitter emitNest, const std::string &prefix)
-      : emitNest_(std::move(emitNest)), prefix_(prefix) {}
+  ProgramBuilder(NestEmitter emitNest, const std::string &prefix, const ProgramOptions &options)
+      : emitNest_(std::move(emitNest)), prefix_(prefix), options_(options) {}
 
   artifact::Artifact build(func::FuncOp fn) {
     art_.function = fn.getName().str();
@@ -526,6 +526,12 @@ private:
     std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
                          dil = getInts(attrs, "dilation");
     int64_t groups = getInt(attrs, "groups");
+    if (options_.convAsGemm && groups == 1 && out.shape[1].isStatic() && out.shape[2].isStatic() &&
+        out.shape[3].isStatic() && ws.shape[1].isStatic() && ws.shape[2].isStatic() &&
+        ws.shape[3].isStatic() && (!bias || specOf(*bias).dtype == out.dtype)) {
+      lowerConv2dAsGemm(op, stride, pad, dil);
+      return;
+    }
     check(out.shape[1].isStatic(), "cpu codegen: conv2d with symbolic channels");
     int64_t coPerGroup = out.shape[1].value() / groups;
     int64_t cig = ws.shape[1].value();
@@ -567,6 +573,63 @@ private:
         })
              : std::function<Value(Point &, Value)>());
     lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // conv2d as im2col + GEMM (backends with a GEMM library that takes
+  // epilogues): cols[n, oh, ow, (c, kh, kw)] gathers the receptive fields
+  // (zeros in the padding), the GEMM cols @ w^T gives [n*oh*ow, oc] with the
+  // bias added in its epilogue, and the result is that product read as
+  // NCHW through a permuted view (no copy unless a consumer needs one).
+  void lowerConv2dAsGemm(Operation *op, const std::vector<int64_t> &stride, const std::vector<int64_t> &pad,
+                         const std::vector<int64_t> &dil) {
+    Value x = op->getOperand(0), w = op->getOperand(1);
+    std::optional<Value> bias;
+    if (op->getNumOperands() > 2)
+      bias = op->getOperand(2);
+    TensorSpec xs = specOf(x), ws = specOf(w), out = specOf(op->getResult(0));
+    const Dim &N = out.shape[0], &OC = out.shape[1], &OH = out.shape[2], &OW = out.shape[3];
+    const Dim &C = ws.shape[1], &KH = ws.shape[2], &KW = ws.shape[3];
+    int colsValue = newProducedValue({xs.dtype, {N, OH, OW, C, KH, KW}});
+    NestSpec spec;
+    spec.space = {N, OH, OW, C, KH, KW};
+    spec.reduced.assign(6, false);
+    spec.valueDtype = xs.dtype;
+    emitNestWith({x}, spec, colsValue, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
+      ArrayRef<Value> iv = p.n.ivs;
+      auto at = [&](Value o, Value k, int dim) {
+        return b.create<arith::AddIOp>(
+            loc, b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, o, c(stride[dim])), c(pad[dim])),
+            b.create<arith::MulIOp>(loc, k, c(dil[dim]))).getResult();
+      };
+      Value ih = at(iv[1], iv[4], 0), iw = at(iv[2], iv[5], 1);
+      Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+      Value xv = p.readAt(x, {iv[0], iv[3], clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
+      return b.create<arith::SelectOp>(loc, inside, xv, scalarConstant(b, loc, 0, xs.dtype)).getResult();
+    });
+    Dim rows = N * OH * OW, depth = C * KH * KW;
+    int cols = newValue({xs.dtype, {rows, depth}}, {Storage::Kind::Alias, colsValue});
+    int weights = newValue({ws.dtype, {OC, depth}}, {Storage::Kind::Alias, materialize(w)});
+    int product = newProducedValue({out.dtype, {rows, OC}});
+    Step s;
+    s.kind = Step::Kind::Matmul;
+    s.label = label_;
+    s.operands = {product, cols, weights};
+    s.transposeB = true; // the stored [oc, depth] is the GEMM's [depth, oc] transposed
+    if (bias) {
+      s.operands.push_back(materialize(*bias));
+      s.epilogue = "bias";
+    }
+    art_.steps.push_back(s);
+    chain_ = Chain{};
+    int nhwc = newValue({out.dtype, {N, OH, OW, OC}}, {Storage::Kind::Alias, product});
+    Lazy l;
+    l.stored = true;
+    l.value = nhwc;
+    l.terms = {{0, 1, 0}, {2, 1, 0}, {3, 1, 0}, {1, 1, 0}};
+    lazy_[op->getResult(0)] = l;
   }
 
   // Pooling as a reduction nest over the window; padding never counts for
@@ -665,6 +728,102 @@ private:
     art_.steps.push_back(s);
     chain_ = Chain{};
     lazy_[op->getResult(0)] = storedIdentity(out);
+    if (options_.matmulEpilogues)
+      matmulProducts_[out] = {art_.steps.size() - 1, op->getResult(0)};
+  }
+
+  // Whether `v`'s only reader is `user` (looking through fused kernels'
+  // block arguments).
+  static bool onlyUsedBy(Value v, Operation *user) {
+    for (OpOperand &use : v.getUses()) {
+      Operation *o = use.getOwner();
+      if (o == user)
+        continue;
+      auto fused = dyn_cast<tc::FusedOp>(o);
+      if (!fused)
+        return false;
+      unsigned k = use.getOperandNumber();
+      if (k >= fused.getBody().front().getNumArguments() ||
+          !onlyUsedBy(fused.getBody().front().getArgument(k), user))
+        return false;
+    }
+    return true;
+  }
+
+  // Makes `v` the product of an earlier matmul step with an epilogue, when
+  // v = act(mm + bias) / act(mm) / mm + bias (act: relu or gelu(tanh); bias
+  // a vector along the last dim) and nothing else reads mm. Returns the
+  // stored value, or -1.
+  int matmulEpilogue(Value v) {
+    if (!options_.matmulEpilogues)
+      return -1;
+    const Lazy &lv = lazy_.at(v);
+    if (lv.stored || !lv.op)
+      return -1;
+    Operation *op = lv.op;
+    TensorSpec vs = specOf(v);
+    std::string act;
+    Operation *add = op;
+    std::string n = opName(op);
+    if (n == "relu" || n == "gelu") {
+      if (n == "gelu") {
+        const OpSchema *schema = tc::schemaOf(op);
+        AttrMap attrs = completeAttrs(*schema, tc::coreAttrs(op, *schema));
+        if (getEnum(attrs, "approximate") != "tanh")
+          return -1;
+        act = "gelu_tanh";
+      } else {
+        act = "relu";
+      }
+      add = nullptr;
+      Value x = op->getOperand(0);
+      const Lazy &lx = lazy_.at(x);
+      if (!lx.stored && lx.op && opName(lx.op) == "add" && onlyUsedBy(x, op))
+        add = lx.op;
+      else if (!lx.stored || !isIdentity(lx, specOf(x)))
+        return -1;
+      if (!add) { // act(mm)
+        auto it = matmulProducts_.find(lx.value);
+        if (it == matmulProducts_.end() || !onlyUsedBy(it->second.second, op) || specOf(x).shape != vs.shape ||
+            specOf(x).dtype != vs.dtype)
+          return -1;
+        return retargetMatmul(it, v, act, -1);
+      }
+    } else if (n != "add") {
+      return -1;
+    }
+    for (unsigned k = 0; k < 2; ++k) {
+      Value mm = add->getOperand(k), bias = add->getOperand(1 - k);
+      const Lazy &lm = lazy_.at(mm);
+      if (!lm.stored || !isIdentity(lm, specOf(mm)))
+        continue;
+      auto it = matmulProducts_.find(lm.value);
+      if (it == matmulProducts_.end() || !onlyUsedBy(it->second.second, add))
+        continue;
+      TensorSpec ms = specOf(mm), bs = specOf(bias);
+      if (ms.shape != vs.shape || ms.dtype != vs.dtype || bs.dtype != vs.dtype || bs.rank() != 1 ||
+          ms.rank() < 2 || bs.shape[0] != ms.shape.back())
+        continue;
+      return retargetMatmul(it, v, act.empty() ? "bias" : "bias_" + act, materialize(bias));
+    }
+    return -1;
+  }
+
+  int retargetMatmul(std::map<int, std::pair<size_t, Value>>::iterator product, Value v,
+                     const std::string &epilogue, int bias) {
+    int old = product->first;
+    Step &st = art_.steps[product->second.first];
+    // Nothing may have read the product since (it has no other reader).
+    for (size_t si = product->second.first + 1; si < art_.steps.size(); ++si)
+      for (int o : art_.steps[si].operands)
+        check(o != old, "codegen: matmul product read before its epilogue");
+    // The step now stores v (same shape and dtype) where the product was.
+    if (bias >= 0)
+      st.operands.push_back(bias);
+    st.epilogue = epilogue;
+    matmulProducts_.erase(product);
+    lazy_[v] = storedIdentity(old);
+    return old;
   }
 
   // Makes `v` a contiguous stored value (a loop nest if it is not one yet).
@@ -673,6 +832,8 @@ private:
     TensorSpec s = specOf(v);
     if (isIdentity(l, s))
       return l.value;
+    if (int fused = matmulEpilogue(v); fused >= 0)
+      return fused;
     int out = newProducedValue(s);
     emitNest(v, s.shape, std::vector<bool>(size_t(s.rank()), false), "", false, out);
     lazy_[v] = storedIdentity(out);
@@ -810,7 +971,7 @@ private:
         Point p = makePoint(n, memo, emit);
         return epilogue(p, acc);
       };
-    emitNest_(spec, [&, makePoint](NestContext &n) {
+    std::vector<std::string> variants = emitNest_(spec, [&, makePoint](NestContext &n) {
       llvm::DenseMap<Value, Value> memo;
       std::function<Value(Value)> emit;
       Point p = makePoint(n, memo, emit);
@@ -825,9 +986,10 @@ private:
     st.extent = nestExtent(spec);
     st.work = nestWork(spec);
     st.threads = Dim::of(1);
+    st.reduced = Dim::of(1);
     for (size_t d = 0; d < spec.space.size(); ++d)
-      if (!spec.reduced[d])
-        st.threads = st.threads * spec.space[d];
+      (spec.reduced[d] ? st.reduced : st.threads) = (spec.reduced[d] ? st.reduced : st.threads) * spec.space[d];
+    st.variants = std::move(variants);
     bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
                        (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
     chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);
@@ -1087,6 +1249,10 @@ private:
 
   NestEmitter emitNest_;
   std::string prefix_;
+  ProgramOptions options_;
+  // Matmul steps whose product may still take an epilogue: the product's
+  // artifact value -> (step index, the tc value of the product).
+  std::map<int, std::pair<size_t, Value>> matmulProducts_;
   artifact::Artifact art_;
   std::vector<bool> produced_;
   std::vector<std::string> symbolNames_;
@@ -1109,8 +1275,9 @@ bool supportsOp(const std::string &op) {
          decomposed.count(op);
 }
 
-artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit) {
-  return ProgramBuilder(emit, prefix).build(fn);
+artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit,
+                                const ProgramOptions &options) {
+  return ProgramBuilder(emit, prefix, options).build(fn);
 }
 
 func::FuncOp singleFunction(ModuleOp module) {

@@ -14,17 +14,31 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace tensorc::codegen {
 
 // Makes the code of one loop nest; `point` computes the nest's value at an
-// iteration point (it may be called with any builder and context).
-using NestEmitter = std::function<void(const cpu::NestSpec &, const cpu::PointFn &)>;
+// iteration point (it may be called with any builder and context). Returns
+// the names of the kernel variants made (the first is the heuristic
+// default; none where the backend makes one function per nest).
+using NestEmitter =
+    std::function<std::vector<std::string>(const cpu::NestSpec &, const cpu::PointFn &)>;
+
+struct ProgramOptions {
+  // The backend's GEMM library applies epilogues (cuBLASLt): a bias add
+  // along the output's columns and/or relu or gelu(tanh) of a matmul whose
+  // product nothing else reads become part of the matmul step.
+  bool matmulEpilogues = false;
+  // conv2d (groups 1, static channels and spatial sizes) as im2col + GEMM
+  // instead of a direct reduction nest (measured: docs/cuda-backend.md).
+  bool convAsGemm = false;
+};
 
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for
 // anything the backends cannot run.
 artifact::Artifact buildProgram(mlir::func::FuncOp fn, const std::string &prefix,
-                                const NestEmitter &emit);
+                                const NestEmitter &emit, const ProgramOptions &options = {});
 
 // Whether the code generators run `op` (for `tensorc ops`).
 bool supportsOp(const std::string &op);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the self-contained GPU bundle in build/gpu-bundle: the runtime
-# library, the runtime-only checker (tensorc-check), the parity cases (every
+# library, the runtime-only `tensorc run` (bin/tensorc) and checker
+# (tensorc-check), benchmark artifacts (gpu-bench.sh), the parity cases (every
 # op in several dtypes and the example models compiled with --target cuda,
 # with inputs and the reference interpreter's outputs) and gpu-test.sh. It
 # needs only the NVIDIA driver and NVRTC on the GPU machine (no LLVM/MLIR,
@@ -8,12 +9,26 @@
 #   scripts/gpu-bundle.sh && (copy build/gpu-bundle) && gpu-bundle/gpu-test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh tensorc-check tensorc-gpu-cases tensorc_runtime
+scripts/build.sh tensorc tensorc-run tensorc-check tensorc-gpu-cases tensorc_runtime
 out=build/gpu-bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 cp build/bin/tensorc-check "$out/bin/"
+cp build/bin/tensorc-run "$out/bin/tensorc"  # the runtime-only `tensorc run`
 cp -L build/lib/libtensorc_runtime.so.0 "$out/lib/"  # the soname, as a file (no links)
 build/bin/tensorc-gpu-cases "$out/cases"
-cp scripts/gpu-test.sh "$out/"
+cp scripts/gpu-test.sh scripts/gpu-bench.sh "$out/"
+# Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
+# the H100/H200 loads them without JIT; PyTorch's side of the comparison.
+mkdir -p "$out/bench"
+python3 bench/cuda_graphs.py build/cuda-bench-graphs
+for g in build/cuda-bench-graphs/*.json; do
+  name=$(basename "$g" .json)
+  build/bin/tensorc compile "$g" --target cuda --arch sm_90 --precompile -o "$out/bench/$name.tcx"
+  case "$name" in conv*)
+    build/bin/tensorc compile "$g" --target cuda --arch sm_90 --precompile --conv-algo direct \
+      -o "$out/bench/${name}_direct.tcx" ;;
+  esac
+done
+cp bench/pytorch/cuda_compare.py "$out/bench/"
 du -sh "$out"

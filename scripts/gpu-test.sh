@@ -8,16 +8,18 @@ cd "$(dirname "$0")"
 export TENSORC_CACHE_DIR="${TENSORC_CACHE_DIR:-$PWD/kernel-cache}"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 status=0
-echo "== parity: every case"
-bin/tensorc-check cases/* > parity.log 2>&1 || status=1
+echo "== parity: every case, every kernel variant"
+bin/tensorc-check --all-variants cases/* > parity.log 2>&1 || status=1
 grep -v '^PASS' parity.log
 if command -v compute-sanitizer > /dev/null; then
   # Kernels are cached by now: the sanitizer runs only the kernels.
   sample=$(ls -d cases/* | awk 'NR % 10 == 1')
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool (every 10th case)"
-    compute-sanitizer --tool "$tool" --error-exitcode 99 bin/tensorc-check $sample > "sanitizer-$tool.log" 2>&1
+    timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      bin/tensorc-check --all-variants $sample > "sanitizer-$tool.log" 2>&1
     rc=$?
+    [ "$rc" -eq 124 ] && { echo "compute-sanitizer $tool: timed out (not a pass)"; status=1; }
     grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed' "sanitizer-$tool.log" | tail -2
     [ "$rc" -eq 99 ] && status=1
   done

@@ -16,7 +16,10 @@ artifact::Artifact compileCpuArtifact(ModuleOp module, const CpuCompileOptions &
   OwningOpRef<ModuleOp> kernels = ModuleOp::create(UnknownLoc::get(ctx));
   artifact::Artifact art = buildProgram(
       fn, "tc_" + fn.getName().str() + "_nest",
-      [&](const NestSpec &spec, const PointFn &point) { emitLoopNest(*kernels, spec, point); });
+      [&](const NestSpec &spec, const PointFn &point) {
+        emitLoopNest(*kernels, spec, point);
+        return std::vector<std::string>{};
+      });
   NativeCode code = compileToSharedLibrary(*kernels, options.cpu);
   art.code = std::move(code.library);
   art.target.kind = "cpu";

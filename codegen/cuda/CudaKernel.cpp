@@ -21,7 +21,12 @@ using cpu::NestContext;
 using cpu::NestSpec;
 
 const std::vector<Variant> &kernelVariants() {
-  static const std::vector<Variant> v = {{256, 1}, {128, 1}, {256, 4}, {512, 2}};
+  static const std::vector<Variant> v = {{256, 1, 1}, {128, 1, 1}, {256, 4, 1}, {512, 2, 1}};
+  return v;
+}
+
+const std::vector<Variant> &rowVariants() {
+  static const std::vector<Variant> v = {{256, 1, 8}, {256, 1, 32}, {256, 1, 256}, {512, 1, 512}};
   return v;
 }
 
@@ -386,7 +391,7 @@ std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::st
 
 } // namespace
 
-void CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point) {
+std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point) {
   std::ostringstream os;
   const std::string &sym = spec.symbol;
   os << "// " << sym << ": space (";
@@ -424,80 +429,63 @@ void CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point)
   DType out = spec.operands[0].dtype;
   std::string outT = storageCType(out);
   auto dims = [&](size_t d) { return dimExpr(spec.space[d], spec.symbols); };
-  os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_body(" << params << ") {\n";
-  // Parallel iterations, flattened row-major.
-  os << "  const long long total = 1LL";
-  for (size_t d = 0; d < rank; ++d)
-    if (!spec.reduced[d])
-      os << " * " << dims(d);
-  os << ";\n";
-  os << "  const long long base = (long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;\n";
-  os << "#pragma unroll\n  for (int item = 0; item < ITEMS; ++item) {\n";
-  os << "    const long long linear = base + (long long)item * BLOCK;\n";
-  os << "    if (linear >= total) return;\n";
-  if (std::find(spec.reduced.begin(), spec.reduced.end(), false) != spec.reduced.end())
-    os << "    long long rest = linear;\n";
-  for (size_t d = rank; d-- > 0;)
-    if (!spec.reduced[d])
-      os << "    const long long i" << d << " = rest % " << dims(d) << "; rest /= " << dims(d) << ";\n";
-  bool arg = spec.reduction == "argmax" || spec.reduction == "argmin";
-  std::string value;
   std::vector<size_t> reducedDims;
   for (size_t d = 0; d < rank; ++d)
     if (spec.reduced[d])
       reducedDims.push_back(d);
-  if (reducedDims.empty()) {
-    value = "tc_store<" + outT + ">(" + pointCall + ")";
-  } else {
-    if (arg) {
-      os << "    " << acct << " best = 0; long long bestIndex = -1, position = 0;\n";
-    } else {
-      std::string id;
-      bool isF = isFloat(spec.valueDtype);
-      if (spec.reduction == "sum" || spec.reduction == "mean")
-        id = "0";
-      else if (spec.reduction == "prod")
-        id = "1";
-      else if (spec.reduction == "max")
-        id = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
-      else
-        id = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
-      os << "    " << acct << " acc = (" << acct << ")(" << id << ");\n";
-    }
-    std::string indent = "    ";
-    for (size_t d : reducedDims) {
-      os << indent << "for (long long i" << d << " = 0; i" << d << " < " << dims(d) << "; ++i" << d << ") {\n";
-      indent += "  ";
-    }
-    os << indent << "const " << acct << " x = " << pointCall << ";\n";
-    if (arg) {
-      std::string cmp = spec.reduction == "argmax" ? ">" : "<";
-      bool isF = isFloat(spec.valueDtype);
-      std::string better = isF ? "bestIndex < 0 || (!isnan(best) && (isnan(x) || x " + cmp + " best))"
-                               : "bestIndex < 0 || x " + cmp + " best";
-      os << indent << "if (" << better << ") { best = x; bestIndex = position; }\n";
-      os << indent << "++position;\n";
-    } else if (spec.reduction == "sum" || spec.reduction == "mean") {
-      os << indent << "acc = acc + x;\n";
-    } else if (spec.reduction == "prod") {
-      os << indent << "acc = acc * x;\n";
-    } else {
-      os << indent << "acc = " << (spec.reduction == "max" ? "tc_maximum" : "tc_minimum") << "(acc, x);\n";
-    }
-    for (size_t k = 0; k < reducedDims.size(); ++k) {
-      indent = indent.substr(2);
-      os << indent << "}\n";
-    }
-    if (spec.reduction == "mean") {
-      os << "    acc = acc / (" << acct << ")(1LL";
-      for (size_t d : reducedDims)
-        os << " * " << dims(d);
-      os << ");\n";
-    }
+  bool arg = spec.reduction == "argmax" || spec.reduction == "argmin";
+  bool isF = isFloat(spec.valueDtype);
+  std::string total = "1LL", reducedTotal = "1LL";
+  for (size_t d = 0; d < rank; ++d)
+    (spec.reduced[d] ? reducedTotal : total) += " * " + dims(d);
+
+  // Pieces both templates share.
+  auto parallelIndices = [&](const std::string &linear, const std::string &indent) {
+    std::string c;
+    if (reducedDims.size() < rank)
+      c += indent + "long long rest = " + linear + ";\n";
+    for (size_t d = rank; d-- > 0;)
+      if (!spec.reduced[d])
+        c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+    return c;
+  };
+  std::string identity;
+  if (spec.reduction == "sum" || spec.reduction == "mean")
+    identity = "0";
+  else if (spec.reduction == "prod")
+    identity = "1";
+  else if (spec.reduction == "max")
+    identity = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
+  else
+    identity = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
+  auto accInit = [&](const std::string &indent) {
+    return arg ? indent + acct + " best = 0; long long bestIndex = -1;\n"
+               : indent + acct + " acc = (" + acct + ")(" + identity + ");\n";
+  };
+  // Combines (x, position) into the accumulator; positions arrive in
+  // increasing order per thread (the first max/min wins, nan counts as the
+  // largest, as in the interpreter).
+  auto combine = [&](const std::string &x, const std::string &position) {
+    if (arg)
+      return std::string("tc_arg_combine<") + (spec.reduction == "argmax" ? "true" : "false") +
+             ">(best, bestIndex, " + x + ", " + position + ");";
+    if (spec.reduction == "sum" || spec.reduction == "mean")
+      return "acc = acc + " + x + ";";
+    if (spec.reduction == "prod")
+      return "acc = acc * " + x + ";";
+    return "acc = " + std::string(spec.reduction == "max" ? "tc_maximum" : "tc_minimum") + "(acc, " + x + ");";
+  };
+  auto finish = [&](const std::string &indent) {
+    std::string c;
+    if (spec.reduction == "mean")
+      c += indent + "acc = acc / (" + acct + ")(" + reducedTotal + ");\n";
     if (spec.epilogue)
-      os << "    acc = " << sym << "_epilogue(" << epilogueArgs << ", acc);\n";
-    value = arg ? "(long long)bestIndex" : "tc_store<" + outT + ">(acc)";
-  }
+      c += indent + "acc = " + sym + "_epilogue(" + epilogueArgs + ", acc);\n";
+    return c;
+  };
+  std::string value = reducedDims.empty() ? "tc_store<" + outT + ">(" + pointCall + ")"
+                      : arg               ? "(long long)bestIndex"
+                                          : "tc_store<" + outT + ">(acc)";
   // Output index: parallel dims (reduced ones as 0 with keepdim), plus offsets.
   std::string index = "0LL";
   size_t od = 0;
@@ -510,13 +498,107 @@ void CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point)
     index = "(" + index + " * " + dimExpr(spec.operands[0].shape[od], spec.symbols) + " + " + i + ")";
     ++od;
   }
-  os << "    m0[" << index << "] = " << value << ";\n  }\n}\n";
-  for (const Variant &v : kernelVariants())
+  std::string store = "m0[" + index + "] = " + value + ";\n";
+
+  // Elementwise (and sequential reduction) template: each thread computes
+  // ITEMS outputs, BLOCK apart; reductions loop over the reduced dims.
+  os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_body(" << params << ") {\n";
+  os << "  const long long total = " << total << ";\n";
+  os << "  const long long base = (long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;\n";
+  os << "#pragma unroll\n  for (int item = 0; item < ITEMS; ++item) {\n";
+  os << "    const long long linear = base + (long long)item * BLOCK;\n";
+  os << "    if (linear >= total) return;\n";
+  os << parallelIndices("linear", "    ");
+  if (!reducedDims.empty()) {
+    os << accInit("    ");
+    if (arg)
+      os << "    long long position = 0;\n";
+    std::string indent = "    ";
+    for (size_t d : reducedDims) {
+      os << indent << "for (long long i" << d << " = 0; i" << d << " < " << dims(d) << "; ++i" << d << ") {\n";
+      indent += "  ";
+    }
+    os << indent << "const " << acct << " x = " << pointCall << ";\n";
+    os << indent << combine("x", "position") << "\n";
+    if (arg)
+      os << indent << "++position;\n";
+    for (size_t k = 0; k < reducedDims.size(); ++k) {
+      indent = indent.substr(2);
+      os << indent << "}\n";
+    }
+    os << finish("    ");
+  }
+  os << "    " << store << "  }\n}\n";
+  std::vector<std::string> names;
+  for (const Variant &v : kernelVariants()) {
     os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << v.suffix()
        << "(" << params << ") { " << sym << "_body<" << v.block << ", " << v.items << ">("
        << memList.substr(2) << symList << "); }\n";
+    names.push_back(v.suffix().substr(1));
+  }
+
+  // Cooperative reduction template: LANES threads share each output (a
+  // warp-part or the whole block), striding over the reduced iterations,
+  // then combine through warp shuffles (and shared memory across warps).
+  if (!reducedDims.empty()) {
+    os << "template <int BLOCK, int LANES>\n__device__ __forceinline__ void " << sym << "_rows(" << params << ") {\n";
+    os << "  static_assert(LANES <= 32 || LANES == BLOCK, \"lanes: part of a warp or the whole block\");\n";
+    os << "  const long long total = " << total << ";\n";
+    os << "  const long long reduced = " << reducedTotal << ";\n";
+    os << "  const int lane = threadIdx.x % LANES;\n";
+    os << "  const long long linear = (long long)blockIdx.x * (BLOCK / LANES) + threadIdx.x / LANES;\n";
+    os << "  const bool active = linear < total;\n";
+    os << parallelIndices("active ? linear : 0LL", "  ");
+    os << accInit("  ");
+    os << "  if (active) {\n";
+    os << "    for (long long r = lane; r < reduced; r += LANES) {\n";
+    if (reducedDims.size() == 1) {
+      os << "      const long long i" << reducedDims[0] << " = r;\n";
+    } else {
+      os << "      long long rr = r;\n";
+      for (size_t k = reducedDims.size(); k-- > 0;) {
+        size_t d = reducedDims[k];
+        os << "      const long long i" << d << " = rr % " << dims(d) << "; rr /= " << dims(d) << ";\n";
+      }
+    }
+    os << "      const " << acct << " x = " << pointCall << ";\n";
+    os << "      " << combine("x", "r") << "\n";
+    os << "    }\n  }\n";
+    // Lanes combine pairwise (xor butterfly inside each group of LANES).
+    std::string shuffleStep =
+        arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
+                  combine("ob", "oi") + " }"
+            : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+    os << "#pragma unroll\n  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o >>= 1) " << shuffleStep << "\n";
+    os << "  if constexpr (LANES > 32) {\n";
+    os << "    __shared__ " << acct << " partial[BLOCK / 32];\n";
+    if (arg)
+      os << "    __shared__ long long partialIndex[BLOCK / 32];\n";
+    os << "    const int warp = threadIdx.x / 32;\n";
+    os << "    if (threadIdx.x % 32 == 0) { partial[warp] = " << (arg ? "best; partialIndex[warp] = bestIndex;" : "acc;")
+       << " }\n";
+    os << "    __syncthreads();\n";
+    os << "    if (warp != 0) return;\n";
+    if (arg)
+      os << "    best = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" << acct
+         << ")0; bestIndex = threadIdx.x < BLOCK / 32 ? partialIndex[threadIdx.x] : -1LL;\n";
+    else
+      os << "    acc = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" << acct << ")(" << identity << ");\n";
+    os << "#pragma unroll\n    for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+    os << "  }\n";
+    os << "  if (!active || lane != 0) return;\n";
+    os << finish("  ");
+    os << "  " << store << "}\n";
+    for (const Variant &v : rowVariants()) {
+      os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << v.suffix()
+         << "(" << params << ") { " << sym << "_rows<" << v.block << ", " << v.lanes << ">("
+         << memList.substr(2) << symList << "); }\n";
+      names.push_back(v.suffix().substr(1));
+    }
+  }
   os << "\n";
   kernels_ += os.str();
+  return names;
 }
 
 std::string CudaSourceBuilder::source() const { return cudaPrelude() + kernels_; }
@@ -546,6 +628,24 @@ template <typename S, typename T> __device__ __forceinline__ S tc_store(T v) { r
 template <> __device__ __forceinline__ __half tc_store<__half, float>(float v) { return __float2half(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 tc_store<__nv_bfloat16, float>(float v) { return __float2bfloat16(v); }
 template <> __device__ __forceinline__ unsigned char tc_store<unsigned char, bool>(bool v) { return v ? 1 : 0; }
+// Warp exchange for every accumulator type (bool travels as int).
+template <typename T> __device__ __forceinline__ T tc_shfl_xor(T v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+template <> __device__ __forceinline__ bool tc_shfl_xor<bool>(bool v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, (int)v, lane_mask) != 0;
+}
+// argmax/argmin: keeps (best, index) of the first max/min; nan counts as
+// the largest for both (the interpreter's rule); index < 0: nothing yet.
+template <bool MAX, typename T>
+__device__ __forceinline__ void tc_arg_combine(T &best, long long &index, T x, long long xi) {
+  if (xi < 0) return;
+  if (index < 0) { best = x; index = xi; return; }
+  const bool bn = best != best, xn = x != x;
+  const bool take = (bn || xn) ? (xn && (!bn || xi < index))
+                               : ((MAX ? x > best : x < best) || (x == best && xi < index));
+  if (take) { best = x; index = xi; }
+}
 
 )";
 }

@@ -17,13 +17,20 @@
 
 namespace tensorc::codegen::cuda {
 
+// A kernel's launch shape: BLOCK threads; each computes ITEMS outputs
+// (lanes == 1) or LANES threads share one output (reductions).
 struct Variant {
   int block;
   int items;
-  std::string suffix() const { return "_b" + std::to_string(block) + "_i" + std::to_string(items); }
+  int lanes;
+  std::string suffix() const {
+    return "_b" + std::to_string(block) + (lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
+  }
 };
 // The variants every kernel is instantiated with; the first is the default.
 const std::vector<Variant> &kernelVariants();
+// The cooperative variants reductions are also instantiated with.
+const std::vector<Variant> &rowVariants();
 
 // Headers and the helpers every kernel uses.
 std::string cudaPrelude();
@@ -31,8 +38,9 @@ std::string cudaPrelude();
 class CudaSourceBuilder {
 public:
   explicit CudaSourceBuilder(mlir::MLIRContext &ctx) : ctx_(ctx) {}
-  // Appends the nest's kernel template and its variants. Throws Error.
-  void addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
+  // Appends the nest's kernel templates and their variants; returns the
+  // variants' names (b256_i1, ..., b256_l32, ...). Throws Error.
+  std::vector<std::string> addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).

@@ -15,16 +15,14 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
   CudaSourceBuilder source(*ctx);
   artifact::Artifact art =
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
-                   [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { source.addNest(spec, point); });
+                   [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
+                   ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm"});
   art.code = source.source();
   art.target.kind = "cuda";
   art.target.triple = "nvptx64-nvidia-cuda";
   art.target.cpu = options.arch;
   art.options = options.record;
-  std::string variants;
-  for (const Variant &v : kernelVariants())
-    variants += (variants.empty() ? "" : ",") + v.suffix().substr(1);
-  art.options["kernel_variants"] = variants; // the first is the default
+  art.options["conv"] = options.conv;
   return art;
 }
 

@@ -17,6 +17,9 @@ namespace tensorc::codegen::cuda {
 
 struct CudaCompileOptions {
   std::string arch = "sm_90"; // recorded; the runtime compiles for the GPU it finds
+  // conv2d: "gemm" (im2col + cuBLASLt, groups 1) or "direct" (a reduction
+  // nest per output); docs/cuda-backend.md has the measurements.
+  std::string conv = "gemm";
   std::map<std::string, std::string> record;
 };
 

@@ -1,5 +1,6 @@
 #include "compiler/transforms/BackendPipelines.h"
 
+#include "compiler/transforms/Decompose.h"
 #include "passes/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -19,6 +20,23 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
   buildSimplifyPipeline(pm, options);
   DecomposePassOptions decompose;
   decompose.ops = {"gelu", "silu", "var"};
+  pm.addPass(createDecomposePass(decompose));
+  buildKernelPipeline(pm, options);
+}
+
+void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  pm.addPass(createFoldConstantsPass());
+  buildSimplifyPipeline(pm, options);
+  // gelu stays whole: GEMM epilogues absorb gelu(tanh); both forms are scalar ops.
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (const std::string &op : transforms::decomposableOps())
+      if (op != "gelu")
+        v.push_back(op);
+    return v;
+  }();
+  DecomposePassOptions decompose;
+  decompose.ops = ops;
   pm.addPass(createDecomposePass(decompose));
   buildKernelPipeline(pm, options);
 }

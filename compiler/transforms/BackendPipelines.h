@@ -12,6 +12,10 @@ namespace tensorc {
 
 void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
+// What `--target cuda` compiles with until the CUDA kernels have
+// normalization/attention emitters: the CPU pipeline's decomposition except
+// gelu (matmul epilogues absorb it).
+void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
 // Registers tensorc-cpu-pipeline and tensorc-cuda-pipeline.
 void registerBackendPipelines();
 

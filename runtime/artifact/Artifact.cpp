@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -135,6 +137,12 @@ json manifestJson(const Artifact &a) {
   for (const ConstantDecl &c : a.constants)
     constants.push_back({{"offset", c.offset}, {"bytes", c.bytes}});
   m["constants"] = constants;
+  if (!a.binaries.empty()) {
+    json binaries = json::object();
+    for (const auto &[arch, range] : a.binaries)
+      binaries[arch] = {{"offset", range.first}, {"bytes", range.second}};
+    m["binaries"] = binaries;
+  }
   json steps = json::array();
   for (const Step &s : a.steps) {
     json j = {{"kind", stepName(s.kind)}, {"label", s.label}, {"operands", s.operands}};
@@ -144,12 +152,18 @@ json manifestJson(const Artifact &a) {
       j["extent"] = dimJson(s.extent);
       j["work"] = dimJson(s.work);
       j["threads"] = dimJson(s.threads);
+      if (s.reduced != Dim::of(1))
+        j["reduced"] = dimJson(s.reduced);
+      if (!s.variants.empty())
+        j["variants"] = s.variants;
       if (s.chainNext)
         j["chain_next"] = true;
     }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
+      if (!s.epilogue.empty())
+        j["epilogue"] = s.epilogue;
     }
     steps.push_back(j);
   }
@@ -220,17 +234,28 @@ void validate(const Artifact &a) {
     check(a.constants[i].offset <= a.data.size() &&
               a.constants[i].bytes <= a.data.size() - a.constants[i].offset,
           "constant " + std::to_string(i) + " lies outside the data section");
+  for (const auto &[arch, range] : a.binaries)
+    check(a.target.kind == "cuda" && range.first <= a.data.size() && range.second > 0 &&
+              range.second <= a.data.size() - range.first,
+          "GPU binary for " + arch + " lies outside the data section");
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &s = a.steps[i];
     std::string what = "step " + std::to_string(i) + " (" + s.label + ")";
     for (int o : s.operands)
       check(o >= 0 && o < nv, what + ": bad operand");
-    size_t want = s.kind == Step::Kind::Matmul ? 3 : s.kind == Step::Kind::Copy ? 2 : 0;
+    bool bias = s.epilogue.rfind("bias", 0) == 0;
+    size_t want = s.kind == Step::Kind::Matmul ? (bias ? 4 : 3) : s.kind == Step::Kind::Copy ? 2 : 0;
+    static const std::set<std::string> epilogues = {"",          "relu",      "gelu_tanh",
+                                                    "bias",      "bias_relu", "bias_gelu_tanh"};
+    check(epilogues.count(s.epilogue) && (s.epilogue.empty() || s.kind == Step::Kind::Matmul),
+          what + ": unknown matmul epilogue '" + s.epilogue + "'");
+    for (const std::string &v : s.variants)
+      check(isVariantName(v), what + ": bad kernel variant name '" + v + "'");
     check(want == 0 ? !s.operands.empty() : s.operands.size() == want,
           what + ": wrong number of operands");
     if (s.kind == Step::Kind::Loop) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
-      checkShape({s.extent, s.work, s.threads}, what);
+      checkShape({s.extent, s.work, s.threads, s.reduced}, what);
     }
     if (s.chainNext) {
       const Step *next = i + 1 < a.steps.size() ? &a.steps[i + 1] : nullptr;
@@ -242,6 +267,38 @@ void validate(const Artifact &a) {
 }
 
 } // namespace
+
+namespace {
+std::optional<KernelVariant> variantOf(const std::string &name) {
+  int block = 0, count = 0;
+  char kind = 0;
+  int used = 0;
+  if (std::sscanf(name.c_str(), "b%d_%c%d%n", &block, &kind, &count, &used) != 3 ||
+      size_t(used) != name.size() || (kind != 'i' && kind != 'l'))
+    return std::nullopt;
+  if (block < 32 || block > 1024 || block % 32 != 0 || count < 1 || count > 1024)
+    return std::nullopt;
+  KernelVariant v;
+  v.block = block;
+  if (kind == 'i') {
+    v.items = count;
+  } else {
+    // Lanes: a power of two up to a warp, or the whole block.
+    if (!(count == block || (count <= 32 && (count & (count - 1)) == 0)))
+      return std::nullopt;
+    v.lanes = count;
+  }
+  return v;
+}
+} // namespace
+
+bool isVariantName(const std::string &name) { return variantOf(name).has_value(); }
+
+KernelVariant parseVariant(const std::string &name) {
+  std::optional<KernelVariant> v = variantOf(name);
+  check(v.has_value(), "bad kernel variant name '" + name + "'");
+  return *v;
+}
 
 uint64_t checksum(const char *data, size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -340,6 +397,9 @@ Artifact parse(const std::string &bytes, const std::string &where) {
           {parseDimJson(j.at("bytes"), "buffer"), j.at("first").get<int>(), j.at("last").get<int>()});
     for (const json &j : m.at("constants"))
       a.constants.push_back({j.at("offset").get<uint64_t>(), j.at("bytes").get<uint64_t>()});
+    if (m.contains("binaries"))
+      for (const auto &[arch, j] : m.at("binaries").items())
+        a.binaries[arch] = {j.at("offset").get<uint64_t>(), j.at("bytes").get<uint64_t>()};
     for (const json &j : m.at("steps")) {
       Step s;
       std::string kind = j.at("kind").get<std::string>();
@@ -356,11 +416,16 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.work = parseDimJson(j.at("work"), "step");
         if (j.contains("threads"))
           s.threads = parseDimJson(j.at("threads"), "step");
+        if (j.contains("reduced"))
+          s.reduced = parseDimJson(j.at("reduced"), "step");
+        if (j.contains("variants"))
+          s.variants = j.at("variants").get<std::vector<std::string>>();
         s.chainNext = j.value("chain_next", false);
       }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
         s.transposeB = j.at("transpose_b").get<bool>();
+        s.epilogue = j.value("epilogue", "");
       }
       a.steps.push_back(s);
     }

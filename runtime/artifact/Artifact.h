@@ -69,7 +69,15 @@ struct Step {
   Dim extent;            // Loop: the outermost loop's trip count
   Dim work;              // Loop: iterations of the whole nest (split heuristic)
   Dim threads = Dim::of(1); // Loop: iterations of its non-reduced dims (GPU threads)
+  Dim reduced = Dim::of(1); // Loop: iterations of its reduced dims per output
+  // Loop (GPU): the kernel's variants, `symbol + "_" + name` each (b256_i1:
+  // 256 threads, 1 output each; b256_l32: 256 threads, 32 lanes per output).
+  std::vector<std::string> variants;
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
+  // Matmul (GPU): applied to the product before it is stored, by the GEMM
+  // library: "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh".
+  // With a bias, operands[3] is the bias vector (one per output column).
+  std::string epilogue;
   // Loop: runs chunk by chunk of the outermost loop together with the next
   // step (same extent): rows it writes are read by the next only at the
   // same rows, so a chunk's intermediates stay in cache.
@@ -100,7 +108,10 @@ struct Artifact {
   std::vector<BufferDecl> buffers;
   std::vector<ConstantDecl> constants;
   std::vector<Step> steps;
-  std::string code; // a shared library (ELF) of the kernels
+  // GPU binaries compiled ahead of time (--precompile), by architecture
+  // (sm_90): {offset, bytes} in the data section. Empty: JIT at load.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> binaries;
+  std::string code; // the kernels: a shared library (cpu) or CUDA C++ source (cuda)
   std::string data; // bytes of constants
 };
 
@@ -114,5 +125,17 @@ Artifact readFile(const std::string &path);
 
 // FNV-1a, 64 bits.
 uint64_t checksum(const char *data, size_t size);
+
+// A GPU kernel variant's launch geometry, from its name: bB_iI (B threads,
+// I outputs per thread: B*I outputs per block) or bB_lL (B threads, L
+// lanes cooperating on each output: B/L outputs per block).
+struct KernelVariant {
+  int block = 256;
+  int lanes = 1; // threads per output (1: each thread computes ITEMS outputs)
+  int items = 1;
+  int64_t outputsPerBlock() const { return lanes > 1 ? block / lanes : int64_t(block) * items; }
+};
+bool isVariantName(const std::string &name);
+KernelVariant parseVariant(const std::string &name); // throws Error
 
 } // namespace tensorc::artifact

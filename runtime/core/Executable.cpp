@@ -166,7 +166,8 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
       impl->symbols.push_back({s.name, s.min, s.max.value_or(-1)});
     if (a.target.kind == "cuda") {
       try {
-        impl->cuda = std::make_unique<cuda::CudaProgram>(a, name, options.kernelCacheDir);
+        impl->cuda = std::make_unique<cuda::CudaProgram>(a, name, options.kernelCacheDir,
+                                                          options.kernelVariant);
       } catch (const tensorc::Error &e) {
         fail(name + ": " + e.what());
       }
@@ -225,6 +226,7 @@ Session &Session::operator=(Session &&) noexcept = default;
 
 const std::map<std::string, int64_t> &Session::bindings() const { return state_->bindings; }
 int64_t Session::arenaBytes() const { return state_->arenaBytes; }
+double Session::lastDeviceMs() const { return state_->gpu ? state_->gpu->lastDeviceMs : -1; }
 
 namespace {
 

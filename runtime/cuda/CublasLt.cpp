@@ -37,7 +37,9 @@ struct Heuristic {
 };
 
 constexpr int kTransA = 3, kTransB = 4, kMaxWorkspace = 1;
-constexpr int kCompute32F = 68, kCompute64F = 70;
+constexpr int kEpilogue = 7, kBiasPointer = 8;
+constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32;
+constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 
 } // namespace
@@ -96,17 +98,20 @@ CublasLt::CublasLt() {
   check(missing.empty(), "cuda: cuBLASLt lacks " + missing);
   api_ = &api;
   TC_LT(create(&handle_));
-  workspace_ = Driver::get().allocate(workspaceBytes_);
 }
 
 void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
-                      const MatmulDims &d) const {
+                      const MatmulDims &d, const GemmEpilogue &e, Stream stream,
+                      DevicePtr workspace) const {
+  size_t workspaceBytes = kWorkspaceBytes;
   Driver &driver = Driver::get();
   size_t es = dtypeSize(dtype);
   if (d.M == 0 || d.N == 0 || d.batches == 0)
     return;
+  check(d.K > 0 || (!e.relu && !e.geluTanh && !e.bias),
+        "cuda: a matmul with an epilogue over an empty inner dimension is not implemented");
   if (d.K == 0) {
-    driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es);
+    driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es, stream);
     return;
   }
   int type = dtype == DType::F32 ? kR32F : dtype == DType::F64 ? kR64F : dtype == DType::F16 ? kR16F : kR16BF;
@@ -117,7 +122,18 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   // Column-major C^T[N, M] = op(B)^T-view [N, K] x op(A)^T-view [K, M].
   uint64_t N = uint64_t(d.N), M = uint64_t(d.M), K = uint64_t(d.K);
   void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
-  TC_LT(descCreate(&desc, f64 ? kCompute64F : kCompute32F, f64 ? kR64F : kR32F));
+  int compute = f64 ? kCompute64F : dtype == DType::F32 && e.allowTf32 ? kCompute32FFastTf32 : kCompute32F;
+  TC_LT(descCreate(&desc, compute, f64 ? kR64F : kR32F));
+  // c^T is N x M column-major: a bias per column of c is one per row of
+  // c^T, which is cuBLASLt's bias (broadcast along its columns).
+  int epilogue = (e.relu ? kEpilogueRelu : 0) | (e.geluTanh ? kEpilogueGelu : 0) | (e.bias ? kEpilogueBias : 0);
+  if (epilogue) {
+    TC_LT(descSetAttribute(desc, kEpilogue, &epilogue, sizeof epilogue));
+    if (e.bias) {
+      const void *bias = reinterpret_cast<const void *>(e.bias);
+      TC_LT(descSetAttribute(desc, kBiasPointer, &bias, sizeof bias));
+    }
+  }
   int opFirst = transB ? 1 : 0, opSecond = transA ? 1 : 0;
   TC_LT(descSetAttribute(desc, kTransA, &opFirst, sizeof opFirst));
   TC_LT(descSetAttribute(desc, kTransB, &opSecond, sizeof opSecond));
@@ -126,7 +142,7 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   TC_LT(layoutCreate(&lb, type, transA ? M : K, transA ? K : M, int64_t(transA ? M : K)));
   TC_LT(layoutCreate(&lc, type, N, M, int64_t(N)));
   TC_LT(prefCreate(&pref));
-  TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes_, sizeof workspaceBytes_));
+  TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes, sizeof workspaceBytes));
   Heuristic h{};
   int found = 0;
   TC_LT(heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found));
@@ -140,7 +156,7 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
     DevicePtr pc = c + DevicePtr(bi * d.M * d.N) * es;
     TC_LT(matmul(handle_, desc, alpha, reinterpret_cast<void *>(pb), la, reinterpret_cast<void *>(pa),
                  lb, beta, reinterpret_cast<void *>(pc), lc, reinterpret_cast<void *>(pc), lc, h.algo,
-                 reinterpret_cast<void *>(workspace_), workspaceBytes_, nullptr));
+                 reinterpret_cast<void *>(workspace), workspaceBytes, stream));
   }
   api_->prefDestroy(pref);
   api_->layoutDestroy(la);

@@ -2,7 +2,8 @@
 // tensors are handed to cuBLASLt's column-major GEMM as their transposes
 // (C^T = B^T A^T), so no copies are made; stored transposes (a transpose
 // feeding the matmul) become cuBLASLt's transpose flags. f32 runs in true
-// f32 (TF32 off), f64 in f64, f16/bf16 with f32 accumulation.
+// f32 (TF32 off unless the artifact allows it), f64 in f64, f16/bf16 with
+// f32 accumulation. Bias, relu and gelu(tanh) epilogues run in the GEMM.
 #pragma once
 
 #include "ir/core/DType.h"
@@ -11,13 +12,24 @@
 
 namespace tensorc::cuda {
 
+// What is applied to a GEMM's product before it is stored, and how f32 runs.
+struct GemmEpilogue {
+  bool relu = false, geluTanh = false;
+  DevicePtr bias = 0;     // 0: none; else one value per column of c (c's dtype)
+  bool allowTf32 = false; // f32 inputs rounded to TF32 on tensor cores
+};
+
 class CublasLt {
 public:
   // Throws Error when cuBLASLt cannot be loaded.
   static CublasLt &get();
-  // c = op(a) @ op(b) for every batch of `dims` (device pointers).
+  // Scratch memory each stream needs for itself (streams run concurrently).
+  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+  // c = epilogue(op(a) @ op(b)) for every batch of `dims` (device pointers),
+  // in stream order on `stream` with `workspace` (kWorkspaceBytes).
   void matmul(DevicePtr a, bool transposeA, DevicePtr b, bool transposeB, DevicePtr c, DType dtype,
-              const MatmulDims &dims) const;
+              const MatmulDims &dims, const GemmEpilogue &epilogue, Stream stream,
+              DevicePtr workspace) const;
 
   struct Api;
 
@@ -25,8 +37,6 @@ private:
   CublasLt();
   const Api *api_;
   void *handle_ = nullptr;
-  DevicePtr workspace_ = 0;
-  size_t workspaceBytes_ = size_t(32) << 20;
 };
 
 } // namespace tensorc::cuda

@@ -22,10 +22,18 @@ struct Driver::Api {
                       void *, void **, void **);
   int (*memAlloc)(DevicePtr *, size_t);
   int (*memFree)(DevicePtr);
-  int (*memcpyHtoD)(DevicePtr, const void *, size_t);
-  int (*memcpyDtoH)(void *, DevicePtr, size_t);
-  int (*memcpyDtoD)(DevicePtr, DevicePtr, size_t);
-  int (*memsetD8)(DevicePtr, unsigned char, size_t);
+  int (*memcpyHtoD)(DevicePtr, const void *, size_t, Stream);
+  int (*memcpyDtoH)(void *, DevicePtr, size_t, Stream);
+  int (*memcpyDtoD)(DevicePtr, DevicePtr, size_t, Stream);
+  int (*memsetD8)(DevicePtr, unsigned char, size_t, Stream);
+  int (*streamCreate)(Stream *, unsigned);
+  int (*streamDestroy)(Stream);
+  int (*streamSynchronize)(Stream);
+  int (*eventCreate)(void **, unsigned);
+  int (*eventDestroy)(void *);
+  int (*eventRecord)(void *, Stream);
+  int (*eventSynchronize)(void *);
+  int (*eventElapsedTime)(float *, void *, void *);
   int (*getErrorString)(int, const char **);
 };
 
@@ -63,10 +71,18 @@ const Loaded &load() {
     sym(api->launchKernel, "cuLaunchKernel");
     sym(api->memAlloc, "cuMemAlloc_v2");
     sym(api->memFree, "cuMemFree_v2");
-    sym(api->memcpyHtoD, "cuMemcpyHtoD_v2");
-    sym(api->memcpyDtoH, "cuMemcpyDtoH_v2");
-    sym(api->memcpyDtoD, "cuMemcpyDtoD_v2");
-    sym(api->memsetD8, "cuMemsetD8_v2");
+    sym(api->memcpyHtoD, "cuMemcpyHtoDAsync_v2");
+    sym(api->memcpyDtoH, "cuMemcpyDtoHAsync_v2");
+    sym(api->memcpyDtoD, "cuMemcpyDtoDAsync_v2");
+    sym(api->memsetD8, "cuMemsetD8Async");
+    sym(api->streamCreate, "cuStreamCreate");
+    sym(api->streamDestroy, "cuStreamDestroy_v2");
+    sym(api->streamSynchronize, "cuStreamSynchronize");
+    sym(api->eventCreate, "cuEventCreate");
+    sym(api->eventDestroy, "cuEventDestroy_v2");
+    sym(api->eventRecord, "cuEventRecord");
+    sym(api->eventSynchronize, "cuEventSynchronize");
+    sym(api->eventElapsedTime, "cuEventElapsedTime");
     sym(api->getErrorString, "cuGetErrorString");
     if (!missing.empty()) {
       l.error = "libcuda.so.1 lacks " + missing + " (driver too old?)";
@@ -140,8 +156,8 @@ void *Driver::function(void *module, const std::string &name) const {
   return f;
 }
 
-void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args) const {
-  TC_CU(launchKernel(f, gridX, 1, 1, blockX, 1, 1, 0, nullptr, args, nullptr));
+void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args, Stream stream) const {
+  TC_CU(launchKernel(f, gridX, 1, 1, blockX, 1, 1, 0, stream, args, nullptr));
 }
 
 DevicePtr Driver::allocate(size_t bytes) const {
@@ -154,22 +170,50 @@ void Driver::free(DevicePtr p) const {
   if (p)
     api_->memFree(p);
 }
-void Driver::copyToDevice(DevicePtr d, const void *s, size_t n) const {
+void Driver::copyToDevice(DevicePtr d, const void *s, size_t n, Stream stream) const {
   if (n)
-    TC_CU(memcpyHtoD(d, s, n));
+    TC_CU(memcpyHtoD(d, s, n, stream));
 }
-void Driver::copyToHost(void *d, DevicePtr s, size_t n) const {
+void Driver::copyToHost(void *d, DevicePtr s, size_t n, Stream stream) const {
   if (n)
-    TC_CU(memcpyDtoH(d, s, n));
+    TC_CU(memcpyDtoH(d, s, n, stream));
 }
-void Driver::copyOnDevice(DevicePtr d, DevicePtr s, size_t n) const {
+void Driver::copyOnDevice(DevicePtr d, DevicePtr s, size_t n, Stream stream) const {
   if (n)
-    TC_CU(memcpyDtoD(d, s, n));
+    TC_CU(memcpyDtoD(d, s, n, stream));
 }
-void Driver::fill(DevicePtr d, uint8_t v, size_t n) const {
+void Driver::fill(DevicePtr d, uint8_t v, size_t n, Stream stream) const {
   if (n)
-    TC_CU(memsetD8(d, v, n));
+    TC_CU(memsetD8(d, v, n, stream));
 }
 void Driver::synchronize() const { TC_CU(ctxSynchronize()); }
+
+Stream Driver::createStream() const {
+  Stream s = nullptr;
+  TC_CU(streamCreate(&s, 1)); // CU_STREAM_NON_BLOCKING: no implicit sync with stream 0
+  return s;
+}
+void Driver::destroyStream(Stream s) const {
+  if (s)
+    api_->streamDestroy(s);
+}
+void Driver::synchronize(Stream s) const { TC_CU(streamSynchronize(s)); }
+
+void *Driver::createEvent() const {
+  void *e = nullptr;
+  TC_CU(eventCreate(&e, 0));
+  return e;
+}
+void Driver::destroyEvent(void *e) const {
+  if (e)
+    api_->eventDestroy(e);
+}
+void Driver::record(void *event, Stream s) const { TC_CU(eventRecord(event, s)); }
+float Driver::elapsedMs(void *start, void *end) const {
+  TC_CU(eventSynchronize(end));
+  float ms = 0;
+  TC_CU(eventElapsedTime(&ms, start, end));
+  return ms;
+}
 
 } // namespace tensorc::cuda

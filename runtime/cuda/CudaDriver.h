@@ -11,6 +11,7 @@
 namespace tensorc::cuda {
 
 using DevicePtr = unsigned long long; // CUdeviceptr
+using Stream = void *;                // CUstream; nullptr: the legacy default stream
 
 class Driver {
 public:
@@ -25,14 +26,25 @@ public:
 
   void *loadModule(const std::string &image) const;
   void *function(void *module, const std::string &name) const;
-  void launch(void *function, unsigned gridX, unsigned blockX, void **args) const;
+  // Launches and copies are queued on `stream` (copies between device and
+  // pageable host memory are staged by the driver: the host side is done
+  // when the call returns, the device side in stream order).
+  void launch(void *function, unsigned gridX, unsigned blockX, void **args,
+              Stream stream = nullptr) const;
   DevicePtr allocate(size_t bytes) const;
   void free(DevicePtr p) const;
-  void copyToDevice(DevicePtr dst, const void *src, size_t bytes) const;
-  void copyToHost(void *dst, DevicePtr src, size_t bytes) const;
-  void copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes) const;
-  void fill(DevicePtr dst, uint8_t value, size_t bytes) const;
-  void synchronize() const;
+  void copyToDevice(DevicePtr dst, const void *src, size_t bytes, Stream stream = nullptr) const;
+  void copyToHost(void *dst, DevicePtr src, size_t bytes, Stream stream = nullptr) const;
+  void copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream = nullptr) const;
+  void fill(DevicePtr dst, uint8_t value, size_t bytes, Stream stream = nullptr) const;
+  void synchronize() const; // the whole context
+  Stream createStream() const;
+  void destroyStream(Stream stream) const;
+  void synchronize(Stream stream) const; // errors of queued work surface here
+  void *createEvent() const;
+  void destroyEvent(void *event) const;
+  void record(void *event, Stream stream) const;
+  float elapsedMs(void *start, void *end) const; // waits for `end`
 
   struct Api;
 

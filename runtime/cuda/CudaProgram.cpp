@@ -5,39 +5,87 @@
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/Nvrtc.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
 namespace tensorc::cuda {
 
 using artifact::Step;
 using artifact::Storage;
 
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
-                         const std::string &kernelCacheDir)
-    : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())) {
+                         const std::string &kernelCacheDir, int variant)
+    : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())),
+      forcedVariant_(variant) {
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
       check(isFloat(d), where + ": step '" + s.label + "': integer matmul on the GPU is not implemented yet");
       CublasLt::get(); // fails here, naming the library, if cuBLASLt is missing
     }
-  const Nvrtc &nvrtc = Nvrtc::get();
-  KernelCache cache(kernelCacheDir);
-  KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
-  std::string cubin = cache.getOrBuild(key, [&] { return nvrtc.compile(a.code, where, arch_).cubin; });
-  module_ = driver_.loadModule(cubin);
-  // The default variant: the first recorded (b256_i1).
-  std::string variant = "b256_i1";
-  if (auto it = a.options.find("kernel_variants"); it != a.options.end())
-    variant = it->second.substr(0, it->second.find(','));
-  int block = std::stoi(variant.substr(1, variant.find('_') - 1));
-  int items = std::stoi(variant.substr(variant.find("_i") + 2));
-  for (const Step &s : a.steps) {
-    kernels_.push_back(s.kind == Step::Kind::Loop ? driver_.function(module_, s.symbol + "_" + variant)
-                                                  : nullptr);
-    blocks_.push_back(block);
-    items_.push_back(items);
+  if (auto it = a.options.find("allow_tf32"); it != a.options.end())
+    allowTf32_ = it->second == "true";
+  if (auto it = a.binaries.find(arch_); it != a.binaries.end()) {
+    module_ = driver_.loadModule(a.data.substr(size_t(it->second.first), size_t(it->second.second)));
+  } else {
+    const Nvrtc &nvrtc = Nvrtc::get();
+    KernelCache cache(kernelCacheDir);
+    KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
+    std::string cubin = cache.getOrBuild(key, [&] { return nvrtc.compile(a.code, where, arch_).cubin; });
+    module_ = driver_.loadModule(cubin);
   }
-  constants_ = driver_.allocate(a.data.size());
-  driver_.copyToDevice(constants_, a.data.data(), a.data.size());
+  for (const Step &s : a.steps) {
+    std::vector<Launchable> variants;
+    if (s.kind == Step::Kind::Loop) {
+      check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
+      for (const std::string &v : s.variants)
+        variants.push_back({driver_.function(module_, s.symbol + "_" + v), artifact::parseVariant(v)});
+    }
+    kernels_.push_back(std::move(variants));
+  }
+  // Constants only (precompiled binaries follow them in the data section).
+  size_t constantBytes = 0;
+  for (const artifact::ConstantDecl &c : a.constants)
+    constantBytes = std::max(constantBytes, size_t(c.offset + c.bytes));
+  constants_ = driver_.allocate(std::max<size_t>(constantBytes, 1));
+  driver_.copyToDevice(constants_, a.data.data(), constantBytes);
+  // Sessions' streams do not wait for the default stream: finish here.
+  driver_.synchronize();
+}
+
+void precompile(artifact::Artifact &a, const std::string &arch, const std::string &where) {
+  check(a.target.kind == "cuda", where + ": --precompile needs a cuda artifact");
+  int cc = 0;
+  int used = 0;
+  check(std::sscanf(arch.c_str(), "sm_%d%n", &cc, &used) == 1 && size_t(used) == arch.size(),
+        where + ": --arch '" + arch + "' is not an architecture like sm_90");
+  const Nvrtc &nvrtc = Nvrtc::get();
+  std::vector<int> archs = nvrtc.supportedArchs();
+  check(std::find(archs.begin(), archs.end(), cc) != archs.end(),
+        where + ": " + nvrtc.version() + " cannot compile for " + arch);
+  std::string cubin = nvrtc.compile(a.code, where, arch).cubin;
+  while (a.data.size() % 64)
+    a.data.push_back('\0');
+  a.binaries[arch] = {a.data.size(), cubin.size()};
+  a.data += cubin;
+  a.options["precompiled"] = arch;
+}
+
+size_t CudaProgram::defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
+                                   int64_t reduced) {
+  auto find = [&](const char *name) {
+    auto it = std::find(variants.begin(), variants.end(), name);
+    return it == variants.end() ? std::nullopt : std::optional<size_t>(size_t(it - variants.begin()));
+  };
+  std::optional<size_t> pick;
+  if (reduced >= 4096 || (reduced >= 512 && outputs < 4096))
+    pick = find("b512_l512");
+  else if (reduced >= 128)
+    pick = find("b256_l32");
+  else if (reduced >= 16)
+    pick = find("b256_l8");
+  return pick.value_or(0);
 }
 
 CudaProgram::~CudaProgram() {
@@ -49,9 +97,15 @@ CudaProgram::Buffers::~Buffers() {
   if (!Driver::available())
     return;
   Driver &d = Driver::get();
+  if (stream)
+    d.synchronize(stream);
   d.free(arena);
+  d.free(gemmWorkspace);
   for (DevicePtr p : io)
     d.free(p);
+  d.destroyEvent(start);
+  d.destroyEvent(end);
+  d.destroyStream(stream);
 }
 
 void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
@@ -60,6 +114,12 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
                       const std::vector<const void *> &inputs, const std::vector<void *> &outputs,
                       Buffers &buf) const {
   driver_.makeCurrent();
+  if (!buf.stream) {
+    buf.stream = driver_.createStream();
+    buf.start = driver_.createEvent();
+    buf.end = driver_.createEvent();
+  }
+  Stream stream = buf.stream;
   auto bytesOf = [&](int v) {
     size_t n = dtypeSize(a.values[v].dtype);
     for (int64_t d : shapes[v])
@@ -85,7 +145,7 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
     }
   }
   for (size_t i = 0; i < a.inputs.size(); ++i)
-    driver_.copyToDevice(buf.io[i], inputs[i], bytesOf(a.inputs[i].value));
+    driver_.copyToDevice(buf.io[i], inputs[i], bytesOf(a.inputs[i].value), stream);
   std::vector<DevicePtr> ptr(a.values.size(), 0);
   for (size_t v = 0; v < a.values.size(); ++v) {
     const Storage &s = a.values[v].storage;
@@ -110,22 +170,31 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
   std::map<std::string, int64_t> bindings;
   for (size_t k = 0; k < a.symbols.size(); ++k)
     bindings[a.symbols[k].name] = symbolValues[k];
+  driver_.record(buf.start, stream);
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
+      if (!buf.gemmWorkspace)
+        buf.gemmWorkspace = driver_.allocate(CublasLt::kWorkspaceBytes);
       int c = s.operands[0], l = s.operands[1], r = s.operands[2];
       std::vector<int64_t> as = shapes[size_t(l)], bs = shapes[size_t(r)];
       if (s.transposeA && as.size() >= 2)
         std::swap(as[as.size() - 1], as[as.size() - 2]);
       if (s.transposeB && bs.size() >= 2)
         std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+      GemmEpilogue e;
+      e.relu = s.epilogue.find("relu") != std::string::npos;
+      e.geluTanh = s.epilogue.find("gelu_tanh") != std::string::npos;
+      if (s.operands.size() > 3)
+        e.bias = ptr[size_t(s.operands[3])];
+      e.allowTf32 = allowTf32_;
       CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
-                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]));
+                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, buf.gemmWorkspace);
       continue;
     }
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
-                           bytesOf(s.operands[1]));
+                           bytesOf(s.operands[1]), stream);
       continue;
     }
     int64_t threads = *s.threads.evaluate(bindings);
@@ -141,14 +210,21 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
       params.push_back(&p);
     for (long long &v : syms)
       params.push_back(&v);
-    int64_t perBlock = int64_t(blocks_[si]) * items_[si];
+    const std::vector<Launchable> &ks = kernels_[si];
+    const Launchable &k =
+        forcedVariant_ >= 0 ? ks[std::min(size_t(forcedVariant_), ks.size() - 1)]
+                            : ks[defaultVariant(s.variants, threads, *s.reduced.evaluate(bindings))];
+    int64_t perBlock = k.shape.outputsPerBlock();
     int64_t grid = (threads + perBlock - 1) / perBlock;
     check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
-    driver_.launch(kernels_[si], unsigned(grid), unsigned(blocks_[si]), params.data());
+    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), params.data(), stream);
   }
-  driver_.synchronize();
+  driver_.record(buf.end, stream);
   for (size_t i = 0; i < a.outputs.size(); ++i)
-    driver_.copyToHost(outputs[i], buf.io[a.inputs.size() + i], bytesOf(a.outputs[i].value));
+    driver_.copyToHost(outputs[i], buf.io[a.inputs.size() + i], bytesOf(a.outputs[i].value), stream);
+  // Kernel faults surface here, naming the artifact's run.
+  driver_.synchronize(stream);
+  buf.lastDeviceMs = driver_.elapsedMs(buf.start, buf.end);
 }
 
 } // namespace tensorc::cuda

@@ -1,6 +1,7 @@
 // A CUDA artifact loaded on the GPU: its CUDA C++ compiled by NVRTC for the
 // GPU found (through the on-disk kernel cache), the module loaded, every
 // loop step's kernel (default variant) resolved, constants on the device.
+// A precompiled binary for the GPU's architecture is loaded as is.
 // Runs the launch sequence on device memory: inputs copied in, outputs
 // copied out (a device-resident API comes later).
 #pragma once
@@ -14,17 +15,31 @@
 
 namespace tensorc::cuda {
 
+// --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
+// ("sm_90") and stores the binary in its data section, so loading on that
+// architecture needs no NVRTC. Throws Error naming `where`.
+void precompile(artifact::Artifact &artifact, const std::string &arch, const std::string &where);
+
 class CudaProgram {
 public:
   // Throws Error (no driver, NVRTC missing or failing, matmul steps not
   // supported yet).
+  // `variant` >= 0 runs every loop step with its variant number `variant`
+  // (the step's last if it has fewer): for tests and tuning.
   CudaProgram(const artifact::Artifact &artifact, const std::string &where,
-              const std::string &kernelCacheDir = "");
+              const std::string &kernelCacheDir = "", int variant = -1);
   ~CudaProgram();
 
+  // One session's device state: its stream (every launch, library call and
+  // copy of a run is queued on it; sessions run concurrently), memory reused
+  // across runs, and the device time of the last run's launch sequence.
   struct Buffers {
+    Stream stream = nullptr;
+    void *start = nullptr, *end = nullptr; // events around the launch sequence
+    float lastDeviceMs = -1;
     DevicePtr arena = 0;
     size_t arenaBytes = 0;
+    DevicePtr gemmWorkspace = 0; // cuBLASLt's, when the program has matmul steps
     std::vector<DevicePtr> io; // inputs then outputs
     std::vector<size_t> ioBytes;
     ~Buffers();
@@ -38,14 +53,26 @@ public:
 
   const std::string &arch() const { return arch_; }
 
+  // The heuristic default among a loop step's variants, for `outputs`
+  // outputs of `reduced` iterations each: one thread per output for
+  // elementwise nests and short reductions, 8 or 32 lanes (a warp part)
+  // per output for medium rows, a whole block for long ones. Returns an
+  // index into `variants` (which the autotuner may override).
+  static size_t defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
+                               int64_t reduced);
+
 private:
+  struct Launchable {
+    void *function = nullptr;
+    artifact::KernelVariant shape;
+  };
   Driver &driver_;
   std::string arch_;
   void *module_ = nullptr;
-  std::vector<void *> kernels_; // per step
-  std::vector<int> blocks_;     // threads per block per step
-  std::vector<int> items_;
+  std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   DevicePtr constants_ = 0;
+  int forcedVariant_ = -1;
+  bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };
 
 } // namespace tensorc::cuda

@@ -75,6 +75,29 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     t.output(t.call("matmul", {a, bt})[0]);
     push_back(t.graph());
   }
+  // Matmul epilogues (bias, relu, gelu(tanh)) run inside cuBLASLt.
+  for (DType d : {DType::F32, DType::F16, DType::BF16})
+    for (const char *act : {"", "relu", "gelu", "gelu_erf"})
+      for (bool bias : {true, false}) {
+        if (!bias && std::string(act).empty())
+          continue;
+        trace::Tracer t("linear");
+        trace::Tensor x = t.input("x", d, {"B", 5, 33});
+        trace::Tensor w = t.input("w", d, {33, 19});
+        trace::Tensor y = t.call("matmul", {x, w})[0];
+        if (bias)
+          y = t.call("add", {y, t.input("b", d, {19})})[0];
+        std::string a = act;
+        if (a == "relu")
+          y = t.call("relu", {y})[0];
+        else if (a == "gelu")
+          y = t.call("gelu", {y}, {{"approximate", Attr(std::string("tanh"))}})[0];
+        else if (a == "gelu_erf") // stays a separate kernel (cuBLASLt's gelu is tanh's)
+          y = t.call("gelu", {y})[0];
+        t.output(y);
+        gs.emplace_back("linear_" + std::string(dtypeName(d)) + (bias ? "_bias" : "") + (a.empty() ? "" : "_" + a),
+                        t.graph());
+      }
   push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
   push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));
   push_back(opGraph("broadcast_to", {{DType::F32, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}}));
@@ -95,6 +118,13 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
   push_back(opGraph("conv2d", {{DType::F32, {"B", 4, 10, 7}}, {DType::F32, {6, 2, 3, 2}}, {DType::F32, {6}}},
                        {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
                         {"groups", Attr(int64_t(2))}}));
+  // groups 1: im2col + GEMM (bias in the epilogue), odd sizes, dilation.
+  push_back(opGraph("conv2d", {{DType::F32, {"B", 3, 11, 9}}, {DType::F32, {5, 3, 3, 2}}, {DType::F32, {5}}},
+                    {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
+                     {"dilation", Attr(std::vector<int64_t>{1, 2})}}));
+  push_back(opGraph("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}));
+  push_back(opGraph("conv2d", {{DType::F16, {1, 2, 6, 5}}, {DType::F16, {3, 2, 3, 3}}, {DType::F16, {3}}},
+                    {{"padding", Attr(std::vector<int64_t>{1, 1})}}));
   push_back(opGraph("max_pool2d", {{DType::BF16, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 2})}}));
   push_back(opGraph("avg_pool2d", {{DType::F32, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 3})},
                                                                      {"padding", Attr(std::vector<int64_t>{1, 1})}}));

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
       GraphAnalysis a = analyzeGraph(g, g.name);
       mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, g.name);
       mlir::PassManager pm(&ctx);
-      buildCpuPipeline(pm, PipelineOptions{});
+      buildCudaCodegenPipeline(pm, PipelineOptions{});
       check(mlir::succeeded(pm.run(*module)), g.name + ": pipeline failed");
       artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, {});
       art.tensorcVersion = TENSORC_VERSION;

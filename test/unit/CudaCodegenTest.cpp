@@ -39,7 +39,7 @@ std::string cudaKernels(Graph g, const std::string &name) {
   GraphAnalysis a = analyzeGraph(g, name);
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, name);
   mlir::PassManager pm(&ctx);
-  buildCpuPipeline(pm, PipelineOptions{});
+  buildCudaCodegenPipeline(pm, PipelineOptions{});
   check(mlir::succeeded(pm.run(*module)), name + ": pipeline failed");
   artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, {});
   EXPECT_EQ(art.target.kind, "cuda");

@@ -2,8 +2,10 @@
 // compiler, no MLIR/LLVM: it ships in the GPU bundle) and compares every
 // output with the reference interpreter's, saved beside it.
 //
-//   tensorc-check CASE_DIR...     each CASE_DIR: model.tcx, inputs/NAME.npy
-//                                 (by input name), expected/I.npy (output I)
+//   tensorc-check [--all-variants] CASE_DIR...
+//       each CASE_DIR: model.tcx, inputs/NAME.npy (by input name),
+//       expected/I.npy (output I); --all-variants also runs every GPU kernel
+//       variant, not only the heuristic's choice
 //
 // Outputs are poisoned (all bytes 0xff) before the run, so an unwritten
 // element fails. The comparison is runtime/host/Parity.h's rule. Prints PASS/FAIL/SKIP per case and the
@@ -24,9 +26,48 @@ namespace fs = std::filesystem;
 using tensorc::DType;
 using tensorc::HostTensor;
 
+namespace {
+
+// Runs one case; returns "" when every output matches, else what differs.
+// Throws what the runtime throws.
+std::string runCase(const fs::path &dir, const std::shared_ptr<rt::Executable> &exe) {
+  std::vector<HostTensor> inputs;
+  std::vector<rt::TensorView> in;
+  for (const rt::TensorInfo &i : exe->inputs())
+    inputs.push_back(tensorc::readNpy((dir / "inputs" / (i.name + ".npy")).string(), DType(int(i.dtype))));
+  for (HostTensor &t : inputs)
+    in.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
+  rt::Session session(exe);
+  std::vector<std::vector<int64_t>> shapes = session.outputShapes(in);
+  std::vector<HostTensor> outputs;
+  std::vector<rt::TensorView> out;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    outputs.emplace_back(DType(int(exe->outputs()[i].dtype)), shapes[i]);
+    outputs.back().fillBytes(0xff);
+  }
+  for (HostTensor &t : outputs)
+    out.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
+  session.run(in, out);
+  std::string problems;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string &o = exe->outputs()[i].name;
+    HostTensor want = tensorc::readNpy((dir / "expected" / (std::to_string(i) + ".npy")).string(),
+                                       outputs[i].dtype());
+    std::string diff = tensorc::parityMismatch(outputs[i], want);
+    if (!diff.empty())
+      problems += (problems.empty() ? "" : "; ") + o + ": " + diff;
+  }
+  return problems;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   int passed = 0, failed = 0, skipped = 0;
-  for (int c = 1; c < argc; ++c) {
+  // --all-variants: also run every kernel variant (LoadOptions::kernelVariant
+  // 0..7; steps with fewer variants repeat their last).
+  bool allVariants = argc > 1 && std::string(argv[1]) == "--all-variants";
+  for (int c = allVariants ? 2 : 1; c < argc; ++c) {
     fs::path dir = argv[c];
     std::string name = dir.filename().string();
     try {
@@ -44,31 +85,13 @@ int main(int argc, char **argv) {
         }
         throw;
       }
-      std::vector<HostTensor> inputs;
-      std::vector<rt::TensorView> in;
-      for (const rt::TensorInfo &i : exe->inputs())
-        inputs.push_back(tensorc::readNpy((dir / "inputs" / (i.name + ".npy")).string(), DType(int(i.dtype))));
-      for (HostTensor &t : inputs)
-        in.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
-      rt::Session session(exe);
-      std::vector<std::vector<int64_t>> shapes = session.outputShapes(in);
-      std::vector<HostTensor> outputs;
-      std::vector<rt::TensorView> out;
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        outputs.emplace_back(DType(int(exe->outputs()[i].dtype)), shapes[i]);
-        outputs.back().fillBytes(0xff);
-      }
-      for (HostTensor &t : outputs)
-        out.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
-      session.run(in, out);
-      std::string problems;
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        const std::string &o = exe->outputs()[i].name;
-        HostTensor want = tensorc::readNpy((dir / "expected" / (std::to_string(i) + ".npy")).string(),
-                                           outputs[i].dtype());
-        std::string diff = tensorc::parityMismatch(outputs[i], want);
-        if (!diff.empty())
-          problems += (problems.empty() ? "" : "; ") + o + ": " + diff;
+      std::string problems = runCase(dir, exe);
+      for (int v = 0; allVariants && problems.empty() && v < 8; ++v) {
+        rt::LoadOptions options;
+        options.kernelVariant = v;
+        std::string p = runCase(dir, rt::Executable::load((dir / "model.tcx").string(), options));
+        if (!p.empty())
+          problems = "variant " + std::to_string(v) + ": " + p;
       }
       if (problems.empty()) {
         std::printf("PASS %s\n", name.c_str());

@@ -4,6 +4,7 @@
 
 #include "codegen/cpu/CpuProgram.h"
 #include "codegen/cuda/CudaProgram.h"
+#include "runtime/cuda/CudaProgram.h"
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
@@ -28,8 +29,9 @@ namespace tensorc::cli {
 namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
-                   arch = "sm_90";
-  bool printIrAfterAll = false, debugInfo = false, fuse = false;
+                   arch = "sm_90", convAlgo = "gemm";
+  bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
+       allowTf32 = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
   int64_t growthInterval = 2000;
@@ -64,12 +66,24 @@ void addCompileCommand(CLI::App &app) {
          "--pipeline", args->pipeline,
          "simplify (default), cpu or cuda: the backend pipelines decompose, fuse and plan memory")
       ->check(CLI::IsMember({"simplify", "cpu", "cuda"}));
+  // --pipeline cuda-codegen is what --target cuda selects (not a user choice).
   cmd->add_option("--target", args->target,
                   "cpu or cuda: compile to an artifact (.tcx) that `tensorc run` and the runtime "
                   "library execute (docs/artifact-format.md); cuda artifacts hold CUDA C++ "
                   "(the GPU runtime comes with the CUDA backend's next step)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--arch", args->arch, "with --target cuda: the GPU architecture to record (sm_90)");
+  cmd->add_option("--arch", args->arch,
+                  "with --target cuda: the GPU architecture (sm_90) for --precompile and the record");
+  cmd->add_flag("--precompile", args->precompile,
+                "with --target cuda: also compile the kernels with NVRTC for --arch now and store "
+                "the binary in the artifact (no JIT at load on that architecture; needs NVRTC here)");
+  cmd->add_option("--conv-algo", args->convAlgo,
+                  "with --target cuda: conv2d as gemm (im2col + cuBLASLt; default) or direct (one "
+                  "reduction per output)")
+      ->check(CLI::IsMember({"gemm", "direct"}));
+  cmd->add_flag("--allow-tf32", args->allowTf32,
+                "with --target cuda: f32 matmuls may round their inputs to TF32 on tensor cores "
+                "(faster, ~1e-3 relative error; PyTorch's allow_tf32); off by default");
   cmd->add_option("--cpu", args->cpu,
                   "with --target cpu: the CPU to generate code for: host (default), x86-64, "
                   "x86-64-v2, x86-64-v3, x86-64-v4 or another LLVM CPU name");
@@ -111,13 +125,17 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_flag("--report", args->report,
                 "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
+    check(!args->target.empty() || (!args->precompile && !args->allowTf32),
+          "--precompile and --allow-tf32 need --target cuda");
     if (!args->target.empty()) {
       check(args->output != "-", "--target " + args->target +
                                      " writes a binary artifact: give the output file with -o");
       check(args->emit == "mlir", "--emit does not apply to --target " + args->target);
+      check(args->target == "cuda" || (!args->precompile && !args->allowTf32),
+            "--precompile and --allow-tf32 need --target cuda");
       // Until the CUDA kernels have normalization/attention emitters, both
-      // targets use the CPU pipeline's full decomposition.
-      args->pipeline = "cpu";
+      // targets use the CPU pipeline's decomposition (CUDA keeps gelu).
+      args->pipeline = args->target == "cuda" ? "cuda-codegen" : "cpu";
     }
     std::unique_ptr<Model> model = loadModel(args->file);
     if (!args->autocast.empty()) {
@@ -185,6 +203,8 @@ void addCompileCommand(CLI::App &app) {
     pipeline.report = args->report;
     if (args->pipeline == "cpu")
       buildCpuPipeline(pm, pipeline);
+    else if (args->pipeline == "cuda-codegen")
+      buildCudaCodegenPipeline(pm, pipeline);
     else if (args->pipeline == "cuda")
       buildCudaPipeline(pm, pipeline);
     else if (args->fuse)
@@ -225,14 +245,19 @@ void addCompileCommand(CLI::App &app) {
     if (args->target == "cuda") {
       codegen::cuda::CudaCompileOptions options;
       options.arch = args->arch;
+      options.conv = args->convAlgo;
       options.record = {{"target", "cuda"}, {"arch", args->arch}, {"source", args->file}};
+      if (args->allowTf32)
+        options.record["allow_tf32"] = "true";
       artifact::Artifact art;
       try {
         art = codegen::cuda::compileCudaArtifact(*model->module, options);
+        art.tensorcVersion = TENSORC_VERSION;
+        if (args->precompile)
+          cuda::precompile(art, args->arch, args->file);
       } catch (const Error &e) {
-        fail(args->file + ": " + e.what());
+        fail(std::string(e.what()).rfind(args->file, 0) == 0 ? e.what() : args->file + ": " + e.what());
       }
-      art.tensorcVersion = TENSORC_VERSION;
       writeOutputFile(args->output, artifact::serialize(art));
       return;
     }

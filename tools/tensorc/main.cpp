@@ -20,21 +20,6 @@ void writeOutputFile(const std::string &path, const std::string &text) {
     writeFileAtomically(path, text);
 }
 
-std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string> &assignments) {
-  std::map<std::string, int64_t> dims;
-  for (const std::string &s : assignments) {
-    size_t eq = s.find('=');
-    check(eq != std::string::npos && eq > 0 && eq + 1 < s.size(),
-          "--dim \"" + s + "\" must look like SYMBOL=SIZE");
-    char *end = nullptr;
-    long long v = std::strtoll(s.c_str() + eq + 1, &end, 10);
-    check(*end == '\0' && v >= 1 && v <= (1ll << 40),
-          "--dim " + s + ": the size must be a positive integer");
-    dims[s.substr(0, eq)] = v;
-  }
-  return dims;
-}
-
 } // namespace tensorc::cli
 
 int main(int argc, char **argv) {

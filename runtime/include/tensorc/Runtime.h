@@ -78,6 +78,11 @@ struct LoadOptions {
   // ($TENSORC_CACHE_DIR, else $XDG_CACHE_HOME/tensorc/kernels, else
   // ~/.cache/tensorc/kernels).
   std::string kernelCacheDir;
+  // cuda artifacts: -1 (default) runs each loop step with the variant the
+  // runtime's heuristic picks for the bound sizes; N >= 0 runs every loop
+  // step with its variant number N (its last if it has fewer). For tests
+  // that check every variant, and for tuning.
+  int kernelVariant = -1;
 };
 
 class Executable {
@@ -122,6 +127,9 @@ public:
   // Symbol sizes bound by the last run, and the arena it used.
   const std::map<std::string, int64_t> &bindings() const;
   int64_t arenaBytes() const;
+  // cuda artifacts: milliseconds the GPU spent on the last run's launch
+  // sequence (CUDA events; host<->device copies excluded); -1 for cpu.
+  double lastDeviceMs() const;
 
   struct State; // implementation detail
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Writes the CUDA backend's benchmark graphs (issue 6's choices, measured on
+the GPU by scripts/gpu-bench.sh from the bundle):
+
+  conv_*: conv2d shapes of a ResNet stage, compiled twice (im2col + cuBLASLt
+          and the direct reduction nest) to choose the default by numbers;
+  rowsum_f32: a long-row reduction, run with every kernel variant;
+  linear_gelu_bf16: matmul + bias + gelu(tanh), the bias and gelu in the
+          cuBLASLt epilogue.
+
+    python3 bench/cuda_graphs.py OUTDIR
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_graphs import G  # noqa: E402
+
+
+def conv(name, dtype, n, c, hw, oc, k, stride, pad):
+    g = G(name)
+    x = g.input("x", dtype, [n, c, hw, hw])
+    w = g.input("w", dtype, [oc, c, k, k])
+    b = g.input("b", dtype, [oc])
+    return g.out(g.op("conv2d", x, w, b, stride=[stride, stride], padding=[pad, pad], name="y"))
+
+
+def rowsum():
+    g = G("rowsum_f32")
+    x = g.input("x", "f32", [16384, 4096])
+    return g.out(g.op("sum", x, axes=[1], name="y"))
+
+
+def linear_gelu():
+    g = G("linear_gelu_bf16")
+    x = g.input("x", "bf16", [8192, 1024])
+    w = g.input("w", "bf16", [1024, 4096])
+    b = g.input("b", "bf16", [4096])
+    return g.out(g.op("gelu", g.op("add", g.op("matmul", x, w), b), approximate="tanh", name="y"))
+
+
+GRAPHS = [
+    conv("conv3x3_f32", "f32", 32, 64, 56, 64, 3, 1, 1),
+    conv("conv3x3_bf16", "bf16", 32, 64, 56, 64, 3, 1, 1),
+    conv("conv3x3s2_f32", "f32", 32, 128, 28, 256, 3, 2, 1),
+    conv("conv1x1_f32", "f32", 32, 256, 28, 64, 1, 1, 0),
+    rowsum(),
+    linear_gelu(),
+]
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for g in GRAPHS:
+        with open(os.path.join(out, g["name"] + ".json"), "w") as f:
+            json.dump(g, f, indent=1)

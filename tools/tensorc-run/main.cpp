@@ -1,0 +1,40 @@
+// The runtime-only tensorc of the GPU deployment bundle: `tensorc run
+// MODEL.tcx` through the runtime library alone (no MLIR/LLVM; the bundle's
+// bin/tensorc). Compiling needs the full tensorc.
+#include "ir/core/Error.h"
+#include "tools/tensorc/RunArtifact.h"
+
+#include <iostream>
+
+int main(int argc, char **argv) {
+  CLI::App app{"tensorc (runtime-only build): runs compiled models (.tcx)"};
+  app.set_version_flag("--version", "tensorc " TENSORC_VERSION " (runtime only)");
+  app.require_subcommand(1);
+  auto *cmd = app.add_subcommand("run", "Run a compiled model (.tcx)");
+  tensorc::cli::RunArgs args;
+  tensorc::cli::addRunOptions(*cmd, args);
+  cmd->callback([&] {
+    tensorc::check(tensorc::cli::isArtifactFile(args.file),
+                   args.file + ": not a compiled model (.tcx); this runtime-only tensorc runs "
+                               "artifacts; compile graph files with the full tensorc");
+    tensorc::cli::runArtifact(args);
+  });
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run") {
+    std::cerr << "tensorc: '" << argv[1]
+              << "' is not available in this runtime-only build (deployment bundle): only "
+                 "`tensorc run MODEL.tcx`; use the full tensorc to compile\n";
+    return 1;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  } catch (const tensorc::Error &e) {
+    std::cerr << "tensorc: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "tensorc: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
