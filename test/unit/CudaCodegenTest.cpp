@@ -17,6 +17,8 @@
 
 #include <set>
 #include "passes/Pipelines.h"
+#include "compiler/trace/Tracer.h"
+#include "runtime/cuda/CudaProgram.h"
 #include "runtime/cuda/Nvrtc.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -31,8 +33,9 @@ using namespace tensorc::testing;
 namespace {
 
 
-// The kernels of a graph, without the shared prelude.
-std::string cudaKernels(Graph g, const std::string &name) {
+// The artifact `tensorc compile --target cuda` makes of a graph.
+artifact::Artifact cudaArtifact(Graph g, const std::string &name,
+                                const codegen::cuda::CudaCompileOptions &options = {}) {
   g.name = name; // unique kernel symbols across graphs
   mlir::MLIRContext ctx;
   loadTensorcDialects(ctx);
@@ -41,7 +44,12 @@ std::string cudaKernels(Graph g, const std::string &name) {
   mlir::PassManager pm(&ctx);
   buildCudaCodegenPipeline(pm, PipelineOptions{});
   check(mlir::succeeded(pm.run(*module)), name + ": pipeline failed");
-  artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, {});
+  return codegen::cuda::compileCudaArtifact(*module, options);
+}
+
+// The kernels of a graph, without the shared prelude.
+std::string cudaKernels(Graph g, const std::string &name) {
+  artifact::Artifact art = cudaArtifact(std::move(g), name);
   EXPECT_EQ(art.target.kind, "cuda");
   std::string prelude = codegen::cuda::cudaPrelude();
   EXPECT_EQ(art.code.compare(0, prelude.size(), prelude), 0);
@@ -84,6 +92,125 @@ TEST(CudaCodegen, EveryOpAndModelCompilesWithNvrtc) {
     EXPECT_GT(out.cubin.size(), 1000u) << arch;
     EXPECT_EQ(out.log, "") << arch << ": warnings";
   }
+}
+
+// Matmul steps (epilogue, operand count) of an artifact, in order.
+std::vector<std::pair<std::string, size_t>> matmulSteps(const artifact::Artifact &a) {
+  std::vector<std::pair<std::string, size_t>> r;
+  for (const artifact::Step &s : a.steps)
+    if (s.kind == artifact::Step::Kind::Matmul)
+      r.emplace_back(s.epilogue, s.operands.size());
+  return r;
+}
+
+using Pairs = std::vector<std::pair<std::string, size_t>>;
+
+TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
+  trace::Tracer t("lin");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 8});
+  trace::Tensor w = t.input("w", DType::F32, {8, 6});
+  trace::Tensor b = t.input("b", DType::F32, {6});
+  trace::Tensor y = t.call("matmul", {x, w})[0];
+  t.output(t.call("relu", {t.call("add", {b, y})[0]})[0]); // bias on the left
+  EXPECT_EQ(matmulSteps(cudaArtifact(t.graph(), "ep1")), (Pairs{{"bias_relu", 4}}));
+
+  // The raw product is also an output: no epilogue (it must be stored as is).
+  trace::Tracer u("lin2");
+  x = u.input("x", DType::F32, {"B", 8});
+  w = u.input("w", DType::F32, {8, 6});
+  b = u.input("b", DType::F32, {6});
+  y = u.call("matmul", {x, w})[0];
+  u.output(y);
+  u.output(u.call("add", {y, b})[0]);
+  EXPECT_EQ(matmulSteps(cudaArtifact(u.graph(), "ep2")), (Pairs{{"", 3}}));
+
+  // A bias that is not per column (one per row) and erf-gelu stay kernels;
+  // gelu(tanh) alone folds.
+  trace::Tracer v("lin3");
+  x = v.input("x", DType::F32, {8, 8});
+  trace::Tensor rows = v.input("r", DType::F32, {8, 1});
+  // Distinct weights: identical matmuls would be merged (one product, three readers).
+  v.output(v.call("add", {v.call("matmul", {x, v.input("w1", DType::F32, {8, 8})})[0], rows})[0]);
+  v.output(v.call("gelu", {v.call("matmul", {x, v.input("w2", DType::F32, {8, 8})})[0]})[0]);
+  v.output(v.call("gelu", {v.call("matmul", {x, v.input("w3", DType::F32, {8, 8})})[0]},
+                  {{"approximate", Attr(std::string("tanh"))}})[0]);
+  EXPECT_EQ(matmulSteps(cudaArtifact(v.graph(), "ep3")), (Pairs{{"", 3}, {"", 3}, {"gelu_tanh", 3}}));
+}
+
+TEST(CudaCodegen, Conv2dIsIm2colGemmUnlessGroupedOrAskedDirect) {
+  auto conv = [](int64_t groups) {
+    trace::Tracer t("conv");
+    trace::Tensor x = t.input("x", DType::F32, {"B", 4, 9, 7});
+    trace::Tensor w = t.input("w", DType::F32, {6, 4 / groups, 3, 3});
+    trace::Tensor b = t.input("b", DType::F32, {6});
+    t.output(t.call("conv2d", {x, w, b}, {{"groups", Attr(groups)}})[0]);
+    return t.graph();
+  };
+  EXPECT_EQ(matmulSteps(cudaArtifact(conv(1), "c1")), (Pairs{{"bias", 4}}));
+  EXPECT_EQ(matmulSteps(cudaArtifact(conv(2), "c2")), Pairs{});
+  codegen::cuda::CudaCompileOptions direct;
+  direct.conv = "direct";
+  artifact::Artifact a = cudaArtifact(conv(1), "c3", direct);
+  EXPECT_EQ(matmulSteps(a), Pairs{});
+  EXPECT_EQ(a.options.at("conv"), "direct");
+}
+
+TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
+  EXPECT_TRUE(artifact::isVariantName("b256_i1"));
+  EXPECT_TRUE(artifact::isVariantName("b512_l512"));
+  EXPECT_TRUE(artifact::isVariantName("b256_l8"));
+  for (const char *bad : {"", "b256", "b256_l48", "b100_i1", "b2048_i1", "b256_x1", "b256_i0", "b256_l128",
+                          "b256_i1x"})
+    EXPECT_FALSE(artifact::isVariantName(bad)) << bad;
+  EXPECT_EQ(artifact::parseVariant("b256_i4").outputsPerBlock(), 1024);
+  EXPECT_EQ(artifact::parseVariant("b256_l32").outputsPerBlock(), 8);
+  EXPECT_EQ(artifact::parseVariant("b512_l512").outputsPerBlock(), 1);
+  EXPECT_THROW(artifact::parseVariant("b7_i1"), Error);
+
+  std::vector<std::string> elementwise;
+  for (const auto &v : codegen::cuda::kernelVariants())
+    elementwise.push_back(v.suffix().substr(1));
+  std::vector<std::string> reduction = elementwise;
+  for (const auto &v : codegen::cuda::rowVariants())
+    reduction.push_back(v.suffix().substr(1));
+  auto pick = [](const std::vector<std::string> &vs, int64_t outputs, int64_t reduced) {
+    return vs[cuda::CudaProgram::defaultVariant(vs, outputs, reduced)];
+  };
+  EXPECT_EQ(pick(elementwise, 1 << 20, 1), "b256_i1");
+  EXPECT_EQ(pick(elementwise, 10, 100000), "b256_i1"); // no cooperative variants: the first
+  EXPECT_EQ(pick(reduction, 1000, 7), "b256_i1");
+  EXPECT_EQ(pick(reduction, 1000, 64), "b256_l8");
+  EXPECT_EQ(pick(reduction, 100000, 1000), "b256_l32");
+  EXPECT_EQ(pick(reduction, 100, 1000), "b512_l512");
+  EXPECT_EQ(pick(reduction, 16384, 4096), "b512_l512");
+}
+
+TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
+  trace::Tracer t("lin");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 8});
+  trace::Tensor w = t.input("w", DType::F32, {8, 6});
+  t.output(t.call("sum", {t.call("relu", {t.call("matmul", {x, w})[0]})[0]}, {{"axes", Attr(std::vector<int64_t>{1})}})[0]);
+  artifact::Artifact good = cudaArtifact(t.graph(), "bad");
+  EXPECT_NO_THROW(artifact::parse(artifact::serialize(good), "good.tcx"));
+  auto refused = [&](const std::function<void(artifact::Artifact &)> &damage, const std::string &want) {
+    artifact::Artifact a = good;
+    damage(a);
+    try {
+      artifact::parse(artifact::serialize(a), "bad.tcx");
+      ADD_FAILURE() << "accepted: " << want;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  size_t mm = 0, loop = 0;
+  for (size_t i = 0; i < good.steps.size(); ++i)
+    (good.steps[i].kind == artifact::Step::Kind::Matmul ? mm : loop) = i;
+  refused([&](artifact::Artifact &a) { a.steps[loop].variants.push_back("b256_l48"); },
+          "bad kernel variant name 'b256_l48'");
+  refused([&](artifact::Artifact &a) { a.steps[mm].epilogue = "tanh"; }, "unknown matmul epilogue 'tanh'");
+  refused([&](artifact::Artifact &a) { a.steps[mm].epilogue = "bias"; }, "wrong number of operands");
+  refused([&](artifact::Artifact &a) { a.binaries["sm_90"] = {0, a.data.size() + 1}; },
+          "GPU binary for sm_90 lies outside the data section");
 }
 
 } // namespace
