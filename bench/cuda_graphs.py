@@ -5,6 +5,8 @@ the GPU by scripts/gpu-bench.sh from the bundle):
   conv_*: conv2d shapes of a ResNet stage, compiled twice (im2col + cuBLASLt
           and the direct reduction nest) to choose the default by numbers;
   rowsum_f32: a long-row reduction, run with every kernel variant;
+  softmax_f32, layernorm_f32: chains of row passes, run as one kernel per
+          row block (the chain kernel) by the heuristic, and per step;
   linear_gelu_bf16: matmul + bias + gelu(tanh), the bias and gelu in the
           cuBLASLt epilogue.
 
@@ -32,6 +34,19 @@ def rowsum():
     return g.out(g.op("sum", x, axes=[1], name="y"))
 
 
+def softmax():
+    g = G("softmax_f32")
+    x = g.input("x", "f32", [16384, 4096])
+    return g.out(g.op("softmax", x, axis=-1, name="y"))
+
+
+def layernorm():
+    g = G("layernorm_f32")
+    x = g.input("x", "f32", [16384, 4096])
+    w, b = g.input("w", "f32", [4096]), g.input("b", "f32", [4096])
+    return g.out(g.op("layer_norm", x, w, b, name="y"))
+
+
 def linear_gelu():
     g = G("linear_gelu_bf16")
     x = g.input("x", "bf16", [8192, 1024])
@@ -46,6 +61,8 @@ GRAPHS = [
     conv("conv3x3s2_f32", "f32", 32, 128, 28, 256, 3, 2, 1),
     conv("conv1x1_f32", "f32", 32, 256, 28, 64, 1, 1, 0),
     rowsum(),
+    softmax(),
+    layernorm(),
     linear_gelu(),
 ]
 

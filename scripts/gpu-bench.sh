@@ -14,6 +14,14 @@ for m in bench/*.tcx; do
   ms=$(bin/tensorc run "$m" --bench "$runs" --show 0 | sed -n 's/.*device time.*median \([0-9.]*\) ms.*/\1/p')
   echo "tensorc $name $ms"
 done
+# Chains: the fused kernel (variants 0-2 force it) vs per-step kernels (3-7).
+for m in softmax_f32 layernorm_f32; do
+  for v in 0 1 2 5 7; do
+    ms=$(bin/tensorc run bench/$m.tcx --variant $v --bench "$runs" --show 0 |
+         sed -n 's/.*device time.*median \([0-9.]*\) ms.*/\1/p')
+    echo "tensorc $m variant=$v $ms"
+  done
+done
 for v in 0 1 2 3 4 5 6 7; do
   ms=$(bin/tensorc run bench/rowsum_f32.tcx --variant $v --bench "$runs" --show 0 |
        sed -n 's/.*device time.*median \([0-9.]*\) ms.*/\1/p')

@@ -38,6 +38,8 @@ def conv(dtype, n, c, hw, oc, k, stride, pad):
 
 
 x = torch.randn(16384, 4096, device="cuda")
+lw32 = torch.randn(4096, device="cuda")
+lb32 = torch.randn(4096, device="cuda")
 lx = torch.randn(8192, 1024, device="cuda", dtype=torch.bfloat16)
 lw = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16)
 lb = torch.randn(4096, device="cuda", dtype=torch.bfloat16)
@@ -47,6 +49,8 @@ work = {
     "conv3x3s2_f32": conv(torch.float32, 32, 128, 28, 256, 3, 2, 1),
     "conv1x1_f32": conv(torch.float32, 32, 256, 28, 64, 1, 1, 0),
     "rowsum_f32": lambda: x.sum(dim=1),
+    "softmax_f32": lambda: torch.softmax(x, dim=-1),
+    "layernorm_f32": lambda: F.layer_norm(x, (4096,), lw32, lb32),
     "linear_gelu_bf16": lambda: F.gelu(lx @ lw + lb, approximate="tanh"),
 }
 print("torch", torch.__version__, torch.cuda.get_device_name(), "cudnn", torch.backends.cudnn.version())

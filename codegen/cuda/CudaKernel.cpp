@@ -596,6 +596,142 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
       names.push_back(v.suffix().substr(1));
     }
   }
+  // Row template: the whole block computes row i0 of the nest (every
+  // output whose first index is i0), so a chain of nests over the same rows
+  // (softmax's max, sum and normalize; layer norm's passes) runs as one
+  // kernel, one row per block, __syncthreads between nests (chainKernel).
+  if (!spec.space.empty() && !spec.reduced[0]) {
+    std::string inner = "1LL";
+    for (size_t d = 1; d < rank; ++d)
+      if (!spec.reduced[d])
+        inner += " * " + dims(d);
+    auto innerIndices = [&](const std::string &linear, const std::string &indent) {
+      std::string c;
+      bool any = false;
+      for (size_t d = 1; d < rank; ++d)
+        any = any || !spec.reduced[d];
+      if (any)
+        c += indent + "long long rest = " + linear + ";\n";
+      for (size_t d = rank; d-- > 1;)
+        if (!spec.reduced[d])
+          c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+      return c;
+    };
+    os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << params << ") {\n";
+    os << "  const long long inner = " << inner << ";\n";
+    if (reducedDims.empty()) {
+      os << "  for (long long p = threadIdx.x; p < inner; p += BLOCK) {\n";
+      os << innerIndices("p", "    ");
+      os << "    " << store << "  }\n}\n";
+    } else {
+      std::string reducedLoop;
+      {
+        std::ostringstream r;
+        r << "      for (long long r = first; r < reduced; r += stride) {\n";
+        if (reducedDims.size() == 1) {
+          r << "        const long long i" << reducedDims[0] << " = r;\n";
+        } else {
+          r << "        long long rr = r;\n";
+          for (size_t k = reducedDims.size(); k-- > 0;) {
+            size_t d = reducedDims[k];
+            r << "        const long long i" << d << " = rr % " << dims(d) << "; rr /= " << dims(d) << ";\n";
+          }
+        }
+        r << "        const " << acct << " x = " << pointCall << ";\n";
+        r << "        " << combine("x", "r") << "\n      }\n";
+        reducedLoop = r.str();
+      }
+      std::string shuffleStep =
+          arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
+                    combine("ob", "oi") + " }"
+              : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+      os << "  const long long reduced = " << reducedTotal << ";\n";
+      os << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
+      // Few outputs per row (a row max/sum): the whole block reduces each.
+      os << "  if (inner < BLOCK / 32) {\n";
+      os << "    __shared__ " << acct << " partial[BLOCK / 32];\n";
+      if (arg)
+        os << "    __shared__ long long partialIndex[BLOCK / 32];\n";
+      os << "    for (long long p = 0; p < inner; ++p) {\n";
+      os << innerIndices("p", "      ");
+      os << accInit("      ");
+      os << "      const long long first = threadIdx.x, stride = BLOCK;\n";
+      os << reducedLoop;
+      os << "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+      os << "      if (lane == 0) { partial[warp] = " << (arg ? "best; partialIndex[warp] = bestIndex;" : "acc;") << " }\n";
+      os << "      __syncthreads();\n";
+      os << "      if (warp == 0) {\n";
+      if (arg)
+        os << "        best = lane < BLOCK / 32 ? partial[lane] : (" << acct
+           << ")0; bestIndex = lane < BLOCK / 32 ? partialIndex[lane] : -1LL;\n";
+      else
+        os << "        acc = lane < BLOCK / 32 ? partial[lane] : (" << acct << ")(" << identity << ");\n";
+      os << "#pragma unroll\n        for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+      os << "        if (lane == 0) {\n" << finish("          ") << "          " << store << "        }\n";
+      os << "      }\n";
+      os << "      __syncthreads(); // partial is reused by the next output\n";
+      os << "    }\n";
+      // Many outputs per row: a warp per output.
+      os << "  } else {\n";
+      os << "    for (long long p = warp; p < inner; p += BLOCK / 32) {\n";
+      os << innerIndices("p", "      ");
+      os << accInit("      ");
+      os << "      const long long first = lane, stride = 32;\n";
+      os << reducedLoop;
+      os << "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+      os << "      if (lane == 0) {\n" << finish("        ") << "        " << store << "      }\n";
+      os << "    }\n  }\n}\n";
+    }
+  }
+  os << "\n";
+  kernels_ += os.str();
+  return names;
+}
+
+const std::vector<Variant> &chainVariants() {
+  static const std::vector<Variant> v = {{256, 1, 0}, {512, 1, 0}, {1024, 1, 0}};
+  return v;
+}
+
+std::vector<std::string> CudaSourceBuilder::addChain(const std::string &name,
+                                                     const std::vector<ChainedNest> &nests,
+                                                     const std::vector<std::string> &symbols,
+                                                     const Dim &rows) {
+  std::ostringstream os;
+  std::string params, body;
+  size_t k = 0;
+  for (size_t n = 0; n < nests.size(); ++n) {
+    std::string args;
+    for (size_t o = 0; o < nests[n].operands.size(); ++o, ++k) {
+      params += (params.empty() ? "" : ", ") + std::string(o ? "const " : "") +
+                storageCType(nests[n].operands[o]) + " *__restrict__ p" + std::to_string(k);
+      args += ", p" + std::to_string(k);
+    }
+    for (size_t i = 0; i < symbols.size(); ++i)
+      args += ", s" + std::to_string(i);
+    if (n)
+      body += "  __syncthreads(); // the next nest reads this row's results\n";
+    body += "  " + nests[n].symbol + "_row<BLOCK>(i0" + args + ");\n";
+  }
+  for (size_t i = 0; i < symbols.size(); ++i)
+    params += ", long long s" + std::to_string(i);
+  os << "// " << name << ": one row per block through " << nests.size() << " nests\n";
+  os << "template <int BLOCK>\n__device__ __forceinline__ void " << name << "_body(" << params << ") {\n";
+  os << "  const long long i0 = blockIdx.x;\n";
+  os << "  if (i0 >= " << dimExpr(rows, symbols) << ") return;\n";
+  os << body << "}\n";
+  std::string callArgs;
+  for (size_t i = 0; i < k; ++i)
+    callArgs += (i ? ", p" : "p") + std::to_string(i);
+  for (size_t i = 0; i < symbols.size(); ++i)
+    callArgs += ", s" + std::to_string(i);
+  std::vector<std::string> names;
+  for (const Variant &v : chainVariants()) {
+    std::string variant = "b" + std::to_string(v.block) + "_r1";
+    os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << name << "_" << variant << "("
+       << params << ") { " << name << "_body<" << v.block << ">(" << callArgs << "); }\n";
+    names.push_back(variant);
+  }
   os << "\n";
   kernels_ += os.str();
   return names;

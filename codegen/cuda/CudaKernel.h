@@ -9,6 +9,7 @@
 #pragma once
 
 #include "codegen/cpu/LoopNest.h"
+#include "ir/core/Dim.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -35,12 +36,24 @@ const std::vector<Variant> &rowVariants();
 // Headers and the helpers every kernel uses.
 std::string cudaPrelude();
 
+// A nest of a chain: its kernel symbol and its operands' dtypes.
+struct ChainedNest {
+  std::string symbol;
+  std::vector<DType> operands;
+};
+
 class CudaSourceBuilder {
 public:
   explicit CudaSourceBuilder(mlir::MLIRContext &ctx) : ctx_(ctx) {}
   // Appends the nest's kernel templates and their variants; returns the
   // variants' names (b256_i1, ..., b256_l32, ...). Throws Error.
   std::vector<std::string> addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
+  // A kernel running a chain of nests (added before) for one row per block:
+  // each nest's row template in order, __syncthreads between. Its
+  // parameters are every nest's operands in order, then the symbols.
+  // Returns the variants' names (bB_r1: B threads, one row per block).
+  std::vector<std::string> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
+                                    const std::vector<std::string> &symbols, const Dim &rows);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).

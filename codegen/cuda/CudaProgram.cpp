@@ -17,6 +17,29 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
                    ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm"});
+  // Chains of loop steps over the same rows also get one fused kernel
+  // (the runtime chooses between it and the steps' own kernels).
+  std::vector<std::string> symbols;
+  for (const artifact::SymbolDecl &d : art.symbols)
+    symbols.push_back(d.name);
+  for (size_t first = 0; first < art.steps.size();) {
+    size_t last = first;
+    while (art.steps[last].chainNext && last + 1 < art.steps.size())
+      ++last;
+    if (last > first) {
+      std::vector<ChainedNest> nests;
+      for (size_t i = first; i <= last; ++i) {
+        ChainedNest n{art.steps[i].symbol, {}};
+        for (int o : art.steps[i].operands)
+          n.operands.push_back(art.values[size_t(o)].dtype);
+        nests.push_back(n);
+      }
+      artifact::Step &head = art.steps[first];
+      head.chainKernel = head.symbol + "_chain";
+      head.chainVariants = source.addChain(head.chainKernel, nests, symbols, head.extent);
+    }
+    first = last + 1;
+  }
   art.code = source.source();
   art.target.kind = "cuda";
   art.target.triple = "nvptx64-nvidia-cuda";

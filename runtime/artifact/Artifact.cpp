@@ -158,6 +158,10 @@ json manifestJson(const Artifact &a) {
         j["variants"] = s.variants;
       if (s.chainNext)
         j["chain_next"] = true;
+      if (!s.chainKernel.empty()) {
+        j["chain_kernel"] = s.chainKernel;
+        j["chain_variants"] = s.chainVariants;
+      }
     }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
@@ -250,7 +254,11 @@ void validate(const Artifact &a) {
     check(epilogues.count(s.epilogue) && (s.epilogue.empty() || s.kind == Step::Kind::Matmul),
           what + ": unknown matmul epilogue '" + s.epilogue + "'");
     for (const std::string &v : s.variants)
-      check(isVariantName(v), what + ": bad kernel variant name '" + v + "'");
+      check(isVariantName(v) && parseVariant(v).rows == 0, what + ": bad kernel variant name '" + v + "'");
+    for (const std::string &v : s.chainVariants)
+      check(isVariantName(v) && parseVariant(v).rows == 1, what + ": bad chain kernel variant name '" + v + "'");
+    check(s.chainKernel.empty() == s.chainVariants.empty() && (s.chainKernel.empty() || s.chainNext),
+          what + ": a chain kernel belongs to the first step of a chain, with its variants");
     check(want == 0 ? !s.operands.empty() : s.operands.size() == want,
           what + ": wrong number of operands");
     if (s.kind == Step::Kind::Loop) {
@@ -274,7 +282,7 @@ std::optional<KernelVariant> variantOf(const std::string &name) {
   char kind = 0;
   int used = 0;
   if (std::sscanf(name.c_str(), "b%d_%c%d%n", &block, &kind, &count, &used) != 3 ||
-      size_t(used) != name.size() || (kind != 'i' && kind != 'l'))
+      size_t(used) != name.size() || (kind != 'i' && kind != 'l' && kind != 'r'))
     return std::nullopt;
   if (block < 32 || block > 1024 || block % 32 != 0 || count < 1 || count > 1024)
     return std::nullopt;
@@ -282,6 +290,10 @@ std::optional<KernelVariant> variantOf(const std::string &name) {
   v.block = block;
   if (kind == 'i') {
     v.items = count;
+  } else if (kind == 'r') {
+    if (count != 1)
+      return std::nullopt;
+    v.rows = 1;
   } else {
     // Lanes: a power of two up to a warp, or the whole block.
     if (!(count == block || (count <= 32 && (count & (count - 1)) == 0)))
@@ -421,6 +433,9 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         if (j.contains("variants"))
           s.variants = j.at("variants").get<std::vector<std::string>>();
         s.chainNext = j.value("chain_next", false);
+        s.chainKernel = j.value("chain_kernel", "");
+        if (j.contains("chain_variants"))
+          s.chainVariants = j.at("chain_variants").get<std::vector<std::string>>();
       }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();

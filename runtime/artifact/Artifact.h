@@ -82,6 +82,11 @@ struct Step {
   // step (same extent): rows it writes are read by the next only at the
   // same rows, so a chunk's intermediates stay in cache.
   bool chainNext = false;
+  // Loop (GPU), on the first step of a chain: a kernel running the whole
+  // chain, one row (of `extent`) per block, and its variants (bB_r1). Its
+  // parameters are every chained step's operands in order, then the symbols.
+  std::string chainKernel;
+  std::vector<std::string> chainVariants;
 };
 
 struct SymbolDecl {
@@ -127,13 +132,17 @@ Artifact readFile(const std::string &path);
 uint64_t checksum(const char *data, size_t size);
 
 // A GPU kernel variant's launch geometry, from its name: bB_iI (B threads,
-// I outputs per thread: B*I outputs per block) or bB_lL (B threads, L
-// lanes cooperating on each output: B/L outputs per block).
+// I outputs per thread: B*I outputs per block), bB_lL (B threads, L lanes
+// cooperating on each output: B/L outputs per block) or bB_r1 (a chain
+// kernel: B threads on one row).
 struct KernelVariant {
   int block = 256;
   int lanes = 1; // threads per output (1: each thread computes ITEMS outputs)
   int items = 1;
-  int64_t outputsPerBlock() const { return lanes > 1 ? block / lanes : int64_t(block) * items; }
+  int rows = 0; // chain kernels: rows per block
+  int64_t outputsPerBlock() const {
+    return rows > 0 ? rows : lanes > 1 ? block / lanes : int64_t(block) * items;
+  }
 };
 bool isVariantName(const std::string &name);
 KernelVariant parseVariant(const std::string &name); // throws Error

@@ -134,6 +134,7 @@ Driver::Driver() : api_(load().api.get()) {
   TC_CU(deviceGet(&device, 0));
   TC_CU(deviceGetAttribute(&major_, 75, device)); // COMPUTE_CAPABILITY_MAJOR
   TC_CU(deviceGetAttribute(&minor_, 76, device)); // COMPUTE_CAPABILITY_MINOR
+  TC_CU(deviceGetAttribute(&multiprocessors_, 16, device)); // MULTIPROCESSOR_COUNT
   char name[256] = {};
   TC_CU(deviceGetName(name, sizeof name, device));
   name_ = name;

@@ -22,6 +22,7 @@ public:
 
   int computeCapability() const { return major_ * 10 + minor_; } // 90 for sm_90
   std::string deviceName() const { return name_; }
+  int multiprocessors() const { return multiprocessors_; }
   void makeCurrent() const; // on the calling thread
 
   void *loadModule(const std::string &image) const;
@@ -52,7 +53,7 @@ private:
   Driver();
   const Api *api_;
   void *context_ = nullptr;
-  int major_ = 0, minor_ = 0;
+  int major_ = 0, minor_ = 0, multiprocessors_ = 1;
   std::string name_;
 };
 

@@ -36,6 +36,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     module_ = driver_.loadModule(cubin);
   }
   for (const Step &s : a.steps) {
+    std::vector<Launchable> chain;
+    for (const std::string &v : s.chainVariants)
+      chain.push_back({driver_.function(module_, s.chainKernel + "_" + v), artifact::parseVariant(v)});
+    chainKernels_.push_back(std::move(chain));
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
@@ -86,6 +90,17 @@ size_t CudaProgram::defaultVariant(const std::vector<std::string> &variants, int
   else if (reduced >= 16)
     pick = find("b256_l8");
   return pick.value_or(0);
+}
+
+int CudaProgram::chainVariant(const std::vector<std::string> &variants, int64_t rows, int64_t rowWork,
+                              int multiprocessors) {
+  // One block per row pays when rows fill the GPU and each row has work
+  // for a block; otherwise the steps' own kernels spread better.
+  if (variants.empty() || rows < 2 * int64_t(multiprocessors) || rowWork < 256)
+    return -1;
+  const char *want = rowWork < 2048 ? "b256_r1" : rowWork < 16384 ? "b512_r1" : "b1024_r1";
+  auto it = std::find(variants.begin(), variants.end(), want);
+  return it == variants.end() ? 0 : int(it - variants.begin());
 }
 
 CudaProgram::~CudaProgram() {
@@ -196,6 +211,36 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
       continue;
+    }
+    if (!s.chainKernel.empty()) {
+      // The chain's steps, and how much of each row they compute.
+      size_t last = si;
+      while (a.steps[last].chainNext)
+        ++last;
+      int64_t rows = *s.extent.evaluate(bindings), rowWork = 0;
+      for (size_t k = si; k <= last && rows > 0; ++k)
+        rowWork = std::max(rowWork, *a.steps[k].threads.evaluate(bindings) *
+                                        *a.steps[k].reduced.evaluate(bindings) / rows);
+      int v = forcedVariant_ >= 0
+                  ? (size_t(forcedVariant_) < s.chainVariants.size() ? forcedVariant_ : -1)
+                  : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors());
+      if (v >= 0 && rows > 0) {
+        std::vector<DevicePtr> pointers;
+        for (size_t k = si; k <= last; ++k)
+          for (int o : a.steps[k].operands)
+            pointers.push_back(ptr[size_t(o)]);
+        std::vector<long long> syms(symbolValues.begin(), symbolValues.end());
+        std::vector<void *> params;
+        for (DevicePtr &p : pointers)
+          params.push_back(&p);
+        for (long long &x : syms)
+          params.push_back(&x);
+        const Launchable &k = chainKernels_[si][size_t(v)];
+        check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
+        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), params.data(), stream);
+        si = last;
+        continue;
+      }
     }
     int64_t threads = *s.threads.evaluate(bindings);
     if (threads == 0)

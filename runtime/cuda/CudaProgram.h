@@ -61,6 +61,13 @@ public:
   static size_t defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
                                int64_t reduced);
 
+  // Whether to run a chain of steps as its fused kernel (one row per
+  // block) and which variant: an index into `variants`, or -1 for the
+  // steps' own kernels. `rowWork`: the most iterations a chained step has
+  // per row.
+  static int chainVariant(const std::vector<std::string> &variants, int64_t rows, int64_t rowWork,
+                          int multiprocessors);
+
 private:
   struct Launchable {
     void *function = nullptr;
@@ -70,6 +77,7 @@ private:
   std::string arch_;
   void *module_ = nullptr;
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
+  std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   DevicePtr constants_ = 0;
   int forcedVariant_ = -1;
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32

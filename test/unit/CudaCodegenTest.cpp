@@ -183,6 +183,36 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   EXPECT_EQ(pick(reduction, 100000, 1000), "b256_l32");
   EXPECT_EQ(pick(reduction, 100, 1000), "b512_l512");
   EXPECT_EQ(pick(reduction, 16384, 4096), "b512_l512");
+
+  // Chains: fused (one row per block) only when rows fill the GPU and rows
+  // have work for a block.
+  EXPECT_TRUE(artifact::isVariantName("b512_r1"));
+  EXPECT_FALSE(artifact::isVariantName("b512_r2"));
+  std::vector<std::string> chain = {"b256_r1", "b512_r1", "b1024_r1"};
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 4096, 132), 1);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 0);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 50000, 132), 2);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 100, 4096, 132), -1);  // too few rows
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10, 132), -1);  // rows too short
+  EXPECT_EQ(cuda::CudaProgram::chainVariant({}, 16384, 4096, 132), -1);
+}
+
+TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
+  trace::Tracer t("sm");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 33});
+  t.output(t.call("softmax", {x}, {{"axis", Attr(int64_t(-1))}})[0]);
+  artifact::Artifact a = cudaArtifact(t.graph(), "chain");
+  size_t heads = 0, chained = 0;
+  for (const artifact::Step &s : a.steps) {
+    heads += !s.chainKernel.empty();
+    chained += s.chainNext;
+    if (!s.chainKernel.empty()) {
+      EXPECT_EQ(s.chainVariants, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1"}));
+      EXPECT_NE(a.code.find("void __launch_bounds__(512) " + s.chainKernel + "_b512_r1("), std::string::npos);
+    }
+  }
+  EXPECT_EQ(heads, 1u);
+  EXPECT_GE(chained, 1u);
 }
 
 TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
