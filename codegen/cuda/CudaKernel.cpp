@@ -376,7 +376,7 @@ std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::st
   for (size_t k = 0; k < spec.operands.size(); ++k) {
     printer.memref(memrefs[k], k);
     params += (params.empty() ? "" : ", ") + std::string(k == 0 ? "" : "const ") +
-              storageCType(spec.operands[k].dtype) + " *__restrict__ m" + std::to_string(k);
+              storageCType(spec.operands[k].dtype) + " *m" + std::to_string(k);
   }
   if (acc) {
     printer.name(*acc, "acc");
@@ -617,7 +617,13 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
           c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
       return c;
     };
-    os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << params << ") {\n";
+    // No __restrict__ here: in a chain kernel a nest reads what an earlier
+    // nest of the same kernel wrote, which the read-only (non-coherent)
+    // load path that restrict-qualified const pointers allow would miss.
+    std::string plain = params;
+    for (size_t at; (at = plain.find("__restrict__ ")) != std::string::npos;)
+      plain.erase(at, 13);
+    os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
     if (reducedDims.empty()) {
       os << "  for (long long p = threadIdx.x; p < inner; p += BLOCK) {\n";
@@ -693,6 +699,8 @@ const std::vector<Variant> &chainVariants() {
   return v;
 }
 
+// Chain kernels' pointers are not __restrict__: later nests read what
+// earlier ones wrote (see the row template).
 std::vector<std::string> CudaSourceBuilder::addChain(const std::string &name,
                                                      const std::vector<ChainedNest> &nests,
                                                      const std::vector<std::string> &symbols,
@@ -704,7 +712,7 @@ std::vector<std::string> CudaSourceBuilder::addChain(const std::string &name,
     std::string args;
     for (size_t o = 0; o < nests[n].operands.size(); ++o, ++k) {
       params += (params.empty() ? "" : ", ") + std::string(o ? "const " : "") +
-                storageCType(nests[n].operands[o]) + " *__restrict__ p" + std::to_string(k);
+                storageCType(nests[n].operands[o]) + " *p" + std::to_string(k);
       args += ", p" + std::to_string(k);
     }
     for (size_t i = 0; i < symbols.size(); ++i)

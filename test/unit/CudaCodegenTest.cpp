@@ -189,7 +189,8 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   EXPECT_TRUE(artifact::isVariantName("b512_r1"));
   EXPECT_FALSE(artifact::isVariantName("b512_r2"));
   std::vector<std::string> chain = {"b256_r1", "b512_r1", "b1024_r1"};
-  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 4096, 132), 1);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 4096, 132), 0);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10000, 132), 1);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 0);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 50000, 132), 2);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 100, 4096, 132), -1);  // too few rows
