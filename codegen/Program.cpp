@@ -715,6 +715,10 @@ private:
       }
       return materialize(v);
     };
+    if (options_.integerMatmulAsNest && !isFloat(specOf(op->getResult(0)).dtype)) {
+      lowerMatmulAsNest(op);
+      return;
+    }
     bool ta, tb;
     int a = operand(op->getOperand(0), ta);
     int b = operand(op->getOperand(1), tb);
@@ -730,6 +734,63 @@ private:
     lazy_[op->getResult(0)] = storedIdentity(out);
     if (options_.matmulEpilogues)
       matmulProducts_[out] = {art_.steps.size() - 1, op->getResult(0)};
+  }
+
+  // Integer matmul as a reduction nest over k (the GEMM library has no
+  // integer GEMM): space = the output's dims + k, torch.matmul's shapes
+  // (1-D operands, broadcast batch dims), wrapping at the dtype's width.
+  void lowerMatmulAsNest(Operation *op) {
+    Value x = op->getOperand(0), y = op->getOperand(1);
+    TensorSpec as = specOf(x), bs = specOf(y), out = specOf(op->getResult(0));
+    materialize(x);
+    materialize(y);
+    Dim K = as.shape.back();
+    NestSpec spec;
+    spec.space = out.shape;
+    spec.space.push_back(K);
+    spec.reduced.assign(spec.space.size(), false);
+    spec.reduced.back() = true;
+    spec.reduction = "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    int64_t R = int64_t(out.shape.size());
+    bool aVector = as.rank() == 1, bVector = bs.rank() == 1;
+    // Output dims: batch..., m (unless a is 1-D), n (unless b is 1-D).
+    int64_t batch = R - (aVector ? 0 : 1) - (bVector ? 0 : 1);
+    emitNestWith({x, y}, spec, v, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      ArrayRef<Value> iv = p.n.ivs;
+      Value k = iv[size_t(R)];
+      Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+      // Batch dims right-aligned with the output's; size 1 broadcasts.
+      auto batchIndices = [&](const TensorSpec &s, SmallVector<Value> &idx) {
+        int64_t own = s.rank() - 2;
+        for (int64_t j = 0; j < own; ++j) {
+          int64_t d = batch - own + j;
+          idx.push_back(s.shape[size_t(j)] == Dim::of(1) && out.shape[size_t(d)] != Dim::of(1) ? zero
+                                                                                               : iv[size_t(d)]);
+        }
+      };
+      SmallVector<Value> ai, bi;
+      if (aVector) {
+        ai.push_back(k);
+      } else {
+        batchIndices(as, ai);
+        ai.push_back(iv[size_t(batch)]);
+        ai.push_back(k);
+      }
+      if (bVector) {
+        bi.push_back(k);
+      } else {
+        batchIndices(bs, bi);
+        bi.push_back(k);
+        bi.push_back(iv[size_t(R - 1)]);
+      }
+      Value av = p.readAt(x, ai), bv = p.readAt(y, bi);
+      return emitScalarOp(b, loc, "mul", {}, {av, bv}, {as.dtype, bs.dtype}, out.dtype);
+    });
+    lazy_[op->getResult(0)] = storedIdentity(v);
   }
 
   // Whether `v`'s only reader is `user` (looking through fused kernels'

@@ -33,6 +33,8 @@ struct ProgramOptions {
   // conv2d (groups 1, static channels and spatial sizes) as im2col + GEMM
   // instead of a direct reduction nest (measured: docs/cuda-backend.md).
   bool convAsGemm = false;
+  // Integer matmul as a reduction nest (the GEMM library has none).
+  bool integerMatmulAsNest = false;
 };
 
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for

@@ -19,7 +19,8 @@ artifact::Artifact compileCpuArtifact(ModuleOp module, const CpuCompileOptions &
       [&](const NestSpec &spec, const PointFn &point) {
         emitLoopNest(*kernels, spec, point);
         return std::vector<std::string>{};
-      });
+      },
+      options.program);
   NativeCode code = compileToSharedLibrary(*kernels, options.cpu);
   art.code = std::move(code.library);
   art.target.kind = "cpu";

@@ -5,6 +5,7 @@
 // every loop nest compiled to native code.
 #pragma once
 
+#include "codegen/Program.h"
 #include "runtime/artifact/Artifact.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -19,6 +20,9 @@ struct CpuCompileOptions {
   // "host" (this machine), or e.g. "x86-64" (any x86-64), "x86-64-v3".
   std::string cpu = "host";
   std::map<std::string, std::string> record; // compile options to record
+  // The program builder's choices; all off by default on the CPU (the
+  // tests turn on the GPU backend's to check them against the interpreter).
+  ProgramOptions program;
 };
 
 // Throws Error naming the op for anything the CPU backend cannot run.

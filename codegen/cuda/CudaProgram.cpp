@@ -16,7 +16,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
   artifact::Artifact art =
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
-                   ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm"});
+                   ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm",
+                                  /*integerMatmulAsNest=*/true});
   // Chains of loop steps over the same rows also get one fused kernel
   // (the runtime chooses between it and the steps' own kernels).
   std::vector<std::string> symbols;

@@ -5,6 +5,7 @@
 #include "runtime/host/FloatBits.h"
 #include "runtime/host/ThreadPool.h"
 
+#include <cmath>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -190,6 +191,50 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
     });
   }
 
+}
+
+} // namespace tensorc::runtime
+
+namespace tensorc::runtime {
+
+void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const std::string &epilogue,
+                   const void *bias) {
+  if (epilogue.empty())
+    return;
+  check(isFloat(dtype), "matmul epilogue on a non-float result");
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  int64_t columns = shape.empty() ? 1 : shape.back();
+  bool addBias = epilogue.rfind("bias", 0) == 0;
+  bool relu = epilogue.find("relu") != std::string::npos;
+  bool gelu = epilogue.find("gelu_tanh") != std::string::npos;
+  auto get = [dtype](const void *p, int64_t i) -> double {
+    switch (dtype) {
+    case DType::F32: return static_cast<const float *>(p)[i];
+    case DType::F64: return static_cast<const double *>(p)[i];
+    case DType::F16: return halfBitsToDouble(static_cast<const uint16_t *>(p)[i]);
+    default: return bfloat16BitsToDouble(static_cast<const uint16_t *>(p)[i]);
+    }
+  };
+  auto set = [dtype](void *p, int64_t i, double v) {
+    switch (dtype) {
+    case DType::F32: static_cast<float *>(p)[i] = float(v); break;
+    case DType::F64: static_cast<double *>(p)[i] = v; break;
+    case DType::F16: static_cast<uint16_t *>(p)[i] = doubleToHalfBits(v); break;
+    default: static_cast<uint16_t *>(p)[i] = doubleToBFloat16Bits(v); break;
+    }
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    double v = get(out, i);
+    if (addBias)
+      v += get(bias, i % columns);
+    if (relu)
+      v = v > 0 || v != v ? v : 0.0;
+    if (gelu)
+      v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    set(out, i, v);
+  }
 }
 
 } // namespace tensorc::runtime

@@ -28,6 +28,12 @@ struct MatmulOperand {
 void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType outDtype,
             const std::vector<int64_t> &outShape, ThreadPool &pool);
 
+// A matmul step's epilogue (artifact::Step::epilogue) applied in place to
+// `out` (a float dtype): + bias (one per column, `bias` of the same dtype),
+// then relu or gelu(tanh). cuBLASLt does this inside the GEMM on the GPU.
+void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const std::string &epilogue,
+                   const void *bias);
+
 // "openblas (<path>)" or "built-in loops" (for `tensorc run --bench`).
 std::string gemmProvider();
 

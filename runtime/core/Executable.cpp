@@ -395,6 +395,8 @@ void execute(const Executable::Impl &x, Session::State &st, const std::vector<Te
       matmul({ptr[l], a.values[l].dtype, st.shapes[l], step.transposeA},
              {ptr[r], a.values[r].dtype, st.shapes[r], step.transposeB}, ptr[c], a.values[c].dtype,
              st.shapes[c], *x.pool);
+      applyEpilogue(ptr[c], a.values[c].dtype, st.shapes[c], step.epilogue,
+                    step.operands.size() > 3 ? ptr[step.operands[3]] : nullptr);
       break;
     }
     case Step::Kind::Copy: {

@@ -21,7 +21,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
-      check(isFloat(d), where + ": step '" + s.label + "': integer matmul on the GPU is not implemented yet");
+      check(isFloat(d), where + ": step '" + s.label + "': integer matmul steps are not supported on the GPU (the compiler makes them loop nests; recompile with this tensorc)");
       CublasLt::get(); // fails here, naming the library, if cuBLASLt is missing
     }
   if (auto it = a.options.find("allow_tf32"); it != a.options.end())

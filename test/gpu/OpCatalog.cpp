@@ -66,6 +66,12 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     push_back(opGraph("matmul", {{d, {17}}, {d, {17, 5}}}));
     push_back(opGraph("matmul", {{d, {6, 17}}, {d, {17}}}));
   }
+  for (DType d : {DType::I32, DType::I64}) { // no integer GEMM in cuBLASLt: a reduction nest
+    push_back(opGraph("matmul", {{d, {"B", 3, 4}}, {d, {4, 5}}}));
+    push_back(opGraph("matmul", {{d, {2, 1, 5, 7}}, {d, {3, 7, 2}}}));
+    push_back(opGraph("matmul", {{d, {7}}, {d, {7, 5}}}));
+    push_back(opGraph("matmul", {{d, {6, 7}}, {d, {7}}}));
+  }
   {
     // A transposed operand read by the GEMM in place.
     trace::Tracer t("mmt");

@@ -39,8 +39,9 @@ uint64_t freshSeed() {
   return (uint64_t(device()) << 32) | device();
 }
 
-// The artifact's bytes for a graph.
-std::string compileGraph(const Graph &g) {
+// The artifact's bytes for a graph (`program`: the program builder's
+// choices; the GPU backend's are checked here against the interpreter too).
+std::string compileGraph(const Graph &g, const codegen::ProgramOptions &program = {}) {
   mlir::MLIRContext ctx;
   loadTensorcDialects(ctx);
   GraphAnalysis a = analyzeGraph(g, "test");
@@ -48,7 +49,9 @@ std::string compileGraph(const Graph &g) {
   mlir::PassManager pm(&ctx);
   buildCpuPipeline(pm, PipelineOptions{});
   check(mlir::succeeded(pm.run(*module)), "the cpu pipeline failed");
-  artifact::Artifact art = codegen::cpu::compileCpuArtifact(*module, {});
+  codegen::cpu::CpuCompileOptions options;
+  options.program = program;
+  artifact::Artifact art = codegen::cpu::compileCpuArtifact(*module, options);
   art.tensorcVersion = "test";
   return artifact::serialize(art);
 }
@@ -83,10 +86,11 @@ void expectMatches(const HostTensor &got, const HostTensor &want, const std::str
 
 // Compiles once, then for each binding of the symbols draws fresh inputs and
 // compares every output with the interpreter.
-void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}}) {
+void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}},
+                const codegen::ProgramOptions &program = {}) {
   std::string bytes;
   try {
-    bytes = compileGraph(g);
+    bytes = compileGraph(g, program);
   } catch (const Error &e) {
     FAIL() << "compile failed: " << e.what();
   }
@@ -219,6 +223,54 @@ TEST(CpuBackend, Creation) {
   checkOp("full", {}, {{"shape", Attr(Shape{Dim::of(3), Dim::of(5)})}, {"value", Attr(double(2.5))}});
   checkOp("zeros", {}, {{"shape", Attr(Shape{Dim::of(4)})}, {"dtype", Attr(DType::I32)}});
   checkOp("ones", {}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(2)})}, {"dtype", Attr(DType::BF16)}});
+}
+
+// The GPU backend's program-builder choices (integer matmul as a nest,
+// GEMM epilogues, conv2d as im2col + GEMM), run by the CPU runtime (which
+// applies epilogues after its GEMM) against the interpreter: the
+// transformations are checked here, the kernels on the GPU.
+TEST(CpuBackend, GpuProgramChoices) {
+  codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true};
+  auto op = [](const std::string &name, const std::vector<std::pair<DType, Shape_>> &ins, AttrMap attrs = {}) {
+    trace::Tracer t("op");
+    std::vector<trace::Operand> operands;
+    for (size_t i = 0; i < ins.size(); ++i)
+      operands.push_back(t.input("in" + std::to_string(i), ins[i].first, ins[i].second));
+    for (const trace::Tensor &r : t.call(name, operands, attrs))
+      t.output(r);
+    return t.graph();
+  };
+  for (DType d : {DType::I32, DType::I64}) {
+    checkGraph(op("matmul", {{d, {7, 13}}, {d, {13, 5}}}), {{}}, gpu);
+    checkGraph(op("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}}), {{}}, gpu);
+    checkGraph(op("matmul", {{d, {4}}, {d, {4, 3}}}), {{}}, gpu);
+    checkGraph(op("matmul", {{d, {3, 4}}, {d, {4}}}), {{}}, gpu);
+    checkGraph(op("matmul", {{d, {9}}, {d, {9}}}), {{}}, gpu);
+    checkGraph(op("matmul", {{d, {"B", 3, 4}}, {d, {4, 5}}}), {{{"B", 1}}, {{"B", 6}}}, gpu);
+  }
+  for (DType d : {DType::F32, DType::BF16})
+    for (const char *act : {"", "relu", "gelu"}) {
+      trace::Tracer t("lin");
+      trace::Tensor y = t.call("matmul", {t.input("x", d, {"B", 5, 33}), t.input("w", d, {33, 19})})[0];
+      y = t.call("add", {y, t.input("b", d, {19})})[0];
+      if (std::string(act) == "relu")
+        y = t.call("relu", {y})[0];
+      if (std::string(act) == "gelu")
+        y = t.call("gelu", {y}, {{"approximate", Attr(std::string("tanh"))}})[0];
+      t.output(y);
+      checkGraph(t.graph(), {{{"B", 3}}}, gpu);
+    }
+  checkGraph(op("conv2d", {{DType::F32, {"B", 3, 11, 9}}, {DType::F32, {5, 3, 3, 2}}, {DType::F32, {5}}},
+                {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
+                 {"dilation", Attr(std::vector<int64_t>{1, 2})}}),
+             {{{"B", 1}}, {{"B", 4}}}, gpu);
+  checkGraph(op("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}), {{}}, gpu);
+  // A consumer reads the GEMM's NHWC product through the NCHW view.
+  trace::Tracer t("convrelu");
+  trace::Tensor c = t.call("conv2d", {t.input("x", DType::F32, {2, 3, 8, 8}), t.input("w", DType::F32, {4, 3, 3, 3})},
+                           {{"padding", Attr(std::vector<int64_t>{1, 1})}})[0];
+  t.output(t.call("sum", {t.call("relu", {c})[0]}, {{"axes", Attr(std::vector<int64_t>{1})}})[0]);
+  checkGraph(t.graph(), {{}}, gpu);
 }
 
 TEST(CpuBackend, Matmul) {
