@@ -214,6 +214,11 @@ private:
         lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
         return;
       }
+      if (name == "sum" && in.rank() == 2 && reduced[0] && !reduced[1])
+        if (int v = biasGradientEpilogue(x, out); v >= 0) {
+          lazy_[op->getResult(0)] = storedIdentity(v);
+          return;
+        }
       int v = newProducedValue(out);
       emitNest(x, in.shape, reduced, name, keepdim, v);
       lazy_[op->getResult(0)] = storedIdentity(v);
@@ -793,6 +798,34 @@ private:
     lazy_[op->getResult(0)] = storedIdentity(v);
   }
 
+  // The column sums of dy [M, N] (a linear layer's bias gradient) as the
+  // epilogue of an earlier GEMM that reads dy as its right operand over the
+  // same M (the weight gradient x^T @ dy): cuBLASLt reduces B over the
+  // GEMM's k while it multiplies (the "bgrad" epilogue, operand 3 written).
+  // Returns the value holding the sums, or -1.
+  int biasGradientEpilogue(Value dy, const TensorSpec &out) {
+    if (!options_.matmulEpilogues)
+      return -1;
+    const Lazy &l = lazy_.at(dy);
+    TensorSpec ds = specOf(dy);
+    if (!isIdentity(l, ds) || !isFloat(ds.dtype) || out.dtype != ds.dtype)
+      return -1;
+    for (size_t si = art_.steps.size(); si-- > 0;) {
+      Step &st = art_.steps[si];
+      if (st.kind != Step::Kind::Matmul || st.operands.size() != 3 || st.operands[2] != l.value ||
+          !st.epilogue.empty() || st.transposeB || !st.transposeA)
+        continue;
+      const artifact::ValueDecl &a = art_.values[size_t(st.operands[1])];
+      if (a.shape.size() != 2 || a.shape[0] != ds.shape[0] || a.dtype != ds.dtype)
+        continue;
+      int v = newProducedValue(out);
+      st.epilogue = "bgrad";
+      st.operands.push_back(v);
+      return v;
+    }
+    return -1;
+  }
+
   // Whether `v`'s only reader is `user` (looking through fused kernels'
   // block arguments).
   static bool onlyUsedBy(Value v, Operation *user) {
@@ -1288,7 +1321,8 @@ private:
       const Step &s = art_.steps[si];
       for (size_t k = 0; k < s.operands.size(); ++k) {
         int v = base(s.operands[k]);
-        if (k == 0 && first[v] < 0)
+        bool written = k == 0 || (s.epilogue == "bgrad" && k == 3);
+        if (written && first[v] < 0)
           first[v] = chainFirst[si];
         first[v] = first[v] < 0 ? -1 : std::min(first[v], chainFirst[si]);
         last[v] = std::max(last[v], chainLast[si]);

@@ -745,6 +745,20 @@ std::vector<std::string> CudaSourceBuilder::addChain(const std::string &name,
   return names;
 }
 
+void CudaSourceBuilder::addColumnSums(DType dtype) {
+  std::string t = storageCType(dtype);
+  std::string acc = dtype == DType::F64 ? "double" : "float";
+  std::string load = dtype == DType::BF16 ? "__bfloat162float(in[r * cols + c])"
+                     : dtype == DType::F16 ? "__half2float(in[r * cols + c])"
+                                           : "in[r * cols + c]";
+  kernels_ += "extern \"C\" __global__ void __launch_bounds__(256) tc_column_sums_" + std::string(dtypeName(dtype)) +
+              "(" + t + " *__restrict__ out, const " + t + " *__restrict__ in, long long rows, long long cols) {\n"
+              "  const long long c = (long long)blockIdx.x * 256 + threadIdx.x;\n"
+              "  if (c >= cols) return;\n  " + acc + " acc = 0;\n"
+              "  for (long long r = 0; r < rows; ++r) acc += " + load + ";\n"
+              "  out[c] = tc_store<" + t + ">(acc);\n}\n\n";
+}
+
 std::string CudaSourceBuilder::source() const { return cudaPrelude() + kernels_; }
 
 std::string cudaPrelude() {

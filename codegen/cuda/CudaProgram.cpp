@@ -4,6 +4,8 @@
 #include "codegen/cpu/Lowering.h"
 #include "codegen/cuda/CudaKernel.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace tensorc::codegen::cuda {
@@ -41,6 +43,12 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
     }
     first = last + 1;
   }
+  std::set<DType> columnSums;
+  for (const artifact::Step &st : art.steps)
+    if (st.epilogue == "bgrad")
+      columnSums.insert(art.values[size_t(st.operands[2])].dtype);
+  for (DType d : columnSums)
+    source.addColumnSums(d);
   art.code = source.source();
   art.target.kind = "cuda";
   art.target.triple = "nvptx64-nvidia-cuda";

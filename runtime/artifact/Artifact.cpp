@@ -247,10 +247,10 @@ void validate(const Artifact &a) {
     std::string what = "step " + std::to_string(i) + " (" + s.label + ")";
     for (int o : s.operands)
       check(o >= 0 && o < nv, what + ": bad operand");
-    bool bias = s.epilogue.rfind("bias", 0) == 0;
+    bool bias = s.epilogue.rfind("bias", 0) == 0 || s.epilogue == "bgrad";
     size_t want = s.kind == Step::Kind::Matmul ? (bias ? 4 : 3) : s.kind == Step::Kind::Copy ? 2 : 0;
-    static const std::set<std::string> epilogues = {"",          "relu",      "gelu_tanh",
-                                                    "bias",      "bias_relu", "bias_gelu_tanh"};
+    static const std::set<std::string> epilogues = {"",     "relu",      "gelu_tanh",      "bias",
+                                                    "bias_relu", "bias_gelu_tanh", "bgrad"};
     check(epilogues.count(s.epilogue) && (s.epilogue.empty() || s.kind == Step::Kind::Matmul),
           what + ": unknown matmul epilogue '" + s.epilogue + "'");
     for (const std::string &v : s.variants)

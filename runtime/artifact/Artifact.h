@@ -75,8 +75,11 @@ struct Step {
   std::vector<std::string> variants;
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
   // Matmul (GPU): applied to the product before it is stored, by the GEMM
-  // library: "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh".
-  // With a bias, operands[3] is the bias vector (one per output column).
+  // library: "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh"
+  // (with a bias, operands[3] is the bias vector, one per output column), or
+  // "bgrad": operands[3] is *written* with the column sums of b (2-D, summed
+  // over the GEMM's k: a linear layer's bias gradient beside its weight
+  // gradient a^T @ b).
   std::string epilogue;
   // Loop: runs chunk by chunk of the outermost loop together with the next
   // step (same extent): rows it writes are read by the next only at the

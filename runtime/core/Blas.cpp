@@ -198,10 +198,11 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
 namespace tensorc::runtime {
 
 void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const std::string &epilogue,
-                   const void *bias) {
+                   void *extra, const MatmulOperand &b) {
   if (epilogue.empty())
     return;
   check(isFloat(dtype), "matmul epilogue on a non-float result");
+  const void *bias = extra;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
@@ -225,6 +226,17 @@ void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, co
     default: static_cast<uint16_t *>(p)[i] = doubleToBFloat16Bits(v); break;
     }
   };
+  if (epilogue == "bgrad") {
+    check(b.shape.size() == 2 && !b.transposed && b.dtype == dtype, "bgrad epilogue: b must be a stored 2-D matrix");
+    int64_t rows = b.shape[0], cols = b.shape[1];
+    std::vector<double> sums(size_t(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        sums[size_t(c)] += get(b.data, r * cols + c);
+    for (int64_t c = 0; c < cols; ++c)
+      set(extra, c, sums[size_t(c)]);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     double v = get(out, i);
     if (addBias)

@@ -28,11 +28,13 @@ struct MatmulOperand {
 void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType outDtype,
             const std::vector<int64_t> &outShape, ThreadPool &pool);
 
-// A matmul step's epilogue (artifact::Step::epilogue) applied in place to
-// `out` (a float dtype): + bias (one per column, `bias` of the same dtype),
-// then relu or gelu(tanh). cuBLASLt does this inside the GEMM on the GPU.
+// A matmul step's epilogue (artifact::Step::epilogue) applied after the
+// GEMM: in place to `out` (a float dtype), + bias (one per column, `extra`
+// of the same dtype), then relu or gelu(tanh); or "bgrad": `extra` receives
+// the column sums of `b` (2-D, as stored). cuBLASLt does this inside the
+// GEMM on the GPU.
 void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const std::string &epilogue,
-                   const void *bias);
+                   void *extra, const MatmulOperand &b);
 
 // "openblas (<path>)" or "built-in loops" (for `tensorc run --bench`).
 std::string gemmProvider();

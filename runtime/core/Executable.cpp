@@ -392,11 +392,11 @@ void execute(const Executable::Impl &x, Session::State &st, const std::vector<Te
     }
     case Step::Kind::Matmul: {
       int c = step.operands[0], l = step.operands[1], r = step.operands[2];
-      matmul({ptr[l], a.values[l].dtype, st.shapes[l], step.transposeA},
-             {ptr[r], a.values[r].dtype, st.shapes[r], step.transposeB}, ptr[c], a.values[c].dtype,
+      MatmulOperand right{ptr[r], a.values[r].dtype, st.shapes[r], step.transposeB};
+      matmul({ptr[l], a.values[l].dtype, st.shapes[l], step.transposeA}, right, ptr[c], a.values[c].dtype,
              st.shapes[c], *x.pool);
       applyEpilogue(ptr[c], a.values[c].dtype, st.shapes[c], step.epilogue,
-                    step.operands.size() > 3 ? ptr[step.operands[3]] : nullptr);
+                    step.operands.size() > 3 ? ptr[step.operands[3]] : nullptr, right);
       break;
     }
     case Step::Kind::Copy: {

@@ -38,7 +38,7 @@ struct Heuristic {
 
 constexpr int kTransA = 3, kTransB = 4, kMaxWorkspace = 1;
 constexpr int kEpilogue = 7, kBiasPointer = 8;
-constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32;
+constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32, kEpilogueBgradA = 256;
 constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 
@@ -100,19 +100,27 @@ CublasLt::CublasLt() {
   TC_LT(create(&handle_));
 }
 
-void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
+bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
                       const MatmulDims &d, const GemmEpilogue &e, Stream stream,
                       DevicePtr workspace) const {
   size_t workspaceBytes = kWorkspaceBytes;
   Driver &driver = Driver::get();
   size_t es = dtypeSize(dtype);
   if (d.M == 0 || d.N == 0 || d.batches == 0)
-    return;
+    return !e.biasGradient; // the caller sums b
   check(d.K > 0 || (!e.relu && !e.geluTanh && !e.bias),
         "cuda: a matmul with an epilogue over an empty inner dimension is not implemented");
+  if (e.biasGradient && (d.batches != 1 || tb || d.bVector || d.aVector)) {
+    GemmEpilogue plain = e; // cuBLASLt's bias gradient needs one plain 2-D b
+    plain.biasGradient = 0;
+    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace);
+    return false;
+  }
   if (d.K == 0) {
     driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es, stream);
-    return;
+    if (e.biasGradient)
+      driver.fill(e.biasGradient, 0, size_t(d.N) * es, stream);
+    return true;
   }
   int type = dtype == DType::F32 ? kR32F : dtype == DType::F64 ? kR64F : dtype == DType::F16 ? kR16F : kR16BF;
   check(dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16,
@@ -126,12 +134,16 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   TC_LT(descCreate(&desc, compute, f64 ? kR64F : kR32F));
   // c^T is N x M column-major: a bias per column of c is one per row of
   // c^T, which is cuBLASLt's bias (broadcast along its columns).
-  int epilogue = (e.relu ? kEpilogueRelu : 0) | (e.geluTanh ? kEpilogueGelu : 0) | (e.bias ? kEpilogueBias : 0);
+  // The bias gradient: cuBLASLt's A is our b (N x K column-major), whose
+  // sums over k (the M rows of b) are one per row of c^T: BGRADA.
+  int epilogue = (e.relu ? kEpilogueRelu : 0) | (e.geluTanh ? kEpilogueGelu : 0) | (e.bias ? kEpilogueBias : 0) |
+                 (e.biasGradient ? kEpilogueBgradA : 0);
   if (epilogue) {
     TC_LT(descSetAttribute(desc, kEpilogue, &epilogue, sizeof epilogue));
-    if (e.bias) {
-      const void *bias = reinterpret_cast<const void *>(e.bias);
-      TC_LT(descSetAttribute(desc, kBiasPointer, &bias, sizeof bias));
+    DevicePtr vector = e.biasGradient ? e.biasGradient : e.bias;
+    if (vector) {
+      const void *p = reinterpret_cast<const void *>(vector);
+      TC_LT(descSetAttribute(desc, kBiasPointer, &p, sizeof p));
     }
   }
   int opFirst = transB ? 1 : 0, opSecond = transA ? 1 : 0;
@@ -145,7 +157,19 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes, sizeof workspaceBytes));
   Heuristic h{};
   int found = 0;
-  TC_LT(heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found));
+  int rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
+  if (e.biasGradient && (rc != 0 || found == 0)) {
+    api_->prefDestroy(pref);
+    api_->layoutDestroy(la);
+    api_->layoutDestroy(lb);
+    api_->layoutDestroy(lc);
+    api_->descDestroy(desc);
+    GemmEpilogue plain = e;
+    plain.biasGradient = 0;
+    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace);
+    return false;
+  }
+  check(rc == 0, "cuda: cublasLtMatmulAlgoGetHeuristic failed with status " + std::to_string(rc));
   check(found > 0, "cuda: cuBLASLt found no algorithm for this matmul");
   float one32 = 1, zero32 = 0;
   double one64 = 1, zero64 = 0;
@@ -163,6 +187,7 @@ void CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   api_->layoutDestroy(lb);
   api_->layoutDestroy(lc);
   api_->descDestroy(desc);
+  return true;
 }
 
 } // namespace tensorc::cuda

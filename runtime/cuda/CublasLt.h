@@ -16,6 +16,7 @@ namespace tensorc::cuda {
 struct GemmEpilogue {
   bool relu = false, geluTanh = false;
   DevicePtr bias = 0;     // 0: none; else one value per column of c (c's dtype)
+  DevicePtr biasGradient = 0; // 0: none; else receives the column sums of b (2-D, not transposed)
   bool allowTf32 = false; // f32 inputs rounded to TF32 on tensor cores
 };
 
@@ -26,8 +27,10 @@ public:
   // Scratch memory each stream needs for itself (streams run concurrently).
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
   // c = epilogue(op(a) @ op(b)) for every batch of `dims` (device pointers),
-  // in stream order on `stream` with `workspace` (kWorkspaceBytes).
-  void matmul(DevicePtr a, bool transposeA, DevicePtr b, bool transposeB, DevicePtr c, DType dtype,
+  // in stream order on `stream` with `workspace` (kWorkspaceBytes). Returns
+  // false when cuBLASLt has no algorithm for a bias-gradient epilogue on
+  // these shapes: then c is computed without it and the caller sums b.
+  bool matmul(DevicePtr a, bool transposeA, DevicePtr b, bool transposeB, DevicePtr c, DType dtype,
               const MatmulDims &dims, const GemmEpilogue &epilogue, Stream stream,
               DevicePtr workspace) const;
 

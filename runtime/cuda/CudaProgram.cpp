@@ -35,6 +35,12 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     std::string cubin = cache.getOrBuild(key, [&] { return nvrtc.compile(a.code, where, arch_).cubin; });
     module_ = driver_.loadModule(cubin);
   }
+  for (const Step &s : a.steps)
+    if (s.epilogue == "bgrad") {
+      DType d = a.values[size_t(s.operands[2])].dtype;
+      if (!columnSums_.count(d))
+        columnSums_[d] = driver_.function(module_, "tc_column_sums_" + std::string(dtypeName(d)));
+    }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
     for (const std::string &v : s.chainVariants)
@@ -203,10 +209,20 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
       e.relu = s.epilogue.find("relu") != std::string::npos;
       e.geluTanh = s.epilogue.find("gelu_tanh") != std::string::npos;
       if (s.operands.size() > 3)
-        e.bias = ptr[size_t(s.operands[3])];
+        (s.epilogue == "bgrad" ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
       e.allowTf32 = allowTf32_;
-      CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
+      bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
                              a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, buf.gemmWorkspace);
+      if (e.biasGradient && !fused) {
+        // No cuBLASLt algorithm with the bias gradient here: the
+        // artifact's column-sum kernel (one thread per column).
+        DevicePtr out = e.biasGradient, in = ptr[size_t(r)];
+        long long rows = shapes[size_t(r)][0], cols = shapes[size_t(r)][1];
+        void *params[] = {&out, &in, &rows, &cols};
+        if (cols > 0)
+          driver_.launch(columnSums_.at(a.values[size_t(r)].dtype), unsigned((cols + 255) / 256), 256, params,
+                         stream);
+      }
       continue;
     }
     if (s.kind == Step::Kind::Copy) {

@@ -79,6 +79,7 @@ private:
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   DevicePtr constants_ = 0;
+  std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
   int forcedVariant_ = -1;
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };

@@ -104,6 +104,16 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
         gs.emplace_back("linear_" + std::string(dtypeName(d)) + (bias ? "_bias" : "") + (a.empty() ? "" : "_" + a),
                         t.graph());
       }
+  // A linear layer's weight and bias gradients (cuBLASLt's bias-gradient
+  // epilogue, or the column-sum fallback).
+  for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+    trace::Tracer t("lingrad");
+    trace::Tensor x = t.input("x", d, {"B", 33}), dy = t.input("dy", d, {"B", 19});
+    trace::Tensor xt = t.call("transpose", {x}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    t.output(t.call("matmul", {xt, dy})[0]);
+    t.output(t.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
+    gs.emplace_back("linear_grad_" + std::string(dtypeName(d)), t.graph());
+  }
   push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
   push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));
   push_back(opGraph("broadcast_to", {{DType::F32, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}}));

@@ -135,6 +135,18 @@ TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
   v.output(v.call("gelu", {v.call("matmul", {x, v.input("w3", DType::F32, {8, 8})})[0]},
                   {{"approximate", Attr(std::string("tanh"))}})[0]);
   EXPECT_EQ(matmulSteps(cudaArtifact(v.graph(), "ep3")), (Pairs{{"", 3}, {"", 3}, {"gelu_tanh", 3}}));
+
+  // The bias gradient rides on the weight-gradient GEMM (x^T @ dy, then
+  // sum(dy, 0)); a sum over another axis does not.
+  for (int64_t axis : {0, 1}) {
+    trace::Tracer g("grad");
+    trace::Tensor gx = g.input("x", DType::F32, {"B", 8}), dy = g.input("dy", DType::F32, {"B", 6});
+    trace::Tensor xt = g.call("transpose", {gx}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    g.output(g.call("matmul", {xt, dy})[0]);
+    g.output(g.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{axis})}})[0]);
+    EXPECT_EQ(matmulSteps(cudaArtifact(g.graph(), "bgrad" + std::to_string(axis))),
+              (Pairs{{axis == 0 ? "bgrad" : "", axis == 0 ? 4u : 3u}}));
+  }
 }
 
 TEST(CudaCodegen, Conv2dIsIm2colGemmUnlessGroupedOrAskedDirect) {
