@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 namespace tensorc::cuda {
@@ -18,6 +19,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
                          const std::string &kernelCacheDir, int variant)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())),
       forcedVariant_(variant) {
+  const char *trace = std::getenv("TENSORC_CUDA_TRACE");
+  trace_ = trace && *trace && std::string(trace) != "0";
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
@@ -213,6 +216,10 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
       e.allowTf32 = allowTf32_;
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
                              a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, buf.gemmWorkspace);
+      if (trace_)
+        std::fprintf(stderr, "tensorc: step %zu (%s): cuBLASLt matmul%s%s\n", si, s.label.c_str(),
+                     s.epilogue.empty() ? "" : ", epilogue ", s.epilogue.empty() ? "" :
+                     (fused ? s.epilogue.c_str() : (s.epilogue + " (column-sum kernel: no cuBLASLt algorithm)").c_str()));
       if (e.biasGradient && !fused) {
         // No cuBLASLt algorithm with the bias gradient here: the
         // artifact's column-sum kernel (one thread per column).
@@ -256,6 +263,9 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
         const Launchable &k = chainKernels_[si][size_t(v)];
         check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
         driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), params.data(), stream);
+        if (trace_)
+          std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
+                       s.label.c_str(), s.chainVariants[size_t(v)].c_str(), (long long)rows);
         si = last;
         continue;
       }
@@ -281,6 +291,9 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
     int64_t grid = (threads + perBlock - 1) / perBlock;
     check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
     driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), params.data(), stream);
+    if (trace_)
+      std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
+                   s.symbol.c_str(), s.variants[size_t(&k - ks.data())].c_str(), (long long)grid);
   }
   driver_.record(buf.end, stream);
   for (size_t i = 0; i < a.outputs.size(); ++i)

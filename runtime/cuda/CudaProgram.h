@@ -81,6 +81,7 @@ private:
   DevicePtr constants_ = 0;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
   int forcedVariant_ = -1;
+  bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };
 
