@@ -500,6 +500,29 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
   }
   std::string store = "m0[" + index + "] = " + value + ";\n";
 
+  // Cooperative reductions: one thread's share of the reduced iterations
+  // (from `first`, every `stride`), and one xor-butterfly exchange step.
+  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
+    std::string c = indent + "for (long long r = " + first + "; r < reduced; r += " + stride + ") {\n";
+    if (reducedDims.size() == 1) {
+      c += indent + "  const long long i" + std::to_string(reducedDims[0]) + " = r;\n";
+    } else {
+      c += indent + "  long long rr = r;\n";
+      for (size_t k = reducedDims.size(); k-- > 0;) {
+        std::string d = std::to_string(reducedDims[k]);
+        c += indent + "  const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " +
+             dims(reducedDims[k]) + ";\n";
+      }
+    }
+    c += indent + "  const " + acct + " x = " + pointCall + ";\n";
+    c += indent + "  " + combine("x", "r") + "\n" + indent + "}\n";
+    return c;
+  };
+  std::string shuffleStep =
+      arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
+                combine("ob", "oi") + " }"
+          : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+
   // Elementwise (and sequential reduction) template: each thread computes
   // ITEMS outputs, BLOCK apart; reductions loop over the reduced dims.
   os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_body(" << params << ") {\n";
@@ -551,24 +574,9 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
     os << parallelIndices("active ? linear : 0LL", "  ");
     os << accInit("  ");
     os << "  if (active) {\n";
-    os << "    for (long long r = lane; r < reduced; r += LANES) {\n";
-    if (reducedDims.size() == 1) {
-      os << "      const long long i" << reducedDims[0] << " = r;\n";
-    } else {
-      os << "      long long rr = r;\n";
-      for (size_t k = reducedDims.size(); k-- > 0;) {
-        size_t d = reducedDims[k];
-        os << "      const long long i" << d << " = rr % " << dims(d) << "; rr /= " << dims(d) << ";\n";
-      }
-    }
-    os << "      const " << acct << " x = " << pointCall << ";\n";
-    os << "      " << combine("x", "r") << "\n";
-    os << "    }\n  }\n";
+    os << reducedIterations("lane", "LANES", "    ");
+    os << "  }\n";
     // Lanes combine pairwise (xor butterfly inside each group of LANES).
-    std::string shuffleStep =
-        arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
-                  combine("ob", "oi") + " }"
-            : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
     os << "#pragma unroll\n  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o >>= 1) " << shuffleStep << "\n";
     os << "  if constexpr (LANES > 32) {\n";
     os << "    __shared__ " << acct << " partial[BLOCK / 32];\n";
@@ -630,27 +638,7 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
       os << innerIndices("p", "    ");
       os << "    " << store << "  }\n}\n";
     } else {
-      std::string reducedLoop;
-      {
-        std::ostringstream r;
-        r << "      for (long long r = first; r < reduced; r += stride) {\n";
-        if (reducedDims.size() == 1) {
-          r << "        const long long i" << reducedDims[0] << " = r;\n";
-        } else {
-          r << "        long long rr = r;\n";
-          for (size_t k = reducedDims.size(); k-- > 0;) {
-            size_t d = reducedDims[k];
-            r << "        const long long i" << d << " = rr % " << dims(d) << "; rr /= " << dims(d) << ";\n";
-          }
-        }
-        r << "        const " << acct << " x = " << pointCall << ";\n";
-        r << "        " << combine("x", "r") << "\n      }\n";
-        reducedLoop = r.str();
-      }
-      std::string shuffleStep =
-          arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
-                    combine("ob", "oi") + " }"
-              : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+      std::string reducedLoop = reducedIterations("first", "stride", "      ");
       os << "  const long long reduced = " << reducedTotal << ";\n";
       os << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
       // Few outputs per row (a row max/sum): the whole block reduces each.

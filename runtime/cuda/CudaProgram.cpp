@@ -85,6 +85,30 @@ void precompile(artifact::Artifact &a, const std::string &arch, const std::strin
   a.options["precompiled"] = arch;
 }
 
+namespace {
+
+// A launch's kernel parameters: the operand pointers of steps first..last
+// in order, then the symbol sizes (long long); `params` points into both.
+struct KernelArgs {
+  std::vector<DevicePtr> pointers;
+  std::vector<long long> symbols;
+  std::vector<void *> params;
+  KernelArgs(const artifact::Artifact &a, size_t first, size_t last, const std::vector<DevicePtr> &ptr,
+             const std::vector<int64_t> &symbolValues)
+      : symbols(symbolValues.begin(), symbolValues.end()) {
+    for (size_t k = first; k <= last; ++k)
+      for (int o : a.steps[k].operands)
+        pointers.push_back(ptr[size_t(o)]);
+    for (DevicePtr &p : pointers)
+      params.push_back(&p);
+    for (long long &x : symbols)
+      params.push_back(&x);
+  }
+  KernelArgs(const KernelArgs &) = delete; // params point into the members
+};
+
+} // namespace
+
 size_t CudaProgram::defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
                                    int64_t reduced) {
   auto find = [&](const char *name) {
@@ -250,19 +274,10 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
                   ? (size_t(forcedVariant_) < s.chainVariants.size() ? forcedVariant_ : -1)
                   : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors());
       if (v >= 0 && rows > 0) {
-        std::vector<DevicePtr> pointers;
-        for (size_t k = si; k <= last; ++k)
-          for (int o : a.steps[k].operands)
-            pointers.push_back(ptr[size_t(o)]);
-        std::vector<long long> syms(symbolValues.begin(), symbolValues.end());
-        std::vector<void *> params;
-        for (DevicePtr &p : pointers)
-          params.push_back(&p);
-        for (long long &x : syms)
-          params.push_back(&x);
+        KernelArgs args(a, si, last, ptr, symbolValues);
         const Launchable &k = chainKernels_[si][size_t(v)];
         check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
-        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), params.data(), stream);
+        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream);
         if (trace_)
           std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
                        s.label.c_str(), s.chainVariants[size_t(v)].c_str(), (long long)rows);
@@ -273,16 +288,7 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
     int64_t threads = *s.threads.evaluate(bindings);
     if (threads == 0)
       continue;
-    // Kernel parameters: operand pointers, then symbol sizes (long long).
-    std::vector<DevicePtr> pointers;
-    for (int o : s.operands)
-      pointers.push_back(ptr[size_t(o)]);
-    std::vector<long long> syms(symbolValues.begin(), symbolValues.end());
-    std::vector<void *> params;
-    for (DevicePtr &p : pointers)
-      params.push_back(&p);
-    for (long long &v : syms)
-      params.push_back(&v);
+    KernelArgs args(a, si, si, ptr, symbolValues);
     const std::vector<Launchable> &ks = kernels_[si];
     const Launchable &k =
         forcedVariant_ >= 0 ? ks[std::min(size_t(forcedVariant_), ks.size() - 1)]
@@ -290,7 +296,7 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
     int64_t perBlock = k.shape.outputsPerBlock();
     int64_t grid = (threads + perBlock - 1) / perBlock;
     check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
-    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), params.data(), stream);
+    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
     if (trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
                    s.symbol.c_str(), s.variants[size_t(&k - ks.data())].c_str(), (long long)grid);

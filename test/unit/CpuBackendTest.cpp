@@ -117,7 +117,8 @@ struct In {
 
 // One op on fresh inputs.
 void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = {},
-             const std::vector<std::map<std::string, int64_t>> &dims = {{}}) {
+             const std::vector<std::map<std::string, int64_t>> &dims = {{}},
+             const codegen::ProgramOptions &program = {}) {
   SCOPED_TRACE(op);
   trace::Tracer t("op");
   std::vector<trace::Operand> operands;
@@ -125,7 +126,7 @@ void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = 
     operands.push_back(t.input("in" + std::to_string(i), ins[i].dtype, ins[i].shape));
   for (const trace::Tensor &r : t.call(op, operands, attrs))
     t.output(r);
-  checkGraph(t.graph(), dims);
+  checkGraph(t.graph(), dims, program);
 }
 
 const std::vector<Shape_> kOddShapes = {{1}, {3}, {1000}, {4097}, {3, 7}};
@@ -231,22 +232,13 @@ TEST(CpuBackend, Creation) {
 // transformations are checked here, the kernels on the GPU.
 TEST(CpuBackend, GpuProgramChoices) {
   codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true};
-  auto op = [](const std::string &name, const std::vector<std::pair<DType, Shape_>> &ins, AttrMap attrs = {}) {
-    trace::Tracer t("op");
-    std::vector<trace::Operand> operands;
-    for (size_t i = 0; i < ins.size(); ++i)
-      operands.push_back(t.input("in" + std::to_string(i), ins[i].first, ins[i].second));
-    for (const trace::Tensor &r : t.call(name, operands, attrs))
-      t.output(r);
-    return t.graph();
-  };
   for (DType d : {DType::I32, DType::I64}) {
-    checkGraph(op("matmul", {{d, {7, 13}}, {d, {13, 5}}}), {{}}, gpu);
-    checkGraph(op("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}}), {{}}, gpu);
-    checkGraph(op("matmul", {{d, {4}}, {d, {4, 3}}}), {{}}, gpu);
-    checkGraph(op("matmul", {{d, {3, 4}}, {d, {4}}}), {{}}, gpu);
-    checkGraph(op("matmul", {{d, {9}}, {d, {9}}}), {{}}, gpu);
-    checkGraph(op("matmul", {{d, {"B", 3, 4}}, {d, {4, 5}}}), {{{"B", 1}}, {{"B", 6}}}, gpu);
+    checkOp("matmul", {{d, {7, 13}}, {d, {13, 5}}}, {}, {{}}, gpu);
+    checkOp("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}}, {}, {{}}, gpu);
+    checkOp("matmul", {{d, {4}}, {d, {4, 3}}}, {}, {{}}, gpu);
+    checkOp("matmul", {{d, {3, 4}}, {d, {4}}}, {}, {{}}, gpu);
+    checkOp("matmul", {{d, {9}}, {d, {9}}}, {}, {{}}, gpu);
+    checkOp("matmul", {{d, {"B", 3, 4}}, {d, {4, 5}}}, {}, {{{"B", 1}}, {{"B", 6}}}, gpu);
   }
   for (DType d : {DType::F32, DType::BF16})
     for (const char *act : {"", "relu", "gelu"}) {
@@ -260,11 +252,11 @@ TEST(CpuBackend, GpuProgramChoices) {
       t.output(y);
       checkGraph(t.graph(), {{{"B", 3}}}, gpu);
     }
-  checkGraph(op("conv2d", {{DType::F32, {"B", 3, 11, 9}}, {DType::F32, {5, 3, 3, 2}}, {DType::F32, {5}}},
-                {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
-                 {"dilation", Attr(std::vector<int64_t>{1, 2})}}),
-             {{{"B", 1}}, {{"B", 4}}}, gpu);
-  checkGraph(op("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}), {{}}, gpu);
+  checkOp("conv2d", {{DType::F32, {"B", 3, 11, 9}}, {DType::F32, {5, 3, 3, 2}}, {DType::F32, {5}}},
+          {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
+           {"dilation", Attr(std::vector<int64_t>{1, 2})}},
+          {{{"B", 1}}, {{"B", 4}}}, gpu);
+  checkOp("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}, {}, {{}}, gpu);
   // A linear layer's weight and bias gradients: the column sums ride on the
   // weight-gradient GEMM ("bgrad" epilogue).
   for (DType d : {DType::F32, DType::BF16}) {
