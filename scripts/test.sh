@@ -37,11 +37,13 @@ count() { grep -E "$1" "$2" | grep -oE '[0-9]+' | head -1; }
 lit_passed=$(count '^ *Passed *:' "$lit_log"); lit_failed=$(count '^ *Failed *:' "$lit_log")
 lit_skipped=$(count '^ *(Unsupported|Skipped) *:' "$lit_log")
 unit_total=$(grep -oE '^\[==========\] [0-9]+ tests? ' "$unit_log" | grep -oE '[0-9]+' | head -1)
-unit_failed=$(count '^\[  FAILED  \] [0-9]+ tests?' "$unit_log")
+# gtest --gtest_brief prints no failure count: failed = total - passed - skipped.
+unit_passed=$(count '^\[  PASSED  \] [0-9]+ tests?' "$unit_log")
 unit_skipped=$(count '^\[  SKIPPED \] [0-9]+ tests?' "$unit_log")
 lit_passed=${lit_passed:-0}; lit_failed=${lit_failed:-0}; lit_skipped=${lit_skipped:-0}
-unit_total=${unit_total:-0}; unit_failed=${unit_failed:-0}; unit_skipped=${unit_skipped:-0}
-unit_passed=$((unit_total - unit_failed - unit_skipped))
+unit_total=${unit_total:-0}; unit_passed=${unit_passed:-0}; unit_skipped=${unit_skipped:-0}
+unit_failed=$((unit_total - unit_passed - unit_skipped))
+if [ "$unit_status" -ne 0 ] && [ "$unit_failed" -eq 0 ]; then unit_failed=1; fi
 gpu_line=$(tail -1 "$gpu_log")
 gpu_passed=$(echo "$gpu_line" | grep -oE '^[0-9]+' || echo 0)
 gpu_failed=$(echo "$gpu_line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || echo 0)

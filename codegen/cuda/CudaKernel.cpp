@@ -733,13 +733,13 @@ std::vector<std::string> CudaSourceBuilder::addChain(const std::string &name,
   return names;
 }
 
-void CudaSourceBuilder::addColumnSums(DType dtype) {
+void CudaSourceBuilder::addColumnSums(const std::string &prefix, DType dtype) {
   std::string t = storageCType(dtype);
   std::string acc = dtype == DType::F64 ? "double" : "float";
   std::string load = dtype == DType::BF16 ? "__bfloat162float(in[r * cols + c])"
                      : dtype == DType::F16 ? "__half2float(in[r * cols + c])"
                                            : "in[r * cols + c]";
-  kernels_ += "extern \"C\" __global__ void __launch_bounds__(256) tc_column_sums_" + std::string(dtypeName(dtype)) +
+  kernels_ += "extern \"C\" __global__ void __launch_bounds__(256) " + prefix + "_column_sums_" + std::string(dtypeName(dtype)) +
               "(" + t + " *__restrict__ out, const " + t + " *__restrict__ in, long long rows, long long cols) {\n"
               "  const long long c = (long long)blockIdx.x * 256 + threadIdx.x;\n"
               "  if (c >= cols) return;\n  " + acc + " acc = 0;\n"

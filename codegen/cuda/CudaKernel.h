@@ -54,9 +54,9 @@ public:
   // Returns the variants' names (bB_r1: B threads, one row per block).
   std::vector<std::string> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows);
-  // tc_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c],
+  // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c],
   // the bias-gradient fallback when cuBLASLt has no algorithm with it.
-  void addColumnSums(DType dtype);
+  void addColumnSums(const std::string &prefix, DType dtype);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).

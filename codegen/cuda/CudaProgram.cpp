@@ -48,7 +48,7 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
     if (st.epilogue == "bgrad")
       columnSums.insert(art.values[size_t(st.operands[2])].dtype);
   for (DType d : columnSums)
-    source.addColumnSums(d);
+    source.addColumnSums("tc_" + art.function, d); // per program: TUs may be combined
   art.code = source.source();
   art.target.kind = "cuda";
   art.target.triple = "nvptx64-nvidia-cuda";

@@ -42,7 +42,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     if (s.epilogue == "bgrad") {
       DType d = a.values[size_t(s.operands[2])].dtype;
       if (!columnSums_.count(d))
-        columnSums_[d] = driver_.function(module_, "tc_column_sums_" + std::string(dtypeName(d)));
+        columnSums_[d] = driver_.function(module_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
     }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
