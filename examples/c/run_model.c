@@ -124,6 +124,11 @@ int main(int argc, char **argv) {
       printf("%s%.6g", k ? ", " : "", value_at(outputs[o].data, outputs[o].dtype, k));
     printf("%s]\n", n > 4 ? ", ..." : "");
   }
+  double device_ms = tc_session_last_device_ms(session);
+  if (device_ms < 0)
+    printf("device time: none (a cpu artifact)\n");
+  else
+    printf("device time: %.4f ms\n", device_ms);
   for (int32_t i = 0; i < n_in; ++i) { free((void *)inputs[i].shape); free(inputs[i].data); }
   for (int32_t o = 0; o < n_out; ++o) { free((void *)outputs[o].shape); free(outputs[o].data); }
   free(inputs);

@@ -23,6 +23,7 @@ struct tc_status_s {
 struct tc_runtime_s {
   std::atomic<int> refs{1};
   tc_runtime_options_t options;
+  std::string kernelCacheDir; // options.kernel_cache_dir, copied
 };
 
 struct tc_executable_s {
@@ -98,8 +99,10 @@ const char *tc_status_message(tc_status_t s) { return s ? s->message.c_str() : "
 void tc_status_free(tc_status_t s) { delete s; }
 
 void tc_runtime_options_initialize(tc_runtime_options_t *o) {
-  if (o)
+  if (o) {
     o->threads = 0;
+    o->kernel_cache_dir = nullptr;
+  }
 }
 
 tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t **out_runtime) {
@@ -109,8 +112,11 @@ tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t 
   return guard(TC_STATUS_INTERNAL, [&] {
     auto *r = new tc_runtime_s;
     tc_runtime_options_initialize(&r->options);
-    if (options)
+    if (options) {
       r->options = *options;
+      r->kernelCacheDir = options->kernel_cache_dir ? options->kernel_cache_dir : "";
+      r->options.kernel_cache_dir = nullptr; // the copy above is what is used
+    }
     *out_runtime = r;
   });
 }
@@ -133,6 +139,7 @@ static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
   *out = nullptr;
   LoadOptions options;
   options.threads = runtime->options.threads;
+  options.kernelCacheDir = runtime->kernelCacheDir;
   std::shared_ptr<Executable> exe;
   tc_status_t s = guard(TC_STATUS_INVALID_ARTIFACT, [&] { exe = load(options); });
   if (s)
@@ -254,5 +261,7 @@ tc_status_t tc_session_run(tc_session_t *s, const tc_tensor_t *outputs, int32_t 
     s->session.run(views(inputs, input_count), views(outputs, output_count));
   });
 }
+
+double tc_session_last_device_ms(const tc_session_t *s) { return s ? s->session.lastDeviceMs() : -1; }
 
 } // extern "C"

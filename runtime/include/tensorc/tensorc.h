@@ -54,6 +54,10 @@ typedef struct tc_tensor_t {
 
 typedef struct tc_runtime_options_t {
   uint32_t threads; /* kernel threads per executable; 0 = one per hardware thread */
+  /* cuda artifacts: the compiled-kernel cache directory (copied at create);
+   * NULL = the default ($TENSORC_CACHE_DIR, else $XDG_CACHE_HOME/tensorc/
+   * kernels, else ~/.cache/tensorc/kernels). */
+  const char *kernel_cache_dir;
 } tc_runtime_options_t;
 
 /* Fills defaults. */
@@ -114,6 +118,11 @@ tc_status_t tc_session_output_shape(tc_session_t *session, const tc_tensor_t *in
  * caller-owned and must have the bound shapes. */
 tc_status_t tc_session_run(tc_session_t *session, const tc_tensor_t *outputs,
                            int32_t output_count, const tc_tensor_t *inputs, int32_t input_count);
+
+/* cuda artifacts: milliseconds the GPU spent on the last run's launch
+ * sequence (CUDA events; copies excluded); -1 for cpu artifacts or before a
+ * run. */
+double tc_session_last_device_ms(const tc_session_t *session);
 
 #ifdef __cplusplus
 }
