@@ -134,8 +134,6 @@ void gradcheck(const std::string &label, std::vector<In> ins, Build build, doubl
   gradcheckGraph(t.graph(), ins, wrt, tol, seed);
 }
 
-Tensor in(const std::vector<Tensor> &a, size_t i) { return a.at(i); }
-
 TEST(GradCheck, Unary) {
   for (const char *op :
        {"neg", "abs", "exp", "tanh", "sigmoid", "relu", "silu", "sin", "cos", "erf", "gelu"})

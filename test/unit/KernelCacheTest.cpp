@@ -146,8 +146,9 @@ TEST(KernelCache, DirectoryFromEnvironment) {
   EXPECT_EQ(KernelCache::defaultDirectory(), "/tmp/xdg/tensorc/kernels");
   ::unsetenv("XDG_CACHE_HOME");
   const char *home = std::getenv("HOME");
-  if (home)
+  if (home) {
     EXPECT_EQ(KernelCache::defaultDirectory(), std::string(home) + "/.cache/tensorc/kernels");
+  }
 }
 
 TEST(KernelCache, UnwritableCacheDoesNotFailTheBuild) {

@@ -192,7 +192,7 @@ TEST(TrainingStep, DynamicLossScaling) {
   in.emplace("loss_scale", scalar(1024));
   in.emplace("good_steps", scalar(0));
   std::vector<HostTensor> got = interpret(b.graph, ba, in).outputs;
-  for (const std::string &w : {"w1", "b2"}) {
+  for (std::string w : {"w1", "b2"}) {
     HostTensor x = outputOf(a, want, w + ".next"), y = outputOf(b, got, w + ".next");
     for (int64_t i = 0; i < x.numel(); ++i)
       EXPECT_NEAR(y.getF(i), x.getF(i), 1e-12) << w;
@@ -209,7 +209,7 @@ TEST(TrainingStep, DynamicLossScaling) {
   // Overflow: the step is skipped and the scale halved.
   in.at("loss_scale") = scalar(INFINITY);
   got = interpret(b.graph, ba, in).outputs;
-  for (const std::string &w : {"w1", "b2"}) {
+  for (std::string w : {"w1", "b2"}) {
     HostTensor y = outputOf(b, got, w + ".next"), m = outputOf(b, got, w + ".momentum.next");
     for (int64_t i = 0; i < y.numel(); ++i) {
       EXPECT_EQ(y.getF(i), inputs.at(w).getF(i)) << w;
