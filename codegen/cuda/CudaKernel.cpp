@@ -522,6 +522,29 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
       arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
                 combine("ob", "oi") + " }"
           : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+  // A full-warp xor butterfly, and the combine across the warps of a block
+  // (each warp's lane 0 leaves its result in shared memory; after a barrier
+  // warp 0 reloads and combines them). Uses threadIdx only, so any caller's
+  // local names are free.
+  auto warpCombine = [&](const std::string &indent) {
+    return indent + "#pragma unroll\n" + indent + "for (int o = 16; o > 0; o >>= 1) " + shuffleStep + "\n";
+  };
+  auto declarePartials = [&](const std::string &indent) {
+    return indent + "__shared__ " + acct + " partial[BLOCK / 32];\n" +
+           (arg ? indent + "__shared__ long long partialIndex[BLOCK / 32];\n" : std::string());
+  };
+  auto storePartial = [&](const std::string &indent) {
+    return indent + "if (threadIdx.x % 32 == 0) { partial[threadIdx.x / 32] = " +
+           (arg ? "best; partialIndex[threadIdx.x / 32] = bestIndex;" : "acc;") + " }\n" + indent +
+           "__syncthreads();\n";
+  };
+  auto reloadPartials = [&](const std::string &indent) { // in warp 0
+    return (arg ? indent + "best = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct +
+                      ")0; bestIndex = threadIdx.x < BLOCK / 32 ? partialIndex[threadIdx.x] : -1LL;\n"
+                : indent + "acc = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct + ")(" + identity +
+                      ");\n") +
+           warpCombine(indent);
+  };
 
   // Elementwise (and sequential reduction) template: each thread computes
   // ITEMS outputs, BLOCK apart; reductions loop over the reduced dims.
@@ -579,20 +602,9 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
     // Lanes combine pairwise (xor butterfly inside each group of LANES).
     os << "#pragma unroll\n  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o >>= 1) " << shuffleStep << "\n";
     os << "  if constexpr (LANES > 32) {\n";
-    os << "    __shared__ " << acct << " partial[BLOCK / 32];\n";
-    if (arg)
-      os << "    __shared__ long long partialIndex[BLOCK / 32];\n";
-    os << "    const int warp = threadIdx.x / 32;\n";
-    os << "    if (threadIdx.x % 32 == 0) { partial[warp] = " << (arg ? "best; partialIndex[warp] = bestIndex;" : "acc;")
-       << " }\n";
-    os << "    __syncthreads();\n";
-    os << "    if (warp != 0) return;\n";
-    if (arg)
-      os << "    best = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" << acct
-         << ")0; bestIndex = threadIdx.x < BLOCK / 32 ? partialIndex[threadIdx.x] : -1LL;\n";
-    else
-      os << "    acc = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" << acct << ")(" << identity << ");\n";
-    os << "#pragma unroll\n    for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+    os << declarePartials("    ") << storePartial("    ");
+    os << "    if (threadIdx.x / 32 != 0) return;\n";
+    os << reloadPartials("    ");
     os << "  }\n";
     os << "  if (!active || lane != 0) return;\n";
     os << finish("  ");
@@ -643,24 +655,15 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
       os << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
       // Few outputs per row (a row max/sum): the whole block reduces each.
       os << "  if (inner < BLOCK / 32) {\n";
-      os << "    __shared__ " << acct << " partial[BLOCK / 32];\n";
-      if (arg)
-        os << "    __shared__ long long partialIndex[BLOCK / 32];\n";
+      os << declarePartials("    ");
       os << "    for (long long p = 0; p < inner; ++p) {\n";
       os << innerIndices("p", "      ");
       os << accInit("      ");
       os << "      const long long first = threadIdx.x, stride = BLOCK;\n";
       os << reducedLoop;
-      os << "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
-      os << "      if (lane == 0) { partial[warp] = " << (arg ? "best; partialIndex[warp] = bestIndex;" : "acc;") << " }\n";
-      os << "      __syncthreads();\n";
+      os << warpCombine("      ") << storePartial("      ");
       os << "      if (warp == 0) {\n";
-      if (arg)
-        os << "        best = lane < BLOCK / 32 ? partial[lane] : (" << acct
-           << ")0; bestIndex = lane < BLOCK / 32 ? partialIndex[lane] : -1LL;\n";
-      else
-        os << "        acc = lane < BLOCK / 32 ? partial[lane] : (" << acct << ")(" << identity << ");\n";
-      os << "#pragma unroll\n        for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+      os << reloadPartials("        ");
       os << "        if (lane == 0) {\n" << finish("          ") << "          " << store << "        }\n";
       os << "      }\n";
       os << "      __syncthreads(); // partial is reused by the next output\n";
@@ -672,7 +675,7 @@ std::vector<std::string> CudaSourceBuilder::addNest(const NestSpec &spec, const 
       os << accInit("      ");
       os << "      const long long first = lane, stride = 32;\n";
       os << reducedLoop;
-      os << "#pragma unroll\n      for (int o = 16; o > 0; o >>= 1) " << shuffleStep << "\n";
+      os << warpCombine("      ");
       os << "      if (lane == 0) {\n" << finish("        ") << "        " << store << "      }\n";
       os << "    }\n  }\n}\n";
     }

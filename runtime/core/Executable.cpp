@@ -195,6 +195,14 @@ const std::vector<TensorInfo> &Executable::outputs() const { return impl_->outpu
 const std::vector<SymbolInfo> &Executable::symbols() const { return impl_->symbols; }
 int64_t Executable::numSteps() const { return int64_t(impl_->art.steps.size()); }
 
+int Executable::kernelVariantCount() const {
+  size_t n = 0;
+  if (impl_->art.target.kind == "cuda")
+    for (const artifact::Step &st : impl_->art.steps)
+      n = std::max({n, st.variants.size(), st.chainVariants.size()});
+  return int(n);
+}
+
 // ----------------------------------------------------------------- Session
 
 struct Session::State {

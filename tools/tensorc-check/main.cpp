@@ -65,7 +65,7 @@ std::string runCase(const fs::path &dir, const std::shared_ptr<rt::Executable> &
 int main(int argc, char **argv) {
   int passed = 0, failed = 0, skipped = 0;
   // --all-variants: also run every kernel variant (LoadOptions::kernelVariant
-  // 0..7; steps with fewer variants repeat their last).
+  // 0..kernelVariantCount()-1; steps with fewer variants repeat their last).
   bool allVariants = argc > 1 && std::string(argv[1]) == "--all-variants";
   for (int c = allVariants ? 2 : 1; c < argc; ++c) {
     fs::path dir = argv[c];
@@ -85,7 +85,7 @@ int main(int argc, char **argv) {
         throw;
       }
       std::string problems = runCase(dir, exe);
-      for (int v = 0; allVariants && problems.empty() && v < 8; ++v) {
+      for (int v = 0; allVariants && problems.empty() && v < exe->kernelVariantCount(); ++v) {
         rt::LoadOptions options;
         options.kernelVariant = v;
         std::string p = runCase(dir, rt::Executable::load((dir / "model.tcx").string(), options));

@@ -25,16 +25,5 @@ int main(int argc, char **argv) {
                  "`tensorc run MODEL.tcx`; use the full tensorc to compile\n";
     return 1;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e);
-  } catch (const tensorc::Error &e) {
-    std::cerr << "tensorc: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception &e) {
-    std::cerr << "tensorc: internal error: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+  return tensorc::cli::runCommandLine(app, argc, argv);
 }

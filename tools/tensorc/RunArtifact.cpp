@@ -234,4 +234,19 @@ void runArtifact(const RunArgs &args) {
   printOutputs(names, outputs, bindings, args);
 }
 
+int runCommandLine(CLI::App &app, int argc, char **argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  } catch (const Error &e) {
+    std::cerr << "tensorc: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "tensorc: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
+
 } // namespace tensorc::cli

@@ -54,4 +54,8 @@ void printOutputs(const std::vector<std::string> &names, const std::vector<HostT
 // The whole `tensorc run MODEL.tcx` command.
 void runArtifact(const RunArgs &args);
 
+// Parses and runs a tensorc command line; errors become one "tensorc: ..."
+// line on stderr and exit status 1 (2 for internal errors). Both CLIs' main.
+int runCommandLine(CLI::App &app, int argc, char **argv);
+
 } // namespace tensorc::cli

@@ -1,5 +1,6 @@
 // tensorc: the command-line driver.
 #include "tools/tensorc/Commands.h"
+#include "tools/tensorc/RunArtifact.h"
 
 #include "compiler/graph/Graph.h"
 #include "ir/core/Error.h"
@@ -41,16 +42,5 @@ int main(int argc, char **argv) {
               << "' (expected verify, compile, grad, run or ops; see tensorc --help)\n";
     return 1;
   }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e);
-  } catch (const tensorc::Error &e) {
-    std::cerr << "tensorc: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception &e) {
-    std::cerr << "tensorc: internal error: " << e.what() << "\n";
-    return 2;
-  }
-  return 0;
+  return tensorc::cli::runCommandLine(app, argc, argv);
 }

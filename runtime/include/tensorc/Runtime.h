@@ -101,6 +101,9 @@ public:
   const std::vector<TensorInfo> &outputs() const;
   const std::vector<SymbolInfo> &symbols() const;
   int64_t numSteps() const;
+  // cuda artifacts: the most kernel variants any loop step (or chain) has,
+  // so LoadOptions::kernelVariant 0..N-1 reaches every variant; 0 for cpu.
+  int kernelVariantCount() const;
 
   struct Impl;
   const Impl &impl() const { return *impl_; }
