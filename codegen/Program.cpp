@@ -408,7 +408,7 @@ private:
       std::vector<Term> m = identityTerms(size_t(r));
       m[size_t(axis)] = {int(axis), 1, start};
       remap(res, m);
-      const Dim &len = specOf(res).shape[size_t(axis)];
+      Dim len = specOf(res).shape[size_t(axis)]; // a copy: specOf returns a temporary
       check(len.isStatic(), "cpu codegen: split along a symbolic dim");
       start += len.value();
     }

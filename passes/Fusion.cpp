@@ -170,25 +170,31 @@ struct Fusion {
   }
 
   // Whether merging groups a and b would create a cycle: a path from one to
-  // the other through a third group.
+  // the other through a third group. The walk is over groups, not ops: once
+  // an op of group G is reached, every member of G leads on (a merged group
+  // runs as one kernel, so its inputs all come before any of its outputs).
   bool wouldCycle(int a, int b) {
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
       std::vector<int> stack;
       std::set<int> seen;
+      auto pushUsersOf = [&](int group) {
+        for (int i : members(group))
+          for (Operation *user : ops[i]->getUsers())
+            if (index.count(user) && find(index[user]) != group)
+              stack.push_back(find(index[user]));
+      };
       for (int i : members(from))
         for (Operation *user : ops[i]->getUsers())
           if (index.count(user) && find(index[user]) != from && find(index[user]) != to)
-            stack.push_back(index[user]);
+            stack.push_back(find(index[user]));
       while (!stack.empty()) {
-        int i = stack.back();
+        int g = stack.back();
         stack.pop_back();
-        if (!seen.insert(i).second)
-          continue;
-        if (find(i) == to)
+        if (g == to)
           return true;
-        for (Operation *user : ops[i]->getUsers())
-          if (index.count(user) && find(index[user]) != from)
-            stack.push_back(index[user]);
+        if (g == from || !seen.insert(g).second)
+          continue;
+        pushUsersOf(g);
       }
     }
     return false;

@@ -198,8 +198,10 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       if (op.getDialectNamespace() == "tc")
         op.getCanonicalizationPatterns(patterns, ctx);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns)))) {
+      getOperation()->emitError() << "tensorc-simplify: the rewrites did not converge";
       signalPassFailure();
+    }
   }
 };
 

@@ -53,7 +53,25 @@ Value scalarConstant(OpBuilder &b, Location loc, double v, DType d) {
 Value convert(OpBuilder &b, Location loc, Value v, DType from, DType to) {
   MLIRContext *ctx = b.getContext();
   Type ft = computeType(ctx, from), tt = computeType(ctx, to);
-  if (from == to || ft == tt)
+  if (from == to)
+    return v;
+  // f16/bf16 values live in f32 registers, so a fused kernel may hold more
+  // precision than the dtype has. Casts are where that must not show: a cast
+  // from f16/bf16 sees the value rounded to its dtype, a cast to them rounds
+  // (overflowing to inf, flushing tiny values) exactly as storing would.
+  auto roundTo = [&](Value x, DType d) -> Value {
+    Value narrow = b.create<arith::TruncFOp>(loc, storageType(ctx, d), x);
+    return b.create<arith::ExtFOp>(loc, b.getF32Type(), narrow);
+  };
+  if (from == DType::F16 || from == DType::BF16)
+    v = roundTo(v, from);
+  if (to == DType::F16 || to == DType::BF16) {
+    Value wide = isFloat(from) ? v : convert(b, loc, v, from, DType::F32);
+    if (wide.getType().isF64()) // f64 -> f32 -> f16/bf16: LLVM has no direct lowering
+      wide = b.create<arith::TruncFOp>(loc, b.getF32Type(), wide);
+    return roundTo(wide, to);
+  }
+  if (ft == tt)
     return v;
   if (to == DType::I1) // nonzero (nan too) is true
     return isFloat(from)

@@ -16,13 +16,21 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace tensorc::codegen::cpu {
 
@@ -48,12 +56,17 @@ ObjectCode emitObject(mlir::ModuleOp module, const std::string &cpuName) {
   if (cpuName == "host")
     for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
       features += (features.empty() ? "" : ",") + std::string(enabled ? "+" : "-") + name.str();
+  // Checked on a bare subtarget first: LLVM aborts the process when a target
+  // machine is made for an unknown or 32-bit-only CPU (e.g. i386).
+  std::unique_ptr<llvm::MCSubtargetInfo> probe(target->createMCSubtargetInfo(triple, cpu, ""));
+  check(probe && (cpuName == "host" || probe->isCPUStringValid(cpu)) &&
+            (!llvm::Triple(triple).isX86() || probe->checkFeatures("+64bit")),
+        "cpu codegen: unknown or unsupported CPU '" + cpu +
+            "' (try host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4)");
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
   check(machine != nullptr, "cpu codegen: cannot target CPU '" + cpu + "'");
-  check(cpuName == "host" || machine->getMCSubtargetInfo()->isCPUStringValid(cpu),
-        "cpu codegen: unknown CPU '" + cpu + "' (try host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4)");
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
   // -O3 over the module, then code generation.
@@ -84,25 +97,43 @@ ObjectCode emitObject(mlir::ModuleOp module, const std::string &cpuName) {
 }
 
 std::string linkSharedLibrary(const std::vector<std::string> &objects) {
-  std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("tensorc-link-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
-  std::filesystem::create_directories(dir);
-  std::string command = "cc -shared -o " + (dir / "kernels.so").string();
+  // A private folder (mkdtemp: unpredictable name, mode 0700) and the linker
+  // run without a shell, so no path is ever parsed by /bin/sh.
+  std::string pattern = (std::filesystem::temp_directory_path() / "tensorc-link-XXXXXX").string();
+  check(::mkdtemp(pattern.data()) != nullptr,
+        "cpu codegen: cannot create a temporary folder: " + std::string(std::strerror(errno)));
+  std::filesystem::path dir = pattern;
+  std::vector<std::string> args = {"cc", "-shared", "-o", (dir / "kernels.so").string()};
   for (size_t i = 0; i < objects.size(); ++i) {
     std::string path = (dir / ("k" + std::to_string(i) + ".o")).string();
     writeFileAtomically(path, objects[i]);
-    command += " " + path;
+    args.push_back(path);
   }
-  command += " -lm 2> " + (dir / "link.log").string();
-  int status = std::system(command.c_str());
+  args.push_back("-lm");
+  std::string logPath = (dir / "link.log").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int spawned = ::posix_spawnp(&pid, "cc", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = -1;
+  if (spawned == 0)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  bool ok = spawned == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   std::stringstream log, library;
-  log << std::ifstream(dir / "link.log").rdbuf();
-  if (status == 0)
+  log << std::ifstream(logPath).rdbuf();
+  if (ok)
     library << std::ifstream(dir / "kernels.so", std::ios::binary).rdbuf();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  check(status == 0, "cpu codegen: linking the kernels failed: " + log.str());
+  check(spawned == 0, "cpu codegen: cannot run the linker 'cc': " + std::string(std::strerror(spawned)));
+  check(ok, "cpu codegen: linking the kernels failed: " + log.str());
   return library.str();
 }
 

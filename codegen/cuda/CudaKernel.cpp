@@ -257,9 +257,11 @@ private:
       else if (from.isF16())
         define(r, "__half2float(" + a(0) + ")");
       else if (r.getType().isBF16())
-        define(r, "__float2bfloat16((float)" + a(0) + ")");
+        define(r, from.isF64() ? "__double2bfloat16(" + a(0) + ")" // one rounding
+                               : "__float2bfloat16((float)" + a(0) + ")");
       else if (r.getType().isF16())
-        define(r, "__float2half((float)" + a(0) + ")");
+        define(r, from.isF64() ? "__double2half(" + a(0) + ")"
+                               : "__float2half((float)" + a(0) + ")");
       else
         define(r, "(" + ty + ")" + a(0));
       return;

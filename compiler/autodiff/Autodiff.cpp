@@ -177,7 +177,9 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
     auto found = cotangent.find(key(w));
     Tensor grad = found != cotangent.end() ? found->second : zerosLike(t, t.value(w).spec());
     // A gradient that is an input or forward value passes through a named copy.
-    bool fresh = grad.ref() != w &&
+    // One result of a multi-result node (attention's dq/dk/dv, a concat's
+    // split) cannot take a name of its own by renaming the node: copy it.
+    bool fresh = grad.ref() != w && grad.ref().find(':') == std::string::npos &&
                  std::none_of(forward.nodes.begin(), forward.nodes.end(), [&](const Node &n) {
                    return parseValueRef(grad.ref()).producer == n.name;
                  });

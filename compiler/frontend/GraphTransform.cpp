@@ -4,10 +4,21 @@
 #include "compiler/graph/GraphAnalysis.h"
 #include "ir/core/Error.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 namespace tensorc {
 
 mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::string &passName,
                                            const std::function<Graph(const Graph &)> &transform) {
+  // Output names are the API, but a graph names an output by the value it
+  // returns: once a pass folds a returned view into its operand (or two
+  // outputs return one value) the exported graph would rename it. The
+  // transforms keep the outputs' number and order, so the names are put back.
+  std::vector<mlir::Attribute> outputNames;
+  module.walk([&](mlir::func::FuncOp fn) {
+    for (unsigned i = 0; i < fn.getNumResults(); ++i)
+      outputNames.push_back(fn.getResultAttr(i, "tc.name"));
+  });
   try {
     Graph before = exportGraph(module);
     Graph after = transform(before);
@@ -18,6 +29,12 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
     module.getBody()->clear();
     module.getBody()->getOperations().splice(module.getBody()->end(),
                                              result->getBody()->getOperations());
+    size_t next = 0;
+    module.walk([&](mlir::func::FuncOp fn) {
+      for (unsigned i = 0; i < fn.getNumResults() && next < outputNames.size(); ++i, ++next)
+        if (outputNames[next])
+          fn.setResultAttr(i, "tc.name", outputNames[next]);
+    });
     return mlir::success();
   } catch (const Error &e) {
     module.emitError() << e.what();

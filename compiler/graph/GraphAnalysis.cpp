@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -182,9 +183,18 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
       continue;
     DType d = literalDType(a.literal, tensorTypes);
     if (isInteger(d) && a.literal.kind == Literal::Kind::Float)
-      check(a.literal.floatValue == double(int64_t(a.literal.floatValue)),
+      check(std::abs(a.literal.floatValue) < 9.2e18 && // int64_t(v) is undefined beyond
+                a.literal.floatValue == double(int64_t(a.literal.floatValue)),
             "literal " + attrStr(Attr(a.literal.floatValue)) + " is not an integer for dtype " +
                 std::string(dtypeName(d)));
+    if (d == DType::I32) {
+      double v = a.literal.kind == Literal::Kind::Float ? a.literal.floatValue
+                                                        : double(a.literal.intValue);
+      check(v >= -2147483648.0 && v <= 2147483647.0,
+            "literal " + attrStr(a.literal.kind == Literal::Kind::Float ? Attr(a.literal.floatValue)
+                                                                        : Attr(a.literal.intValue)) +
+                " does not fit dtype i32");
+    }
     typed.argTypes[i] = TensorSpec{d, {}};
   }
   std::vector<OperandRef> operands;
@@ -219,7 +229,10 @@ static void checkSharding(const Graph &g, const Sharding &s, const TensorSpec &s
       check(it != mesh->axes.end(),
             what + ": sharding uses axis \"" + axis + "\" not in mesh \"" + mesh->name + "\"");
       check(used.insert(axis).second, what + ": sharding uses mesh axis \"" + axis + "\" twice");
-      parts *= mesh->sizes[it - mesh->axes.begin()];
+      int64_t size = mesh->sizes[size_t(it - mesh->axes.begin())];
+      check(size >= 1 && !__builtin_mul_overflow(parts, size, &parts) && parts <= kMaxElements,
+            what + ": sharding splits dim " + std::to_string(d) +
+                " into more than 2^40 parts (mesh \"" + mesh->name + "\")");
     }
     const Dim &dim = spec.shape[d];
     check(!dim.isStatic() || dim.value() % parts == 0,
@@ -246,9 +259,14 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
               "\": axes and sizes must be non-empty and of equal length");
     std::set<std::string> axes(m.axes.begin(), m.axes.end());
     check(axes.size() == m.axes.size(), where + ": mesh \"" + m.name + "\" repeats an axis");
-    for (int64_t s : m.sizes)
+    int64_t devices = 1;
+    for (int64_t s : m.sizes) {
       check(s >= 1 && s <= (1 << 20),
             where + ": mesh \"" + m.name + "\" has an axis size out of range");
+      devices *= s; // at most 2^24 * 2^20 before the check below: no overflow
+      check(devices <= (1 << 24), where + ": mesh \"" + m.name +
+                                      "\" has more than 2^24 devices (the product of its sizes)");
+    }
   }
   for (const GraphInput &in : g.inputs) {
     check(isValidName(in.name),

@@ -413,14 +413,36 @@ Json writeShape(const Shape &s) { return writeAttr(Attr(s)); }
 
 } // namespace
 
+// The deepest nesting of arrays/objects in `text`, by one linear scan
+// (brackets inside strings do not count). A parser callback would do the same
+// check but makes nlohmann's parse quadratic in the number of nodes.
+static int maxNestingDepth(const std::string &text) {
+  int depth = 0, deepest = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 Graph parseGraphJson(const std::string &text, const std::string &where) {
   Json j;
   try {
-    j = Json::parse(text, [](int depth, Json::parse_event_t, Json &) {
-      if (depth > kMaxJsonDepth)
-        throw Error("JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-      return true;
-    });
+    check(maxNestingDepth(text) <= kMaxJsonDepth,
+          "JSON nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    j = Json::parse(text);
   } catch (const Json::exception &e) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 5: ...",
     // or "[json.exception.out_of_range.406] number overflow parsing '1e400'".

@@ -50,6 +50,9 @@ std::optional<Dim> Dim::parse(std::string_view text) {
       break;
     text.remove_prefix(star + 1);
   }
+  // "0*B" is no size; a coefficient past 2^40 is no tensor anyone can hold.
+  if ((!symbols.empty() && coeff < 1) || coeff > kMaxElements)
+    return std::nullopt;
   std::sort(symbols.begin(), symbols.end());
   return Dim(coeff, std::move(symbols));
 }

@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -355,8 +356,14 @@ void checkShapeDims(const Shape &shape, bool allowInfer) {
 
 std::vector<TensorSpec> inferReshape(const Operands &ops, const AttrMap &attrs) {
   Shape target = getDims(attrs, "shape");
-  checkShapeDims(target, true);
   Dim total = numElements(spec(ops, 0).shape);
+  // A zero-size tensor (a slice or split can make one) reshapes to shapes
+  // with a 0 dim; otherwise dims are positive (or one -1 to infer).
+  bool empty = total.isStatic() && total.value() == 0;
+  for (const Dim &d : target)
+    check(d.value() >= 1 || (d.isStatic() && d.value() == -1) ||
+              (empty && d.isStatic() && d.value() == 0),
+          "shape " + shapeStr(target) + " has a dim that is not positive");
   int inferAt = -1;
   Dim known = Dim::of(1);
   for (size_t i = 0; i < target.size(); ++i) {
@@ -479,8 +486,9 @@ std::vector<TensorSpec> inferSplit(const Operands &ops, const AttrMap &attrs) {
   int64_t total = 0;
   std::vector<TensorSpec> out;
   for (int64_t s : sizes) {
-    check(s >= 0, "sizes must be >= 0, got " + std::to_string(s));
-    total += s;
+    check(s >= 0 && s <= kMaxElements, "sizes must be in [0, 2^40], got " + std::to_string(s));
+    total += s; // at most 2^40 per entry: checked against the dim below before it can wrap
+    check(total <= kMaxElements, "sizes add up to more than 2^40");
     TensorSpec part = x;
     part.shape[axis] = Dim::of(s);
     out.push_back(part);
@@ -561,8 +569,10 @@ std::vector<TensorSpec> inferPad(const Operands &ops, const AttrMap &attrs) {
     if (before == 0 && after == 0)
       continue;
     check(d.isStatic(), "cannot pad symbolic dim " + d.str() + " of " + describe(ops[0]));
-    int64_t size = d.value() + before + after;
-    check(size >= 0,
+    check(std::abs(before) <= kMaxElements && std::abs(after) <= kMaxElements,
+          "pads " + attrStr(Attr(pads)) + " must be within +-2^40");
+    int64_t size = d.value() + before + after; // each term is within 2^40: no overflow
+    check(size >= 0 && size <= kMaxElements,
           "pads " + attrStr(Attr(pads)) + " crop " + describe(ops[0]) + " below zero size");
     d = Dim::of(size);
   }
@@ -672,11 +682,12 @@ const std::unordered_map<std::string, Rule> &rules() {
 } // namespace
 
 int64_t normalizeAxis(int64_t axis, int64_t rank, const char *what) {
-  int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
-  check(axis >= lo && axis <= hi, std::string(what) + " " + std::to_string(axis) +
-                                      " is out of range for rank " + std::to_string(rank));
-  if (rank == 0)
-    return 0;
+  // A rank-0 tensor has no axis to name (PyTorch accepts dim 0/-1 there for
+  // some ops and not others; tensorc refuses all, see docs/graph-format.md).
+  check(rank >= 1, std::string(what) + " " + std::to_string(axis) +
+                       " names an axis of a rank-0 (scalar) operand; this op needs rank >= 1");
+  check(axis >= -rank && axis < rank, std::string(what) + " " + std::to_string(axis) +
+                                          " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -734,15 +745,18 @@ SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step) {
     return std::min(i, size);
   };
   int64_t s = clampIndex(start), e = clampIndex(end);
-  int64_t length = e > s ? (e - s + step - 1) / step : 0;
+  int64_t length = e > s ? 1 + (e - s - 1) / step : 0; // no overflow for any step >= 1
   return {s, step, length};
 }
 
 int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                          bool ceilMode) {
-  int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;
-  if (span < 0)
+  // 128-bit: kernel/stride/pad/dilation come from the graph file unbounded.
+  __int128 wide = __int128(in) + 2 * __int128(pad) - __int128(dilation) * (__int128(kernel) - 1) - 1;
+  if (wide < 0)
     return 0;
+  check(wide <= kMaxElements, "window arguments give an output size beyond 2^40");
+  int64_t span = int64_t(wide);
   int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
   // PyTorch: the last window must start inside the input or left padding.
   if (ceilMode && (out - 1) * stride >= in + pad)

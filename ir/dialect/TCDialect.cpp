@@ -57,8 +57,10 @@ static LogicalResult verifySharding(Operation *anchor, ShardingAttr sharding, Ty
                            << sharding.getMesh();
       if (!used.insert(name.getValue().str()).second)
         return emitError() << "sharding uses mesh axis \"" << name.getValue() << "\" twice";
-      parts *=
+      int64_t size =
           mesh.getSizes()[std::distance(mesh.getAxes().getAsValueRange<StringAttr>().begin(), it)];
+      if (size < 1 || __builtin_mul_overflow(parts, size, &parts) || parts > kMaxElements)
+        return emitError() << "sharding splits dim " << i << " into more than 2^40 parts";
     }
     const Dim &dim = spec->shape[i];
     if (dim.isStatic() && dim.value() % parts != 0)

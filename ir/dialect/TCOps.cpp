@@ -131,13 +131,17 @@ LogicalResult MeshOp::verify() {
     return emitOpError() << "has " << getAxes().size() << " axes but " << getSizes().size()
                          << " sizes";
   std::set<std::string> names;
+  int64_t devices = 1;
   for (auto [name, size] : llvm::zip(getAxes().getAsValueRange<StringAttr>(), getSizes())) {
     if (name.empty())
       return emitOpError() << "has an empty axis name";
     if (!names.insert(name.str()).second)
       return emitOpError() << "axis \"" << name << "\" appears twice";
-    if (size < 1)
-      return emitOpError() << "axis \"" << name << "\" has size " << size << "; sizes must be >= 1";
+    if (size < 1 || size > (1 << 20))
+      return emitOpError() << "axis \"" << name << "\" has size " << size
+                           << "; sizes must be in [1, 2^20]";
+    if (__builtin_mul_overflow(devices, size, &devices) || devices > (1 << 24))
+      return emitOpError() << "has more than 2^24 devices (the product of its sizes)";
   }
   return success();
 }

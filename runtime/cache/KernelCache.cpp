@@ -4,11 +4,14 @@
 #include "runtime/cache/Sha256.h"
 #include "runtime/host/AtomicFile.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace tensorc {
 namespace {
@@ -18,6 +21,8 @@ namespace {
 constexpr char kMagic[4] = {'T', 'C', 'K', 'C'};
 constexpr uint32_t kEntryVersion = 1;
 constexpr size_t kHeaderBytes = 4 + 4 + 64 + 8 + 32;
+// Cubins of a whole model are a few MiB; a larger entry is not ours.
+constexpr uint64_t kMaxEntryBytes = uint64_t(256) << 20;
 
 void appendField(std::string &out, const std::string &field) {
   uint64_t n = field.size();
@@ -41,11 +46,32 @@ std::string KernelCache::defaultDirectory() {
     return std::string(x) + "/tensorc/kernels";
   if (const char *h = std::getenv("HOME"); h && *h)
     return std::string(h) + "/.cache/tensorc/kernels";
-  return (std::filesystem::temp_directory_path() / "tensorc-kernels").string();
+  if (const passwd *pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && *pw->pw_dir &&
+                                                   std::string(pw->pw_dir) != "/")
+    return std::string(pw->pw_dir) + "/.cache/tensorc/kernels";
+  // Per user, never a shared name another user could create first.
+  return "/tmp/tensorc-kernels-" + std::to_string(::geteuid());
 }
 
 KernelCache::KernelCache(std::string directory)
     : dir_(directory.empty() ? defaultDirectory() : std::move(directory)) {}
+
+bool KernelCache::directoryTrusted() {
+  // Entries are code the runtime loads: a directory others can write to
+  // could hand us their kernels. Created 0700 when missing; an existing one
+  // must belong to us (or root) and not be writable by group or others.
+  std::error_code ec;
+  if (!std::filesystem::exists(dir_, ec)) {
+    std::filesystem::path p(dir_);
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (::mkdir(dir_.c_str(), 0700) != 0 && errno != EEXIST)
+      return false;
+  }
+  struct stat st;
+  if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return false;
+  return (st.st_uid == ::geteuid() || st.st_uid == 0) && (st.st_mode & 022) == 0;
+}
 
 std::string KernelCache::entryPath(const KernelKey &key) const {
   std::string d = key.digest();
@@ -54,14 +80,20 @@ std::string KernelCache::entryPath(const KernelKey &key) const {
 
 std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
   std::string path = entryPath(key), digest = key.digest();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  struct stat st;
+  // A missing, non-regular or oversized entry is a miss (never read whole).
+  if (!directoryTrusted() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      uint64_t(st.st_size) > kMaxEntryBytes) {
     ++misses_;
     return std::nullopt;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string bytes = ss.str();
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(size_t(st.st_size), '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (!in || size_t(in.gcount()) != bytes.size()) {
+    ++misses_;
+    return std::nullopt;
+  }
   auto valid = [&]() -> bool {
     if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0)
       return false;
@@ -90,6 +122,9 @@ std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
 
 void KernelCache::store(const KernelKey &key, const std::string &binary) {
   std::string path = entryPath(key);
+  check(binary.size() + kHeaderBytes <= kMaxEntryBytes, dir_ + ": kernel binary too large to cache");
+  check(directoryTrusted(), dir_ + ": kernel cache directory is not ours or is writable by others; "
+                                   "not caching");
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   check(!ec, dir_ + ": cannot create the kernel cache directory: " + ec.message());

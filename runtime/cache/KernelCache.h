@@ -7,7 +7,14 @@
 // write the cache (read-only disk) never fails a run.
 //
 // Directory: the constructor's argument, else $TENSORC_CACHE_DIR, else
-// $XDG_CACHE_HOME/tensorc/kernels, else $HOME/.cache/tensorc/kernels.
+// $XDG_CACHE_HOME/tensorc/kernels, else $HOME/.cache/tensorc/kernels (HOME
+// from the environment, else the password database), else
+// /tmp/tensorc-kernels-<uid>.
+//
+// Trust: entries are code the runtime runs. The directory is created 0700;
+// an existing one is used only when it belongs to this user (or root) and is
+// not writable by group or others, otherwise nothing is read or written
+// (runs compile their kernels). Entries larger than 256 MiB are never read.
 #pragma once
 
 #include <atomic>
@@ -52,6 +59,7 @@ public:
   }
 
 private:
+  bool directoryTrusted();
   std::string dir_;
   std::atomic<uint64_t> hits_{0}, misses_{0}, discarded_{0}, storeFailures_{0};
 };

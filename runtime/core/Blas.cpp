@@ -6,6 +6,7 @@
 #include "runtime/host/ThreadPool.h"
 
 #include <cmath>
+#include <atomic>
 #include <cstring>
 #include <dlfcn.h>
 #include <mutex>
@@ -23,6 +24,7 @@ using DgemmFn = void (*)(int, int, int, int, int, int, double, const double *, i
 struct Gemm {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
+  void (*setThreads)(int) = nullptr; // openblas_set_num_threads, where present
   std::string provider = "built-in loops";
 };
 
@@ -38,6 +40,7 @@ const Gemm &gemm() {
       if (s && d) {
         r.sgemm = s;
         r.dgemm = d;
+        r.setThreads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
         r.provider = lib;
         return r;
       }
@@ -77,6 +80,12 @@ void gemmF(const T *a, bool ta, const T *b, bool tb, T *c, int64_t M, int64_t N,
     return;
   }
   int lda = int(ta ? M : K), ldb = int(tb ? K : N);
+  // OpenBLAS's own threads follow the executable's thread count (LoadOptions
+  // ::threads, else the CPUs this process may use), not the machine's. The
+  // setting is process-wide: set only when it changes.
+  static std::atomic<int> blasThreads{0};
+  if (g.setThreads && blasThreads.exchange(int(pool.size())) != int(pool.size()))
+    g.setThreads(int(pool.size()));
   if constexpr (std::is_same_v<T, float>) {
     if (g.sgemm) {
       g.sgemm(kRowMajor, ta ? kTrans : kNoTrans, tb ? kTrans : kNoTrans, int(M), int(N), int(K),

@@ -4,6 +4,7 @@
 #include "ir/core/Error.h"
 #include "ir/core/MemoryPlanner.h"
 #include "runtime/artifact/Artifact.h"
+#include "runtime/cache/Sha256.h"
 #include "runtime/core/Blas.h"
 #include "runtime/core/Device.h"
 #include "runtime/core/KernelLibrary.h"
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace tensorc::runtime {
 
@@ -122,12 +124,19 @@ Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
 
 std::shared_ptr<Executable> Executable::load(const std::string &path, const LoadOptions &options) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path + ": cannot open artifact: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) // /dev/zero would be read until memory runs out
+    throw Error(path + ": cannot open artifact: not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(path + ": cannot open artifact: " + std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return loadFromMemory(ss.str(), path, options);
+  std::string bytes(size_t(st.st_size), '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (size_t(in.gcount()) != bytes.size())
+    throw Error(path + ": cannot read artifact");
+  return loadFromMemory(bytes, path, options);
 }
 
 std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
@@ -136,6 +145,15 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
   return rethrow([&] {
     auto impl = std::make_unique<Impl>();
     impl->where = name;
+    if (!options.expectSha256.empty()) {
+      // The deployer's pin: nothing of an artifact that is not the one they
+      // vetted is parsed or loaded (a cpu artifact's code runs when loaded).
+      std::string actual = sha256Hex(bytes), expected = options.expectSha256;
+      std::transform(expected.begin(), expected.end(), expected.begin(),
+                     [](unsigned char c) { return char(std::tolower(c)); });
+      check(actual == expected, name + ": SHA-256 is " + actual + ", not the expected " +
+                                    options.expectSha256 + "; refusing to load it");
+    }
     impl->art = artifact::parse(bytes, name);
     const artifact::Artifact &a = impl->art;
     check(a.target.kind == "cpu" || a.target.kind == "cuda",

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -48,6 +49,15 @@ LoopKernelFn KernelLibrary::loopKernel(const std::string &symbol) const {
   void *p = dlsym(handle_, symbol.c_str());
   check(p != nullptr, where_ + ": the kernel library has no symbol '" + symbol +
                           "' (artifact corrupted or built by another tensorc)");
+  // dlsym also searches the library's dependencies: a manifest naming
+  // `system` or `exit` must not reach libc. Only code defined by the
+  // artifact's own library is a kernel.
+  link_map *own = nullptr, *definer = nullptr;
+  Dl_info info;
+  check(dlinfo(handle_, RTLD_DI_LINKMAP, &own) == 0 &&
+            dladdr1(p, &info, reinterpret_cast<void **>(&definer), RTLD_DL_LINKMAP) != 0 &&
+            definer == own,
+        where_ + ": kernel symbol '" + symbol + "' is not defined by the artifact's code");
   return reinterpret_cast<LoopKernelFn>(p);
 }
 

@@ -1,6 +1,9 @@
 // Writing a file so that readers never see half of it and a failure leaves
 // what was there before: the bytes go to a temporary file in the same
-// folder, which is then renamed over the destination.
+// folder, synced, then renamed over the destination (and the folder synced).
+// "-" is not special here (callers map it to stdout); a path that is not a
+// regular file (a device node, FIFO, /dev/stdout) is written in place, never
+// replaced; a directory is refused.
 #pragma once
 
 #include <string>

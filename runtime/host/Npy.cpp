@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace tensorc {
 namespace {
@@ -121,12 +122,18 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
               std::string(dtypeName(*expected)) + " is expected");
     target = *expected;
   }
-  HostTensor file(*fileDType, shape);
+  // The header's size against the file's before allocating anything: a
+  // 144-byte file must not make us allocate gigabytes.
   size_t dataOffset = offset + headerLen;
-  check(bytes.size() - dataOffset == file.nbytes(),
-        where + ": holds " + std::to_string(bytes.size() - dataOffset) + " data bytes; shape " +
-            file.shapeStr() + " needs " + std::to_string(file.nbytes()) +
-            (bytes.size() - dataOffset < file.nbytes() ? " (truncated?)" : ""));
+  uint64_t needed = dtypeSize(*fileDType);
+  for (int64_t d : shape)
+    check(!__builtin_mul_overflow(needed, uint64_t(d), &needed),
+          where + ": shape " + shapeText + " is too large");
+  size_t have = bytes.size() - dataOffset;
+  check(have == needed, where + ": holds " + std::to_string(have) + " data bytes; shape " +
+                            shapeText + " needs " + std::to_string(needed) +
+                            (have < needed ? " (truncated?)" : ""));
+  HostTensor file(*fileDType, shape);
   std::memcpy(file.data(), bytes.data() + dataOffset, file.nbytes());
   if (target == *fileDType)
     return file;
@@ -137,11 +144,16 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
 }
 
 HostTensor readNpy(const std::string &path, std::optional<DType> expected) {
+  // Only regular files: /dev/zero or a FIFO would be read until memory runs out.
+  struct stat st;
+  check(::stat(path.c_str(), &st) == 0, path + ": cannot open the file");
+  check(S_ISREG(st.st_mode), path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   check(bool(in), path + ": cannot open the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseNpy(ss.str(), path, expected);
+  std::string bytes(size_t(st.st_size), '\0');
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  check(size_t(in.gcount()) == bytes.size(), path + ": reading failed");
+  return parseNpy(bytes, path, expected);
 }
 
 std::string formatNpy(const HostTensor &t) {

@@ -21,12 +21,12 @@ double parityTolerance(DType d) {
   }
 }
 
-std::string parityMismatch(const HostTensor &got, const HostTensor &want) {
+std::string parityMismatch(const HostTensor &got, const HostTensor &want, double tolerance) {
   if (got.dtype() != want.dtype())
     return "dtype " + std::string(dtypeName(got.dtype())) + " vs " + std::string(dtypeName(want.dtype()));
   if (got.shape() != want.shape())
     return "shape " + got.shapeStr() + " vs " + want.shapeStr();
-  double tol = parityTolerance(want.dtype());
+  double tol = tolerance >= 0 ? tolerance : parityTolerance(want.dtype());
   for (int64_t i = 0; i < want.numel(); ++i) {
     bool ok;
     if (!isFloat(want.dtype())) {

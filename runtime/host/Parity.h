@@ -14,6 +14,8 @@ namespace tensorc {
 // f64 1e-9, f32 2e-4, f16 4e-3, bf16 2e-2, integers 0.
 double parityTolerance(DType dtype);
 // "" when `got` matches `want`, else the first difference, in words.
-std::string parityMismatch(const HostTensor &got, const HostTensor &want);
+// `tolerance` < 0: parityTolerance(want's dtype). A caller that knows the
+// value went through a less precise dtype passes that dtype's tolerance.
+std::string parityMismatch(const HostTensor &got, const HostTensor &want, double tolerance = -1);
 
 } // namespace tensorc

@@ -1,15 +1,54 @@
 #include "runtime/host/ThreadPool.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sched.h>
+#include <string>
 #include <atomic>
 #include <exception>
 #include <memory>
 
 namespace tensorc {
 
+namespace {
+
+// A cgroup CPU quota in CPUs (rounded up), or 0 if none: v2 "cpu.max" holds
+// "QUOTA PERIOD" or "max PERIOD"; v1 has cfs_quota_us / cfs_period_us.
+unsigned cgroupCpuQuota() {
+  auto quota = [](double q, double period) {
+    return q > 0 && period > 0 ? unsigned(std::ceil(q / period)) : 0u;
+  };
+  if (std::ifstream v2("/sys/fs/cgroup/cpu.max"); v2) {
+    std::string q;
+    double period = 0;
+    if (v2 >> q >> period && q != "max")
+      return quota(std::atof(q.c_str()), period);
+    return 0;
+  }
+  std::ifstream q1("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), p1("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  double q = 0, period = 0;
+  if (q1 >> q && p1 >> period)
+    return quota(q, period);
+  return 0;
+}
+
+} // namespace
+
+unsigned availableCpus() {
+  unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    n = std::max(1, CPU_COUNT(&set));
+  if (unsigned q = cgroupCpuQuota(); q > 0)
+    n = std::min(n, q);
+  return n;
+}
+
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
+    threads = availableCpus();
   for (unsigned i = 1; i < threads; ++i)
     workers_.emplace_back([this] { work(); });
 }

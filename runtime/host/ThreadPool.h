@@ -15,9 +15,13 @@
 
 namespace tensorc {
 
+// The CPUs this process may run on: its affinity mask, bounded by a cgroup
+// CPU quota (containers), at least 1.
+unsigned availableCpus();
+
 class ThreadPool {
 public:
-  // `threads` = 0: one per hardware thread.
+  // `threads` = 0: availableCpus().
   explicit ThreadPool(unsigned threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;

@@ -2,9 +2,10 @@
 // RUN: tensorc-opt %s -split-input-file -tensorc-autocast=dtype=f16 -verify-diagnostics | FileCheck %s --check-prefix=F16
 
 // matmul runs in bf16; the bias add promotes back to f32; softmax stays f32;
-// the signature is unchanged.
+// the signature is unchanged, output names included (the returned value's
+// node is "s", the output is "y").
 // CHECK-LABEL: func.func @dense(
-// CHECK-SAME: -> (!tc.tensor<[B, 4], f32> {tc.name = "s"})
+// CHECK-SAME: -> (!tc.tensor<[B, 4], f32> {tc.name = "y"})
 // CHECK:      %[[X:.*]] = tc.cast %arg0 {to = bf16}
 // CHECK-NEXT: %[[W:.*]] = tc.cast %arg1 {to = bf16}
 // CHECK-NEXT: %[[M:.*]] = tc.matmul %[[X]], %[[W]] : {{.*}} -> !tc.tensor<[B, 4], bf16>

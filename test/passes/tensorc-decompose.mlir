@@ -8,7 +8,12 @@
 // CHECK-NEXT: %[[E:.*]] = tc.exp %[[Z]]
 // CHECK-NEXT: %[[S:.*]] = tc.sum %[[E]] {axes = array<i64: 1>, keepdim = true}
 // CHECK-NEXT: %[[Y:.*]] = tc.div %[[E]], %[[S]]
-// CHECK-NEXT: %[[LN:.*]] = tc.mean
+// layer_norm's mean is taken around the row's first element (accurate when
+// the mean is large against the spread).
+// CHECK-NEXT: %[[X0:.*]] = tc.slice %arg0 {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>}
+// CHECK-NEXT: %[[D:.*]] = tc.sub %arg0, %[[X0]]
+// CHECK-NEXT: %[[LN:.*]] = tc.mean %[[D]]
+// CHECK-NEXT: tc.add %[[X0]], %[[LN]]
 // CHECK-NOT:  tc.layer_norm
 // CHECK-NOT:  tc.softmax
 // CHECK:      return %[[Y]]

@@ -8,6 +8,7 @@
 #include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
+#include "compiler/driver/RunPipeline.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/transforms/Autocast.h"
@@ -216,14 +217,7 @@ void addCompileCommand(CLI::App &app) {
                           [](mlir::Pass *, mlir::Operation *) { return true; },
                           /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
                           /*printAfterOnlyOnFailure=*/false, llvm::errs());
-    std::string message;
-    mlir::ScopedDiagnosticHandler handler(model->context.get(), [&](mlir::Diagnostic &d) {
-      if (message.empty())
-        message = d.str();
-      return mlir::success();
-    });
-    check(mlir::succeeded(pm.run(*model->module)),
-          args->file + ": the compile pipeline failed" + (message.empty() ? "" : ": " + message));
+    runPipeline(pm, *model->module, args->file);
     if (args->target == "cpu") {
       codegen::cpu::CpuCompileOptions options;
       options.cpu = args->cpu;

@@ -111,6 +111,9 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
                  "GPU artifacts: run every loop step with its kernel variant N (default: the "
                  "runtime's heuristic per step)")
       ->check(CLI::Range(0, 1023));
+  cmd.add_option("--expect-sha256", args.expectSha256,
+                 "compiled models: refuse the artifact unless its SHA-256 is this (64 hex "
+                 "digits); a cpu artifact's native code runs when it is loaded");
 }
 
 bool isArtifactFile(const std::string &path) {
@@ -216,6 +219,7 @@ void runArtifact(const RunArgs &args) {
   runtime::LoadOptions load;
   load.threads = args.threads;
   load.kernelVariant = args.variant;
+  load.expectSha256 = args.expectSha256;
   try {
     exe = runtime::Executable::load(args.file, load);
   } catch (const runtime::Error &e) {

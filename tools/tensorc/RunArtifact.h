@@ -24,10 +24,11 @@ struct RunArgs {
   int bench = 0;
   unsigned threads = 0;
   int variant = -1;
+  std::string expectSha256;
 };
 
 // The options every `run` takes (FILE, --input, --dim, --seed, --output-dir,
-// --show, --bench, --threads, --variant).
+// --show, --bench, --threads, --variant, --expect-sha256).
 void addRunOptions(CLI::App &cmd, RunArgs &args);
 
 // Whether `path` starts with the artifact magic.

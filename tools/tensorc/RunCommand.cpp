@@ -6,6 +6,7 @@
 
 #include "codegen/cpu/CpuProgram.h"
 #include "compiler/driver/Model.h"
+#include "compiler/driver/RunPipeline.h"
 #include "compiler/driver/RandomInputs.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "ir/core/Error.h"
@@ -36,14 +37,7 @@ namespace {
 std::string compileForCpu(Model &model, const std::string &file) {
   mlir::PassManager pm(model.context.get());
   buildCpuPipeline(pm, PipelineOptions{});
-  std::string message;
-  mlir::ScopedDiagnosticHandler handler(model.context.get(), [&](mlir::Diagnostic &d) {
-    if (message.empty())
-      message = d.str();
-    return mlir::success();
-  });
-  check(mlir::succeeded(pm.run(*model.module)),
-        file + ": the compile pipeline failed" + (message.empty() ? "" : ": " + message));
+  runPipeline(pm, *model.module, file);
   codegen::cpu::CpuCompileOptions options;
   try {
     artifact::Artifact art = codegen::cpu::compileCpuArtifact(*model.module, options);

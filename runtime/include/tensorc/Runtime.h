@@ -73,7 +73,7 @@ struct SymbolInfo {
 };
 
 struct LoadOptions {
-  unsigned threads = 0; // kernel threads; 0 = one per hardware thread
+  unsigned threads = 0; // kernel (and OpenBLAS) threads; 0 = the CPUs this process may use
   // cuda artifacts: where compiled kernels are cached; empty: the default
   // ($TENSORC_CACHE_DIR, else $XDG_CACHE_HOME/tensorc/kernels, else
   // ~/.cache/tensorc/kernels).
@@ -83,6 +83,10 @@ struct LoadOptions {
   // step with its variant number N (its last if it has fewer). For tests
   // that check every variant, and for tuning.
   int kernelVariant = -1;
+  // If not empty: the artifact's SHA-256 (64 hex digits). An artifact with
+  // any other hash is refused before it is parsed: a cpu artifact holds
+  // native code that runs when it is loaded, so deployers pin what they vetted.
+  std::string expectSha256;
 };
 
 class Executable {
