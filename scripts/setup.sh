@@ -8,6 +8,7 @@ packages=(
   libopenblas-dev libbenchmark-dev
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   nlohmann-json3-dev libcli11-dev libgtest-dev
+  clang-19 libfuzzer-19-dev libclang-rt-19-dev
 )
 
 sudo_cmd=()

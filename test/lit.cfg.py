@@ -17,3 +17,12 @@ config.substitutions.append(("%examples", os.path.join(config.tensorc_source_dir
 config.substitutions.append(("%tensorc_src", config.tensorc_source_dir))
 config.substitutions.append(("%tensorc_build", config.tensorc_binary_dir))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
+
+# scripts/sanitize.sh runs the suite on an ASan+UBSan build: tests that link
+# an outside program against the installed library or check `ldd` say
+# `UNSUPPORTED: asan`.
+if os.environ.get("TENSORC_LIT_ASAN"):
+    config.available_features.add("asan")
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]

@@ -67,8 +67,24 @@ Value convert(OpBuilder &b, Location loc, Value v, DType from, DType to) {
     v = roundTo(v, from);
   if (to == DType::F16 || to == DType::BF16) {
     Value wide = isFloat(from) ? v : convert(b, loc, v, from, DType::F32);
-    if (wide.getType().isF64()) // f64 -> f32 -> f16/bf16: LLVM has no direct lowering
-      wide = b.create<arith::TruncFOp>(loc, b.getF32Type(), wide);
+    if (wide.getType().isF64()) {
+      // LLVM lowers no f64 -> f16/bf16 here; going through f32 rounds twice
+      // unless the first rounding is to odd (truncate, then set the last bit
+      // if inexact): then the second is the one correct rounding.
+      Value t = b.create<arith::TruncFOp>(loc, b.getF32Type(), wide);
+      Value back = b.create<arith::ExtFOp>(loc, b.getF64Type(), t);
+      Value inexact = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::ONE, back, wide);
+      Value away = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT,
+                                           b.create<math::AbsFOp>(loc, back),
+                                           b.create<math::AbsFOp>(loc, wide));
+      Value bits = b.create<arith::BitcastOp>(loc, b.getI32Type(), t);
+      Value one = b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(1));
+      Value towardZero =
+          b.create<arith::SelectOp>(loc, away, b.create<arith::SubIOp>(loc, bits, one), bits);
+      Value odd = b.create<arith::OrIOp>(loc, towardZero, one);
+      wide = b.create<arith::BitcastOp>(loc, b.getF32Type(),
+                                        b.create<arith::SelectOp>(loc, inexact, odd, bits));
+    }
     return roundTo(wide, to);
   }
   if (ft == tt)

@@ -246,6 +246,17 @@ private:
       define(r, "(" + x + " " + ops.at(c.getPredicate()) + " " + y + ")");
       return;
     }
+    if (n == "arith.bitcast") {
+      Type from = op.getOperand(0).getType(), to = r.getType();
+      const char *f = from.isF32() && to.isInteger(32)   ? "__float_as_int"
+                      : from.isInteger(32) && to.isF32() ? "__int_as_float"
+                      : from.isF64() && to.isInteger(64) ? "__double_as_longlong"
+                      : from.isInteger(64) && to.isF64() ? "__longlong_as_double"
+                                                         : nullptr;
+      check(f != nullptr, "cuda codegen: unsupported bitcast");
+      define(r, std::string(f) + "(" + a(0) + ")");
+      return;
+    }
     if (n == "arith.select") {
       define(r, "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")");
       return;

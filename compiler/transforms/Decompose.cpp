@@ -67,23 +67,32 @@ std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   return axes;
 }
 
-// mean(x, axes, keepdim) computed around a shift: x's first element of each
-// reduced slice. Summing x - shift instead of x keeps an f32 accumulator
-// accurate when the mean is large against the spread (x = 1e4 + U(-1, 1)
-// loses 3 digits otherwise), which two-pass variance needs. Symbolic reduced
-// axes cannot be sliced statically: those keep the plain mean.
-Tensor shiftedMean(const Tensor &x, const std::vector<int64_t> &axes) {
+// x - mean(x) over `axes` (keepdim), computed around a shift: x's first
+// element of each reduced slice. With d = x - shift, x - mean(x) is
+// d - mean(d): d is exact in f32 when x's values are close, and neither the
+// sum nor the result carries the rounding of a large mean (x = 1e4 + U(-1, 1)
+// lost 3 digits with the plain form, beyond the f32 tolerance). Symbolic
+// reduced axes cannot be sliced statically: they keep the plain form.
+struct Centered {
+  Tensor centered; // x - mean(x)
+  Tensor mean;     // mean(x), keepdim
+};
+Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes) {
   std::vector<int64_t> starts, ends;
-  if (axes.empty())
-    return mean(x, axes, true);
+  bool shiftable = !axes.empty() && isFloat(x.dtype());
   for (int64_t a : axes) {
-    if (!x.shape()[size_t(a)].isStatic() || !isFloat(x.dtype()))
-      return mean(x, axes, true);
+    shiftable &= x.shape()[size_t(a)].isStatic();
     starts.push_back(0);
     ends.push_back(1);
   }
+  if (!shiftable) {
+    Tensor m = mean(x, axes, true);
+    return {x - m, m};
+  }
   Tensor shift = slice(x, axes, starts, ends);
-  return shift + mean(x - shift, axes, true);
+  Tensor d = x - shift;
+  Tensor m = mean(d, axes, true);
+  return {d - m, shift + m};
 }
 
 Tensor softmaxOf(const Tensor &x, int64_t axis) {
@@ -119,7 +128,7 @@ const std::map<std::string, Rule> &rules() {
          const Tensor &x = c.in(0);
          std::vector<int64_t> axes = normalizeAxes(c.attrs(), "axes", x.rank());
          bool keepdim = getBool(c.attrs(), "keepdim");
-         Tensor centered = x - shiftedMean(x, axes);
+         Tensor centered = centerAroundShift(x, axes).centered;
          Tensor ss = sum(centered * centered, axes, keepdim);
          Operand n = countOver(c.t, x, axes);
          double correction = double(getInt(c.attrs(), "correction"));
@@ -133,7 +142,7 @@ const std::map<std::string, Rule> &rules() {
          const Tensor &x = c.in(0);
          std::vector<int64_t> axes =
              trailing(normalizeAxis(getInt(c.attrs(), "axis"), x.rank()), x.rank());
-         Tensor centered = x - shiftedMean(x, axes);
+         Tensor centered = centerAroundShift(x, axes).centered;
          Tensor y = centered *
                     rsqrt(add(mean(centered * centered, axes, true), getFloat(c.attrs(), "eps")));
          if (c.has(1))
@@ -163,9 +172,12 @@ const std::map<std::string, Rule> &rules() {
          double eps = getFloat(c.attrs(), "eps"), momentum = getFloat(c.attrs(), "momentum");
          Tensor mean = reshape(rm, view), var = reshape(rv, view);
          Tensor newMean = rm, newVar = rv;
+         std::optional<Tensor> batchCentered;
          if (getBool(c.attrs(), "training")) {
-           mean = shiftedMean(x, axes);
-           Tensor centered = x - mean;
+           Centered stats = centerAroundShift(x, axes);
+           mean = stats.mean;
+           Tensor centered = stats.centered;
+           batchCentered = centered;
            Tensor ss = sum(centered * centered, axes, true);
            Operand n = countOver(c.t, x, axes);
            var = div(ss, n);
@@ -175,7 +187,7 @@ const std::map<std::string, Rule> &rules() {
            newMean = rm * (1 - momentum) + reshape(mean, dimSpec(rm.shape())) * momentum;
            newVar = rv * (1 - momentum) + unbiased * momentum;
          }
-         Tensor y = (x - mean) * rsqrt(add(var, eps));
+         Tensor y = (batchCentered ? *batchCentered : x - mean) * rsqrt(add(var, eps));
          if (c.has(3))
            y = y * reshape(c.in(3), view);
          if (c.has(4))

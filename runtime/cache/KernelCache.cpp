@@ -94,21 +94,8 @@ std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
     ++misses_;
     return std::nullopt;
   }
-  auto valid = [&]() -> bool {
-    if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0)
-      return false;
-    uint32_t version;
-    uint64_t size;
-    std::memcpy(&version, bytes.data() + 4, 4);
-    std::memcpy(&size, bytes.data() + 72, 8);
-    if (version != kEntryVersion || bytes.compare(8, 64, digest) != 0 ||
-        size != bytes.size() - kHeaderBytes)
-      return false;
-    Sha256 h;
-    h.update(bytes.data() + kHeaderBytes, size);
-    return std::memcmp(h.digest().data(), bytes.data() + 80, 32) == 0;
-  };
-  if (!valid()) {
+  std::optional<std::string> payload = decodeEntry(bytes, digest);
+  if (!payload) {
     // Never load it; remove it so that the rebuilt entry replaces it.
     std::error_code ec;
     std::filesystem::remove(path, ec);
@@ -117,6 +104,24 @@ std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
     return std::nullopt;
   }
   ++hits_;
+  return payload;
+}
+
+std::optional<std::string> KernelCache::decodeEntry(const std::string &bytes,
+                                                    const std::string &digest) {
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 4) != 0)
+    return std::nullopt;
+  uint32_t version;
+  uint64_t size;
+  std::memcpy(&version, bytes.data() + 4, 4);
+  std::memcpy(&size, bytes.data() + 72, 8);
+  if (version != kEntryVersion || bytes.compare(8, 64, digest) != 0 ||
+      size != bytes.size() - kHeaderBytes)
+    return std::nullopt;
+  Sha256 h;
+  h.update(bytes.data() + kHeaderBytes, size);
+  if (std::memcmp(h.digest().data(), bytes.data() + 80, 32) != 0)
+    return std::nullopt;
   return bytes.substr(kHeaderBytes);
 }
 

@@ -48,6 +48,10 @@ public:
   // lookup, else build and store (a failed store is ignored).
   std::string getOrBuild(const KernelKey &key, const std::function<std::string()> &build);
 
+  // The payload of an entry's bytes if they are a valid entry for the key
+  // digest `digest` (magic, version, key, size, checksum), else nullopt.
+  static std::optional<std::string> decodeEntry(const std::string &bytes, const std::string &digest);
+
   // Where the entry of `key` lives.
   std::string entryPath(const KernelKey &key) const;
 

@@ -126,12 +126,16 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
   // 144-byte file must not make us allocate gigabytes.
   size_t dataOffset = offset + headerLen;
   uint64_t needed = dtypeSize(*fileDType);
+  std::string shapeStr = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    shapeStr += (i ? ", " : "") + std::to_string(shape[i]);
+  shapeStr += ")";
   for (int64_t d : shape)
     check(!__builtin_mul_overflow(needed, uint64_t(d), &needed),
-          where + ": shape " + shapeText + " is too large");
+          where + ": shape " + shapeStr + " is too large");
   size_t have = bytes.size() - dataOffset;
   check(have == needed, where + ": holds " + std::to_string(have) + " data bytes; shape " +
-                            shapeText + " needs " + std::to_string(needed) +
+                            shapeStr + " needs " + std::to_string(needed) +
                             (have < needed ? " (truncated?)" : ""));
   HostTensor file(*fileDType, shape);
   std::memcpy(file.data(), bytes.data() + dataOffset, file.nbytes());

@@ -61,25 +61,6 @@ std::string compileCpu(const Graph &g) {
   return artifact::serialize(art);
 }
 
-// The tolerance an output is held to: that of the least precise float dtype
-// any value it depends on has (an f32 mean cast to f64 carries f32 error).
-double outputTolerance(const Graph &g, const GraphAnalysis &a, const std::string &output,
-                       DType dtype) {
-  std::map<std::string, double> tol; // value producer -> tolerance so far
-  for (const GraphInput &in : g.inputs)
-    tol[in.name] = parityTolerance(in.spec.dtype);
-  for (const TypedNode &n : a.nodes) {
-    double t = 0;
-    for (const Arg &arg : n.node->args)
-      if (arg.kind == Arg::Kind::Value)
-        t = std::max(t, tol[parseValueRef(arg.value).producer]);
-    for (const TensorSpec &r : n.results)
-      t = std::max(t, parityTolerance(r.dtype));
-    tol[n.node->name] = t;
-  }
-  return isFloat(dtype) ? std::max(parityTolerance(dtype), tol[parseValueRef(output).producer]) : 0;
-}
-
 rt::TensorView viewOf(HostTensor &t) { return {rt::ElementType(int(t.dtype())), t.shape(), t.data()}; }
 
 Outcome check(const Graph &g, uint64_t inputSeed) {
@@ -123,7 +104,7 @@ Outcome check(const Graph &g, uint64_t inputSeed) {
                                    exe->outputs()[i].name + "\", the graph says \"" +
                                    g.outputs[i] + "\""};
       std::string diff =
-          parityMismatch(got[i], want[i], outputTolerance(g, a, g.outputs[i], want[i].dtype()));
+          parityMismatch(got[i], want[i], fuzz::outputTolerance(g, a, g.outputs[i], want[i].dtype()));
       if (!diff.empty())
         return {Verdict::Fail, "output \"" + g.outputs[i] + "\": " + diff};
     }

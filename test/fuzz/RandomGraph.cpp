@@ -2,8 +2,10 @@
 
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
+#include "runtime/host/Parity.h"
 
 #include <algorithm>
+#include <map>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -411,6 +413,23 @@ private:
 
 Graph randomGraph(uint64_t seed, const RandomGraphOptions &options) {
   return Generator(seed, options).build();
+}
+
+double outputTolerance(const Graph &g, const GraphAnalysis &a, const std::string &output,
+                       DType dtype) {
+  std::map<std::string, double> tol; // producer -> tolerance of its inputs' path
+  for (const GraphInput &in : g.inputs)
+    tol[in.name] = parityTolerance(in.spec.dtype);
+  for (const TypedNode &n : a.nodes) {
+    double t = 0;
+    for (const Arg &arg : n.node->args)
+      if (arg.kind == Arg::Kind::Value)
+        t = std::max(t, tol[parseValueRef(arg.value).producer]);
+    for (const TensorSpec &r : n.results)
+      t = std::max(t, parityTolerance(r.dtype));
+    tol[n.node->name] = t;
+  }
+  return isFloat(dtype) ? std::max(parityTolerance(dtype), tol[parseValueRef(output).producer]) : 0;
 }
 
 } // namespace tensorc::fuzz

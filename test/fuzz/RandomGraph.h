@@ -4,7 +4,7 @@
 // refuse is simply drawn again, so every graph returned is valid.
 #pragma once
 
-#include "compiler/graph/Graph.h"
+#include "compiler/graph/GraphAnalysis.h"
 
 #include <cstdint>
 
@@ -19,5 +19,11 @@ struct RandomGraphOptions {
 
 // The same seed gives the same graph.
 Graph randomGraph(uint64_t seed, const RandomGraphOptions &options = {});
+
+// The tolerance a backend's output is held to against the interpreter: that
+// of the least precise float dtype any value it depends on has (an f32 mean
+// cast to f64 carries f32 rounding), per runtime/host/Parity.
+double outputTolerance(const Graph &g, const GraphAnalysis &a, const std::string &output,
+                       DType dtype);
 
 } // namespace tensorc::fuzz

@@ -174,6 +174,39 @@ TEST(CpuBackend, WhereCastClamp) {
   checkOp("clamp", {{DType::BF16, {7}}}, {{"max", Attr(double(0.1))}});
 }
 
+// A cast inside a fused kernel rounds exactly as storing would: through
+// every dtype pair and back, values near the narrow types' limits (f16
+// overflow to inf, underflow to 0, bf16's 8-bit mantissa).
+TEST(CpuBackend, FusedCastRoundTrips) {
+  for (DType mid : kAllDTypes)
+    for (DType d : {DType::F32, DType::F64}) {
+      trace::Tracer t("casts");
+      trace::Tensor x = t.input("x", d, {5, 7});
+      trace::Tensor scaled = trace::mul(x, 7e4); // past f16's 65504, inside bf16's range
+      t.output(t.call("cast", {t.call("cast", {scaled}, {{"to", Attr(mid)}})[0]}, {{"to", Attr(d)}})[0]);
+      t.output(t.call("cast", {t.call("cast", {trace::mul(x, 1e-7)}, {{"to", Attr(mid)}})[0]},
+                      {{"to", Attr(d)}})[0]);
+      SCOPED_TRACE(std::string(dtypeName(d)) + " -> " + std::string(dtypeName(mid)));
+      checkGraph(t.graph());
+    }
+}
+
+// layer_norm / var of rows whose mean is large against their spread
+// (x = 1e4 + U(-1, 1)): the shifted mean keeps f32 statistics accurate
+// (the plain one-accumulator mean had 2e-3 relative error here).
+TEST(CpuBackend, NormalizationOfLargeMeans) {
+  for (const char *op : {"layer_norm", "var"}) {
+    trace::Tracer t("norm");
+    trace::Tensor x = trace::add(t.input("x", DType::F32, {4, 4096}), 1e4);
+    AttrMap attrs;
+    if (std::string(op) == "var")
+      attrs["axes"] = std::vector<int64_t>{1};
+    t.output(t.call(op, {x}, attrs)[0]);
+    SCOPED_TRACE(op);
+    checkGraph(t.graph());
+  }
+}
+
 TEST(CpuBackend, Reductions) {
   std::vector<std::vector<int64_t>> axesSets = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
   for (const char *op : {"sum", "mean", "max", "min", "prod"})
