@@ -37,7 +37,7 @@ run() { # target corpus
     build-fuzz/bin/"$1" "$corpus/$2" -max_total_time="$seconds" -rss_limit_mb=4096 \
     -max_len=65536 -artifact_prefix=build-fuzz/artifacts/"$1"- -print_final_stats=1 > "$log" 2>&1
   local rc=$?
-  grep -E "^(stat::number_of_executed_runs|stat::new_units_added)|ERROR|SUMMARY|runtime error" "$log" | head -20
+  grep -E "^(stat::number_of_executed_units|stat::new_units_added)|ERROR|SUMMARY|runtime error" "$log" | head -20
   if [ "$rc" -ne 0 ]; then echo "FAIL $1 (exit $rc; log $log)"; failed=$((failed + 1)); fi
 }
 run FuzzGraphFile graph

@@ -74,8 +74,10 @@ std::vector<int64_t> trailing(int64_t from, int64_t rank) {
 // lost 3 digits with the plain form, beyond the f32 tolerance). Symbolic
 // reduced axes cannot be sliced statically: they keep the plain form.
 struct Centered {
-  Tensor centered; // x - mean(x)
-  Tensor mean;     // mean(x), keepdim
+  Tensor centered;         // x - mean(x)
+  std::optional<Tensor> shift; // mean(x) = shift + meanOfShifted (no shift: symbolic axes)
+  Tensor meanOfShifted;
+  Tensor mean() const { return shift ? *shift + meanOfShifted : meanOfShifted; }
 };
 Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes) {
   std::vector<int64_t> starts, ends;
@@ -87,12 +89,12 @@ Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes) {
   }
   if (!shiftable) {
     Tensor m = mean(x, axes, true);
-    return {x - m, m};
+    return {x - m, std::nullopt, m};
   }
   Tensor shift = slice(x, axes, starts, ends);
   Tensor d = x - shift;
   Tensor m = mean(d, axes, true);
-  return {d - m, shift + m};
+  return {d - m, shift, m};
 }
 
 Tensor softmaxOf(const Tensor &x, int64_t axis) {
@@ -131,10 +133,12 @@ const std::map<std::string, Rule> &rules() {
          Tensor centered = centerAroundShift(x, axes).centered;
          Tensor ss = sum(centered * centered, axes, keepdim);
          Operand n = countOver(c.t, x, axes);
+         // max(0, N - correction), as PyTorch: an empty or too small set is
+         // 0/0 = nan (N - correction < 0 would give -0).
          double correction = double(getInt(c.attrs(), "correction"));
          Operand denom = std::holds_alternative<double>(n)
-                             ? Operand(std::get<double>(n) - correction)
-                             : Operand(sub(n, correction));
+                             ? Operand(std::max(0.0, std::get<double>(n) - correction))
+                             : Operand(maximum(sub(n, correction), 0.0));
          return std::vector{div(ss, denom)};
        }},
       {"layer_norm",
@@ -175,7 +179,7 @@ const std::map<std::string, Rule> &rules() {
          std::optional<Tensor> batchCentered;
          if (getBool(c.attrs(), "training")) {
            Centered stats = centerAroundShift(x, axes);
-           mean = stats.mean;
+           mean = stats.mean();
            Tensor centered = stats.centered;
            batchCentered = centered;
            Tensor ss = sum(centered * centered, axes, true);

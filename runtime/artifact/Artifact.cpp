@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <fstream>
@@ -242,6 +243,51 @@ void validate(const Artifact &a) {
     check(a.target.kind == "cuda" && range.first <= a.data.size() && range.second > 0 &&
               range.second <= a.data.size() - range.first,
           "GPU binary for " + arch + " lies outside the data section");
+  // Sizes: every dim within 2^40, and every value's bytes fit the storage it
+  // is read from (a crafted manifest must not make a kernel or a copy run
+  // past a buffer). Bytes are monomials in the symbols: comparable when they
+  // have the same symbols, else the buffer must be static and the value's
+  // largest size (at the symbols' bounds) fit it.
+  auto valueBytes = [&](const ValueDecl &v) {
+    for (const Dim &d : v.shape)
+      check(d.coefficient() >= 0 && d.coefficient() <= kMaxElements, "a dim is out of range");
+    return numElements(v.shape) * Dim::of(int64_t(dtypeSize(v.dtype)));
+  };
+  auto maxOf = [&](const Dim &d) -> std::optional<int64_t> {
+    int64_t v = d.coefficient();
+    for (const std::string &sym : d.symbols()) {
+      auto it = std::find_if(a.symbols.begin(), a.symbols.end(),
+                             [&](const SymbolDecl &s) { return s.name == sym; });
+      if (it == a.symbols.end() || !it->max || __builtin_mul_overflow(v, *it->max, &v))
+        return std::nullopt;
+    }
+    return v;
+  };
+  auto fits = [&](const Dim &need, const Dim &have) {
+    if (need.symbols() == have.symbols())
+      return need.coefficient() <= have.coefficient();
+    std::optional<int64_t> n = maxOf(need);
+    return have.isStatic() && n && *n <= have.value();
+  };
+  for (size_t i = 0; i < a.buffers.size(); ++i)
+    check(a.buffers[i].bytes.coefficient() >= 0 &&
+              a.buffers[i].bytes.coefficient() <= (kMaxElements << 3),
+          "buffer " + std::to_string(i) + ": size out of range");
+  for (int i = 0; i < nv; ++i) {
+    const ValueDecl &v = a.values[i];
+    Dim need = valueBytes(v);
+    std::string what = "value " + std::to_string(i);
+    if (v.storage.kind == Storage::Kind::Buffer)
+      check(fits(need, a.buffers[v.storage.index].bytes),
+            what + ": needs " + need.str() + " bytes, its buffer has " +
+                a.buffers[v.storage.index].bytes.str());
+    else if (v.storage.kind == Storage::Kind::Constant)
+      check(need.isStatic() && uint64_t(need.value()) <= a.constants[v.storage.index].bytes,
+            what + ": larger than its constant's bytes");
+    else if (v.storage.kind == Storage::Kind::Alias)
+      check(fits(need, valueBytes(a.values[v.storage.index])),
+            what + ": an alias larger than the value it aliases");
+  }
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &s = a.steps[i];
     std::string what = "step " + std::to_string(i) + " (" + s.label + ")";

@@ -138,7 +138,8 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
                             shapeStr + " needs " + std::to_string(needed) +
                             (have < needed ? " (truncated?)" : ""));
   HostTensor file(*fileDType, shape);
-  std::memcpy(file.data(), bytes.data() + dataOffset, file.nbytes());
+  if (file.nbytes() > 0) // an empty tensor may have no buffer (memcpy of null is UB)
+    std::memcpy(file.data(), bytes.data() + dataOffset, file.nbytes());
   if (target == *fileDType)
     return file;
   HostTensor converted(target, shape);

@@ -13,7 +13,7 @@
 // CHECK-NEXT: %[[X0:.*]] = tc.slice %arg0 {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>}
 // CHECK-NEXT: %[[D:.*]] = tc.sub %arg0, %[[X0]]
 // CHECK-NEXT: %[[LN:.*]] = tc.mean %[[D]]
-// CHECK-NEXT: tc.add %[[X0]], %[[LN]]
+// CHECK-NEXT: tc.sub %[[D]], %[[LN]]
 // CHECK-NOT:  tc.layer_norm
 // CHECK-NOT:  tc.softmax
 // CHECK:      return %[[Y]]
