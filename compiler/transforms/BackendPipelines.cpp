@@ -18,8 +18,11 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
   pm.addPass(createRecognizeAttentionPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
+  // The options hold an ArrayRef: the list must outlive this statement (a
+  // braced list here dangled; found by ASan).
+  static const std::vector<std::string> ops = {"gelu", "silu", "var"};
   DecomposePassOptions decompose;
-  decompose.ops = {"gelu", "silu", "var"};
+  decompose.ops = ops;
   pm.addPass(createDecomposePass(decompose));
   buildKernelPipeline(pm, options);
 }
