@@ -32,9 +32,9 @@ namespace {
 
 class NestBuilder {
 public:
-  NestBuilder(ModuleOp module, const NestSpec &spec) : spec_(spec), b_(module.getContext()) {
+  NestBuilder(ModuleOp module, const NestSpec &spec)
+      : spec_(spec), b_(module.getContext()), loc_(b_.getUnknownLoc()) {
     MLIRContext *ctx = module.getContext();
-    loc_ = b_.getUnknownLoc();
     b_.setInsertionPointToEnd(module.getBody());
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto fnType = b_.getFunctionType({ptr, ptr, b_.getI64Type(), b_.getI64Type()}, {});
@@ -263,7 +263,7 @@ private:
 
   const NestSpec &spec_;
   OpBuilder b_;
-  Location loc_ = UnknownLoc();
+  Location loc_; // a null UnknownLoc() here tripped MLIR's assertion (ASan build)
   func::FuncOp fn_;
   Value operandsPtr_, symbolsPtr_, begin_, end_;
   SmallVector<Value> memrefs_;
