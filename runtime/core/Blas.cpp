@@ -76,7 +76,8 @@ void gemmF(const T *a, bool ta, const T *b, bool tb, T *c, int64_t M, int64_t N,
            ThreadPool &pool) {
   const Gemm &g = gemm();
   if (K == 0) {
-    std::memset(c, 0, size_t(M * N) * sizeof(T));
+    if (M * N > 0) // c may be null for an empty result
+      std::memset(c, 0, size_t(M * N) * sizeof(T));
     return;
   }
   int lda = int(ta ? M : K), ldb = int(tb ? K : N);

@@ -129,7 +129,10 @@ void HostTensor::setI(int64_t i, int64_t v) {
   }
 }
 
-void HostTensor::fillBytes(uint8_t pattern) { std::memset(bytes_.data(), pattern, bytes_.size()); }
+void HostTensor::fillBytes(uint8_t pattern) {
+  if (!bytes_.empty()) // an empty vector may have no buffer: memset(nullptr) is undefined
+    std::memset(bytes_.data(), pattern, bytes_.size());
+}
 
 std::string HostTensor::shapeStr() const {
   std::string s = "(";
