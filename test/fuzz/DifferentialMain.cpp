@@ -276,9 +276,10 @@ int main(int argc, char **argv) {
     } catch (const std::exception &e) {
       path = std::string("(not written: ") + e.what() + ")";
     }
-    std::printf("FAIL seed %llu: %s\n  minimized (%zu nodes, inputs from seed %llu): %s\n",
-                (unsigned long long)seed, o.message.c_str(), small.nodes.size(),
-                (unsigned long long)seed, path.c_str());
+    std::printf("FAIL seed %llu: %s\n  minimized (%zu nodes): %s\n  reproduce: tensorc run %s "
+                "--target cpu --seed %llu (and without --target: the interpreter)\n",
+                (unsigned long long)seed, o.message.c_str(), small.nodes.size(), path.c_str(),
+                path.c_str(), (unsigned long long)seed);
     std::fflush(stdout);
   }
   std::printf("%d graphs: %d passed, %d failed, %d skipped (interpreter refused the inputs)\n",
