@@ -293,6 +293,10 @@ void validate(const Artifact &a) {
     std::string what = "step " + std::to_string(i) + " (" + s.label + ")";
     for (int o : s.operands)
       check(o >= 0 && o < nv, what + ": bad operand");
+    // A copy moves the source's bytes into the destination.
+    if (s.kind == Step::Kind::Copy && s.operands.size() == 2)
+      check(fits(valueBytes(a.values[s.operands[1]]), valueBytes(a.values[s.operands[0]])),
+            what + ": copies more bytes than its destination holds");
     bool bias = s.epilogue.rfind("bias", 0) == 0 || s.epilogue == "bgrad";
     size_t want = s.kind == Step::Kind::Matmul ? (bias ? 4 : 3) : s.kind == Step::Kind::Copy ? 2 : 0;
     static const std::set<std::string> epilogues = {"",     "relu",      "gelu_tanh",      "bias",
