@@ -306,7 +306,10 @@ private:
           attrs["axis"] = randomAxis(r);
         return add(oneOf<std::string>({"argmax", "argmin"}), {x->t}, attrs, true);
       }
-      if (!fl)
+      // Normalizations subtract a large shared part (log_softmax of values
+      // near 15 gives results near 1): one f16 ulp of the input's rounding is
+      // past the output's tolerance. Not on lowp values.
+      if (!fl || x->lowp)
         return false;
       if (kind == 7)
         return add(oneOf<std::string>({"softmax", "log_softmax"}), {x->t}, {{"axis", randomAxis(r)}},
