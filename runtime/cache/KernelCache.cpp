@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/ReadFile.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -80,20 +81,15 @@ std::string KernelCache::entryPath(const KernelKey &key) const {
 
 std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
   std::string path = entryPath(key), digest = key.digest();
-  struct stat st;
   // A missing, non-regular or oversized entry is a miss (never read whole).
-  if (!directoryTrusted() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      uint64_t(st.st_size) > kMaxEntryBytes) {
+  std::optional<std::string> read;
+  if (directoryTrusted())
+    read = readRegularFile(path, kMaxEntryBytes);
+  if (!read) {
     ++misses_;
     return std::nullopt;
   }
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(size_t(st.st_size), '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  if (!in || size_t(in.gcount()) != bytes.size()) {
-    ++misses_;
-    return std::nullopt;
-  }
+  const std::string &bytes = *read;
   std::optional<std::string> payload = decodeEntry(bytes, digest);
   if (!payload) {
     // Never load it; remove it so that the rebuilt entry replaces it.

@@ -9,13 +9,13 @@
 #include "runtime/core/Device.h"
 #include "runtime/core/KernelLibrary.h"
 #include "runtime/cuda/CudaProgram.h"
+#include "runtime/host/ReadFile.h"
 #include "runtime/host/ThreadPool.h"
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace tensorc::runtime {
 
@@ -124,19 +124,11 @@ Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Executable::~Executable() = default;
 
 std::shared_ptr<Executable> Executable::load(const std::string &path, const LoadOptions &options) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throw Error(path + ": cannot open artifact: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) // /dev/zero would be read until memory runs out
-    throw Error(path + ": cannot open artifact: not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open artifact: " + std::strerror(errno));
-  std::string bytes(size_t(st.st_size), '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  if (size_t(in.gcount()) != bytes.size())
-    throw Error(path + ": cannot read artifact");
-  return loadFromMemory(bytes, path, options);
+  std::string why;
+  std::optional<std::string> bytes = readRegularFile(path, UINT64_MAX, &why);
+  if (!bytes)
+    throw Error(path + ": cannot open artifact: " + why);
+  return loadFromMemory(*bytes, path, options);
 }
 
 std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,

@@ -2,12 +2,12 @@
 
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/ReadFile.h"
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 namespace tensorc {
 namespace {
@@ -149,16 +149,10 @@ HostTensor parseNpy(const std::string &bytes, const std::string &where,
 }
 
 HostTensor readNpy(const std::string &path, std::optional<DType> expected) {
-  // Only regular files: /dev/zero or a FIFO would be read until memory runs out.
-  struct stat st;
-  check(::stat(path.c_str(), &st) == 0, path + ": cannot open the file");
-  check(S_ISREG(st.st_mode), path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  check(bool(in), path + ": cannot open the file");
-  std::string bytes(size_t(st.st_size), '\0');
-  in.read(bytes.data(), std::streamsize(bytes.size()));
-  check(size_t(in.gcount()) == bytes.size(), path + ": reading failed");
-  return parseNpy(bytes, path, expected);
+  std::string why;
+  std::optional<std::string> bytes = readRegularFile(path, UINT64_MAX, &why);
+  check(bytes.has_value(), path + ": cannot open the file: " + why);
+  return parseNpy(*bytes, path, expected);
 }
 
 std::string formatNpy(const HostTensor &t) {

@@ -37,6 +37,7 @@ struct Value {
   bool exact;
   bool lowp = false;
   bool unbounded = false;
+  bool input = false;
 };
 
 class Generator {
@@ -57,7 +58,7 @@ public:
     // outputs, values both stored and fused).
     std::vector<size_t> outputs = {pool_.size() - 1};
     for (size_t i = 0; i + 1 < pool_.size(); ++i)
-      if (chance(0.2) && pool_[i].t.tracer() && !isInput(i))
+      if (chance(0.2) && !pool_[i].input)
         outputs.push_back(i);
     std::sort(outputs.begin(), outputs.end());
     for (size_t i : outputs)
@@ -66,7 +67,6 @@ public:
   }
 
 private:
-  bool isInput(size_t i) const { return pool_[i].t.ref().rfind("in", 0) == 0; }
   int pick(int n) { return n <= 1 ? 0 : int(rng_() % uint64_t(n)); }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
   template <typename T> const T &oneOf(const std::vector<T> &v) { return v[size_t(pick(int(v.size())))]; }
@@ -113,7 +113,7 @@ private:
   Tensor newInput(DType d, const std::vector<int64_t> &shape) {
     std::vector<std::variant<int64_t, std::string>> s(shape.begin(), shape.end());
     Tensor t = t_.input("in" + std::to_string(inputs_++), d, s);
-    pool_.push_back({t, true});
+    pool_.push_back({t, true, false, false, /*input=*/true});
     return t;
   }
 

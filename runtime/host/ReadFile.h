@@ -1,0 +1,18 @@
+// Reading a whole file that must be a regular file: /dev/zero, a FIFO or a
+// directory passed where a file is expected must not be read until memory
+// runs out. Shared by every reader of user-given files (.npy, artifacts,
+// kernel cache entries).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tensorc {
+
+// The bytes of `path`; nullopt if it is missing, not a regular file, larger
+// than `maxBytes`, or cannot be read. `why` (if given) says which.
+std::optional<std::string> readRegularFile(const std::string &path, uint64_t maxBytes = UINT64_MAX,
+                                           std::string *why = nullptr);
+
+} // namespace tensorc
