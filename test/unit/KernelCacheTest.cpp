@@ -271,3 +271,26 @@ TEST(Nvrtc, CachedCompilationRunsOnce) {
 }
 
 } // namespace
+
+namespace {
+
+// Entries are code: a cache directory others can write is neither read nor
+// written; the same directory made private again is used.
+TEST(KernelCache, WritableByOthersIsNotTrusted) {
+  std::string dir = freshDir();
+  fs::create_directories(dir);
+  KernelCache seed(dir);
+  seed.store(sampleKey(), "cubin");
+  ASSERT_TRUE(seed.lookup(sampleKey()).has_value());
+  fs::permissions(dir, fs::perms::all); // 0777
+  KernelCache open(dir);
+  EXPECT_FALSE(open.lookup(sampleKey()).has_value());
+  EXPECT_THROW(open.store(sampleKey(), "planted"), Error);
+  EXPECT_EQ(open.getOrBuild(sampleKey(), [] { return std::string("built"); }), "built");
+  EXPECT_EQ(open.stats().storeFailures, 1u);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+  EXPECT_EQ(KernelCache(dir).lookup(sampleKey()), std::optional<std::string>("cubin"));
+  fs::remove_all(dir);
+}
+
+} // namespace
