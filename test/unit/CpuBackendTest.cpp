@@ -119,7 +119,13 @@ struct In {
 void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = {},
              const std::vector<std::map<std::string, int64_t>> &dims = {{}},
              const codegen::ProgramOptions &program = {}) {
-  SCOPED_TRACE(op);
+  // The trace names the case completely (a fresh-seed failure must say which).
+  std::string what = op;
+  for (const In &in : ins)
+    what += std::string(" ") + std::string(dtypeName(in.dtype)) + "[" + std::to_string(in.shape.size()) + "d]";
+  for (const auto &[name, value] : attrs)
+    what += " " + name + "=" + attrStr(value);
+  SCOPED_TRACE(what);
   trace::Tracer t("op");
   std::vector<trace::Operand> operands;
   for (size_t i = 0; i < ins.size(); ++i)
