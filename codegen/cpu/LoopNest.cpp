@@ -136,8 +136,15 @@ private:
                      size_t level, SmallVector<Value> &ivs, const PointFn &point) {
     if (level == parallel.size()) {
       DType out = spec_.operands[0].dtype;
+      // The value (an accumulator, a point value) is in registers in its
+      // compute type: an f16/bf16 valueDtype is held in f32 and must not be
+      // rounded to f16/bf16 on the way into f32 storage (a full reduction's
+      // f32 partials were rounded to bf16: 1e-1 errors).
+      DType held = spec_.valueDtype == DType::F16 || spec_.valueDtype == DType::BF16
+                       ? DType::F32
+                       : spec_.valueDtype;
       if (reduced.empty()) {
-        store(ivs, convert(b_, loc_, pointValue(ivs), spec_.valueDtype, out));
+        store(ivs, convert(b_, loc_, pointValue(ivs), held, out));
       } else if (spec_.reduction == "argmax" || spec_.reduction == "argmin") {
         store(ivs, argReduce(reduced, ivs));
       } else {
@@ -146,7 +153,7 @@ private:
           NestContext c = context(ivs);
           acc = spec_.epilogue(c, acc);
         }
-        store(ivs, convert(b_, loc_, acc, spec_.valueDtype, out));
+        store(ivs, convert(b_, loc_, acc, held, out));
       }
       return;
     }
