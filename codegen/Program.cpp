@@ -100,7 +100,10 @@ public:
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           auto name = fn.getResultAttrOfType<StringAttr>(unsigned(i), "tc.name");
-          addOutput(v, name ? name.str() : "out" + std::to_string(i));
+          if (auto message = fn.getResultAttrOfType<StringAttr>(unsigned(i), "tc.check"))
+            addCheck(v, message.str());
+          else
+            addOutput(v, name ? name.str() : "out" + std::to_string(i));
         }
         continue;
       }
@@ -1299,6 +1302,30 @@ private:
     lazy_[v] = storedIdentity(value);
   }
 
+  // A run-time check (compiler/transforms/RunChecks.h): an i32 scalar the
+  // runtime reads after the run, in an arena buffer live to the last step.
+  void addCheck(Value v, const std::string &message) {
+    check(specOf(v) == TensorSpec{DType::I32, {}}, "codegen: a check result is not an i32 scalar");
+    if (!lazy_.at(v).stored)
+      materialize(v);
+    const Lazy &l = lazy_.at(v);
+    int value;
+    if (isIdentity(l, specOf(v)) && produced_[l.value]) {
+      value = l.value;
+    } else {
+      // A constant (the check folded) or an output: copied, so the check
+      // owns its buffer.
+      value = newProducedValue(specOf(v));
+      Step c;
+      c.kind = Step::Kind::Copy;
+      c.label = "check";
+      c.operands = {value, l.value};
+      art_.steps.push_back(c);
+      chain_ = Chain{};
+    }
+    art_.checks.push_back({value, message});
+  }
+
   // Arena buffers for produced values, live from the step that writes them
   // to the last step that reads them (or an alias of them).
   void finalize() {
@@ -1334,7 +1361,11 @@ private:
       const artifact::ValueDecl &d = art_.values[v];
       Dim bytes = numElements(d.shape) * Dim::of(int64_t(dtypeSize(d.dtype)));
       int f = std::max(first[v], 0);
-      art_.buffers.push_back({bytes, f, std::max(last[v], f)});
+      bool isCheck = std::any_of(art_.checks.begin(), art_.checks.end(),
+                                 [&](const artifact::RunCheck &c) { return c.value == v; });
+      // A check is read after the last step: nothing may reuse its bytes.
+      int l = isCheck ? std::max(int(nsteps) - 1, f) : std::max(last[v], f);
+      art_.buffers.push_back({bytes, f, l});
       art_.values[v].storage = {Storage::Kind::Buffer, int(art_.buffers.size()) - 1};
     }
   }

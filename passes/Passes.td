@@ -55,6 +55,19 @@ def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def RunChecksPass : Pass<"tensorc-run-checks", "mlir::ModuleOp"> {
+  let summary = "Append run-time index checks as check results";
+  let description = [{
+    For each cross_entropy target, embedding index and gather/index_select
+    index, appends a computation of "some element is out of range" (an i32
+    scalar) as an extra function result marked `tc.check = "<message>"`; the
+    code generators make those the artifact's checks and the runtime raises
+    the message after a run (compiler/transforms/RunChecks.h). A max, min,
+    argmax or argmin over a static empty range is an error.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def FoldConstantsPass : Pass<"tensorc-fold-constants", "mlir::ModuleOp"> {
   let summary = "Evaluate ops whose operands are all constants";
   let description = [{

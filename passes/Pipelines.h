@@ -7,6 +7,9 @@ namespace tensorc {
 
 struct PipelineOptions {
   bool report = false; // fusion and memory-plan reports on stdout
+  // Index range checks raised after a run (tensorc-run-checks); off:
+  // out-of-range indices are clamped silently.
+  bool runChecks = true;
 };
 
 // The target-independent cleanup every compile runs: tensorc-simplify (exact

@@ -18,6 +18,10 @@ cp build/bin/tensorc-run "$out/bin/tensorc"  # the runtime-only `tensorc run`
 cp -L build/lib/libtensorc_runtime.so.0 "$out/lib/"  # the soname, as a file (no links)
 build/bin/tensorc-gpu-cases "$out/cases" --random 150  # + random graphs: differential fuzzing on the GPU
 cp scripts/gpu-test.sh scripts/gpu-bench.sh "$out/"
+# Run-time index checks (test/hardening/run-checks.test) on the GPU.
+mkdir -p "$out/checks"
+build/bin/tensorc compile test/hardening/Inputs/index-checks.json --target cuda -o "$out/checks/checks.tcx"
+cp test/hardening/Inputs/{target,ids,cols}-*.npy "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.
 mkdir -p "$out/bench"

@@ -11,6 +11,18 @@ status=0
 echo "== parity: every case, every kernel variant"
 bin/tensorc-check --all-variants cases/* > parity.log 2>&1 || status=1
 grep -v '^PASS' parity.log
+echo "== run-time checks: an out-of-range index fails the run, naming the node"
+ok="--input ids=checks/ids-ok.npy --input cols=checks/cols-ok.npy"
+if bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy $ok > checks.log 2>&1 &&
+   ! bin/tensorc run checks/checks.tcx --input target=checks/target-bad.npy $ok >> checks.log 2>&1 &&
+   grep -q 'node "loss" (cross_entropy): a target is outside the classes' checks.log &&
+   ! bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy --input ids=checks/ids-bad.npy \
+     --input cols=checks/cols-ok.npy >> checks.log 2>&1 &&
+   grep -q 'node "emb" (embedding): an index is outside' checks.log; then
+  echo "run-time checks: passed"
+else
+  echo "run-time checks: FAILED"; cat checks.log; status=1
+fi
 if command -v compute-sanitizer > /dev/null; then
   # Kernels are cached by now: the sanitizer runs only the kernels.
   sample=$(ls -d cases/* | awk 'NR % 10 == 1')

@@ -102,6 +102,11 @@ JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options)
                                     "; only float outputs can be differentiated");
     if (!active(key(o)))
       continue;
+    // An empty output (a slice or pad that crops a dim to 0) sends nothing
+    // back, and graph inputs cannot be empty: no cotangent.
+    if (std::any_of(out.shape().begin(), out.shape().end(),
+                    [](const Dim &d) { return d.isStatic() && d.value() == 0; }))
+      continue;
     if (out.rank() == 0) {
       accumulate(key(o), trace::full(t, {}, 1.0, out.dtype()));
     } else {

@@ -227,8 +227,23 @@ Graph exportGraph(ModuleOp module) {
           if (Operation *def = v.getDefiningOp(); def && def->getNumResults() == 1)
             outputNames.emplace(def, name.getValue().str());
   std::map<void *, Literal> literals;
+  // A literal constant is an inline argument of the ops that read it; one
+  // that is also returned (simplification can reduce an output to a literal,
+  // e.g. the zero gradient of an unused input) becomes a constant node there.
+  std::map<void *, Operation *> literalOps;
   auto refOf = [&](Value v) {
     auto it = names.find(v.getAsOpaquePointer());
+    if (it == names.end())
+      if (auto op = literalOps.find(v.getAsOpaquePointer()); op != literalOps.end()) {
+        const OpSchema *schema = tc::schemaOf(op->second);
+        Node n;
+        n.name = unique(locationName(op->second->getLoc()).empty() ? "constant"
+                                                                    : locationName(op->second->getLoc()));
+        n.op = schema->name;
+        n.attrs = canonicalAttrs(*schema, tc::coreAttrs(op->second, *schema));
+        g.nodes.push_back(std::move(n));
+        it = names.emplace(v.getAsOpaquePointer(), g.nodes.back().name).first;
+      }
     check(it != names.end(), "a value is used before it is defined");
     return it->second;
   };
@@ -244,8 +259,10 @@ Graph exportGraph(ModuleOp module) {
       Block &body = fused.getBody().front();
       for (auto [arg, input] : llvm::zip(body.getArguments(), fused.getInputs())) {
         auto lit = literals.find(input.getAsOpaquePointer());
-        if (lit != literals.end())
+        if (lit != literals.end()) {
           literals[arg.getAsOpaquePointer()] = lit->second;
+          literalOps[arg.getAsOpaquePointer()] = literalOps.at(input.getAsOpaquePointer());
+        }
         else
           names[arg.getAsOpaquePointer()] = refOf(input);
       }
@@ -270,6 +287,7 @@ Graph exportGraph(ModuleOp module) {
       l.intValue = isFloat(v.dtype) ? 0 : v.ints[0];
       l.dtype = v.dtype;
       literals[op.getResult(0).getAsOpaquePointer()] = l;
+      literalOps[op.getResult(0).getAsOpaquePointer()] = &op;
       return;
     }
     Node n;

@@ -13,11 +13,13 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
   // Output names are the API, but a graph names an output by the value it
   // returns: once a pass folds a returned view into its operand (or two
   // outputs return one value) the exported graph would rename it. The
-  // transforms keep the outputs' number and order, so the names are put back.
-  std::vector<mlir::Attribute> outputNames;
+  // transforms keep the outputs' number and order (tensorc-run-checks
+  // appends), so the names are put back, with every other result attribute
+  // (tc.check).
+  std::vector<mlir::DictionaryAttr> outputAttrs;
   module.walk([&](mlir::func::FuncOp fn) {
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
-      outputNames.push_back(fn.getResultAttr(i, "tc.name"));
+      outputAttrs.push_back(fn.getResultAttrDict(i));
   });
   try {
     Graph before = exportGraph(module);
@@ -31,9 +33,10 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
                                              result->getBody()->getOperations());
     size_t next = 0;
     module.walk([&](mlir::func::FuncOp fn) {
-      for (unsigned i = 0; i < fn.getNumResults() && next < outputNames.size(); ++i, ++next)
-        if (outputNames[next])
-          fn.setResultAttr(i, "tc.name", outputNames[next]);
+      for (unsigned i = 0; i < fn.getNumResults() && next < outputAttrs.size(); ++i, ++next)
+        if (outputAttrs[next])
+          for (mlir::NamedAttribute attr : outputAttrs[next])
+            fn.setResultAttr(i, attr.getName(), attr.getValue());
     });
     return mlir::success();
   } catch (const Error &e) {

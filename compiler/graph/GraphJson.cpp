@@ -78,7 +78,10 @@ struct Reader {
       error(context, "unknown dtype \"" + s + "\" (expected f64, f32, f16, bf16, i64, i32 or i1)");
     return *d;
   }
-  Dim dim(const Json &j, const std::string &context, bool allowInfer) const {
+  // An input's dims are positive; an attribute's may also be -1 (reshape
+  // infers it) or 0 (a shape op on an empty tensor): the op's shape rule
+  // decides.
+  Dim dim(const Json &j, const std::string &context, bool attribute) const {
     if (j.is_string()) {
       std::optional<Dim> d = Dim::parse(j.get<std::string>());
       if (!d)
@@ -90,14 +93,14 @@ struct Reader {
     int64_t v = integer(j, context);
     if (v > kMaxElements)
       error(context, "dim " + std::to_string(v) + " is too large");
-    if (v < 1 && !(allowInfer && v == -1))
+    if (v < 1 && !(attribute && (v == -1 || v == 0)))
       error(context, "dim " + std::to_string(v) + " must be positive");
     return Dim::of(v);
   }
-  Shape shape(const Json &j, const std::string &context, bool allowInfer = false) const {
+  Shape shape(const Json &j, const std::string &context, bool attribute = false) const {
     Shape s;
     for (const Json &d : array(j, context))
-      s.push_back(dim(d, context, allowInfer));
+      s.push_back(dim(d, context, attribute));
     if (s.size() > 16)
       error(context, "rank " + std::to_string(s.size()) + " exceeds the maximum of 16");
     return s;
@@ -189,7 +192,7 @@ struct Reader {
     case AttrKind::Ints:
       return Attr(integers(j, context));
     case AttrKind::Dims:
-      return Attr(shape(j, context, /*allowInfer=*/true));
+      return Attr(shape(j, context, /*attribute=*/true));
     case AttrKind::DType:
       return Attr(dtype(j, context));
     case AttrKind::Dense:

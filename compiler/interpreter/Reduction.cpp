@@ -87,7 +87,9 @@ std::vector<HostTensor> reduce(const OpCall &c) {
     }
     double denom = double(m.groupSize - getInt(c.attrs(), "correction"));
     for (int64_t o = 0; o < m.outCount; ++o)
-      accF[o] = denom > 0 ? sq[o] / denom : (sq[o] == 0 ? NAN : INFINITY);
+      // As sq / max(0, n - correction) in IEEE arithmetic (PyTorch): 0/0 and
+      // nan/0 are nan, anything else over 0 is inf.
+      accF[o] = denom > 0 ? sq[o] / denom : (sq[o] == 0 || std::isnan(sq[o]) ? NAN : INFINITY);
   }
   for (int64_t o = 0; o < m.outCount; ++o)
     floats ? out.setF(o, accF[o]) : out.setI(o, accI[o]);

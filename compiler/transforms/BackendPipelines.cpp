@@ -8,6 +8,8 @@
 namespace tensorc {
 
 void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  if (options.runChecks)
+    pm.addPass(createRunChecksPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   pm.addPass(createDecomposePass());
@@ -15,6 +17,8 @@ void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
 }
 
 void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  if (options.runChecks)
+    pm.addPass(createRunChecksPass());
   pm.addPass(createRecognizeAttentionPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
@@ -28,6 +32,8 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
 }
 
 void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
+  if (options.runChecks)
+    pm.addPass(createRunChecksPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   // gelu stays whole: GEMM epilogues absorb gelu(tanh); both forms are scalar ops.

@@ -47,7 +47,9 @@ Graph foldConstants(const Graph &graph, int64_t maxElements) {
       }
     bool small = true;
     for (const TensorSpec &r : n.results)
-      small &= isStaticShape(r.shape) && numElements(r.shape).value() <= maxElements;
+      // Constants have positive dims: an empty result stays a computation.
+      small &= isStaticShape(r.shape) && numElements(r.shape).value() <= maxElements &&
+               numElements(r.shape).value() > 0;
     if (n.node->op == "constant" && small) {
       // Evaluate to record the value for consumers.
       Graph one;

@@ -6,6 +6,9 @@
 #include "compiler/transforms/Decompose.h"
 #include "compiler/transforms/FoldConstants.h"
 #include "compiler/transforms/RecognizeAttention.h"
+#include "compiler/transforms/RunChecks.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "ir/core/Error.h"
 
 namespace tensorc {
@@ -14,6 +17,7 @@ namespace tensorc {
 #define GEN_PASS_DEF_DECOMPOSEPASS
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
 #define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
+#define GEN_PASS_DEF_RUNCHECKSPASS
 #include "passes/Passes.h.inc"
 
 namespace {
@@ -65,6 +69,26 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
               return transforms::decomposeGraph(g, selected);
             })))
       signalPassFailure();
+  }
+};
+
+struct RunChecksPass : impl::RunChecksPassBase<RunChecksPass> {
+  using RunChecksPassBase::RunChecksPassBase;
+  void runOnOperation() override {
+    std::vector<std::string> messages;
+    size_t userOutputs = 0;
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-run-checks", [&](const Graph &g) {
+          transforms::CheckedGraph checked = transforms::addRunChecks(g, "tensorc-run-checks");
+          userOutputs = g.outputs.size();
+          messages = checked.messages;
+          return checked.graph;
+        })))
+      return signalPassFailure();
+    mlir::Builder b(&getContext());
+    getOperation().walk([&](mlir::func::FuncOp fn) {
+      for (size_t i = 0; i < messages.size() && userOutputs + i < fn.getNumResults(); ++i)
+        fn.setResultAttr(unsigned(userOutputs + i), "tc.check", b.getStringAttr(messages[i]));
+    });
   }
 };
 

@@ -411,7 +411,13 @@ std::vector<TensorSpec> inferTranspose(const Operands &ops, const AttrMap &attrs
 
 std::vector<TensorSpec> inferBroadcastTo(const Operands &ops, const AttrMap &attrs) {
   const Shape &target = getDims(attrs, "shape");
-  checkShapeDims(target, false);
+  // Size-0 dims are allowed (NumPy: a size-1 dim stretches to 0 too); the
+  // gradient of a reduction over an empty slice broadcasts to its shape.
+  for (const Dim &d : target)
+    check(d.value() >= 1 || (d.isStatic() && d.value() == 0),
+          "shape " + shapeStr(target) + " has a negative dim");
+  if (isStaticShape(target))
+    check(numElements(target).value() <= kMaxElements, "shape " + shapeStr(target) + " is too large");
   const Shape &shape = spec(ops, 0).shape;
   check(target.size() >= shape.size(),
         "cannot broadcast " + describe(ops[0]) + " to the lower rank " + shapeStr(target));

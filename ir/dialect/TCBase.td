@@ -38,7 +38,20 @@ def TC_Dialect : Dialect {
     `tc.trainable` (a function argument that is a trainable parameter),
     `tc.sharding` (a `#tc.sharding` on a value), `tc.literal` (a tc.constant
     written as a scalar literal in the graph file), `tc.dim_bounds` (on a
-    function: symbol name -> [min, max]).
+    function: symbol name -> [min, max]), `tc.check` (on a function's i32
+    scalar result: a run-time check's message, see below).
+
+    Run-time errors: where an op's description calls an input a run-time
+    error (a cross_entropy target outside the classes, an embedding, gather
+    or index_select index out of range, max/min/argmax/argmin over an empty
+    range), every engine refuses the run with one error naming the node.
+    The interpreter checks as it computes; compiled code clamps indices so
+    that no kernel reads out of bounds, computes a flag per checked index
+    (the `tensorc-run-checks` pass, results marked `tc.check`), and the
+    runtime raises the check's message after the run (on CUDA, when the
+    run's stream is synchronized). An empty range known at compile time is
+    a compile error. `tensorc compile --no-run-checks` leaves the checks
+    out: out-of-range indices are then clamped silently.
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;

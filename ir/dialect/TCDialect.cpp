@@ -148,6 +148,13 @@ LogicalResult TCDialect::verifyRegionResultAttribute(Operation *op, unsigned reg
   if (auto fn = llvm::dyn_cast<FunctionOpInterface>(op))
     if (index < fn.getResultTypes().size())
       type = fn.getResultTypes()[index];
+  // A run-time check result (compiler/transforms/RunChecks.h): its message.
+  if (attr.getName().getValue() == "tc.check") {
+    std::optional<TensorSpec> spec = type ? toTensorSpec(type) : std::nullopt;
+    if (!llvm::isa<StringAttr>(attr.getValue()) || !spec || *spec != TensorSpec{DType::I32, {}})
+      return op->emitOpError() << "'tc.check' is a string on an i32 scalar result";
+    return success();
+  }
   return verifyValueAttr(op, attr, type);
 }
 

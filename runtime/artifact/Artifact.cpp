@@ -173,6 +173,12 @@ json manifestJson(const Artifact &a) {
     steps.push_back(j);
   }
   m["steps"] = steps;
+  if (!a.checks.empty()) {
+    json checks = json::array();
+    for (const RunCheck &c : a.checks)
+      checks.push_back({{"value", c.value}, {"message", c.message}});
+    m["checks"] = checks;
+  }
   return m;
 }
 
@@ -287,6 +293,18 @@ void validate(const Artifact &a) {
     else if (v.storage.kind == Storage::Kind::Alias)
       check(fits(need, valueBytes(a.values[v.storage.index])),
             what + ": an alias larger than the value it aliases");
+  }
+  // The runtime reads each check's 4 bytes after the run: an i32 scalar in
+  // a buffer nothing else may reuse before the end.
+  for (size_t i = 0; i < a.checks.size(); ++i) {
+    const RunCheck &c = a.checks[i];
+    std::string what = "check " + std::to_string(i);
+    check(c.value >= 0 && c.value < nv, what + ": bad value");
+    const ValueDecl &v = a.values[c.value];
+    check(v.dtype == DType::I32 && v.shape.empty() && v.storage.kind == Storage::Kind::Buffer,
+          what + ": not an i32 scalar in a buffer");
+    check(a.buffers[v.storage.index].last + 1 == int(std::max<size_t>(a.steps.size(), 1)),
+          what + ": its buffer is not live to the last step");
   }
   for (size_t i = 0; i < a.steps.size(); ++i) {
     const Step &s = a.steps[i];
@@ -494,6 +512,9 @@ Artifact parse(const std::string &bytes, const std::string &where) {
       }
       a.steps.push_back(s);
     }
+    if (m.contains("checks"))
+      for (const json &j : m.at("checks"))
+        a.checks.push_back({j.at("value").get<int>(), j.at("message").get<std::string>()});
     validate(a);
   } catch (const json::exception &e) {
     bad(std::string("malformed manifest: ") + e.what());

@@ -92,6 +92,14 @@ struct Step {
   std::vector<std::string> chainVariants;
 };
 
+// A run-time check: an i32 scalar value (an arena buffer live to the last
+// step) that the kernels leave nonzero when an input was out of range; the
+// runtime raises `message` after the run (compiler/transforms/RunChecks.h).
+struct RunCheck {
+  int value = -1;
+  std::string message;
+};
+
 struct SymbolDecl {
   std::string name;
   int64_t min = 1;
@@ -116,6 +124,7 @@ struct Artifact {
   std::vector<BufferDecl> buffers;
   std::vector<ConstantDecl> constants;
   std::vector<Step> steps;
+  std::vector<RunCheck> checks;
   // GPU binaries compiled ahead of time (--precompile), by architecture
   // (sm_90): {offset, bytes} in the data section. Empty: JIT at load.
   std::map<std::string, std::pair<uint64_t, uint64_t>> binaries;

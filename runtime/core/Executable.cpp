@@ -426,6 +426,11 @@ void execute(const Executable::Impl &x, Session::State &st, const std::vector<Te
     }
     }
   }
+  for (const artifact::RunCheck &c : a.checks) {
+    int32_t flag;
+    std::memcpy(&flag, ptr[size_t(c.value)], sizeof flag);
+    check(flag == 0, x.where + ": " + c.message);
+  }
 }
 
 } // namespace

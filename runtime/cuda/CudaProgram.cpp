@@ -304,9 +304,14 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
   driver_.record(buf.end, stream);
   for (size_t i = 0; i < a.outputs.size(); ++i)
     driver_.copyToHost(outputs[i], buf.io[a.inputs.size() + i], bytesOf(a.outputs[i].value), stream);
+  std::vector<int32_t> flags(a.checks.size(), 0);
+  for (size_t i = 0; i < a.checks.size(); ++i)
+    driver_.copyToHost(&flags[i], ptr[size_t(a.checks[i].value)], sizeof(int32_t), stream);
   // Kernel faults surface here, naming the artifact's run.
   driver_.synchronize(stream);
   buf.lastDeviceMs = driver_.elapsedMs(buf.start, buf.end);
+  for (size_t i = 0; i < a.checks.size(); ++i)
+    check(flags[i] == 0, a.checks[i].message);
 }
 
 } // namespace tensorc::cuda

@@ -12,9 +12,20 @@
 // valid). A failure is minimized (outputs cut to the first bad one, then
 // every node that still reproduces it turned into an input) and written as
 // DIR/fuzz-SEED.json; the last line counts graphs, failures and skips.
+//
+// --grad: graphs whose floats are all f64; their joint forward+backward graph
+// (what `tensorc grad` derives, every float input differentiated, every float
+// output seeded with a random cotangent) is checked twice: compiled for the
+// CPU against the interpreter as above, and its gradient's directional
+// derivative <grad, v> against central finite differences of the forward
+// graph on the interpreter (several step sizes; the best must agree).
+//
+//   tensorc-fuzz-graphs --graph fuzz-SEED.json --seed SEED [--grad]
+//                                                rechecks a (minimized) graph
 #include "test/fuzz/RandomGraph.h"
 
 #include "codegen/cpu/CpuProgram.h"
+#include "compiler/autodiff/Autodiff.h"
 #include "compiler/driver/RandomInputs.h"
 #include "compiler/driver/RunPipeline.h"
 #include "compiler/frontend/GraphImport.h"
@@ -29,6 +40,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -156,10 +168,12 @@ std::optional<Graph> cutAt(const Graph &g, size_t index) {
   return cut;
 }
 
-Graph minimize(Graph g, uint64_t inputSeed) {
+using Check = std::function<Outcome(const Graph &, uint64_t)>;
+
+Graph minimize(Graph g, uint64_t inputSeed, const Check &checker) {
   auto fails = [&](const Graph &c) {
     try {
-      return check(c, inputSeed).verdict == Verdict::Fail;
+      return checker(c, inputSeed).verdict == Verdict::Fail;
     } catch (const std::exception &) {
       return false;
     }
@@ -198,9 +212,119 @@ Graph minimize(Graph g, uint64_t inputSeed) {
   return g;
 }
 
+double sumOf(const std::vector<HostTensor> &ys, const std::map<std::string, HostTensor> &weights,
+             const std::vector<std::string> &weightNames) {
+  double total = 0;
+  for (size_t o = 0; o < ys.size(); ++o) {
+    const HostTensor *w = weightNames[o].empty() ? nullptr : &weights.at(weightNames[o]);
+    for (int64_t i = 0; i < ys[o].numel(); ++i)
+      total += ys[o].getF(i) * (w ? w->getF(i) : 1.0);
+  }
+  return total;
+}
+
+Outcome checkGradient(const Graph &g, uint64_t inputSeed) {
+  GraphAnalysis a = analyzeGraph(g, "fuzz");
+  autodiff::AutodiffOptions options;
+  for (const GraphInput &in : g.inputs)
+    if (isFloat(in.spec.dtype))
+      options.wrt.push_back(in.name);
+  std::vector<size_t> floatOutputs;
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (isFloat(a.outputs[i].dtype)) {
+      options.of.push_back(g.outputs[i]);
+      floatOutputs.push_back(i);
+    }
+  if (options.wrt.empty() || options.of.empty())
+    return {Verdict::Skip, "no float input or output"};
+  autodiff::JointGraph joint;
+  try {
+    joint = autodiff::buildJointGraph(g, options);
+  } catch (const Error &e) {
+    return {Verdict::Fail, std::string("tensorc grad refused it: ") + e.what()};
+  }
+  if (joint.wrt.empty())
+    return {Verdict::Skip, "no output depends on a float input"};
+
+  Outcome compiled = check(joint.graph, inputSeed);
+  if (compiled.verdict != Verdict::Pass) {
+    compiled.message = "joint graph: " + compiled.message;
+    return compiled;
+  }
+
+  GraphAnalysis ja = analyzeGraph(joint.graph, "fuzz-joint");
+  std::map<std::string, HostTensor> inputs = completeInputs(joint.graph, ja, {}, inputSeed);
+  std::vector<HostTensor> jointOut = interpret(joint.graph, ja, inputs).outputs;
+  // The cotangent of each differentiated output (none: a scalar, seeded
+  // with 1, or an output no input reaches, a constant).
+  std::vector<std::string> weightNames;
+  for (const std::string &o : options.of) {
+    ValueRef r = parseValueRef(o);
+    std::string name = "cotangent_" + r.producer + (r.index ? "_" + std::to_string(r.index) : "");
+    weightNames.push_back(inputs.count(name) ? name : "");
+  }
+  std::mt19937_64 rng(inputSeed ^ 0x9e3779b97f4a7c15ull);
+  std::map<std::string, HostTensor> direction;
+  double analytic = 0, scale = 0;
+  for (size_t w = 0; w < joint.wrt.size(); ++w) {
+    const std::string &name = joint.wrt[w];
+    auto at = std::find(joint.graph.outputs.begin(), joint.graph.outputs.end(), joint.gradientOutputs[w]);
+    const HostTensor &grad = jointOut.at(size_t(at - joint.graph.outputs.begin()));
+    HostTensor v(DType::F64, inputs.at(name).shape());
+    for (int64_t i = 0; i < v.numel(); ++i) {
+      v.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+      analytic += grad.getF(i) * v.getF(i);
+      scale += std::fabs(grad.getF(i) * v.getF(i));
+    }
+    direction.emplace(name, std::move(v));
+  }
+  auto loss = [&](double t) {
+    std::map<std::string, HostTensor> moved;
+    for (const GraphInput &in : g.inputs) {
+      HostTensor x = inputs.at(in.name);
+      if (direction.count(in.name))
+        for (int64_t i = 0; i < x.numel(); ++i)
+          x.setF(i, x.getF(i) + t * direction.at(in.name).getF(i));
+      moved.emplace(in.name, std::move(x));
+    }
+    std::vector<HostTensor> all = interpret(g, a, moved).outputs, ys;
+    for (size_t i : floatOutputs)
+      ys.push_back(all[i]);
+    return sumOf(ys, inputs, weightNames);
+  };
+  double at0 = loss(0);
+  if (!std::isfinite(analytic) || !std::isfinite(at0))
+    return {Verdict::Skip, "not finite at the drawn inputs"};
+  // Finite differences are only as good as their step: too large and the
+  // curvature shows, too small and rounding does (1/x near 0 has both).
+  // Central differences at several steps and their Richardson extrapolations
+  // (error O(h^4)); the best must agree. A wrong gradient rule is off by far
+  // more than this tolerance.
+  double best = INFINITY, numericAtBest = 0;
+  auto consider = [&](double numeric) {
+    if (std::isfinite(numeric) && std::fabs(numeric - analytic) < best) {
+      best = std::fabs(numeric - analytic);
+      numericAtBest = numeric;
+    }
+  };
+  for (double h : {1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7}) {
+    double wide = (loss(h) - loss(-h)) / (2 * h), narrow = (loss(h / 2) - loss(-h / 2)) / h;
+    consider(wide);
+    consider(narrow);
+    consider((4 * narrow - wide) / 3);
+  }
+  if (best <= 1e-6 * std::max(1.0, scale))
+    return {};
+  char text[200];
+  std::snprintf(text, sizeof text,
+                "directional derivative: gradient gives %.12g, finite differences %.12g (|g.v| sum %.3g)",
+                analytic, numericAtBest, scale);
+  return {Verdict::Fail, text};
+}
+
 int usage() {
-  std::fprintf(stderr, "usage: tensorc-fuzz-graphs (--seeds A:B | --count N [--fresh]) [--out DIR] "
-                       "[--max-seconds S] [--quiet]\n");
+  std::fprintf(stderr, "usage: tensorc-fuzz-graphs (--seeds A:B | --count N [--fresh] | --graph FILE "
+                       "--seed S) [--grad] [--out DIR] [--max-seconds S] [--quiet]\n");
   return 2;
 }
 
@@ -208,8 +332,8 @@ int usage() {
 
 int main(int argc, char **argv) {
   uint64_t first = 0, last = 200;
-  bool fresh = false, quiet = false;
-  std::string outDir = ".";
+  bool fresh = false, quiet = false, grad = false;
+  std::string outDir = ".", graphFile;
   double maxSeconds = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -232,6 +356,13 @@ int main(int argc, char **argv) {
       maxSeconds = std::stod(next());
     } else if (a == "--quiet") {
       quiet = true;
+    } else if (a == "--grad") {
+      grad = true;
+    } else if (a == "--graph") {
+      graphFile = next();
+    } else if (a == "--seed") {
+      first = std::stoull(next());
+      last = first + 1;
     } else {
       return usage();
     }
@@ -251,13 +382,23 @@ int main(int argc, char **argv) {
       break;
     Graph g;
     try {
-      g = fuzz::randomGraph(seed);
+      fuzz::RandomGraphOptions options;
+      options.onlyF64 = grad;
+      g = graphFile.empty() ? fuzz::randomGraph(seed, options) : readGraphFile(graphFile);
     } catch (const std::exception &e) {
-      std::printf("FAIL seed %llu: generator: %s\n", (unsigned long long)seed, e.what());
+      std::printf("FAIL seed %llu: %s: %s\n", (unsigned long long)seed,
+                  graphFile.empty() ? "generator" : graphFile.c_str(), e.what());
       ++failed;
       continue;
     }
-    Outcome o = check(g, seed);
+    Check checker = grad ? Check(checkGradient)
+                         : Check([](const Graph &c, uint64_t s) { return check(c, s); });
+    Outcome o;
+    try {
+      o = checker(g, seed);
+    } catch (const std::exception &e) {
+      o = {Verdict::Fail, std::string("checker: ") + e.what()};
+    }
     if (o.verdict == Verdict::Pass) {
       ++passed;
       continue;
@@ -269,20 +410,25 @@ int main(int argc, char **argv) {
       continue;
     }
     ++failed;
-    Graph small = minimize(g, seed);
-    std::string path = outDir + "/fuzz-" + std::to_string(seed) + ".json";
+    Graph small = minimize(g, seed, checker);
+    std::string path = outDir + (grad ? "/fuzz-grad-" : "/fuzz-") + std::to_string(seed) + ".json";
     try {
       writeFileAtomically(path, writeGraphJson(small));
     } catch (const std::exception &e) {
       path = std::string("(not written: ") + e.what() + ")";
     }
-    std::printf("FAIL seed %llu: %s\n  minimized (%zu nodes): %s\n  reproduce: tensorc run %s "
-                "--target cpu --seed %llu (and without --target: the interpreter)\n",
+    std::printf("FAIL seed %llu: %s\n  minimized (%zu nodes): %s\n  reproduce: tensorc-fuzz-graphs "
+                "--graph %s --seed %llu%s\n",
                 (unsigned long long)seed, o.message.c_str(), small.nodes.size(), path.c_str(),
-                path.c_str(), (unsigned long long)seed);
+                path.c_str(), (unsigned long long)seed, grad ? " --grad" : "");
+    if (!grad)
+      std::printf("  or: tensorc run %s --target cpu --seed %llu (and without --target: the "
+                  "interpreter)\n",
+                  path.c_str(), (unsigned long long)seed);
     std::fflush(stdout);
   }
-  std::printf("%d graphs: %d passed, %d failed, %d skipped (interpreter refused the inputs)\n",
-              passed + failed + skipped, passed, failed, skipped);
+  std::printf("%d graphs: %d passed, %d failed, %d skipped (interpreter refused the inputs%s)\n",
+              passed + failed + skipped, passed, failed, skipped,
+              grad ? ", no float path, or not finite there" : "");
   return failed == 0 ? 0 : 1;
 }

@@ -72,6 +72,10 @@ private:
   template <typename T> const T &oneOf(const std::vector<T> &v) { return v[size_t(pick(int(v.size())))]; }
 
   DType randomDType() {
+    DType d = drawDType();
+    return o_.onlyF64 && isFloat(d) ? DType::F64 : d;
+  }
+  DType drawDType() {
     int r = pick(100);
     if (o_.lowPrecision && r < 8)
       return DType::BF16;
@@ -88,6 +92,8 @@ private:
     return DType::F32;
   }
   DType randomFloat() {
+    if (o_.onlyF64)
+      return DType::F64;
     int r = pick(10);
     return o_.lowPrecision && r == 0 ? DType::BF16 : o_.lowPrecision && r == 1 ? DType::F16
                                                    : r < 4                   ? DType::F64
@@ -230,7 +236,7 @@ private:
       const Value *b = choose([&](const Value &v) { return v.t.dtype() == a->t.dtype(); });
       // pow of a negative base jumps between nan and a number as the exponent
       // crosses an integer: only exact operands, as for other discontinuities.
-      if (op == "pow" && !(a->exact && b->exact))
+      if (op == "pow" && (!(a->exact && b->exact) || o_.onlyF64))
         op = "mul";
       if (op == "div" && b->lowp)
         op = "mul";

@@ -15,6 +15,11 @@ struct RandomGraphOptions {
   int maxRank = 4;
   int64_t maxElements = 600; // per value, so a graph runs in milliseconds
   bool lowPrecision = true;  // f16/bf16 inputs and casts
+  // Every float is f64 (gradient checks against finite differences, which
+  // need the precision), and `pow` takes only literal exponents (its
+  // gradient with respect to a tensor exponent is log(base): nan for a
+  // negative base where the value itself is finite, as in PyTorch).
+  bool onlyF64 = false;
 };
 
 // The same seed gives the same graph.

@@ -32,7 +32,7 @@ struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
                    arch = "sm_90", convAlgo = "gemm";
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
-       allowTf32 = false;
+       allowTf32 = false, noRunChecks = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
   int64_t growthInterval = 2000;
@@ -123,6 +123,9 @@ void addCompileCommand(CLI::App &app) {
       "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
   cmd->add_option("--memory-budget", args->memoryBudget,
                   "bytes the forward may save for the backward (the .forward/.backward split)");
+  cmd->add_flag("--no-run-checks", args->noRunChecks,
+                "compiled code does not check cross_entropy targets and embedding/gather indices "
+                "(out-of-range ones are clamped silently instead of failing the run)");
   cmd->add_flag("--report", args->report,
                 "with --train: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
@@ -202,6 +205,7 @@ void addCompileCommand(CLI::App &app) {
     mlir::PassManager pm(model->context.get());
     PipelineOptions pipeline;
     pipeline.report = args->report;
+    pipeline.runChecks = !args->noRunChecks;
     if (args->pipeline == "cpu")
       buildCpuPipeline(pm, pipeline);
     else if (args->pipeline == "cuda-codegen")
