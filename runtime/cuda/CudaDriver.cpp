@@ -22,6 +22,9 @@ struct Driver::Api {
                       void *, void **, void **);
   int (*memAlloc)(DevicePtr *, size_t);
   int (*memFree)(DevicePtr);
+  int (*memAllocHost)(void **, size_t);
+  int (*memFreeHost)(void *);
+  int (*pointerGetAttribute)(void *, int, DevicePtr);
   int (*memcpyHtoD)(DevicePtr, const void *, size_t, Stream);
   int (*memcpyDtoH)(void *, DevicePtr, size_t, Stream);
   int (*memcpyDtoD)(DevicePtr, DevicePtr, size_t, Stream);
@@ -71,6 +74,9 @@ const Loaded &load() {
     sym(api->launchKernel, "cuLaunchKernel");
     sym(api->memAlloc, "cuMemAlloc_v2");
     sym(api->memFree, "cuMemFree_v2");
+    sym(api->memAllocHost, "cuMemAllocHost_v2");
+    sym(api->memFreeHost, "cuMemFreeHost");
+    sym(api->pointerGetAttribute, "cuPointerGetAttribute");
     sym(api->memcpyHtoD, "cuMemcpyHtoDAsync_v2");
     sym(api->memcpyDtoH, "cuMemcpyDtoHAsync_v2");
     sym(api->memcpyDtoD, "cuMemcpyDtoDAsync_v2");
@@ -170,6 +176,22 @@ DevicePtr Driver::allocate(size_t bytes) const {
 void Driver::free(DevicePtr p) const {
   if (p)
     api_->memFree(p);
+}
+void *Driver::allocateHost(size_t bytes) const {
+  void *p = nullptr;
+  if (bytes)
+    TC_CU(memAllocHost(&p, bytes));
+  return p;
+}
+void Driver::freeHost(void *p) const {
+  if (p)
+    api_->memFreeHost(p);
+}
+bool Driver::isDeviceMemory(DevicePtr p) const {
+  unsigned int type = 0; // CU_POINTER_ATTRIBUTE_MEMORY_TYPE (2): CU_MEMORYTYPE_DEVICE is 2
+  if (api_->pointerGetAttribute(&type, 2, p) != 0)
+    return false; // not memory CUDA knows: pageable host memory
+  return type == 2;
 }
 void Driver::copyToDevice(DevicePtr d, const void *s, size_t n, Stream stream) const {
   if (n)

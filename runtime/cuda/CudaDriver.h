@@ -34,6 +34,12 @@ public:
               Stream stream = nullptr) const;
   DevicePtr allocate(size_t bytes) const;
   void free(DevicePtr p) const;
+  // Page-locked host memory (device copies into it are asynchronous).
+  void *allocateHost(size_t bytes) const;
+  void freeHost(void *p) const;
+  // Whether `p` is device memory of this context (cudaMalloc'ed, also by
+  // another library such as PyTorch): host pointers are not.
+  bool isDeviceMemory(DevicePtr p) const;
   void copyToDevice(DevicePtr dst, const void *src, size_t bytes, Stream stream = nullptr) const;
   void copyToHost(void *dst, DevicePtr src, size_t bytes, Stream stream = nullptr) const;
   void copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream = nullptr) const;

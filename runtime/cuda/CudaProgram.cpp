@@ -48,6 +48,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     std::vector<Launchable> chain;
     for (const std::string &v : s.chainVariants)
       chain.push_back({driver_.function(module_, s.chainKernel + "_" + v), artifact::parseVariant(v)});
+    size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
@@ -55,6 +56,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       for (const std::string &v : s.variants)
         variants.push_back({driver_.function(module_, s.symbol + "_" + v), artifact::parseVariant(v)});
     }
+    variantCount_ = std::max({variantCount_, int(variants.size()), int(chainCount)});
     kernels_.push_back(std::move(variants));
   }
   // Constants only (precompiled binaries follow them in the data section).
@@ -143,89 +145,22 @@ CudaProgram::~CudaProgram() {
     driver_.free(constants_);
 }
 
-CudaProgram::Buffers::~Buffers() {
-  if (!Driver::available())
-    return;
-  Driver &d = Driver::get();
-  if (stream)
-    d.synchronize(stream);
-  d.free(arena);
-  d.free(gemmWorkspace);
-  for (DevicePtr p : io)
-    d.free(p);
-  d.destroyEvent(start);
-  d.destroyEvent(end);
-  d.destroyStream(stream);
-}
-
-void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
-                      const std::vector<std::vector<int64_t>> &shapes,
-                      const std::vector<int64_t> &offsets, int64_t arenaBytes,
-                      const std::vector<const void *> &inputs, const std::vector<void *> &outputs,
-                      Buffers &buf) const {
+void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
+                         const std::map<std::string, int64_t> &bindings,
+                         const std::vector<std::vector<int64_t>> &shapes,
+                         const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr &workspace) const {
   driver_.makeCurrent();
-  if (!buf.stream) {
-    buf.stream = driver_.createStream();
-    buf.start = driver_.createEvent();
-    buf.end = driver_.createEvent();
-  }
-  Stream stream = buf.stream;
   auto bytesOf = [&](int v) {
-    size_t n = dtypeSize(a.values[v].dtype);
-    for (int64_t d : shapes[v])
+    size_t n = dtypeSize(a.values[size_t(v)].dtype);
+    for (int64_t d : shapes[size_t(v)])
       n *= size_t(d);
     return n;
   };
-  if (size_t(arenaBytes) > buf.arenaBytes) {
-    driver_.free(buf.arena);
-    buf.arena = driver_.allocate(size_t(arenaBytes));
-    buf.arenaBytes = size_t(arenaBytes);
-  }
-  // Device memory for inputs and outputs, reused while large enough.
-  size_t nio = a.inputs.size() + a.outputs.size();
-  buf.io.resize(nio, 0);
-  buf.ioBytes.resize(nio, 0);
-  for (size_t i = 0; i < nio; ++i) {
-    int v = i < a.inputs.size() ? a.inputs[i].value : a.outputs[i - a.inputs.size()].value;
-    size_t need = std::max<size_t>(bytesOf(v), 1);
-    if (need > buf.ioBytes[i]) {
-      driver_.free(buf.io[i]);
-      buf.io[i] = driver_.allocate(need);
-      buf.ioBytes[i] = need;
-    }
-  }
-  for (size_t i = 0; i < a.inputs.size(); ++i)
-    driver_.copyToDevice(buf.io[i], inputs[i], bytesOf(a.inputs[i].value), stream);
-  std::vector<DevicePtr> ptr(a.values.size(), 0);
-  for (size_t v = 0; v < a.values.size(); ++v) {
-    const Storage &s = a.values[v].storage;
-    switch (s.kind) {
-    case Storage::Kind::Input:
-      ptr[v] = buf.io[size_t(s.index)];
-      break;
-    case Storage::Kind::Output:
-      ptr[v] = buf.io[a.inputs.size() + size_t(s.index)];
-      break;
-    case Storage::Kind::Buffer:
-      ptr[v] = buf.arena + DevicePtr(offsets[size_t(s.index)]);
-      break;
-    case Storage::Kind::Constant:
-      ptr[v] = constants_ + DevicePtr(a.constants[size_t(s.index)].offset);
-      break;
-    case Storage::Kind::Alias:
-      ptr[v] = ptr[size_t(s.index)];
-      break;
-    }
-  }
-  std::map<std::string, int64_t> bindings;
-  for (size_t k = 0; k < a.symbols.size(); ++k)
-    bindings[a.symbols[k].name] = symbolValues[k];
-  driver_.record(buf.start, stream);
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
-      if (!buf.gemmWorkspace)
-        buf.gemmWorkspace = driver_.allocate(CublasLt::kWorkspaceBytes);
+      if (!workspace)
+        workspace = driver_.allocate(CublasLt::kWorkspaceBytes);
       int c = s.operands[0], l = s.operands[1], r = s.operands[2];
       std::vector<int64_t> as = shapes[size_t(l)], bs = shapes[size_t(r)];
       if (s.transposeA && as.size() >= 2)
@@ -239,7 +174,7 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
         (s.epilogue == "bgrad" ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
       e.allowTf32 = allowTf32_;
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
-                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, buf.gemmWorkspace);
+                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace);
       if (trace_)
         std::fprintf(stderr, "tensorc: step %zu (%s): cuBLASLt matmul%s%s\n", si, s.label.c_str(),
                      s.epilogue.empty() ? "" : ", epilogue ", s.epilogue.empty() ? "" :
@@ -301,17 +236,6 @@ void CudaProgram::run(const artifact::Artifact &a, const std::vector<int64_t> &s
       std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
                    s.symbol.c_str(), s.variants[size_t(&k - ks.data())].c_str(), (long long)grid);
   }
-  driver_.record(buf.end, stream);
-  for (size_t i = 0; i < a.outputs.size(); ++i)
-    driver_.copyToHost(outputs[i], buf.io[a.inputs.size() + i], bytesOf(a.outputs[i].value), stream);
-  std::vector<int32_t> flags(a.checks.size(), 0);
-  for (size_t i = 0; i < a.checks.size(); ++i)
-    driver_.copyToHost(&flags[i], ptr[size_t(a.checks[i].value)], sizeof(int32_t), stream);
-  // Kernel faults surface here, naming the artifact's run.
-  driver_.synchronize(stream);
-  buf.lastDeviceMs = driver_.elapsedMs(buf.start, buf.end);
-  for (size_t i = 0; i < a.checks.size(); ++i)
-    check(flags[i] == 0, a.checks[i].message);
 }
 
 } // namespace tensorc::cuda

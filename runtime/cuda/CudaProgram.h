@@ -2,8 +2,8 @@
 // GPU found (through the on-disk kernel cache), the module loaded, every
 // loop step's kernel (default variant) resolved, constants on the device.
 // A precompiled binary for the GPU's architecture is loaded as is.
-// Runs the launch sequence on device memory: inputs copied in, outputs
-// copied out (a device-resident API comes later).
+// Queues the launch sequence on device memory; the session's memory, stream
+// and copies are the CUDA backend's (runtime/cuda/CudaBackend.cpp).
 #pragma once
 
 #include "runtime/artifact/Artifact.h"
@@ -30,26 +30,17 @@ public:
               const std::string &kernelCacheDir = "", int variant = -1);
   ~CudaProgram();
 
-  // One session's device state: its stream (every launch, library call and
-  // copy of a run is queued on it; sessions run concurrently), memory reused
-  // across runs, and the device time of the last run's launch sequence.
-  struct Buffers {
-    Stream stream = nullptr;
-    void *start = nullptr, *end = nullptr; // events around the launch sequence
-    float lastDeviceMs = -1;
-    DevicePtr arena = 0;
-    size_t arenaBytes = 0;
-    DevicePtr gemmWorkspace = 0; // cuBLASLt's, when the program has matmul steps
-    std::vector<DevicePtr> io; // inputs then outputs
-    std::vector<size_t> ioBytes;
-    ~Buffers();
-  };
+  // Queues every step of the artifact on `stream`: `ptr` is each value's
+  // device address; `workspace` the session's cuBLASLt workspace (allocated
+  // here on the first matmul step).
+  void launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
+              const std::map<std::string, int64_t> &bindings,
+              const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+              Stream stream, DevicePtr &workspace) const;
 
-  // Runs with host inputs/outputs; `shapes` per value, `offsets` per buffer.
-  void run(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
-           const std::vector<std::vector<int64_t>> &shapes, const std::vector<int64_t> &offsets,
-           int64_t arenaBytes, const std::vector<const void *> &inputs,
-           const std::vector<void *> &outputs, Buffers &buffers) const;
+  // The artifact's constants on the device.
+  DevicePtr constants() const { return constants_; }
+  int variantCount() const { return variantCount_; }
 
   const std::string &arch() const { return arch_; }
 
@@ -79,6 +70,7 @@ private:
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   DevicePtr constants_ = 0;
+  int variantCount_ = 0;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
   int forcedVariant_ = -1;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch

@@ -32,6 +32,16 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// Where memory lives. The numbering is DLPack's (kDLCPU = 1, kDLCUDA = 2).
+enum class DeviceType : int32_t { Host = 1, Cuda = 2 };
+struct Device {
+  DeviceType type = DeviceType::Host;
+  int32_t ordinal = 0;
+  bool operator==(const Device &o) const { return type == o.type && ordinal == o.ordinal; }
+  bool operator!=(const Device &o) const { return !(*this == o); }
+};
+std::string deviceName(Device d); // "cpu", "cuda:0"
+
 // A declared input or output: dims are sizes ("784") or symbols ("B", "4*T").
 struct TensorInfo {
   std::string name;
@@ -39,28 +49,39 @@ struct TensorInfo {
   std::vector<std::string> shape;
 };
 
-// Caller-owned memory: row-major, contiguous, `data` aligned to the element.
+// Caller-owned memory on `device`: `data` aligned to the element. Row-major
+// and contiguous: `strides` (in elements) may be given, as DLPack does, and
+// must then describe the contiguous layout (any stride on a size-1 dim);
+// empty means contiguous.
 struct TensorView {
   ElementType dtype;
   std::vector<int64_t> shape;
   void *data;
+  Device device = {};
+  std::vector<int64_t> strides = {};
 };
 
-// A tensor the runtime allocated (64-byte aligned).
+// A tensor the runtime allocated: host memory (64-byte aligned), or device
+// memory of a session's device (Session::run(inputs, device)), freed when
+// the last copy of the Tensor goes.
 class Tensor {
 public:
   Tensor(ElementType dtype, std::vector<int64_t> shape);
+  // Adopts `data` (freed by its deleter) on `device`.
+  Tensor(ElementType dtype, std::vector<int64_t> shape, Device device, std::shared_ptr<uint8_t> data);
   ElementType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
+  Device device() const { return device_; }
   int64_t numel() const;
   size_t nbytes() const { return bytes_; }
   void *data() { return data_.get(); }
   const void *data() const { return data_.get(); }
-  TensorView view() { return {dtype_, shape_, data()}; }
+  TensorView view() { return {dtype_, shape_, data(), device_}; }
 
 private:
   ElementType dtype_;
   std::vector<int64_t> shape_;
+  Device device_;
   size_t bytes_ = 0;
   std::shared_ptr<uint8_t> data_;
 };
@@ -100,7 +121,8 @@ public:
   ~Executable();
 
   const std::string &function() const;
-  const std::string &target() const; // "cpu"
+  const std::string &target() const; // "cpu" or "cuda"
+  Device device() const;              // where its runs compute (host for cpu artifacts)
   const std::vector<TensorInfo> &inputs() const;
   const std::vector<TensorInfo> &outputs() const;
   const std::vector<SymbolInfo> &symbols() const;
@@ -124,10 +146,26 @@ public:
   Session(Session &&) noexcept;
   Session &operator=(Session &&) noexcept;
 
-  // Runs with runtime-allocated outputs. Inputs in declaration order.
-  std::vector<Tensor> run(const std::vector<TensorView> &inputs);
+  // Runs with runtime-allocated outputs on `outputs` (host memory by
+  // default; or the executable's device). Inputs in declaration order.
+  std::vector<Tensor> run(const std::vector<TensorView> &inputs, Device outputs = {});
   // Runs into caller-owned outputs (shapes must match the bound sizes).
+  // Waits for the run to finish, then raises its run-time checks.
   void run(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs);
+
+  // Device-resident runs. Each input and output is either on the
+  // executable's device (used in place: no copy) or in host memory (copied
+  // in, and out, through session-owned device memory). enqueue queues the
+  // run on the session's stream and returns; the caller must not free or
+  // change the tensors until synchronize() returns. synchronize() waits for
+  // everything queued, then raises kernel faults and the run-time checks of
+  // the last run enqueued. A cpu executable runs synchronously in enqueue.
+  void enqueue(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs);
+  void synchronize();
+  // cuda executables: the CUDA stream (a CUstream / cudaStream_t) runs are
+  // queued on, e.g. PyTorch's current stream; nullptr: the session's own.
+  // The stream must outlive its use by the session.
+  void setStream(void *stream);
   // Output shapes for these input shapes, without running.
   std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);
 

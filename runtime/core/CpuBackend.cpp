@@ -1,0 +1,221 @@
+// The CPU backend: an artifact's code section is a shared library of loop
+// kernels (runtime/core/KernelLibrary), matmul steps call OpenBLAS
+// (runtime/core/Blas), and everything runs on the calling thread and the
+// executable's thread pool. Memory is host memory, so "device" tensors are
+// host tensors and copies are memcpy.
+#include "runtime/core/Backend.h"
+
+#include "ir/core/Error.h"
+#include "runtime/core/Blas.h"
+#include "runtime/core/KernelLibrary.h"
+#include "runtime/host/ThreadPool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace tensorc::runtime {
+
+using artifact::Step;
+
+namespace {
+
+// Nests with fewer iterations than this run on the calling thread: below
+// it, waking workers costs more than the loop.
+constexpr int64_t kParallelWork = 1 << 15;
+constexpr int64_t kChunkWork = 1 << 13;
+
+const char *hostArch() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+bool hostHasFeature(const std::string &f) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+#define TC_FEATURE(name)                                                                         \
+  if (f == name)                                                                                 \
+    return __builtin_cpu_supports(name);
+  TC_FEATURE("sse4.2")
+  TC_FEATURE("avx")
+  TC_FEATURE("avx2")
+  TC_FEATURE("fma")
+  TC_FEATURE("f16c")
+  TC_FEATURE("bmi2")
+  TC_FEATURE("avx512f")
+  TC_FEATURE("avx512bw")
+  TC_FEATURE("avx512dq")
+  TC_FEATURE("avx512vl")
+#undef TC_FEATURE
+#endif
+  return false;
+}
+
+std::shared_ptr<uint8_t> hostAllocate(size_t bytes) {
+  void *p = bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
+  check(bytes == 0 || p != nullptr, "cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t *>(p), [](uint8_t *q) { std::free(q); });
+}
+
+int64_t numelOf(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n = checkedMul(n, d, "tensor size");
+  return n;
+}
+
+class CpuBackend;
+
+class CpuSession final : public BackendSession {
+public:
+  explicit CpuSession(const CpuBackend &backend) : backend_(backend) {}
+  Address arena(size_t bytes) override {
+    if (bytes > arenaBytes_) {
+      arena_ = hostAllocate(bytes);
+      arenaBytes_ = bytes;
+    }
+    return Address(arena_.get());
+  }
+  Address staging(size_t slot, size_t bytes) override {
+    if (slot >= staging_.size())
+      staging_.resize(slot + 1);
+    if (bytes > staging_[slot].second)
+      staging_[slot] = {hostAllocate(bytes), bytes};
+    return Address(staging_[slot].first.get());
+  }
+  void copyIn(Address dst, const void *src, size_t bytes) override {
+    if (bytes) // empty tensors may have null pointers
+      std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  }
+  void copyOut(void *dst, Address src, size_t bytes) override {
+    if (bytes)
+      std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  }
+  void execute(const artifact::Artifact &a, const RunFrame &frame) override;
+  void readFlags(const std::vector<Address> &addresses) override {
+    flags_.resize(addresses.size());
+    for (size_t i = 0; i < addresses.size(); ++i)
+      std::memcpy(&flags_[i], reinterpret_cast<const void *>(addresses[i]), sizeof(int32_t));
+  }
+  const int32_t *flags() const override { return flags_.data(); }
+  void synchronize() override {}
+  void setStream(void *stream) override {
+    check(stream == nullptr, "a cpu executable runs on the calling thread: it takes no stream");
+  }
+  std::shared_ptr<uint8_t> allocateTensor(size_t bytes) override { return hostAllocate(bytes); }
+
+private:
+  const CpuBackend &backend_;
+  std::shared_ptr<uint8_t> arena_;
+  size_t arenaBytes_ = 0;
+  std::vector<std::pair<std::shared_ptr<uint8_t>, size_t>> staging_;
+  std::vector<int32_t> flags_;
+};
+
+class CpuBackend final : public Backend {
+public:
+  CpuBackend(const artifact::Artifact &a, const std::string &where, const LoadOptions &options) {
+    std::string arch = a.target.triple.substr(0, a.target.triple.find('-'));
+    check(arch == hostArch(), where + ": compiled for " + a.target.triple + ", but this machine is " +
+                                  hostArch() + "; recompile with --target cpu on (or for) it");
+    for (const std::string &f : a.target.features)
+      check(hostHasFeature(f), where + ": the code needs the CPU feature '" + f + "' (compiled for " +
+                                   a.target.cpu +
+                                   "), which this machine lacks; recompile with --cpu x86-64 or on "
+                                   "this machine");
+    library_ = std::make_unique<KernelLibrary>(a.code, where);
+    for (const Step &s : a.steps)
+      kernels_.push_back(s.kind == Step::Kind::Loop ? library_->loopKernel(s.symbol) : nullptr);
+    constants_ = hostAllocate(a.data.size());
+    if (!a.data.empty())
+      std::memcpy(constants_.get(), a.data.data(), a.data.size());
+    pool_ = std::make_unique<ThreadPool>(options.threads);
+  }
+  Device device() const override { return {}; }
+  size_t arenaAlignment() const override { return 64; }
+  Address constants() const override { return Address(constants_.get()); }
+  std::unique_ptr<BackendSession> newSession() const override {
+    return std::make_unique<CpuSession>(*this);
+  }
+
+  std::unique_ptr<KernelLibrary> library_;
+  std::vector<LoopKernelFn> kernels_; // per step (null for library steps)
+  std::shared_ptr<uint8_t> constants_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
+  const CpuBackend &x = backend_;
+  std::vector<void *> ptr;
+  for (Address v : frame.values)
+    ptr.push_back(reinterpret_cast<void *>(v));
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    const Step &step = a.steps[si];
+    switch (step.kind) {
+    case Step::Kind::Loop: {
+      // A chain of loops runs block by block of rows: every loop of the
+      // chain on rows [r, r + block) before the next block.
+      size_t last = si;
+      while (a.steps[last].chainNext)
+        ++last;
+      int64_t extent = *step.extent.evaluate(frame.bindings);
+      int64_t work = 0;
+      std::vector<std::vector<void *>> args;
+      for (size_t k = si; k <= last; ++k) {
+        work += *a.steps[k].work.evaluate(frame.bindings);
+        std::vector<void *> ops;
+        for (int o : a.steps[k].operands)
+          ops.push_back(ptr[size_t(o)]);
+        args.push_back(std::move(ops));
+      }
+      size_t first = si;
+      si = last;
+      if (extent == 0)
+        break;
+      const int64_t *syms = frame.symbolValues.data();
+      int64_t perRow = std::max<int64_t>(1, work / extent);
+      int64_t block = last > first ? std::max<int64_t>(1, kChunkWork / perRow) : extent;
+      auto runRows = [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; r += block)
+          for (size_t k = first; k <= last; ++k)
+            x.kernels_[k](args[k - first].data(), syms, r, std::min(e, r + block));
+      };
+      if (step.parallel && work >= kParallelWork && x.pool_->size() > 1)
+        x.pool_->parallelFor(extent, std::max<int64_t>(1, kChunkWork / perRow), runRows);
+      else
+        runRows(0, extent);
+      break;
+    }
+    case Step::Kind::Matmul: {
+      size_t c = size_t(step.operands[0]), l = size_t(step.operands[1]), r = size_t(step.operands[2]);
+      MatmulOperand right{ptr[r], a.values[r].dtype, frame.shapes[r], step.transposeB};
+      matmul({ptr[l], a.values[l].dtype, frame.shapes[l], step.transposeA}, right, ptr[c],
+             a.values[c].dtype, frame.shapes[c], *x.pool_);
+      applyEpilogue(ptr[c], a.values[c].dtype, frame.shapes[c], step.epilogue,
+                    step.operands.size() > 3 ? ptr[size_t(step.operands[3])] : nullptr, right);
+      break;
+    }
+    case Step::Kind::Copy: {
+      size_t d = size_t(step.operands[0]), s = size_t(step.operands[1]);
+      size_t bytes = size_t(numelOf(frame.shapes[s])) * dtypeSize(a.values[s].dtype);
+      if (bytes)
+        std::memmove(ptr[d], ptr[s], bytes);
+      break;
+    }
+    }
+  }
+}
+
+} // namespace
+
+std::unique_ptr<Backend> makeCpuBackend(const artifact::Artifact &a, const std::string &where,
+                                        const LoadOptions &options) {
+  return std::make_unique<CpuBackend>(a, where, options);
+}
+
+} // namespace tensorc::runtime

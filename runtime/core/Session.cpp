@@ -1,0 +1,308 @@
+// Running an executable, the same on every device: bind the symbolic sizes
+// from the inputs' shapes, plan the arena (cached per binding), give every
+// value its address (a tensor on the executable's device is used in place;
+// a host tensor of a device executable is staged through session memory),
+// let the backend queue the steps, copy host outputs back, and raise the
+// artifact's run-time checks once the run is done.
+#include "tensorc/Runtime.h"
+
+#include "ir/core/Error.h"
+#include "ir/core/MemoryPlanner.h"
+#include "runtime/core/ExecutableImpl.h"
+
+#include <algorithm>
+
+namespace tensorc::runtime {
+
+using artifact::Storage;
+
+struct Session::State {
+  std::unique_ptr<BackendSession> backend;
+  // The plan for `bindings`.
+  bool planned = false;
+  std::map<std::string, int64_t> bindings;
+  std::vector<int64_t> symbolValues;        // in the artifact's symbol order
+  std::vector<std::vector<int64_t>> shapes; // per value
+  std::vector<int64_t> bufferOffsets;
+  int64_t arenaBytes = 0;
+  // Checks of the last run queued, read by synchronize().
+  bool pendingChecks = false;
+};
+
+Session::Session(std::shared_ptr<const Executable> executable)
+    : executable_(std::move(executable)), state_(std::make_unique<State>()) {
+  if (!executable_)
+    throw Error("Session: no executable");
+  rethrow([&] { state_->backend = executable_->impl().backend->newSession(); });
+}
+Session::~Session() = default;
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+
+const std::map<std::string, int64_t> &Session::bindings() const { return state_->bindings; }
+int64_t Session::arenaBytes() const { return state_->arenaBytes; }
+double Session::lastDeviceMs() const { return state_->backend->lastDeviceMs(); }
+
+namespace {
+
+std::string dimsStr(const std::vector<int64_t> &s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+size_t bytesOf(DType dtype, const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n = checkedMul(n, d, "tensor size");
+  return size_t(n) * dtypeSize(dtype);
+}
+
+// A tensor's device and layout against what the executable can use.
+void checkPlacement(const Executable::Impl &x, const TensorView &v, const std::string &what) {
+  Device mine = x.backend->device();
+  check(v.device.type == DeviceType::Host || v.device.type == DeviceType::Cuda,
+        what + ": unknown device type " + std::to_string(int(v.device.type)));
+  check(v.device == mine || v.device.type == DeviceType::Host,
+        what + ": is on " + deviceName(v.device) + ", but " + x.where + " runs on " +
+            deviceName(mine) + " (pass host memory or memory of " + deviceName(mine) + ")");
+  if (!v.strides.empty()) {
+    check(v.strides.size() == v.shape.size(),
+          what + ": " + std::to_string(v.strides.size()) + " strides for rank " +
+              std::to_string(v.shape.size()));
+    int64_t expect = 1;
+    for (size_t k = v.shape.size(); k-- > 0;) {
+      check(v.shape[k] == 1 || v.strides[k] == expect,
+            what + ": not contiguous (shape " + dimsStr(v.shape) + ", strides " +
+                dimsStr(v.strides) + "); the runtime takes row-major contiguous tensors: copy it first "
+                "(torch: .contiguous())");
+      expect *= std::max<int64_t>(v.shape[k], 1);
+    }
+  }
+  if (v.device != Device{} && v.data && !x.backend->isDeviceMemory(v.data))
+    fail(what + ": the pointer is not memory of " + deviceName(v.device) +
+         " (a host pointer passed as a device one?)");
+}
+
+// Binds every symbol from the inputs' shapes and checks them; returns the
+// bindings. Throws Error naming the input.
+std::map<std::string, int64_t> bindInputs(const Executable::Impl &x,
+                                          const std::vector<TensorView> &inputs) {
+  const artifact::Artifact &a = x.art;
+  const std::string &fn = x.where;
+  check(inputs.size() == a.inputs.size(), fn + ": expected " + std::to_string(a.inputs.size()) +
+                                              " inputs, got " + std::to_string(inputs.size()));
+  std::map<std::string, int64_t> b;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const artifact::TensorDecl &d = a.inputs[i];
+    const TensorView &v = inputs[i];
+    std::string what = fn + ": input '" + d.name + "'";
+    check(toDType(v.dtype) == d.dtype, what + ": expected " + std::string(dtypeName(d.dtype)) +
+                                           ", got " + elementTypeName(v.dtype));
+    check(v.shape.size() == d.shape.size(),
+          what + ": expected rank " + std::to_string(d.shape.size()) + " " + shapeStr(d.shape) +
+              ", got shape " + dimsStr(v.shape));
+    for (size_t k = 0; k < d.shape.size(); ++k) {
+      check(v.shape[k] >= 0, what + ": negative size in shape " + dimsStr(v.shape));
+      const Dim &dim = d.shape[k];
+      if (dim.isStatic())
+        check(dim.value() == v.shape[k], what + ": expected shape " + shapeStr(d.shape) +
+                                             ", got " + dimsStr(v.shape));
+      else if (dim.isPlainSymbol()) {
+        auto [it, fresh] = b.emplace(dim.symbols()[0], v.shape[k]);
+        check(fresh || it->second == v.shape[k],
+              what + ": dim " + std::to_string(k) + " binds " + dim.str() + " = " +
+                  std::to_string(v.shape[k]) + ", but an earlier input bound " + dim.str() +
+                  " = " + std::to_string(it->second));
+      }
+    }
+  }
+  for (const artifact::SymbolDecl &s : a.symbols) {
+    auto it = b.find(s.name);
+    check(it != b.end(), fn + ": symbol " + s.name + " appears in no input as a plain dim, so " +
+                             "its size cannot be bound");
+    check(it->second >= s.min && (!s.max || it->second <= *s.max),
+          fn + ": " + s.name + " = " + std::to_string(it->second) + " is outside its bounds [" +
+              std::to_string(s.min) + ", " + (s.max ? std::to_string(*s.max) : "inf") + "]");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const artifact::TensorDecl &d = a.inputs[i];
+    for (size_t k = 0; k < d.shape.size(); ++k)
+      check(*d.shape[k].evaluate(b) == inputs[i].shape[k],
+            fn + ": input '" + d.name + "': expected shape " + shapeStr(d.shape) + " with " +
+                "the bound sizes, got " + dimsStr(inputs[i].shape));
+    std::string what = fn + ": input '" + d.name + "'";
+    check(bytesOf(d.dtype, inputs[i].shape) == 0 || inputs[i].data != nullptr, what + ": null data");
+    checkPlacement(x, inputs[i], what);
+  }
+  return b;
+}
+
+std::vector<int64_t> concrete(const Shape &s, const std::map<std::string, int64_t> &b) {
+  std::vector<int64_t> r;
+  for (const Dim &d : s)
+    r.push_back(*d.evaluate(b));
+  return r;
+}
+
+void checkOutputs(const Executable::Impl &x, const std::map<std::string, int64_t> &b,
+                  const std::vector<TensorView> &outputs) {
+  const std::string &fn = x.where;
+  check(outputs.size() == x.art.outputs.size(), fn + ": expected " +
+                                                    std::to_string(x.art.outputs.size()) +
+                                                    " outputs, got " + std::to_string(outputs.size()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const artifact::TensorDecl &d = x.art.outputs[i];
+    std::vector<int64_t> want = concrete(d.shape, b);
+    std::string what = fn + ": output '" + d.name + "'";
+    check(toDType(outputs[i].dtype) == d.dtype, what + ": expected " +
+                                                    std::string(dtypeName(d.dtype)) + ", got " +
+                                                    elementTypeName(outputs[i].dtype));
+    check(outputs[i].shape == want,
+          what + ": expected shape " + dimsStr(want) + ", got " + dimsStr(outputs[i].shape));
+    check(bytesOf(d.dtype, want) == 0 || outputs[i].data != nullptr, what + ": null data");
+    checkPlacement(x, outputs[i], what);
+  }
+}
+
+// Shapes of every value and the arena layout for these bindings.
+void plan(const Executable::Impl &x, Session::State &st, const std::map<std::string, int64_t> &b) {
+  if (st.planned && st.bindings == b)
+    return;
+  const artifact::Artifact &a = x.art;
+  st.bindings = b;
+  st.symbolValues.clear();
+  for (const artifact::SymbolDecl &s : a.symbols)
+    st.symbolValues.push_back(b.at(s.name));
+  st.shapes.clear();
+  for (const artifact::ValueDecl &v : a.values)
+    st.shapes.push_back(concrete(v.shape, b));
+  std::vector<BufferRequest> requests;
+  for (const artifact::BufferDecl &bd : a.buffers)
+    requests.push_back({*bd.bytes.evaluate(b), bd.first, bd.last, -1});
+  MemoryPlan p = planMemory(requests, int64_t(x.backend->arenaAlignment()));
+  st.bufferOffsets = p.offsets;
+  st.arenaBytes = p.arenaBytes;
+  st.planned = true;
+}
+
+} // namespace
+
+std::vector<std::vector<int64_t>> Session::outputShapes(const std::vector<TensorView> &inputs) {
+  return rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    std::map<std::string, int64_t> b = bindInputs(x, inputs);
+    std::vector<std::vector<int64_t>> r;
+    for (const artifact::TensorDecl &o : x.art.outputs)
+      r.push_back(concrete(o.shape, b));
+    return r;
+  });
+}
+
+void Session::enqueue(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs) {
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    const artifact::Artifact &a = x.art;
+    State &st = *state_;
+    BackendSession &dev = *st.backend;
+    std::map<std::string, int64_t> b = bindInputs(x, inputs);
+    checkOutputs(x, b, outputs);
+    plan(x, st, b);
+    Address arena = dev.arena(size_t(st.arenaBytes));
+    // A tensor on the executable's device is used in place; a host tensor
+    // of a device executable goes through staging memory.
+    bool onDevice = x.backend->device() != Device{};
+    auto place = [&](const TensorView &v, size_t slot, DType dtype) -> Address {
+      if (!onDevice || v.device != Device{})
+        return Address(v.data);
+      return dev.staging(slot, bytesOf(dtype, v.shape));
+    };
+    std::vector<Address> in, out;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in.push_back(place(inputs[i], i, a.inputs[i].dtype));
+      if (in.back() != Address(inputs[i].data))
+        dev.copyIn(in.back(), inputs[i].data, bytesOf(a.inputs[i].dtype, inputs[i].shape));
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      out.push_back(place(outputs[i], inputs.size() + i, a.outputs[i].dtype));
+    std::vector<Address> values(a.values.size(), 0);
+    for (size_t v = 0; v < a.values.size(); ++v) {
+      const Storage &s = a.values[v].storage;
+      switch (s.kind) {
+      case Storage::Kind::Input:
+        values[v] = in[size_t(s.index)];
+        break;
+      case Storage::Kind::Output:
+        values[v] = out[size_t(s.index)];
+        break;
+      case Storage::Kind::Buffer:
+        values[v] = arena + Address(st.bufferOffsets[size_t(s.index)]);
+        break;
+      case Storage::Kind::Constant:
+        values[v] = x.backend->constants() + Address(a.constants[size_t(s.index)].offset);
+        break;
+      case Storage::Kind::Alias:
+        values[v] = values[size_t(s.index)];
+        break;
+      }
+    }
+    dev.execute(a, RunFrame{st.symbolValues, st.bindings, st.shapes, values});
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (out[i] != Address(outputs[i].data))
+        dev.copyOut(outputs[i].data, out[i], bytesOf(a.outputs[i].dtype, outputs[i].shape));
+    std::vector<Address> flags;
+    for (const artifact::RunCheck &c : a.checks)
+      flags.push_back(values[size_t(c.value)]);
+    dev.readFlags(flags);
+    st.pendingChecks = !flags.empty();
+  });
+}
+
+void Session::synchronize() {
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    State &st = *state_;
+    st.backend->synchronize();
+    if (!st.pendingChecks)
+      return;
+    st.pendingChecks = false;
+    const int32_t *flags = st.backend->flags();
+    for (size_t i = 0; i < x.art.checks.size(); ++i)
+      check(flags[i] == 0, x.where + ": " + x.art.checks[i].message);
+  });
+}
+
+void Session::setStream(void *stream) {
+  rethrow([&] { state_->backend->setStream(stream); });
+}
+
+void Session::run(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs) {
+  enqueue(inputs, outputs);
+  synchronize();
+}
+
+std::vector<Tensor> Session::run(const std::vector<TensorView> &inputs, Device where) {
+  std::vector<Tensor> out;
+  std::vector<TensorView> views;
+  std::vector<std::vector<int64_t>> shapes = outputShapes(inputs);
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    check(where == Device{} || where == x.backend->device(),
+          x.where + ": outputs can be returned in host memory or on " +
+              deviceName(x.backend->device()) + ", not on " + deviceName(where));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      ElementType t = executable_->outputs()[i].dtype;
+      if (where == Device{})
+        out.emplace_back(t, shapes[i]);
+      else
+        out.emplace_back(t, shapes[i], where,
+                         state_->backend->allocateTensor(bytesOf(toDType(t), shapes[i])));
+      views.push_back(out.back().view());
+    }
+  });
+  run(inputs, views);
+  return out;
+}
+
+} // namespace tensorc::runtime

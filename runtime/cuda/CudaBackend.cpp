@@ -1,0 +1,160 @@
+// The CUDA backend: the artifact's kernels on device 0 (runtime/cuda/
+// CudaProgram), and per session a stream (its own, or the caller's), the
+// arena, staging memory for host tensors, cuBLASLt's workspace, two events
+// around the launch sequence (Session::lastDeviceMs) and page-locked memory
+// the run-time check flags are copied into without blocking.
+#include "runtime/cuda/CudaBackend.h"
+
+#include "ir/core/Error.h"
+#include "runtime/cuda/CudaProgram.h"
+
+namespace tensorc::runtime {
+namespace {
+
+using cuda::DevicePtr;
+using cuda::Driver;
+
+class CudaBackend;
+
+class CudaSession final : public BackendSession {
+public:
+  explicit CudaSession(const cuda::CudaProgram &program)
+      : program_(program), driver_(Driver::get()) {
+    driver_.makeCurrent();
+    own_ = driver_.createStream();
+    stream_ = own_;
+    start_ = driver_.createEvent();
+    end_ = driver_.createEvent();
+  }
+  ~CudaSession() override {
+    driver_.makeCurrent();
+    if (stream_) {
+      try {
+        driver_.synchronize(stream_);
+      } catch (const std::exception &) {
+        // A fault of the last run was reported by synchronize() or is lost
+        // with the session; freeing must go on.
+      }
+    }
+    driver_.free(arena_);
+    driver_.free(workspace_);
+    for (auto &[p, bytes] : staging_)
+      driver_.free(p);
+    driver_.freeHost(flags_);
+    driver_.destroyEvent(start_);
+    driver_.destroyEvent(end_);
+    driver_.destroyStream(own_);
+  }
+
+  Address arena(size_t bytes) override {
+    if (bytes > arenaBytes_) {
+      // The old arena may still be read by queued work: wait first.
+      driver_.synchronize(stream_);
+      driver_.free(arena_);
+      arena_ = 0;
+      arena_ = driver_.allocate(bytes);
+      arenaBytes_ = bytes;
+    }
+    return Address(arena_);
+  }
+  Address staging(size_t slot, size_t bytes) override {
+    if (slot >= staging_.size())
+      staging_.resize(slot + 1, {0, 0});
+    auto &[p, have] = staging_[slot];
+    if (bytes > have) {
+      driver_.synchronize(stream_);
+      driver_.free(p);
+      p = 0;
+      p = driver_.allocate(std::max<size_t>(bytes, 1));
+      have = bytes;
+    }
+    return Address(p);
+  }
+  void copyIn(Address dst, const void *src, size_t bytes) override {
+    // From pageable memory the driver stages the copy: the host side is
+    // done when the call returns.
+    driver_.copyToDevice(DevicePtr(dst), src, bytes, stream_);
+  }
+  void copyOut(void *dst, Address src, size_t bytes) override {
+    driver_.copyToHost(dst, DevicePtr(src), bytes, stream_);
+  }
+  void execute(const artifact::Artifact &a, const RunFrame &frame) override {
+    std::vector<DevicePtr> ptr(frame.values.begin(), frame.values.end());
+    driver_.record(start_, stream_);
+    program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_);
+    driver_.record(end_, stream_);
+    timed_ = true;
+  }
+  void readFlags(const std::vector<Address> &addresses) override {
+    if (addresses.size() > flagCount_) {
+      driver_.synchronize(stream_);
+      driver_.freeHost(flags_);
+      flags_ = nullptr;
+      flags_ = static_cast<int32_t *>(driver_.allocateHost(addresses.size() * sizeof(int32_t)));
+      flagCount_ = addresses.size();
+    }
+    for (size_t i = 0; i < addresses.size(); ++i)
+      driver_.copyToHost(&flags_[i], DevicePtr(addresses[i]), sizeof(int32_t), stream_);
+  }
+  const int32_t *flags() const override { return flags_; }
+  void synchronize() override {
+    // Kernel faults surface here.
+    driver_.synchronize(stream_);
+    if (timed_)
+      lastMs_ = driver_.elapsedMs(start_, end_);
+    timed_ = false;
+  }
+  void setStream(void *stream) override {
+    driver_.synchronize(stream_); // nothing of ours left on the old stream
+    stream_ = stream ? static_cast<cuda::Stream>(stream) : own_;
+  }
+  double lastDeviceMs() const override { return lastMs_; }
+  std::shared_ptr<uint8_t> allocateTensor(size_t bytes) override {
+    DevicePtr p = driver_.allocate(std::max<size_t>(bytes, 1));
+    Driver *d = &driver_;
+    return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t *>(p), [d](uint8_t *q) {
+      d->free(DevicePtr(q));
+    });
+  }
+
+private:
+  const cuda::CudaProgram &program_;
+  Driver &driver_;
+  cuda::Stream own_ = nullptr, stream_ = nullptr;
+  void *start_ = nullptr, *end_ = nullptr;
+  bool timed_ = false;
+  double lastMs_ = -1;
+  DevicePtr arena_ = 0, workspace_ = 0;
+  size_t arenaBytes_ = 0;
+  std::vector<std::pair<DevicePtr, size_t>> staging_;
+  int32_t *flags_ = nullptr;
+  size_t flagCount_ = 0;
+};
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend(const artifact::Artifact &a, const std::string &where, const LoadOptions &options)
+      : program_(a, where, options.kernelCacheDir, options.kernelVariant) {}
+  Device device() const override { return {DeviceType::Cuda, 0}; }
+  size_t arenaAlignment() const override { return 256; }
+  Address constants() const override { return Address(program_.constants()); }
+  std::unique_ptr<BackendSession> newSession() const override {
+    return std::make_unique<CudaSession>(program_);
+  }
+  int kernelVariantCount() const override { return program_.variantCount(); }
+  bool isDeviceMemory(const void *p) const override {
+    return Driver::get().isDeviceMemory(DevicePtr(p));
+  }
+
+private:
+  cuda::CudaProgram program_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> makeCudaBackend(const artifact::Artifact &a, const std::string &where,
+                                         const LoadOptions &options) {
+  return std::make_unique<CudaBackend>(a, where, options);
+}
+
+} // namespace tensorc::runtime
