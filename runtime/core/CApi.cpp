@@ -65,8 +65,22 @@ std::vector<TensorView> views(const tc_tensor_t *ts, int32_t n) {
     if (int(ts[i].dtype) < TC_F64 || int(ts[i].dtype) > TC_I1)
       throw Error("tensor " + std::to_string(i) + ": unknown element type " +
                   std::to_string(int(ts[i].dtype)));
-    v.push_back({ElementType(ts[i].dtype),
-                 std::vector<int64_t>(ts[i].shape, ts[i].shape + ts[i].rank), ts[i].data});
+    TensorView view{ElementType(ts[i].dtype),
+                    std::vector<int64_t>(ts[i].shape, ts[i].shape + ts[i].rank),
+                    static_cast<uint8_t *>(ts[i].data) + ts[i].byte_offset};
+    if (!ts[i].data && ts[i].byte_offset)
+      throw Error("tensor " + std::to_string(i) + ": a byte offset on null data");
+    if (ts[i].device_type != 0 && ts[i].device_type != TC_DEVICE_HOST &&
+        ts[i].device_type != TC_DEVICE_CUDA)
+      throw Error("tensor " + std::to_string(i) + ": unknown device type " +
+                  std::to_string(ts[i].device_type));
+    if (ts[i].device_id < 0)
+      throw Error("tensor " + std::to_string(i) + ": negative device id");
+    view.device = {ts[i].device_type == TC_DEVICE_CUDA ? DeviceType::Cuda : DeviceType::Host,
+                   ts[i].device_type == TC_DEVICE_CUDA ? ts[i].device_id : 0};
+    if (ts[i].strides)
+      view.strides.assign(ts[i].strides, ts[i].strides + ts[i].rank);
+    v.push_back(std::move(view));
   }
   return v;
 }
@@ -260,6 +274,27 @@ tc_status_t tc_session_run(tc_session_t *s, const tc_tensor_t *outputs, int32_t 
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
     s->session.run(views(inputs, input_count), views(outputs, output_count));
   });
+}
+
+tc_status_t tc_session_enqueue(tc_session_t *s, const tc_tensor_t *outputs, int32_t output_count,
+                               const tc_tensor_t *inputs, int32_t input_count) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    s->session.enqueue(views(inputs, input_count), views(outputs, output_count));
+  });
+}
+
+tc_status_t tc_session_synchronize(tc_session_t *s) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.synchronize(); });
+}
+
+tc_status_t tc_session_set_stream(tc_session_t *s, void *stream) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setStream(stream); });
 }
 
 double tc_session_last_device_ms(const tc_session_t *s) { return s ? s->session.lastDeviceMs() : -1; }

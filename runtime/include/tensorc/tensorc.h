@@ -1,5 +1,6 @@
 /* tensorc runtime, C API (IREE-style naming: tc_<object>_<verb>). Loads a
- * `.tcx` artifact written by `tensorc compile --target cpu` and runs it.
+ * `.tcx` artifact written by `tensorc compile --target cpu|cuda` and runs it
+ * on host or device tensors.
  * Usable from C and through FFI (ctypes, cffi, Rust bindgen). See
  * docs/runtime.md and examples/c/run_model.c.
  *
@@ -42,12 +43,28 @@ typedef enum tc_element_type_e {
   TC_F64 = 0, TC_F32 = 1, TC_F16 = 2, TC_BF16 = 3, TC_I64 = 4, TC_I32 = 5, TC_I1 = 6,
 } tc_element_type_t;
 
-/* Caller-owned, row-major, contiguous memory. */
+/* Where memory lives; DLPack's numbering. 0 (a zero-initialized struct)
+ * means host memory. */
+typedef enum tc_device_type_e {
+  TC_DEVICE_HOST = 1, /* kDLCPU */
+  TC_DEVICE_CUDA = 2, /* kDLCUDA */
+} tc_device_type_t;
+
+/* Caller-owned memory at data + byte_offset, row-major and contiguous.
+ * Zero-initialize the struct: the fields after `data` then mean host
+ * memory, contiguous, no offset. `strides` (in elements, NULL: contiguous)
+ * may be given as DLPack gives them; they must describe the contiguous
+ * layout. A tensor on the executable's device is used in place; a host
+ * tensor of a cuda executable is copied. */
 typedef struct tc_tensor_t {
   tc_element_type_t dtype;
   int32_t rank;
   const int64_t *shape; /* rank sizes */
   void *data;
+  int32_t device_type;   /* tc_device_type_t; 0 = host */
+  int32_t device_id;     /* the device ordinal */
+  const int64_t *strides; /* rank strides in elements, or NULL */
+  uint64_t byte_offset;
 } tc_tensor_t;
 
 /* ------------------------------------------------------------- runtime */
@@ -118,6 +135,19 @@ tc_status_t tc_session_output_shape(tc_session_t *session, const tc_tensor_t *in
  * caller-owned and must have the bound shapes. */
 tc_status_t tc_session_run(tc_session_t *session, const tc_tensor_t *outputs,
                            int32_t output_count, const tc_tensor_t *inputs, int32_t input_count);
+
+/* Device-resident runs: queues the run on the session's stream and returns
+ * (a cpu executable runs before returning). Tensors must stay valid and
+ * unchanged until tc_session_synchronize returns. */
+tc_status_t tc_session_enqueue(tc_session_t *session, const tc_tensor_t *outputs,
+                               int32_t output_count, const tc_tensor_t *inputs,
+                               int32_t input_count);
+/* Waits for everything queued; reports kernel faults and the run-time
+ * checks of the last run enqueued (an index out of range, naming the node). */
+tc_status_t tc_session_synchronize(tc_session_t *session);
+/* cuda executables: the CUstream / cudaStream_t to queue runs on (NULL: the
+ * session's own stream); it must outlive its use. */
+tc_status_t tc_session_set_stream(tc_session_t *session, void *stream);
 
 /* cuda artifacts: milliseconds the GPU spent on the last run's launch
  * sequence (CUDA events; copies excluded); -1 for cpu artifacts or before a
