@@ -18,6 +18,17 @@ config.substitutions.append(("%tensorc_src", config.tensorc_source_dir))
 config.substitutions.append(("%tensorc_build", config.tensorc_binary_dir))
 config.substitutions.append(("%mlir_include", config.mlir_include_dir))
 
+# A Python with NumPy for the binding's tests (python/tensorc): lit's own, or
+# Debian's (python3-numpy, installed by scripts/setup.sh). Without one the
+# tests are UNSUPPORTED, which lit reports as such (never as passed).
+import shutil
+import subprocess
+for candidate in (config.python_executable, "/usr/bin/python3", shutil.which("python3")):
+    if candidate and subprocess.run([candidate, "-c", "import numpy"], capture_output=True).returncode == 0:
+        config.available_features.add("numpy")
+        config.substitutions.append(("%numpy_python", candidate))
+        break
+
 # scripts/sanitize.sh runs the suite on an ASan+UBSan build: tests that link
 # an outside program against the installed library or check `ldd` say
 # `UNSUPPORTED: asan`.

@@ -52,8 +52,6 @@ public:
   virtual void synchronize() = 0;
   virtual void setStream(void *stream) = 0;
   virtual double lastDeviceMs() const { return -1; }
-  // Runtime-owned memory for a result tensor, freed by the deleter.
-  virtual std::shared_ptr<uint8_t> allocateTensor(size_t bytes) = 0;
 };
 
 class Backend {
@@ -64,6 +62,9 @@ public:
   // The artifact's constants (the start of its data section) on the device.
   virtual Address constants() const = 0;
   virtual std::unique_ptr<BackendSession> newSession() const = 0;
+  // Runtime-owned memory on the device (64-byte aligned or better), freed
+  // by the deleter once nothing queued can still use it.
+  virtual std::shared_ptr<uint8_t> allocate(size_t bytes) const = 0;
   virtual int kernelVariantCount() const { return 0; }
   // Whether `p` (a tensor said to be on device()) is this device's memory,
   // where that can be told (a host pointer passed as a CUDA one).

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ struct tc_executable_s {
   std::atomic<int> refs{1};
   tc_runtime_t *runtime;
   std::shared_ptr<Executable> exe;
+  // tc_executable_allocate's memory, until tc_executable_free.
+  std::mutex mutex;
+  std::map<void *, Tensor> allocations;
 };
 
 struct tc_session_s {
@@ -159,7 +164,7 @@ static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
   if (s)
     return s;
   tc_runtime_retain(runtime);
-  *out = new tc_executable_s{{1}, runtime, std::move(exe)};
+  *out = new tc_executable_s{{1}, runtime, std::move(exe), {}, {}};
   return nullptr;
 }
 
@@ -231,6 +236,39 @@ tc_status_t tc_executable_input_dims(const tc_executable_t *e, int32_t index, in
     out_dims[d] = number ? std::stoll(s) : -1;
   }
   return nullptr;
+}
+
+tc_status_t tc_executable_device(const tc_executable_t *e, int32_t *out_device_type,
+                                 int32_t *out_device_id) {
+  if (!e)
+    return nullArgument("executable");
+  Device d = e->exe->device();
+  if (out_device_type)
+    *out_device_type = d.type == DeviceType::Cuda ? TC_DEVICE_CUDA : TC_DEVICE_HOST;
+  if (out_device_id)
+    *out_device_id = d.ordinal;
+  return nullptr;
+}
+
+tc_status_t tc_executable_allocate(tc_executable_t *e, size_t bytes, void **out_data) {
+  if (!e)
+    return nullArgument("executable");
+  if (!out_data)
+    return nullArgument("out_data");
+  *out_data = nullptr;
+  return guard(TC_STATUS_INTERNAL, [&] {
+    Tensor t = e->exe->newTensor(ElementType::I1, {int64_t(bytes)});
+    std::lock_guard<std::mutex> lock(e->mutex);
+    *out_data = t.data();
+    e->allocations.emplace(t.data(), std::move(t));
+  });
+}
+
+void tc_executable_free(tc_executable_t *e, void *data) {
+  if (!e || !data)
+    return;
+  std::lock_guard<std::mutex> lock(e->mutex);
+  e->allocations.erase(data);
 }
 
 tc_status_t tc_session_create(tc_executable_t *e, tc_session_t **out) {

@@ -107,7 +107,6 @@ public:
   void setStream(void *stream) override {
     check(stream == nullptr, "a cpu executable runs on the calling thread: it takes no stream");
   }
-  std::shared_ptr<uint8_t> allocateTensor(size_t bytes) override { return hostAllocate(bytes); }
 
 private:
   const CpuBackend &backend_;
@@ -142,6 +141,7 @@ public:
   std::unique_ptr<BackendSession> newSession() const override {
     return std::make_unique<CpuSession>(*this);
   }
+  std::shared_ptr<uint8_t> allocate(size_t bytes) const override { return hostAllocate(bytes); }
 
   std::unique_ptr<KernelLibrary> library_;
   std::vector<LoopKernelFn> kernels_; // per step (null for library steps)

@@ -107,4 +107,16 @@ int64_t Executable::numSteps() const { return int64_t(impl_->art.steps.size()); 
 int Executable::kernelVariantCount() const { return impl_->backend->kernelVariantCount(); }
 Device Executable::device() const { return impl_->backend->device(); }
 
+Tensor Executable::newTensor(ElementType dtype, std::vector<int64_t> shape) const {
+  return rethrow([&] {
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      check(d >= 0, "newTensor: negative size");
+      n = checkedMul(n, d, "tensor size");
+    }
+    size_t bytes = size_t(checkedMul(n, int64_t(elementSize(dtype)), "tensor bytes"));
+    return Tensor(dtype, std::move(shape), impl_->backend->device(), impl_->backend->allocate(bytes));
+  });
+}
+
 } // namespace tensorc::runtime

@@ -296,8 +296,7 @@ std::vector<Tensor> Session::run(const std::vector<TensorView> &inputs, Device w
       if (where == Device{})
         out.emplace_back(t, shapes[i]);
       else
-        out.emplace_back(t, shapes[i], where,
-                         state_->backend->allocateTensor(bytesOf(toDType(t), shapes[i])));
+        out.push_back(executable_->newTensor(t, shapes[i]));
       views.push_back(out.back().view());
     }
   });

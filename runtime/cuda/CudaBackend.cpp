@@ -109,13 +109,6 @@ public:
     stream_ = stream ? static_cast<cuda::Stream>(stream) : own_;
   }
   double lastDeviceMs() const override { return lastMs_; }
-  std::shared_ptr<uint8_t> allocateTensor(size_t bytes) override {
-    DevicePtr p = driver_.allocate(std::max<size_t>(bytes, 1));
-    Driver *d = &driver_;
-    return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t *>(p), [d](uint8_t *q) {
-      d->free(DevicePtr(q));
-    });
-  }
 
 private:
   const cuda::CudaProgram &program_;
@@ -142,6 +135,14 @@ public:
     return std::make_unique<CudaSession>(program_);
   }
   int kernelVariantCount() const override { return program_.variantCount(); }
+  std::shared_ptr<uint8_t> allocate(size_t bytes) const override {
+    Driver *d = &Driver::get();
+    d->makeCurrent();
+    DevicePtr p = d->allocate(std::max<size_t>(bytes, 1));
+    // cuMemFree waits for the device to finish with the memory.
+    return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t *>(p),
+                                    [d](uint8_t *q) { d->free(DevicePtr(q)); });
+  }
   bool isDeviceMemory(const void *p) const override {
     return Driver::get().isDeviceMemory(DevicePtr(p));
   }

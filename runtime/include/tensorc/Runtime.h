@@ -123,6 +123,8 @@ public:
   const std::string &function() const;
   const std::string &target() const; // "cpu" or "cuda"
   Device device() const;              // where its runs compute (host for cpu artifacts)
+  // A runtime-owned tensor on device() (for outputs and resident state).
+  Tensor newTensor(ElementType dtype, std::vector<int64_t> shape) const;
   const std::vector<TensorInfo> &inputs() const;
   const std::vector<TensorInfo> &outputs() const;
   const std::vector<SymbolInfo> &symbols() const;

@@ -116,6 +116,17 @@ tc_status_t tc_executable_output_info(const tc_executable_t *executable, int32_t
 tc_status_t tc_executable_input_dims(const tc_executable_t *executable, int32_t index,
                                      int64_t *out_dims);
 
+/* The device an executable's runs compute on (TC_DEVICE_HOST for cpu
+ * artifacts, TC_DEVICE_CUDA and the ordinal for cuda ones). Thread-safe. */
+tc_status_t tc_executable_device(const tc_executable_t *executable, int32_t *out_device_type,
+                                 int32_t *out_device_id);
+
+/* Memory on the executable's device (host memory for cpu executables),
+ * aligned for every element type: for outputs and resident tensors. Free it
+ * with tc_executable_free once no queued run uses it. Thread-safe. */
+tc_status_t tc_executable_allocate(tc_executable_t *executable, size_t bytes, void **out_data);
+void tc_executable_free(tc_executable_t *executable, void *data);
+
 /* ------------------------------------------------------------- session */
 
 /* One run's state (bound sizes, memory arena reused across runs). A session

@@ -1,0 +1,266 @@
+"""tensorc's runtime from Python: load a compiled model (.tcx) and run it on
+host or GPU tensors, zero-copy through DLPack. No compiled extension: the C
+API (libtensorc_runtime.so) through ctypes, for any CPython 3.
+
+    import tensorc, numpy as np
+    exe = tensorc.Executable.load("mlp.tcx")
+    session = exe.session()
+    out = session.run(x=np.ones((8, 784), np.float32), labels=np.zeros(8, np.int64))
+    logits = np.from_dlpack(out["logits"])
+
+Inputs and outputs are anything with `__dlpack__` (NumPy arrays, PyTorch,
+CuPy, JAX tensors), by name or in declaration order. A tensor on the
+executable's device is used in place; a host tensor of a cuda executable is
+copied. Outputs are returned as `tensorc.Tensor` (runtime-owned, with
+`__dlpack__`) on the executable's device, or written into `outputs=`. See
+docs/python.md."""
+import ctypes
+
+from . import _dlpack
+from ._lib import lib, tc_runtime_options_t, tc_tensor_t
+
+__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor"]
+
+
+class Error(RuntimeError):
+    """A runtime error: its message is the runtime's (it names the file,
+    input or node)."""
+
+    def __init__(self, message, code=0):
+        super().__init__(message)
+        self.code = code
+
+
+def _check(status):
+    if status:
+        code = lib.tc_status_code(status)
+        message = lib.tc_status_message(status).decode("utf-8", "replace")
+        lib.tc_status_free(status)
+        raise Error(message, code)
+
+
+class Runtime:
+    """Options shared by executables: kernel threads (cpu), the compiled-kernel
+    cache directory (cuda)."""
+
+    def __init__(self, threads=0, kernel_cache_dir=None):
+        options = tc_runtime_options_t()
+        lib.tc_runtime_options_initialize(ctypes.byref(options))
+        options.threads = threads
+        if kernel_cache_dir is not None:
+            options.kernel_cache_dir = str(kernel_cache_dir).encode()
+        self._handle = ctypes.c_void_p()
+        _check(lib.tc_runtime_create(ctypes.byref(options), ctypes.byref(self._handle)))
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            lib.tc_runtime_release(self._handle)
+            self._handle = None
+
+
+_default_runtime = None
+
+
+class TensorInfo:
+    def __init__(self, name, element_type, rank):
+        self.name, self.element_type, self.rank = name, element_type, rank
+
+    @property
+    def dtype(self):
+        return _dlpack.NAMES[self.element_type]
+
+    def __repr__(self):
+        return f"TensorInfo({self.name!r}, {self.dtype}, rank {self.rank})"
+
+
+class Executable:
+    """A loaded artifact. Thread-safe; run it through sessions."""
+
+    def __init__(self, handle, runtime):
+        self._handle, self._runtime = handle, runtime
+        ni, no = lib.tc_executable_input_count(handle), lib.tc_executable_output_count(handle)
+        self.inputs = [self._info(lib.tc_executable_input_info, i) for i in range(ni)]
+        self.outputs = [self._info(lib.tc_executable_output_info, i) for i in range(no)]
+        kind, ordinal = ctypes.c_int32(), ctypes.c_int32()
+        _check(lib.tc_executable_device(handle, ctypes.byref(kind), ctypes.byref(ordinal)))
+        self.device = ("cuda", ordinal.value) if kind.value == _dlpack.KDL_CUDA else ("cpu", 0)
+
+    @staticmethod
+    def load(path, runtime=None):
+        global _default_runtime
+        if runtime is None:
+            _default_runtime = _default_runtime or Runtime()
+            runtime = _default_runtime
+        handle = ctypes.c_void_p()
+        _check(lib.tc_executable_load(runtime._handle, str(path).encode(), ctypes.byref(handle)))
+        return Executable(handle, runtime)
+
+    def _info(self, fn, index):
+        name, dtype, rank = ctypes.c_char_p(), ctypes.c_int(), ctypes.c_int32()
+        _check(fn(self._handle, index, ctypes.byref(name), ctypes.byref(dtype), ctypes.byref(rank)))
+        return TensorInfo(name.value.decode(), dtype.value, rank.value)
+
+    def session(self):
+        return Session(self)
+
+    def empty(self, dtype, shape):
+        """A runtime-owned tensor on this executable's device."""
+        element_type = dtype if isinstance(dtype, int) else \
+            {v: k for k, v in _dlpack.NAMES.items()}[dtype]
+        return Tensor(self, element_type, list(shape))
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            lib.tc_executable_release(self._handle)
+            self._handle = None
+
+
+class Tensor:
+    """Runtime-owned memory on an executable's device, with `__dlpack__`
+    (zero-copy into NumPy, PyTorch, ...)."""
+
+    def __init__(self, executable, element_type, shape):
+        size = _dlpack.ELEMENT_TYPES[element_type][1] // 8
+        for d in shape:
+            size *= d
+        self._executable = executable
+        self.element_type, self.shape = element_type, list(shape)
+        self._data = ctypes.c_void_p()
+        _check(lib.tc_executable_allocate(executable._handle, size, ctypes.byref(self._data)))
+
+    @property
+    def dtype(self):
+        return _dlpack.NAMES[self.element_type]
+
+    @property
+    def data_ptr(self):
+        return self._data.value or 0
+
+    def __dlpack_device__(self):
+        kind, ordinal = self._executable.device
+        return (_dlpack.KDL_CUDA if kind == "cuda" else _dlpack.KDL_CPU, ordinal)
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        # Results are complete when run() returns: no stream to wait on.
+        if copy:
+            raise BufferError("tensorc.Tensor exports its memory without copies")
+        device_type, device_id = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != (device_type, device_id):
+            raise BufferError(f"tensorc.Tensor is on {self._executable.device}")
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        return _dlpack.export(self, self.data_ptr, self.element_type, self.shape, device_type,
+                              device_id, versioned)
+
+    def __repr__(self):
+        return f"tensorc.Tensor({self.dtype}, {tuple(self.shape)}, {self._executable.device})"
+
+    def __del__(self):
+        if getattr(self, "_data", None) and self._data.value:
+            lib.tc_executable_free(self._executable._handle, self._data)
+            self._data = None
+
+
+def _tensor_struct(b, keep):
+    """A tc_tensor_t for a Borrowed DLPack tensor (arrays kept in `keep`)."""
+    n = len(b.shape)
+    shape = (ctypes.c_int64 * max(n, 1))(*b.shape)
+    keep.append(shape)
+    t = tc_tensor_t(b.element_type, n, shape, ctypes.c_void_p(b.data), b.device_type, b.device_id,
+                    None, b.byte_offset)
+    if b.strides is not None:
+        strides = (ctypes.c_int64 * max(n, 1))(*b.strides)
+        keep.append(strides)
+        t.strides = strides
+    return t
+
+
+class Session:
+    """One run's state (bound sizes, the memory arena); one thread at a time."""
+
+    def __init__(self, executable):
+        self.executable = executable
+        self._handle = ctypes.c_void_p()
+        _check(lib.tc_session_create(executable._handle, ctypes.byref(self._handle)))
+
+    def _ordered(self, infos, args, kwargs, what):
+        if args and kwargs:
+            raise TypeError(f"tensorc: give the {what} by position or by name, not both")
+        if kwargs:
+            names = [i.name for i in infos]
+            unknown = sorted(set(kwargs) - set(names))
+            if unknown:
+                raise TypeError(f"tensorc: no {what[:-1]} named {', '.join(unknown)} "
+                                f"(the executable's {what}: {', '.join(names)})")
+            missing = [n for n in names if n not in kwargs]
+            if missing:
+                raise TypeError(f"tensorc: missing {what}: {', '.join(missing)}")
+            return [kwargs[n] for n in names]
+        if len(args) != len(infos):
+            raise TypeError(f"tensorc: expected {len(infos)} {what}, got {len(args)}")
+        return list(args)
+
+    def _structs(self, values, keep, stream=None):
+        borrowed = [v if isinstance(v, _dlpack.Borrowed) else _dlpack.Borrowed(v, stream)
+                    for v in values]
+        keep.extend(borrowed)
+        arr = (tc_tensor_t * max(len(borrowed), 1))()
+        for i, b in enumerate(borrowed):
+            arr[i] = _tensor_struct(b, keep)
+        return arr, len(borrowed)
+
+    def output_shapes(self, *args, **kwargs):
+        keep = []
+        inputs, n = self._structs(self._ordered(self.executable.inputs, args, kwargs, "inputs"), keep)
+        shapes = []
+        for i, info in enumerate(self.executable.outputs):
+            out = (ctypes.c_int64 * max(info.rank, 1))()
+            _check(lib.tc_session_output_shape(self._handle, inputs, n, i, out))
+            shapes.append([out[k] for k in range(info.rank)])
+        return shapes
+
+    def run(self, *args, outputs=None, **kwargs):
+        """Runs and waits. Returns {output name: Tensor} (or `outputs`)."""
+        result = self.enqueue(*args, outputs=outputs, **kwargs)
+        self.synchronize()
+        return result
+
+    def enqueue(self, *args, outputs=None, **kwargs):
+        """Queues a run on the session's stream (see set_stream) and returns;
+        the tensors must stay alive and unchanged until synchronize()."""
+        values = self._ordered(self.executable.inputs, args, kwargs, "inputs")
+        keep = []
+        inputs, n = self._structs(values, keep)
+        if outputs is None:
+            shapes = self.output_shapes(*values)
+            result = {info.name: Tensor(self.executable, info.element_type, shape)
+                      for info, shape in zip(self.executable.outputs, shapes)}
+            out_values = list(result.values())
+        else:
+            out_values = self._ordered(self.executable.outputs, (),
+                                       outputs, "outputs") if isinstance(outputs, dict) else \
+                self._ordered(self.executable.outputs, tuple(outputs), {}, "outputs")
+            result = outputs
+        outs, m = self._structs(out_values, keep)
+        self._keep = keep  # until synchronize()
+        _check(lib.tc_session_enqueue(self._handle, outs, m, inputs, n))
+        return result
+
+    def synchronize(self):
+        try:
+            _check(lib.tc_session_synchronize(self._handle))
+        finally:
+            self._keep = None
+
+    def set_stream(self, stream):
+        """cuda executables: the CUDA stream to queue runs on, as an integer
+        handle (torch.cuda.current_stream().cuda_stream) or None."""
+        _check(lib.tc_session_set_stream(self._handle, ctypes.c_void_p(stream or 0)))
+
+    @property
+    def last_device_ms(self):
+        return lib.tc_session_last_device_ms(self._handle)
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            lib.tc_session_release(self._handle)
+            self._handle = None
