@@ -22,6 +22,8 @@ cp scripts/gpu-test.sh scripts/gpu-bench.sh "$out/"
 mkdir -p "$out/checks"
 build/bin/tensorc compile test/hardening/Inputs/index-checks.json --target cuda -o "$out/checks/checks.tcx"
 cp test/hardening/Inputs/{target,ids,cols}-*.npy "$out/checks/"
+build/bin/tensorc compile examples/mlp.json --target cuda -o "$out/checks/mlp.tcx"
+cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.
 mkdir -p "$out/bench"
@@ -35,4 +37,11 @@ for g in build/cuda-bench-graphs/*.json; do
   esac
 done
 cp bench/pytorch/cuda_compare.py "$out/bench/"
+# The side-by-side benchmark (bench/gpu/bench.py) with the Python binding:
+#   cd gpu-bundle/bench-gpu && TENSORC_RUNTIME_LIB=../lib/libtensorc_runtime.so.0 python3 bench.py
+mkdir -p "$out/bench-gpu/python" "$out/pytorch"
+bench/gpu/prepare.sh "$out/bench-gpu/artifacts"
+cp bench/gpu/bench.py "$out/bench-gpu/"
+cp -r python/tensorc "$out/bench-gpu/python/"
+cp bench/pytorch/workloads.py "$out/pytorch/"
 du -sh "$out"

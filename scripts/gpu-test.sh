@@ -23,6 +23,11 @@ if bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy $ok > c
 else
   echo "run-time checks: FAILED"; cat checks.log; status=1
 fi
+if python3 -c 'import torch' 2>/dev/null; then
+  echo "== python binding with PyTorch CUDA tensors"
+  PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \
+    python3 checks/cuda_binding_test.py checks/mlp.tcx || status=1
+fi
 if command -v compute-sanitizer > /dev/null; then
   # Kernels are cached by now: the sanitizer runs only the kernels.
   sample=$(ls -d cases/* | awk 'NR % 10 == 1')

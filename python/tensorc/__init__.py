@@ -245,6 +245,29 @@ class Session:
         _check(lib.tc_session_enqueue(self._handle, outs, m, inputs, n))
         return result
 
+    def prepare(self, *args, outputs, **kwargs):
+        """A run with fixed tensors, for loops: the returned callable queues
+        it again without re-reading the tensors' DLPack descriptions (the
+        tensors stay alive with it and must keep their memory)."""
+        values = self._ordered(self.executable.inputs, args, kwargs, "inputs")
+        out_values = self._ordered(self.executable.outputs, (), outputs, "outputs") \
+            if isinstance(outputs, dict) else \
+            self._ordered(self.executable.outputs, tuple(outputs), {}, "outputs")
+        keep = []
+        inputs, n = self._structs(values, keep)
+        outs, m = self._structs(out_values, keep)
+        handle = self._handle
+
+        def enqueue():
+            _check(lib.tc_session_enqueue(handle, outs, m, inputs, n))
+
+        enqueue.keep = keep
+        return enqueue
+
+    @property
+    def arena_bytes(self):
+        return lib.tc_session_arena_bytes(self._handle)
+
     def synchronize(self):
         try:
             _check(lib.tc_session_synchronize(self._handle))

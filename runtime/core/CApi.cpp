@@ -335,6 +335,8 @@ tc_status_t tc_session_set_stream(tc_session_t *s, void *stream) {
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setStream(stream); });
 }
 
+int64_t tc_session_arena_bytes(const tc_session_t *s) { return s ? s->session.arenaBytes() : 0; }
+
 double tc_session_last_device_ms(const tc_session_t *s) { return s ? s->session.lastDeviceMs() : -1; }
 
 } // extern "C"

@@ -160,6 +160,9 @@ tc_status_t tc_session_synchronize(tc_session_t *session);
  * session's own stream); it must outlive its use. */
 tc_status_t tc_session_set_stream(tc_session_t *session, void *stream);
 
+/* Bytes of the arena the last run planned (the session's intermediates). */
+int64_t tc_session_arena_bytes(const tc_session_t *session);
+
 /* cuda artifacts: milliseconds the GPU spent on the last run's launch
  * sequence (CUDA events; copies excluded); -1 for cpu artifacts or before a
  * run. */

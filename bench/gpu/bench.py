@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""tensorc against PyTorch on the public workloads (bench/pytorch/workloads.py,
+a copy of ../shared/bench/workloads.py), in one process on one GPU.
+
+For each workload: PyTorch eager, torch.compile default (and, with
+--max-autotune, max-autotune-no-cudagraphs), and tensorc (the artifacts of
+bench/gpu/prepare.sh: the same graphs, a training step as its joint
+forward+backward graph), all on device-resident tensors, timed the same way:
+CUDA events around one step on the current stream, 3 warm-ups, median of
+--iters. tensorc runs through its Python binding with every input and output
+a PyTorch tensor (DLPack, no copies) and PyTorch's stream.
+
+Columns: median ms; speed vs torch.compile default (>1: tensorc faster);
+tensorc's device time of its launch sequence (its own events) and the step's
+overhead over it; cold start s (tensorc: compile on the build machine + load
+and first run here with an empty kernel cache, NVRTC included; torch: the
+first call with empty Inductor caches); warm start s (tensorc: a fresh
+process with the kernel cache filled, import to first result); peak GPU MiB
+(torch: max_memory_allocated delta; tensorc: cuMemGetInfo delta of the
+session, plus its outputs); max relative error of every tensorc output
+(loss and gradients) vs PyTorch in f64; and the floor: bytes over the copy
+bandwidth and FLOPs over a large bf16 GEMM's rate, both measured here.
+
+    python3 bench.py [--iters 20] [--only a,b] [--max-autotune] [--json out.json]
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pytorch"))  # workloads.py (in the repo and the bundle)
+for p in (os.path.join(HERE, "python"), os.path.join(HERE, "..", "..", "python")):
+    if os.path.isdir(os.path.join(p, "tensorc")):
+        sys.path.insert(0, p)
+        break
+
+import workloads as W  # noqa: E402
+import tensorc  # noqa: E402
+
+
+def graph_inputs(name, mod, inputs):
+    """The tensorc graph's inputs (bench/make_graphs.py's names and layouts)
+    as torch tensors: nn.Linear weights are [out, in], the graphs' [in, out]."""
+    t = lambda w: w.detach().t().contiguous()
+    d = lambda w: w.detach().contiguous()
+    if name == "pointwise_f32":
+        return dict(zip("xab", (d(x) for x in inputs)))
+    if name in ("layernorm_f32_fb",):
+        return {"x": d(inputs[0]), "weight": d(mod.ln.weight), "bias": d(mod.ln.bias)}
+    if name == "softmax_f32_fb":
+        return {"x": d(inputs[0])}
+    if name == "xent_f32_fb":
+        return {"logits": d(inputs[0]), "target": d(inputs[1])}
+    if name == "mlp_bf16_fb":
+        return {"x": d(inputs[0]), "fc1_w": t(mod.fc1.weight), "fc1_b": d(mod.fc1.bias),
+                "fc2_w": t(mod.fc2.weight), "fc2_b": d(mod.fc2.bias)}
+    if name == "attn_bf16_fb":
+        return dict(zip("qkv", (d(x) for x in inputs)))
+    if name.startswith("gpt2block"):
+        return {"x": d(inputs[0]), "ln1_w": d(mod.ln1.weight), "ln1_b": d(mod.ln1.bias),
+                "qkv_w": t(mod.qkv.weight), "qkv_b": d(mod.qkv.bias),
+                "proj_w": t(mod.proj.weight), "proj_b": d(mod.proj.bias),
+                "ln2_w": d(mod.ln2.weight), "ln2_b": d(mod.ln2.bias),
+                "mlp_fc1_w": t(mod.mlp.fc1.weight), "mlp_fc1_b": d(mod.mlp.fc1.bias),
+                "mlp_fc2_w": t(mod.mlp.fc2.weight), "mlp_fc2_b": d(mod.mlp.fc2.bias)}
+    raise KeyError(name)
+
+
+def reference(name, mod, inputs, train):
+    """The step in f64: {tensorc output name: tensor}."""
+    import copy
+    m = copy.deepcopy(mod).double()
+    xs = [x.detach().double().requires_grad_(x.requires_grad) if x.is_floating_point() else x
+          for x in inputs]
+    out = m(*xs)
+    if not train:
+        return {"y": out}
+    loss = out if out.dim() == 0 else out.sum()
+    loss.backward()
+    # The gradients laid out as the graph's inputs: graph_inputs of a module
+    # whose parameters hold their gradients, and of the inputs' gradients.
+    g = copy.deepcopy(m)
+    with torch.no_grad():
+        for p, q in zip(m.parameters(), g.parameters()):
+            q.copy_(p.grad if p.grad is not None else torch.full_like(p, float("nan")))
+    gxs = [x.grad if isinstance(x, torch.Tensor) and x.grad is not None else x for x in xs]
+    ref = {"loss": loss}
+    for k, v in graph_inputs(name, g, gxs).items():
+        if v.is_floating_point():
+            ref["grad_" + k] = v
+    return ref
+
+
+def events_median(fn, iters, warm=3):
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def measure_floor():
+    n = 1 << 28  # 1 GiB of f32
+    a = torch.empty(n, device="cuda")
+    b = torch.empty_like(a)
+    ms = events_median(lambda: b.copy_(a), 10)
+    bw = 2 * a.numel() * 4 / (ms * 1e-3)
+    del a, b
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    ms = events_median(lambda: x @ x, 10)
+    rate = 2 * 8192 ** 3 / (ms * 1e-3)
+    del x
+    torch.cuda.empty_cache()
+    return bw, rate
+
+
+WARM_START = r"""
+import sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[1])
+import tensorc
+exe = tensorc.Executable.load(sys.argv[2], tensorc.Runtime(kernel_cache_dir=sys.argv[3]))
+s = exe.session()
+ins = [exe.empty(i.dtype, [int(x) for x in sys.argv[4 + k].split(",") if x])
+       for k, i in enumerate(exe.inputs)]
+s.run(*ins)
+print(time.perf_counter() - t0)
+"""
+
+
+def run_tensorc(name, art, mod, inputs, train, iters, cache_dir, compile_s, row):
+    named = graph_inputs(name, mod, inputs)
+    torch.cuda.synchronize()
+    free0 = torch.cuda.mem_get_info()[0]
+    t0 = time.perf_counter()
+    exe = tensorc.Executable.load(art, tensorc.Runtime(kernel_cache_dir=cache_dir))
+    session = exe.session()
+    session.set_stream(torch.cuda.current_stream().cuda_stream)
+    shapes = session.output_shapes(**named)
+    dtypes = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
+              "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+    outs = {o.name: torch.full(s, float("nan"), device="cuda", dtype=dtypes[o.dtype])
+            for o, s in zip(exe.outputs, shapes)}
+    out_bytes = sum(t.numel() * t.element_size() for t in outs.values())
+    step = session.prepare(outputs=outs, **named)
+    step()
+    session.synchronize()
+    row["tc_cold_s"] = round(compile_s + time.perf_counter() - t0, 2)
+    ms = events_median(step, iters)
+    session.synchronize()
+    row["tc_ms"] = round(ms, 4)
+    step()
+    session.synchronize()
+    row["tc_device_ms"] = round(session.last_device_ms, 4)
+    torch.cuda.synchronize()
+    row["tc_peak_mib"] = round((free0 - torch.cuda.mem_get_info()[0]) / 2**20, 1)
+    row["tc_arena_mib"] = round(session.arena_bytes / 2**20, 1)
+    # Correctness against f64.
+    ref = reference(name, mod, inputs, train)
+    worst = 0.0
+    for k, want in ref.items():
+        if k not in outs:
+            continue
+        got = outs[k].double()
+        scale = want.double().abs().max().item() or 1.0
+        worst = max(worst, (got - want.double()).abs().max().item() / scale)
+    row["tc_max_rel_err"] = float(f"{worst:.3g}")
+    row["tc_checked"] = sorted(k for k in ref if k in outs)
+    # Warm start: a fresh process, the kernel cache filled.
+    shape_args = [",".join(str(d) for d in named[i.name].shape) for i in exe.inputs]
+    pkg = os.path.dirname(os.path.dirname(tensorc.__file__))
+    r = subprocess.run([sys.executable, "-c", WARM_START, pkg, art, cache_dir, *shape_args],
+                       capture_output=True, text=True)
+    row["tc_warm_s"] = round(float(r.stdout.strip()), 3) if r.returncode == 0 else None
+    del step, session, exe, outs
+    return out_bytes
+
+
+def run_torch(mod, mk, train, mode, iters, row):
+    torch._dynamo.reset()
+    inputs = mk()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn = mod if mode == "eager" else torch.compile(mod, mode=None if mode == "default" else mode)
+    run = W.step_fn(fn, inputs, train)
+    t0 = time.perf_counter()
+    run()
+    torch.cuda.synchronize()
+    cold = time.perf_counter() - t0
+    ms = events_median(run, iters)
+    row[f"{mode}_ms"] = round(ms, 4)
+    if mode != "eager":
+        row[f"{mode}_cold_s"] = round(cold, 2)
+    row[f"{mode}_peak_mib"] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--artifacts", default=os.path.join(HERE, "artifacts"))
+    ap.add_argument("--max-autotune", action="store_true")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gpu = torch.cuda.get_device_name()
+    print(f"# {gpu}, torch {torch.__version__}", flush=True)
+    bw, rate = measure_floor()
+    print(f"# measured: copy {bw / 1e12:.2f} TB/s, bf16 GEMM {rate / 1e12:.0f} TFLOP/s", flush=True)
+    compile_times = json.load(open(os.path.join(a.artifacts, "compile_times.json")))
+    cache_dir = tempfile.mkdtemp(prefix="tensorc-kernels-")  # empty: a cold start
+    modes = ["eager", "default"] + (["max-autotune-no-cudagraphs"] if a.max_autotune else [])
+    rows = []
+    for name, (mod, mk, train, nbytes, flops) in W.workloads().items():
+        if a.only and name not in a.only.split(","):
+            continue
+        mod = mod.to(W.DEV)
+        row = {"workload": name, "floor_ms": round(max(nbytes / bw, flops / rate) * 1e3, 4)}
+        for mode in modes:
+            try:
+                run_torch(mod, mk, train, mode, a.iters, row)
+            except Exception as ex:  # recorded, the run goes on
+                row[f"{mode}_error"] = str(ex)[:200]
+        torch._dynamo.reset()
+        torch.manual_seed(1)
+        inputs = mk()
+        try:
+            run_tensorc(name, os.path.join(a.artifacts, name + ".tcx"), mod, inputs, train, a.iters,
+                        cache_dir, compile_times.get(name, 0.0), row)
+        except Exception as ex:
+            row["tc_error"] = str(ex)[:300]
+        del inputs
+        torch.cuda.empty_cache()
+        if "tc_ms" in row and "default_ms" in row:
+            row["speedup_vs_compile"] = round(row["default_ms"] / row["tc_ms"], 3)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"gpu": gpu, "torch": torch.__version__, "copy_tb_s": bw / 1e12,
+                       "gemm_tflops": rate / 1e12, "rows": rows}, f, indent=1)
+    cols = ["eager", "compile", "tensorc", "vs compile", "tc device", "overhead",
+            "tc cold s", "compile cold s", "tc warm s", "tc MiB", "torch MiB", "rel err", "floor"]
+    print("\n| workload | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    f = lambda v, p=3: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))
+    ratios = []
+    for r in rows:
+        if "tc_ms" in r and "default_ms" in r:
+            ratios.append(r["default_ms"] / r["tc_ms"])
+        over = (r["tc_ms"] / r["tc_device_ms"] - 1) * 100 if r.get("tc_device_ms") else None
+        print("| " + " | ".join([
+            r["workload"], f(r.get("eager_ms")), f(r.get("default_ms")),
+            f(r.get("tc_ms")) if "tc_error" not in r else "ERROR",
+            f(r.get("speedup_vs_compile"), 2) + "x" if "speedup_vs_compile" in r else "-",
+            f(r.get("tc_device_ms")), "-" if over is None else f"{over:.1f}%",
+            f(r.get("tc_cold_s"), 2), f(r.get("default_cold_s"), 2), f(r.get("tc_warm_s"), 3),
+            f(r.get("tc_peak_mib"), 0), f(r.get("default_peak_mib"), 0),
+            f(r.get("tc_max_rel_err"), 6) if r.get("tc_max_rel_err") is not None else "-",
+            f(r.get("floor_ms"))]) + " |")
+    for r in rows:
+        for k in r:
+            if k.endswith("error") and k != "tc_max_rel_err":
+                print(f"{r['workload']}: {k}: {r[k]}")
+    if ratios:
+        g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        print(f"\ngeomean speed of tensorc vs torch.compile default: {g:.3f}x "
+              f"({'faster' if g > 1 else 'slower'}; {len(ratios)} workloads, {gpu})")
+
+
+if __name__ == "__main__":
+    main()

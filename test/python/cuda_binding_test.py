@@ -1,0 +1,64 @@
+"""The Python binding on a cuda artifact with PyTorch CUDA tensors (the GPU
+bundle runs it: scripts/gpu-test.sh): device tensors used in place and host
+tensors copied give the same results as PyTorch in f64; runtime-owned device
+outputs export through DLPack; PyTorch's stream; clear errors for a host
+pointer passed as a device one, a non-contiguous tensor, another device.
+usage: cuda_binding_test.py MLP.tcx"""
+import sys
+
+import torch
+
+import tensorc
+
+exe = tensorc.Executable.load(sys.argv[1])
+assert exe.device == ("cuda", 0), exe.device
+B = 7
+g = torch.Generator().manual_seed(0)
+host = {"x": torch.randn(B, 784, generator=g), "labels": torch.randint(0, 10, (B,), generator=g),
+        "w1": torch.randn(784, 128, generator=g) * 0.05, "b1": torch.randn(128, generator=g),
+        "w2": torch.randn(128, 10, generator=g) * 0.1, "b2": torch.randn(10, generator=g)}
+dev = {k: v.cuda() for k, v in host.items()}
+h = torch.relu(host["x"].double() @ host["w1"].double() + host["b1"].double())
+ref = h @ host["w2"].double() + host["b2"].double()
+ref_loss = torch.nn.functional.cross_entropy(ref, host["labels"])
+
+s = exe.session()
+s.set_stream(torch.cuda.current_stream().cuda_stream)
+# Device inputs in place, runtime-owned device outputs through DLPack.
+out = s.run(**dev)
+logits = torch.from_dlpack(out["logits"])
+assert logits.is_cuda and logits.shape == (B, 10)
+assert torch.allclose(logits.double().cpu(), ref, rtol=1e-4, atol=1e-4), (logits.double().cpu() - ref).abs().max()
+assert abs(torch.from_dlpack(out["loss"]).item() - ref_loss.item()) < 1e-4
+# Host inputs (copied) into caller-owned device outputs, and the reverse.
+mine = {"logits": torch.full((B, 10), float("nan"), device="cuda"), "loss": torch.full((), float("nan"), device="cuda")}
+s.run(**host, outputs=mine)
+assert torch.equal(mine["logits"], logits)
+back = {"logits": torch.full((B, 10), float("nan")), "loss": torch.full((), float("nan"))}
+s.run(**dev, outputs=back)
+assert torch.equal(back["logits"], logits.cpu())
+# Enqueue many, synchronize once; the device time is reported.
+step = s.prepare(outputs=mine, **dev)
+for _ in range(10):
+    step()
+s.synchronize()
+assert torch.equal(mine["logits"], logits) and s.last_device_ms > 0
+
+
+def expect_error(fragment, f):
+    try:
+        f()
+    except tensorc.Error as e:
+        assert fragment in str(e), f"{fragment!r} not in {str(e)!r}"
+        return
+    raise AssertionError(f"no error (expected {fragment!r})")
+
+
+import tensorc._dlpack as dl  # noqa: E402
+lying = dl.Borrowed(host["x"])
+lying.device_type = dl.KDL_CUDA
+expect_error("is not memory of cuda:0", lambda: s.run(**dict(dev, x=lying)))
+expect_error("not contiguous", lambda: s.run(**dict(dev, w1=dev["w1"].t().contiguous().t())))
+expect_error("a target is outside the classes [0, 10)",
+             lambda: s.run(**dict(dev, labels=torch.full((B,), 12, device="cuda"))))
+print("cuda python binding: ok")
