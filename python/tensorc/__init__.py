@@ -276,8 +276,12 @@ class Session:
 
     def set_stream(self, stream):
         """cuda executables: the CUDA stream to queue runs on, as an integer
-        handle (torch.cuda.current_stream().cuda_stream) or None."""
-        _check(lib.tc_session_set_stream(self._handle, ctypes.c_void_p(stream or 0)))
+        handle (torch.cuda.current_stream().cuda_stream; 0 is CUDA's default
+        stream), or None for the session's own stream (the default)."""
+        if stream is None:
+            _check(lib.tc_session_use_own_stream(self._handle))
+        else:
+            _check(lib.tc_session_set_stream(self._handle, ctypes.c_void_p(int(stream))))
 
     @property
     def last_device_ms(self):

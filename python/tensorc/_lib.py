@@ -90,5 +90,6 @@ _declare("tc_session_enqueue", _status, _p, ctypes.POINTER(tc_tensor_t), _i32,
          ctypes.POINTER(tc_tensor_t), _i32)
 _declare("tc_session_synchronize", _status, _p)
 _declare("tc_session_set_stream", _status, _p, _p)
+_declare("tc_session_use_own_stream", _status, _p)
 _declare("tc_session_last_device_ms", ctypes.c_double, _p)
 _declare("tc_session_arena_bytes", ctypes.c_int64, _p)

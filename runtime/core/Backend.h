@@ -50,7 +50,9 @@ public:
   virtual void readFlags(const std::vector<Address> &addresses) = 0;
   virtual const int32_t *flags() const = 0;
   virtual void synchronize() = 0;
-  virtual void setStream(void *stream) = 0;
+  // `own`: the session's own stream (then `stream` is ignored); else
+  // `stream`, nullptr being CUDA's default stream.
+  virtual void setStream(void *stream, bool own) = 0;
   virtual double lastDeviceMs() const { return -1; }
 };
 

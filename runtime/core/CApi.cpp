@@ -335,6 +335,12 @@ tc_status_t tc_session_set_stream(tc_session_t *s, void *stream) {
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setStream(stream); });
 }
 
+tc_status_t tc_session_use_own_stream(tc_session_t *s) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.useOwnStream(); });
+}
+
 int64_t tc_session_arena_bytes(const tc_session_t *s) { return s ? s->session.arenaBytes() : 0; }
 
 double tc_session_last_device_ms(const tc_session_t *s) { return s ? s->session.lastDeviceMs() : -1; }

@@ -104,8 +104,8 @@ public:
   }
   const int32_t *flags() const override { return flags_.data(); }
   void synchronize() override {}
-  void setStream(void *stream) override {
-    check(stream == nullptr, "a cpu executable runs on the calling thread: it takes no stream");
+  void setStream(void *, bool own) override {
+    check(own, "a cpu executable runs on the calling thread: it takes no stream");
   }
 
 private:

@@ -274,7 +274,11 @@ void Session::synchronize() {
 }
 
 void Session::setStream(void *stream) {
-  rethrow([&] { state_->backend->setStream(stream); });
+  rethrow([&] { state_->backend->setStream(stream, false); });
+}
+
+void Session::useOwnStream() {
+  rethrow([&] { state_->backend->setStream(nullptr, true); });
 }
 
 void Session::run(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs) {

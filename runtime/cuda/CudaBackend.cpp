@@ -28,7 +28,7 @@ public:
   }
   ~CudaSession() override {
     driver_.makeCurrent();
-    if (stream_) {
+    {
       try {
         driver_.synchronize(stream_);
       } catch (const std::exception &) {
@@ -104,9 +104,9 @@ public:
       lastMs_ = driver_.elapsedMs(start_, end_);
     timed_ = false;
   }
-  void setStream(void *stream) override {
+  void setStream(void *stream, bool own) override {
     driver_.synchronize(stream_); // nothing of ours left on the old stream
-    stream_ = stream ? static_cast<cuda::Stream>(stream) : own_;
+    stream_ = own ? own_ : static_cast<cuda::Stream>(stream);
   }
   double lastDeviceMs() const override { return lastMs_; }
 

@@ -165,9 +165,12 @@ public:
   void enqueue(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs);
   void synchronize();
   // cuda executables: the CUDA stream (a CUstream / cudaStream_t) runs are
-  // queued on, e.g. PyTorch's current stream; nullptr: the session's own.
-  // The stream must outlive its use by the session.
+  // queued on, e.g. PyTorch's current stream; nullptr is CUDA's default
+  // (legacy) stream, as in CUDA. The stream must outlive its use by the
+  // session. useOwnStream() goes back to the session's own stream (the
+  // default: a non-blocking stream the session created).
   void setStream(void *stream);
+  void useOwnStream();
   // Output shapes for these input shapes, without running.
   std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);
 

@@ -156,9 +156,12 @@ tc_status_t tc_session_enqueue(tc_session_t *session, const tc_tensor_t *outputs
 /* Waits for everything queued; reports kernel faults and the run-time
  * checks of the last run enqueued (an index out of range, naming the node). */
 tc_status_t tc_session_synchronize(tc_session_t *session);
-/* cuda executables: the CUstream / cudaStream_t to queue runs on (NULL: the
- * session's own stream); it must outlive its use. */
+/* cuda executables: the CUstream / cudaStream_t to queue runs on (NULL:
+ * CUDA's default stream, as in CUDA); it must outlive its use.
+ * tc_session_use_own_stream goes back to the session's own stream (the
+ * default). */
 tc_status_t tc_session_set_stream(tc_session_t *session, void *stream);
+tc_status_t tc_session_use_own_stream(tc_session_t *session);
 
 /* Bytes of the arena the last run planned (the session's intermediates). */
 int64_t tc_session_arena_bytes(const tc_session_t *session);
