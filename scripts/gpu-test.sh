@@ -11,6 +11,9 @@ status=0
 echo "== parity: every case, every kernel variant"
 bin/tensorc-check --all-variants cases/* > parity.log 2>&1 || status=1
 grep -v '^PASS' parity.log
+echo "== parity with CUDA graphs (reduce-overhead): captured, then replayed"
+bin/tensorc-check --all-variants --graphs cases/* > parity-graphs.log 2>&1 || status=1
+grep -v '^PASS' parity-graphs.log
 echo "== run-time checks: an out-of-range index fails the run, naming the node"
 ok="--input ids=checks/ids-ok.npy --input cols=checks/cols-ok.npy"
 if bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy $ok > checks.log 2>&1 &&

@@ -237,6 +237,40 @@ def run_torch(mod, mk, train, mode, iters, row):
     row[f"{mode}_peak_mib"] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
 
 
+def tiny_mlp(artifacts, cache_dir, iters):
+    """Batch-1 latency, three 512-wide linears (f32, forward): per call,
+    CUDA events around one call, median. PyTorch eager, torch.compile
+    default and reduce-overhead; tensorc default and reduce-overhead (CUDA
+    graphs), on resident tensors."""
+    lin = [torch.nn.Linear(512, 512).cuda() for _ in range(3)]
+    mod = torch.nn.Sequential(lin[0], torch.nn.ReLU(), lin[1], torch.nn.ReLU(), lin[2]).eval()
+    x = torch.randn(1, 512, device="cuda")
+    row = {"workload": "tiny_mlp"}
+    with torch.no_grad():
+        row["eager_ms"] = round(events_median(lambda: mod(x), iters), 4)
+        for mode in ("default", "reduce-overhead"):
+            torch._dynamo.reset()
+            f = torch.compile(mod, mode=None if mode == "default" else mode)
+            row[f"compile_{mode}_ms"] = round(events_median(lambda: f(x), iters, warm=5), 4)
+        want = mod(x).double()
+    named = {"x": x}
+    for i, l in enumerate(lin):
+        named[f"w{i}"] = l.weight.detach().t().contiguous()
+        named[f"b{i}"] = l.bias.detach().contiguous()
+    for art, key in (("tiny_mlp.tcx", "tensorc_ms"), ("tiny_mlp_ro.tcx", "tensorc_ro_ms")):
+        exe = tensorc.Executable.load(os.path.join(artifacts, art),
+                                      tensorc.Runtime(kernel_cache_dir=cache_dir))
+        s = exe.session()
+        s.set_stream(torch.cuda.current_stream().cuda_stream)
+        out = torch.empty(1, 512, device="cuda")
+        step = s.prepare(outputs=[out], **named)
+        row[key] = round(events_median(step, iters, warm=5), 4)
+        s.synchronize()
+        row[key.replace("_ms", "_device_ms")] = round(s.last_device_ms, 4)
+        row[key.replace("_ms", "_err")] = float(f"{(out.double() - want).abs().max().item():.3g}")
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
@@ -280,10 +314,12 @@ def main():
             row["speedup_vs_compile"] = round(row["default_ms"] / row["tc_ms"], 3)
         rows.append(row)
         print(json.dumps(row), flush=True)
+    tiny = tiny_mlp(a.artifacts, cache_dir, max(a.iters, 100))
+    print(json.dumps(tiny), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"gpu": gpu, "torch": torch.__version__, "copy_tb_s": bw / 1e12,
-                       "gemm_tflops": rate / 1e12, "rows": rows}, f, indent=1)
+                       "gemm_tflops": rate / 1e12, "rows": rows, "tiny_mlp": tiny}, f, indent=1)
     cols = ["eager", "compile", "tensorc", "vs compile", "tc device", "overhead",
             "tc cold s", "compile cold s", "tc warm s", "tc MiB", "compile MiB", "tc err",
             "compile err", "floor"]

@@ -31,6 +31,23 @@ for g in "$graphs"/*.json; do
   printf '  "%s": %s' "$name" "$secs" >> "$out/compile_times.json"
   echo "compiled $name in ${secs}s"
 done
+# tiny_mlp: batch-1 latency of three 512-wide linears (forward), compiled
+# twice: default, and reduce-overhead (CUDA graphs).
+python3 - "$graphs/tiny_mlp.json" <<'PY'
+import json, sys
+sys.path.insert(0, "bench")
+from make_graphs import G, linear
+g = G("tiny_mlp")
+h = g.input("x", "f32", [1, 512])
+for i in range(3):
+    h = linear(g, h, g.input(f"w{i}", "f32", [512, 512]), g.input(f"b{i}", "f32", [512]))
+    if i < 2:
+        h = g.op("relu", h)
+g.g["outputs"] = [h]
+json.dump(g.g, open(sys.argv[1], "w"), indent=1)
+PY
+"$tensorc" compile "$graphs/tiny_mlp.json" --target cuda -o "$out/tiny_mlp.tcx"
+"$tensorc" compile "$graphs/tiny_mlp.json" --target cuda --mode reduce-overhead -o "$out/tiny_mlp_ro.tcx"
 echo "" >> "$out/compile_times.json"
 echo "}" >> "$out/compile_times.json"
 rm -rf "$graphs"

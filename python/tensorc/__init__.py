@@ -43,12 +43,16 @@ class Runtime:
     """Options shared by executables: kernel threads (cpu), the compiled-kernel
     cache directory (cuda)."""
 
-    def __init__(self, threads=0, kernel_cache_dir=None):
+    def __init__(self, threads=0, kernel_cache_dir=None, mode=None):
+        """mode: "default" or "reduce-overhead" (CUDA graphs); None: the
+        artifact's own."""
         options = tc_runtime_options_t()
         lib.tc_runtime_options_initialize(ctypes.byref(options))
         options.threads = threads
         if kernel_cache_dir is not None:
             options.kernel_cache_dir = str(kernel_cache_dir).encode()
+        if mode is not None:
+            options.mode = str(mode).encode()
         self._handle = ctypes.c_void_p()
         _check(lib.tc_runtime_create(ctypes.byref(options), ctypes.byref(self._handle)))
 
@@ -282,6 +286,10 @@ class Session:
             _check(lib.tc_session_use_own_stream(self._handle))
         else:
             _check(lib.tc_session_set_stream(self._handle, ctypes.c_void_p(int(stream))))
+
+    def set_cuda_graphs(self, on):
+        """cuda executables: replay the launch sequence as a CUDA graph."""
+        _check(lib.tc_session_set_cuda_graphs(self._handle, 1 if on else 0))
 
     @property
     def last_device_ms(self):

@@ -23,7 +23,8 @@ class tc_tensor_t(ctypes.Structure):
 
 
 class tc_runtime_options_t(ctypes.Structure):
-    _fields_ = [("threads", ctypes.c_uint32), ("kernel_cache_dir", ctypes.c_char_p)]
+    _fields_ = [("threads", ctypes.c_uint32), ("kernel_cache_dir", ctypes.c_char_p),
+                ("mode", ctypes.c_char_p)]
 
 
 def _candidates():
@@ -91,5 +92,6 @@ _declare("tc_session_enqueue", _status, _p, ctypes.POINTER(tc_tensor_t), _i32,
 _declare("tc_session_synchronize", _status, _p)
 _declare("tc_session_set_stream", _status, _p, _p)
 _declare("tc_session_use_own_stream", _status, _p)
+_declare("tc_session_set_cuda_graphs", _status, _p, _i32)
 _declare("tc_session_last_device_ms", ctypes.c_double, _p)
 _declare("tc_session_arena_bytes", ctypes.c_int64, _p)

@@ -7,6 +7,7 @@
 // runtime/backends/Backends.cpp picks one per artifact target.
 #pragma once
 
+#include "ir/core/Error.h"
 #include "runtime/artifact/Artifact.h"
 #include "tensorc/Runtime.h"
 
@@ -54,6 +55,10 @@ public:
   // `stream`, nullptr being CUDA's default stream.
   virtual void setStream(void *stream, bool own) = 0;
   virtual double lastDeviceMs() const { return -1; }
+  // Replays the launch sequence as a CUDA graph (reduce-overhead).
+  virtual void setGraphs(bool on) {
+    check(!on, "CUDA graphs (reduce-overhead) need a cuda executable");
+  }
 };
 
 class Backend {

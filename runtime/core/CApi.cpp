@@ -26,6 +26,7 @@ struct tc_runtime_s {
   std::atomic<int> refs{1};
   tc_runtime_options_t options;
   std::string kernelCacheDir; // options.kernel_cache_dir, copied
+  std::string mode;           // options.mode, copied
 };
 
 struct tc_executable_s {
@@ -121,6 +122,7 @@ void tc_runtime_options_initialize(tc_runtime_options_t *o) {
   if (o) {
     o->threads = 0;
     o->kernel_cache_dir = nullptr;
+    o->mode = nullptr;
   }
 }
 
@@ -134,7 +136,9 @@ tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t 
     if (options) {
       r->options = *options;
       r->kernelCacheDir = options->kernel_cache_dir ? options->kernel_cache_dir : "";
-      r->options.kernel_cache_dir = nullptr; // the copy above is what is used
+      r->mode = options->mode ? options->mode : "";
+      r->options.kernel_cache_dir = nullptr; // the copies above are what is used
+      r->options.mode = nullptr;
     }
     *out_runtime = r;
   });
@@ -159,6 +163,7 @@ static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
   LoadOptions options;
   options.threads = runtime->options.threads;
   options.kernelCacheDir = runtime->kernelCacheDir;
+  options.mode = runtime->mode;
   std::shared_ptr<Executable> exe;
   tc_status_t s = guard(TC_STATUS_INVALID_ARTIFACT, [&] { exe = load(options); });
   if (s)
@@ -333,6 +338,12 @@ tc_status_t tc_session_set_stream(tc_session_t *s, void *stream) {
   if (!s)
     return nullArgument("session");
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setStream(stream); });
+}
+
+tc_status_t tc_session_set_cuda_graphs(tc_session_t *s, int32_t on) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setCudaGraphs(on != 0); });
 }
 
 tc_status_t tc_session_use_own_stream(tc_session_t *s) {

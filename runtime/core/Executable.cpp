@@ -87,6 +87,14 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
       impl->outputs.push_back(info(t));
     for (const artifact::SymbolDecl &s : a.symbols)
       impl->symbols.push_back({s.name, s.min, s.max.value_or(-1)});
+    auto compiled = a.options.find("mode");
+    impl->mode = !options.mode.empty()         ? options.mode
+                 : compiled != a.options.end() ? compiled->second
+                                               : "default";
+    check(impl->mode == "default" || impl->mode == "reduce-overhead",
+          name + ": unknown mode '" + impl->mode + "' (default or reduce-overhead)");
+    check(impl->mode == "default" || a.target.kind == "cuda",
+          name + ": mode reduce-overhead (CUDA graphs) needs a cuda artifact");
     try {
       impl->backend = makeBackend(a, name, options);
     } catch (const tensorc::Error &e) {
@@ -106,6 +114,7 @@ int64_t Executable::numSteps() const { return int64_t(impl_->art.steps.size()); 
 
 int Executable::kernelVariantCount() const { return impl_->backend->kernelVariantCount(); }
 Device Executable::device() const { return impl_->backend->device(); }
+const std::string &Executable::mode() const { return impl_->mode; }
 
 Tensor Executable::newTensor(ElementType dtype, std::vector<int64_t> shape) const {
   return rethrow([&] {

@@ -20,6 +20,7 @@ struct Executable::Impl {
   std::vector<TensorInfo> inputs, outputs;
   std::vector<SymbolInfo> symbols;
   std::unique_ptr<Backend> backend;
+  std::string mode = "default"; // or "reduce-overhead"
 };
 
 inline ElementType toElementType(DType d) { return ElementType(int(d)); }

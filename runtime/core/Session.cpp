@@ -33,7 +33,10 @@ Session::Session(std::shared_ptr<const Executable> executable)
     : executable_(std::move(executable)), state_(std::make_unique<State>()) {
   if (!executable_)
     throw Error("Session: no executable");
-  rethrow([&] { state_->backend = executable_->impl().backend->newSession(); });
+  rethrow([&] {
+    state_->backend = executable_->impl().backend->newSession();
+    state_->backend->setGraphs(executable_->impl().mode == "reduce-overhead");
+  });
 }
 Session::~Session() = default;
 Session::Session(Session &&) noexcept = default;
@@ -275,6 +278,10 @@ void Session::synchronize() {
 
 void Session::setStream(void *stream) {
   rethrow([&] { state_->backend->setStream(stream, false); });
+}
+
+void Session::setCudaGraphs(bool on) {
+  rethrow([&] { state_->backend->setGraphs(on); });
 }
 
 void Session::useOwnStream() {

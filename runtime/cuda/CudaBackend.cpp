@@ -6,7 +6,10 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "ir/core/Error.h"
+#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaProgram.h"
+
+#include <algorithm>
 
 namespace tensorc::runtime {
 namespace {
@@ -36,6 +39,8 @@ public:
         // with the session; freeing must go on.
       }
     }
+    for (auto &[key, exec] : graphs)
+      driver_.destroyGraph(exec);
     driver_.free(arena_);
     driver_.free(workspace_);
     for (auto &[p, bytes] : staging_)
@@ -80,11 +85,20 @@ public:
   }
   void execute(const artifact::Artifact &a, const RunFrame &frame) override {
     std::vector<DevicePtr> ptr(frame.values.begin(), frame.values.end());
+    if (!graphs_) {
+      driver_.record(start_, stream_);
+      program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_);
+      driver_.record(end_, stream_);
+      timed_ = true;
+      return;
+    }
+    void *exec = graphFor(a, frame, ptr);
     driver_.record(start_, stream_);
-    program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_);
+    driver_.launchGraph(exec, stream_);
     driver_.record(end_, stream_);
     timed_ = true;
   }
+  void setGraphs(bool on) override { graphs_ = on; }
   void readFlags(const std::vector<Address> &addresses) override {
     if (addresses.size() > flagCount_) {
       driver_.synchronize(stream_);
@@ -97,6 +111,42 @@ public:
       driver_.copyToHost(&flags_[i], DevicePtr(addresses[i]), sizeof(int32_t), stream_);
   }
   const int32_t *flags() const override { return flags_; }
+
+  // The launch sequence for these addresses and sizes as a CUDA graph:
+  // captured once on the session's own stream (capture records, it does not
+  // run), then replayed. Kernel arguments are baked in, so the key is every
+  // value's address and every symbol; the last kGraphs are kept (LRU).
+  void *graphFor(const artifact::Artifact &a, const RunFrame &frame,
+                 const std::vector<DevicePtr> &ptr) {
+    GraphKey key{ptr, frame.symbolValues};
+    for (size_t i = 0; i < graphs.size(); ++i)
+      if (graphs[i].first == key) {
+        std::rotate(graphs.begin(), graphs.begin() + long(i), graphs.begin() + long(i) + 1);
+        return graphs.front().second;
+      }
+    // Allocation cannot be captured: the GEMM workspace first.
+    if (!workspace_ && program_.hasMatmul())
+      workspace_ = driver_.allocate(cuda::CublasLt::kWorkspaceBytes);
+    driver_.beginCapture(own_);
+    try {
+      program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, own_, workspace_);
+    } catch (...) {
+      try {
+        driver_.destroyGraph(driver_.endCapture(own_));
+      } catch (const std::exception &) {
+        // The capture is invalid anyway; the launch's error is the one to report.
+      }
+      throw;
+    }
+    void *exec = driver_.endCapture(own_);
+    if (graphs.size() == kGraphs) {
+      driver_.synchronize(stream_); // the evicted graph may still be running
+      driver_.destroyGraph(graphs.back().second);
+      graphs.pop_back();
+    }
+    graphs.insert(graphs.begin(), {std::move(key), exec});
+    return exec;
+  }
   void synchronize() override {
     // Kernel faults surface here.
     driver_.synchronize(stream_);
@@ -122,6 +172,10 @@ private:
   std::vector<std::pair<DevicePtr, size_t>> staging_;
   int32_t *flags_ = nullptr;
   size_t flagCount_ = 0;
+  bool graphs_ = false;
+  using GraphKey = std::pair<std::vector<DevicePtr>, std::vector<int64_t>>;
+  static constexpr size_t kGraphs = 8;
+  std::vector<std::pair<GraphKey, void *>> graphs; // most recent first
 };
 
 class CudaBackend final : public Backend {

@@ -38,6 +38,12 @@ struct Driver::Api {
   int (*eventSynchronize)(void *);
   int (*eventElapsedTime)(float *, void *, void *);
   int (*getErrorString)(int, const char **);
+  int (*streamBeginCapture)(Stream, int);
+  int (*streamEndCapture)(Stream, void **);
+  int (*graphInstantiate)(void **, void *, unsigned long long);
+  int (*graphLaunch)(void *, Stream);
+  int (*graphExecDestroy)(void *);
+  int (*graphDestroy)(void *);
 };
 
 namespace {
@@ -90,6 +96,12 @@ const Loaded &load() {
     sym(api->eventSynchronize, "cuEventSynchronize");
     sym(api->eventElapsedTime, "cuEventElapsedTime");
     sym(api->getErrorString, "cuGetErrorString");
+    sym(api->streamBeginCapture, "cuStreamBeginCapture_v2");
+    sym(api->streamEndCapture, "cuStreamEndCapture");
+    sym(api->graphInstantiate, "cuGraphInstantiateWithFlags");
+    sym(api->graphLaunch, "cuGraphLaunch");
+    sym(api->graphExecDestroy, "cuGraphExecDestroy");
+    sym(api->graphDestroy, "cuGraphDestroy");
     if (!missing.empty()) {
       l.error = "libcuda.so.1 lacks " + missing + " (driver too old?)";
       return l;
@@ -237,6 +249,36 @@ float Driver::elapsedMs(void *start, void *end) const {
   float ms = 0;
   TC_CU(eventElapsedTime(&ms, start, end));
   return ms;
+}
+
+void Driver::beginCapture(Stream s) const {
+  TC_CU(streamBeginCapture(s, 2)); // CU_STREAM_CAPTURE_MODE_RELAXED
+}
+void *Driver::endCapture(Stream s) const {
+  void *graph = nullptr;
+  int rc = api_->streamEndCapture(s, &graph);
+  if (rc != 0) {
+    if (graph)
+      api_->graphDestroy(graph);
+    const char *msg = nullptr;
+    api_->getErrorString(rc, &msg);
+    fail(std::string("cuda: capturing the launch sequence as a CUDA graph failed: ") +
+         (msg ? msg : "unknown error") + " (" + std::to_string(rc) + ")");
+  }
+  void *exec = nullptr;
+  rc = api_->graphInstantiate(&exec, graph, 0);
+  api_->graphDestroy(graph);
+  if (rc != 0) {
+    const char *msg = nullptr;
+    api_->getErrorString(rc, &msg);
+    fail(std::string("cuda: instantiating the CUDA graph failed: ") + (msg ? msg : "unknown error"));
+  }
+  return exec;
+}
+void Driver::launchGraph(void *exec, Stream s) const { TC_CU(graphLaunch(exec, s)); }
+void Driver::destroyGraph(void *exec) const {
+  if (exec)
+    api_->graphExecDestroy(exec);
 }
 
 } // namespace tensorc::cuda

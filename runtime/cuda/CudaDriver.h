@@ -52,6 +52,13 @@ public:
   void destroyEvent(void *event) const;
   void record(void *event, Stream stream) const;
   float elapsedMs(void *start, void *end) const; // waits for `end`
+  // CUDA graphs: work queued on `stream` between beginCapture and
+  // endCapture is recorded, not run; endCapture returns it instantiated
+  // (a CUgraphExec), launchGraph replays it on any stream.
+  void beginCapture(Stream stream) const;
+  void *endCapture(Stream stream) const;
+  void launchGraph(void *exec, Stream stream) const;
+  void destroyGraph(void *exec) const;
 
   struct Api;
 

@@ -26,6 +26,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       DType d = a.values[size_t(s.operands[1])].dtype;
       check(isFloat(d), where + ": step '" + s.label + "': integer matmul steps are not supported on the GPU (the compiler makes them loop nests; recompile with this tensorc)");
       CublasLt::get(); // fails here, naming the library, if cuBLASLt is missing
+      hasMatmul_ = true;
     }
   if (auto it = a.options.find("allow_tf32"); it != a.options.end())
     allowTf32_ = it->second == "true";

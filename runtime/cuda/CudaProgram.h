@@ -41,6 +41,7 @@ public:
   // The artifact's constants on the device.
   DevicePtr constants() const { return constants_; }
   int variantCount() const { return variantCount_; }
+  bool hasMatmul() const { return hasMatmul_; }
 
   const std::string &arch() const { return arch_; }
 
@@ -71,6 +72,7 @@ private:
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   DevicePtr constants_ = 0;
   int variantCount_ = 0;
+  bool hasMatmul_ = false;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
   int forcedVariant_ = -1;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch

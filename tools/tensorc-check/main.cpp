@@ -2,10 +2,12 @@
 // compiler, no MLIR/LLVM: it ships in the GPU bundle) and compares every
 // output with the reference interpreter's, saved beside it.
 //
-//   tensorc-check [--all-variants] CASE_DIR...
+//   tensorc-check [--all-variants] [--graphs] CASE_DIR...
 //       each CASE_DIR: model.tcx, inputs/NAME.npy (by input name),
 //       expected/I.npy (output I); --all-variants also runs every GPU kernel
-//       variant, not only the heuristic's choice
+//       variant, not only the heuristic's choice; --graphs runs each case
+//       with CUDA graphs (reduce-overhead): captured, then replayed on
+//       outputs poisoned again
 //
 // Outputs are poisoned (all bytes 0xff) before the run, so an unwritten
 // element fails. The comparison is runtime/host/Parity.h's rule. Prints PASS/FAIL/SKIP per case and the
@@ -31,7 +33,7 @@ namespace {
 
 // Runs one case; returns "" when every output matches, else what differs.
 // Throws what the runtime throws.
-std::string runCase(const fs::path &dir, const std::shared_ptr<rt::Executable> &exe) {
+std::string runCase(const fs::path &dir, const std::shared_ptr<rt::Executable> &exe, int runs) {
   std::vector<HostTensor> inputs;
   std::vector<rt::TensorView> in;
   for (const rt::TensorInfo &i : exe->inputs())
@@ -48,7 +50,11 @@ std::string runCase(const fs::path &dir, const std::shared_ptr<rt::Executable> &
   }
   for (HostTensor &t : outputs)
     out.push_back({rt::ElementType(int(t.dtype())), t.shape(), t.data()});
-  session.run(in, out);
+  for (int r = 0; r < runs; ++r) {
+    for (HostTensor &t : outputs)
+      t.fillBytes(0xff);
+    session.run(in, out);
+  }
   std::string problems;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string &o = exe->outputs()[i].name;
@@ -72,14 +78,29 @@ int main(int argc, char **argv) {
   int passed = 0, failed = 0, skipped = 0;
   // --all-variants: also run every kernel variant (LoadOptions::kernelVariant
   // 0..kernelVariantCount()-1; steps with fewer variants repeat their last).
-  bool allVariants = argc > 1 && std::string(argv[1]) == "--all-variants";
-  for (int c = allVariants ? 2 : 1; c < argc; ++c) {
+  bool allVariants = false, graphs = false;
+  int c = 1;
+  for (; c < argc && std::string(argv[c]).rfind("--", 0) == 0; ++c) {
+    std::string flag = argv[c];
+    if (flag == "--all-variants")
+      allVariants = true;
+    else if (flag == "--graphs")
+      graphs = true;
+    else {
+      std::fprintf(stderr, "tensorc-check: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  rt::LoadOptions base;
+  base.mode = graphs ? "reduce-overhead" : "default";
+  int runs = graphs ? 2 : 1; // capture, then replay
+  for (; c < argc; ++c) {
     fs::path dir = argv[c];
     std::string name = dir.filename().string();
     try {
       std::shared_ptr<rt::Executable> exe;
       try {
-        exe = rt::Executable::load((dir / "model.tcx").string());
+        exe = rt::Executable::load((dir / "model.tcx").string(), base);
       } catch (const rt::Error &e) {
         std::string m = e.what();
         // No GPU here (CI): the case is skipped and counted, not passed.
@@ -90,11 +111,11 @@ int main(int argc, char **argv) {
         }
         throw;
       }
-      std::string problems = runCase(dir, exe);
+      std::string problems = runCase(dir, exe, runs);
       for (int v = 0; allVariants && problems.empty() && v < exe->kernelVariantCount(); ++v) {
-        rt::LoadOptions options;
+        rt::LoadOptions options = base;
         options.kernelVariant = v;
-        std::string p = runCase(dir, rt::Executable::load((dir / "model.tcx").string(), options));
+        std::string p = runCase(dir, rt::Executable::load((dir / "model.tcx").string(), options), runs);
         if (!p.empty())
           problems = "variant " + std::to_string(v) + ": " + p;
       }

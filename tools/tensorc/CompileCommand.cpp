@@ -30,7 +30,7 @@ namespace tensorc::cli {
 namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
-                   arch = "sm_90", convAlgo = "gemm";
+                   arch = "sm_90", convAlgo = "gemm", mode = "default";
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
        allowTf32 = false, noRunChecks = false;
   // --train
@@ -123,6 +123,10 @@ void addCompileCommand(CLI::App &app) {
       "read each parameter's accumulated gradient (`w.grad`) and add this micro-batch's to it");
   cmd->add_option("--memory-budget", args->memoryBudget,
                   "bytes the forward may save for the backward (the .forward/.backward split)");
+  cmd->add_option("--mode", args->mode,
+                  "with --target cuda: reduce-overhead makes the runtime replay each session's "
+                  "launch sequence as a CUDA graph by default (the runtime can override it)")
+      ->check(CLI::IsMember({"default", "reduce-overhead"}));
   cmd->add_flag("--no-run-checks", args->noRunChecks,
                 "compiled code does not check cross_entropy targets and embedding/gather indices "
                 "(out-of-range ones are clamped silently instead of failing the run)");
@@ -131,6 +135,8 @@ void addCompileCommand(CLI::App &app) {
   cmd->callback([args] {
     check(!args->target.empty() || (!args->precompile && !args->allowTf32),
           "--precompile and --allow-tf32 need --target cuda");
+    check(args->mode == "default" || args->target == "cuda",
+          "--mode reduce-overhead (CUDA graphs) needs --target cuda");
     if (!args->target.empty()) {
       check(args->output != "-", "--target " + args->target +
                                      " writes a binary artifact: give the output file with -o");
@@ -247,6 +253,8 @@ void addCompileCommand(CLI::App &app) {
       options.record = {{"target", "cuda"}, {"arch", args->arch}, {"source", args->file}};
       if (args->allowTf32)
         options.record["allow_tf32"] = "true";
+      if (args->mode != "default")
+        options.record["mode"] = args->mode;
       artifact::Artifact art;
       try {
         art = codegen::cuda::compileCudaArtifact(*model->module, options);

@@ -111,6 +111,10 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
                  "GPU artifacts: run every loop step with its kernel variant N (default: the "
                  "runtime's heuristic per step)")
       ->check(CLI::Range(0, 1023));
+  cmd.add_option("--mode", args.mode,
+                 "GPU artifacts: reduce-overhead replays the launch sequence as a CUDA graph, "
+                 "default does not (default: the mode the artifact was compiled with)")
+      ->check(CLI::IsMember({"default", "reduce-overhead"}));
   cmd.add_option("--expect-sha256", args.expectSha256,
                  "compiled models: refuse the artifact unless its SHA-256 is this (64 hex "
                  "digits); a cpu artifact's native code runs when it is loaded");
@@ -220,6 +224,7 @@ void runArtifact(const RunArgs &args) {
   load.threads = args.threads;
   load.kernelVariant = args.variant;
   load.expectSha256 = args.expectSha256;
+  load.mode = args.mode;
   try {
     exe = runtime::Executable::load(args.file, load);
   } catch (const runtime::Error &e) {

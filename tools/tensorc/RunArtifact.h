@@ -25,10 +25,11 @@ struct RunArgs {
   unsigned threads = 0;
   int variant = -1;
   std::string expectSha256;
+  std::string mode; // "": the artifact's
 };
 
 // The options every `run` takes (FILE, --input, --dim, --seed, --output-dir,
-// --show, --bench, --threads, --variant, --expect-sha256).
+// --show, --bench, --threads, --variant, --expect-sha256, --mode).
 void addRunOptions(CLI::App &cmd, RunArgs &args);
 
 // Whether `path` starts with the artifact magic.

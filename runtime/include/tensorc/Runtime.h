@@ -108,6 +108,11 @@ struct LoadOptions {
   // any other hash is refused before it is parsed: a cpu artifact holds
   // native code that runs when it is loaded, so deployers pin what they vetted.
   std::string expectSha256;
+  // "default" or "reduce-overhead" (cuda: each session replays its launch
+  // sequence as a CUDA graph, captured once per set of sizes and
+  // addresses); empty: the mode the artifact was compiled with
+  // (`tensorc compile --mode`), else default.
+  std::string mode;
 };
 
 class Executable {
@@ -123,6 +128,7 @@ public:
   const std::string &function() const;
   const std::string &target() const; // "cpu" or "cuda"
   Device device() const;              // where its runs compute (host for cpu artifacts)
+  const std::string &mode() const;    // "default" or "reduce-overhead"
   // A runtime-owned tensor on device() (for outputs and resident state).
   Tensor newTensor(ElementType dtype, std::vector<int64_t> shape) const;
   const std::vector<TensorInfo> &inputs() const;
@@ -171,6 +177,11 @@ public:
   // default: a non-blocking stream the session created).
   void setStream(void *stream);
   void useOwnStream();
+  // cuda executables: replay the launch sequence as a CUDA graph (the
+  // executable's mode() sets the default). A graph is captured per set of
+  // bound sizes and tensor addresses (the last 8 are kept): loops that run
+  // on the same tensors replay it with one launch.
+  void setCudaGraphs(bool on);
   // Output shapes for these input shapes, without running.
   std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);
 

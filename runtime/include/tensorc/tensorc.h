@@ -75,6 +75,10 @@ typedef struct tc_runtime_options_t {
    * NULL = the default ($TENSORC_CACHE_DIR, else $XDG_CACHE_HOME/tensorc/
    * kernels, else ~/.cache/tensorc/kernels). */
   const char *kernel_cache_dir;
+  /* "default" or "reduce-overhead" (cuda: replay each session's launch
+   * sequence as a CUDA graph); NULL: the mode the artifact was compiled
+   * with. Copied at create. */
+  const char *mode;
 } tc_runtime_options_t;
 
 /* Fills defaults. */
@@ -162,6 +166,9 @@ tc_status_t tc_session_synchronize(tc_session_t *session);
  * default). */
 tc_status_t tc_session_set_stream(tc_session_t *session, void *stream);
 tc_status_t tc_session_use_own_stream(tc_session_t *session);
+/* cuda executables: replay the launch sequence as a CUDA graph (nonzero) or
+ * not; the default comes from the executable's mode. */
+tc_status_t tc_session_set_cuda_graphs(tc_session_t *session, int32_t on);
 
 /* Bytes of the arena the last run planned (the session's intermediates). */
 int64_t tc_session_arena_bytes(const tc_session_t *session);
