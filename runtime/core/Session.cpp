@@ -27,6 +27,12 @@ struct Session::State {
   int64_t arenaBytes = 0;
   // Checks of the last run queued, read by synchronize().
   bool pendingChecks = false;
+  // The last run's tensors and every value's address: a loop that runs on
+  // the same tensors skips binding, checking and resolving (only host
+  // tensors are copied again).
+  std::vector<TensorView> lastInputs, lastOutputs;
+  std::vector<Address> in, out, values, flags;
+  bool resolved = false;
 };
 
 Session::Session(std::shared_ptr<const Executable> executable)
@@ -203,62 +209,84 @@ std::vector<std::vector<int64_t>> Session::outputShapes(const std::vector<Tensor
   });
 }
 
+namespace {
+
+bool sameTensors(const std::vector<TensorView> &a, const std::vector<TensorView> &b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].data != b[i].data || a[i].dtype != b[i].dtype || a[i].device != b[i].device ||
+        a[i].shape != b[i].shape || a[i].strides != b[i].strides)
+      return false;
+  return true;
+}
+
+} // namespace
+
 void Session::enqueue(const std::vector<TensorView> &inputs, const std::vector<TensorView> &outputs) {
   rethrow([&] {
     const Executable::Impl &x = executable_->impl();
     const artifact::Artifact &a = x.art;
     State &st = *state_;
     BackendSession &dev = *st.backend;
-    std::map<std::string, int64_t> b = bindInputs(x, inputs);
-    checkOutputs(x, b, outputs);
-    plan(x, st, b);
-    Address arena = dev.arena(size_t(st.arenaBytes));
-    // A tensor on the executable's device is used in place; a host tensor
-    // of a device executable goes through staging memory.
     bool onDevice = x.backend->device() != Device{};
-    auto place = [&](const TensorView &v, size_t slot, DType dtype) -> Address {
-      if (!onDevice || v.device != Device{})
-        return Address(v.data);
-      return dev.staging(slot, bytesOf(dtype, v.shape));
-    };
-    std::vector<Address> in, out;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in.push_back(place(inputs[i], i, a.inputs[i].dtype));
-      if (in.back() != Address(inputs[i].data))
-        dev.copyIn(in.back(), inputs[i].data, bytesOf(a.inputs[i].dtype, inputs[i].shape));
-    }
-    for (size_t i = 0; i < outputs.size(); ++i)
-      out.push_back(place(outputs[i], inputs.size() + i, a.outputs[i].dtype));
-    std::vector<Address> values(a.values.size(), 0);
-    for (size_t v = 0; v < a.values.size(); ++v) {
-      const Storage &s = a.values[v].storage;
-      switch (s.kind) {
-      case Storage::Kind::Input:
-        values[v] = in[size_t(s.index)];
-        break;
-      case Storage::Kind::Output:
-        values[v] = out[size_t(s.index)];
-        break;
-      case Storage::Kind::Buffer:
-        values[v] = arena + Address(st.bufferOffsets[size_t(s.index)]);
-        break;
-      case Storage::Kind::Constant:
-        values[v] = x.backend->constants() + Address(a.constants[size_t(s.index)].offset);
-        break;
-      case Storage::Kind::Alias:
-        values[v] = values[size_t(s.index)];
-        break;
+    if (!(st.resolved && sameTensors(inputs, st.lastInputs) && sameTensors(outputs, st.lastOutputs))) {
+      st.resolved = false;
+      std::map<std::string, int64_t> b = bindInputs(x, inputs);
+      checkOutputs(x, b, outputs);
+      plan(x, st, b);
+      Address arena = dev.arena(size_t(st.arenaBytes));
+      // A tensor on the executable's device is used in place; a host tensor
+      // of a device executable goes through staging memory.
+      auto place = [&](const TensorView &v, size_t slot, DType dtype) -> Address {
+        if (!onDevice || v.device != Device{})
+          return Address(v.data);
+        return dev.staging(slot, bytesOf(dtype, v.shape));
+      };
+      st.in.clear();
+      st.out.clear();
+      for (size_t i = 0; i < inputs.size(); ++i)
+        st.in.push_back(place(inputs[i], i, a.inputs[i].dtype));
+      for (size_t i = 0; i < outputs.size(); ++i)
+        st.out.push_back(place(outputs[i], inputs.size() + i, a.outputs[i].dtype));
+      st.values.assign(a.values.size(), 0);
+      for (size_t v = 0; v < a.values.size(); ++v) {
+        const Storage &s = a.values[v].storage;
+        switch (s.kind) {
+        case Storage::Kind::Input:
+          st.values[v] = st.in[size_t(s.index)];
+          break;
+        case Storage::Kind::Output:
+          st.values[v] = st.out[size_t(s.index)];
+          break;
+        case Storage::Kind::Buffer:
+          st.values[v] = arena + Address(st.bufferOffsets[size_t(s.index)]);
+          break;
+        case Storage::Kind::Constant:
+          st.values[v] = x.backend->constants() + Address(a.constants[size_t(s.index)].offset);
+          break;
+        case Storage::Kind::Alias:
+          st.values[v] = st.values[size_t(s.index)];
+          break;
+        }
       }
+      st.flags.clear();
+      for (const artifact::RunCheck &c : a.checks)
+        st.flags.push_back(st.values[size_t(c.value)]);
+      st.lastInputs = inputs;
+      st.lastOutputs = outputs;
+      st.resolved = true;
     }
-    dev.execute(a, RunFrame{st.symbolValues, st.bindings, st.shapes, values});
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (st.in[i] != Address(inputs[i].data))
+        dev.copyIn(st.in[i], inputs[i].data, bytesOf(a.inputs[i].dtype, inputs[i].shape));
+    dev.execute(a, RunFrame{st.symbolValues, st.bindings, st.shapes, st.values});
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (out[i] != Address(outputs[i].data))
-        dev.copyOut(outputs[i].data, out[i], bytesOf(a.outputs[i].dtype, outputs[i].shape));
-    std::vector<Address> flags;
-    for (const artifact::RunCheck &c : a.checks)
-      flags.push_back(values[size_t(c.value)]);
-    dev.readFlags(flags);
-    st.pendingChecks = !flags.empty();
+      if (st.out[i] != Address(outputs[i].data))
+        dev.copyOut(outputs[i].data, st.out[i], bytesOf(a.outputs[i].dtype, outputs[i].shape));
+    if (!st.flags.empty())
+      dev.readFlags(st.flags);
+    st.pendingChecks = !st.flags.empty();
   });
 }
 

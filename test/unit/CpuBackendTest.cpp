@@ -540,3 +540,65 @@ TEST(CpuBackend, BadInputsAreErrors) {
 }
 
 } // namespace
+
+// Devices, strides, asynchronous runs and the cached-tensors fast path on a
+// cpu executable (the CUDA side runs in the GPU bundle).
+TEST(CpuBackend, DevicePlacementAndRepeatedRuns) {
+  std::unique_ptr<Model> m = loadModel(std::string(TENSORC_SOURCE_DIR) + "/examples/mlp.json");
+  auto exe = rt::Executable::loadFromMemory(compileGraph(m->graph), "mlp.tcx");
+  EXPECT_EQ(exe->device(), rt::Device{});
+  EXPECT_EQ(exe->mode(), "default");
+  rt::Session s(exe);
+  std::map<std::string, HostTensor> inputs = completeInputs(m->graph, m->analysis, {}, 1, {{"B", 3}});
+  std::vector<rt::TensorView> in;
+  for (const rt::TensorInfo &i : exe->inputs())
+    in.push_back(viewOf(inputs.at(i.name)));
+  auto expectError = [&](const std::function<void()> &f, const std::string &message) {
+    try {
+      f();
+      ADD_FAILURE() << "ran; expected: " << message;
+    } catch (const rt::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  std::vector<rt::TensorView> v = in;
+  v[0].device = {rt::DeviceType::Cuda, 0};
+  expectError([&] { s.run(v); }, "input 'x': is on cuda:0, but mlp.tcx runs on cpu");
+  v = in;
+  v[0].strides = {1, 3}; // a transposed (3, 784)
+  expectError([&] { s.run(v); }, "input 'x': not contiguous (shape (3, 784), strides (1, 3))");
+  v[0].strides = {784, 1}; // contiguous, stated
+  std::vector<rt::Tensor> stated = s.run(v);
+  expectError([&] { s.setStream(reinterpret_cast<void *>(1)); }, "takes no stream");
+  expectError([&] { s.setCudaGraphs(true); }, "CUDA graphs (reduce-overhead) need a cuda executable");
+  expectError([&] { exe->newTensor(rt::ElementType::F32, {-1}); }, "negative size");
+
+  // The same tensors again (the fast path) with new contents: recomputed.
+  std::vector<HostTensor> out;
+  std::vector<rt::TensorView> outViews;
+  for (const std::vector<int64_t> &shape : s.outputShapes(in)) {
+    out.emplace_back(DType::F32, shape);
+    outViews.push_back(viewOf(out.back()));
+  }
+  s.enqueue(in, outViews);
+  s.synchronize();
+  std::vector<float> first(out[0].numel());
+  std::memcpy(first.data(), out[0].data(), first.size() * 4);
+  EXPECT_EQ(std::memcmp(first.data(), stated[0].data(), first.size() * 4), 0);
+  HostTensor &x = inputs.at("x");
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setF(i, x.getF(i) * 2 + 1);
+  s.enqueue(in, outViews);
+  s.synchronize();
+  EXPECT_NE(std::memcmp(first.data(), out[0].data(), first.size() * 4), 0);
+  std::vector<rt::Tensor> again = s.run(in);
+  EXPECT_EQ(std::memcmp(again[0].data(), out[0].data(), first.size() * 4), 0);
+  // A run-time check fails the run at synchronize (here: inside enqueue's
+  // run, raised by synchronize), naming the node.
+  HostTensor &labels = inputs.at("labels");
+  labels.setI(0, 10);
+  s.enqueue(in, outViews);
+  expectError([&] { s.synchronize(); }, "node \"loss\" (cross_entropy): a target is outside the classes [0, 10)");
+  labels.setI(0, 9);
+  s.run(in, outViews);
+}
