@@ -23,6 +23,7 @@ mkdir -p "$out/checks"
 build/bin/tensorc compile test/hardening/Inputs/index-checks.json --target cuda -o "$out/checks/checks.tcx"
 cp test/hardening/Inputs/{target,ids,cols}-*.npy "$out/checks/"
 build/bin/tensorc compile examples/mlp.json --target cuda -o "$out/checks/mlp.tcx"
+build/bin/tensorc compile examples/mlp.json --train --optimizer adamw --target cuda -o "$out/checks/mlp_step.tcx"
 cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.

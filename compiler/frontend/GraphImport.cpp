@@ -218,7 +218,9 @@ Graph exportGraph(ModuleOp module) {
     names[arg.getAsOpaquePointer()] = in.name;
     g.inputs.push_back(in);
   }
-  // A returned value whose op lost its name is named after the output.
+  // A returned value is named after the output that returns it (passes may
+  // have returned another op's value, e.g. the optimizer state `w.exp_avg.next`
+  // computed by an `add`), so the exported graph keeps the output names.
   std::map<Operation *, std::string> outputNames;
   if (!fn.getBody().front().empty())
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(fn.getBody().front().back()))
@@ -291,9 +293,8 @@ Graph exportGraph(ModuleOp module) {
       return;
     }
     Node n;
-    std::string base = locationName(op.getLoc());
-    if (base.empty() && outputNames.count(&op))
-      base = outputNames.at(&op);
+    // A returned value is named after its output (the API), else after its op.
+    std::string base = outputNames.count(&op) ? outputNames.at(&op) : locationName(op.getLoc());
     n.name = unique(base);
     n.op = schema->name;
     n.attrs = canonicalAttrs(*schema, tc::coreAttrs(&op, *schema));

@@ -268,6 +268,48 @@ class Session:
         enqueue.keep = keep
         return enqueue
 
+    # Resident state (training steps): see docs/python.md.
+    @property
+    def state_names(self):
+        return [lib.tc_session_state_name(self._handle, i).decode()
+                for i in range(lib.tc_session_state_count(self._handle))]
+
+    def set_state(self, name, value):
+        """Copies `value` (any DLPack tensor) into the session's state `name`."""
+        keep = []
+        arr, _ = self._structs([value], keep)
+        _check(lib.tc_session_set_state(self._handle, name.encode(), arr))
+        if not hasattr(self, "_state_shapes"):
+            self._state_shapes = {}
+        self._state_shapes[name] = list(keep[0].shape)
+
+    def read_state(self, name, out=None):
+        """The current value of state `name`, copied into `out` (a DLPack
+        tensor) or into a new runtime-owned Tensor on the executable's device."""
+        if out is None:
+            info = next(i for i in self.executable.inputs if i.name == name)
+            shape = self._state_shapes.get(name) if hasattr(self, "_state_shapes") else None
+            if shape is None:
+                raise TypeError("tensorc: read_state needs `out` for state set from another session")
+            out = Tensor(self.executable, info.element_type, shape)
+        keep = []
+        arr, _ = self._structs([out], keep)
+        _check(lib.tc_session_read_state(self._handle, name.encode(), arr))
+        return out
+
+    def step(self, outputs=None, **inputs):
+        """Queues one step with the state as inputs (`inputs`: the others, by
+        name; `outputs`: the results wanted, by name). Call synchronize()."""
+        keep = []
+        names_in = (ctypes.c_char_p * max(len(inputs), 1))(*[k.encode() for k in inputs])
+        arr_in, n = self._structs(list(inputs.values()), keep)
+        outputs = outputs or {}
+        names_out = (ctypes.c_char_p * max(len(outputs), 1))(*[k.encode() for k in outputs])
+        arr_out, m = self._structs(list(outputs.values()), keep)
+        self._keep = (keep, names_in, names_out)
+        _check(lib.tc_session_enqueue_step(self._handle, names_in, arr_in, n, names_out, arr_out, m))
+        return outputs
+
     @property
     def arena_bytes(self):
         return lib.tc_session_arena_bytes(self._handle)

@@ -95,3 +95,10 @@ _declare("tc_session_use_own_stream", _status, _p)
 _declare("tc_session_set_cuda_graphs", _status, _p, _i32)
 _declare("tc_session_last_device_ms", ctypes.c_double, _p)
 _declare("tc_session_arena_bytes", ctypes.c_int64, _p)
+_declare("tc_session_state_count", _i32, _p)
+_declare("tc_session_state_name", ctypes.c_char_p, _p, _i32)
+_declare("tc_session_set_state", _status, _p, ctypes.c_char_p, ctypes.POINTER(tc_tensor_t))
+_declare("tc_session_read_state", _status, _p, ctypes.c_char_p, ctypes.POINTER(tc_tensor_t))
+_declare("tc_session_enqueue_step", _status, _p, ctypes.POINTER(ctypes.c_char_p),
+         ctypes.POINTER(tc_tensor_t), _i32, ctypes.POINTER(ctypes.c_char_p),
+         ctypes.POINTER(tc_tensor_t), _i32)

@@ -44,6 +44,8 @@ public:
   virtual void copyIn(Address dst, const void *src, size_t bytes) = 0;
   // Host memory is written by the time synchronize() returns.
   virtual void copyOut(void *dst, Address src, size_t bytes) = 0;
+  // Between two addresses of the device, in stream order.
+  virtual void copyWithin(Address dst, Address src, size_t bytes) = 0;
   // Queues every step of the artifact.
   virtual void execute(const artifact::Artifact &a, const RunFrame &frame) = 0;
   // Queues reading the i32 flags at `addresses` (run-time checks) into host

@@ -41,6 +41,7 @@ struct tc_executable_s {
 struct tc_session_s {
   tc_executable_t *executable;
   Session session;
+  std::vector<std::string> stateNames;
 };
 
 namespace {
@@ -283,7 +284,8 @@ tc_status_t tc_session_create(tc_executable_t *e, tc_session_t **out) {
     return nullArgument("out_session");
   *out = nullptr;
   return guard(TC_STATUS_INTERNAL, [&] {
-    *out = new tc_session_s{e, Session(e->exe)};
+    *out = new tc_session_s{e, Session(e->exe), {}};
+    (*out)->stateNames = (*out)->session.stateNames();
     tc_executable_retain(e);
   });
 }
@@ -350,6 +352,55 @@ tc_status_t tc_session_use_own_stream(tc_session_t *s) {
   if (!s)
     return nullArgument("session");
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.useOwnStream(); });
+}
+
+int32_t tc_session_state_count(const tc_session_t *s) { return s ? int32_t(s->stateNames.size()) : 0; }
+
+const char *tc_session_state_name(const tc_session_t *s, int32_t index) {
+  if (!s || index < 0 || index >= int32_t(s->stateNames.size()))
+    return nullptr;
+  return s->stateNames[size_t(index)].c_str();
+}
+
+tc_status_t tc_session_set_state(tc_session_t *s, const char *name, const tc_tensor_t *value) {
+  if (!s)
+    return nullArgument("session");
+  if (!name)
+    return nullArgument("name");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setState(name, views(value, 1).at(0)); });
+}
+
+tc_status_t tc_session_read_state(tc_session_t *s, const char *name, const tc_tensor_t *out) {
+  if (!s)
+    return nullArgument("session");
+  if (!name)
+    return nullArgument("name");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.readState(name, views(out, 1).at(0)); });
+}
+
+tc_status_t tc_session_enqueue_step(tc_session_t *s, const char *const *input_names,
+                                    const tc_tensor_t *inputs, int32_t input_count,
+                                    const char *const *output_names, const tc_tensor_t *outputs,
+                                    int32_t output_count) {
+  if (!s)
+    return nullArgument("session");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    auto named = [](const char *const *names, const tc_tensor_t *ts, int32_t n) {
+      std::vector<TensorView> v = views(ts, n);
+      if (n > 0 && !names)
+        throw Error("tensor names are null");
+      std::map<std::string, TensorView> m;
+      for (int32_t i = 0; i < n; ++i) {
+        if (!names[i])
+          throw Error("tensor " + std::to_string(i) + ": null name");
+        if (!m.emplace(names[i], v[size_t(i)]).second)
+          throw Error(std::string("tensor '") + names[i] + "' given twice");
+      }
+      return m;
+    };
+    s->session.enqueueStep(named(input_names, inputs, input_count),
+                           named(output_names, outputs, output_count));
+  });
 }
 
 int64_t tc_session_arena_bytes(const tc_session_t *s) { return s ? s->session.arenaBytes() : 0; }

@@ -96,6 +96,10 @@ public:
     if (bytes)
       std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   }
+  void copyWithin(Address dst, Address src, size_t bytes) override {
+    if (bytes)
+      std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
+  }
   void execute(const artifact::Artifact &a, const RunFrame &frame) override;
   void readFlags(const std::vector<Address> &addresses) override {
     flags_.resize(addresses.size());

@@ -11,6 +11,8 @@
 #include "runtime/core/ExecutableImpl.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 
 namespace tensorc::runtime {
 
@@ -33,6 +35,10 @@ struct Session::State {
   std::vector<TensorView> lastInputs, lastOutputs;
   std::vector<Address> in, out, values, flags;
   bool resolved = false;
+  // Resident state: two buffers per state input, `current` the one read.
+  std::map<std::string, std::array<std::optional<Tensor>, 2>> state;
+  int current = 0;
+  std::map<std::string, Tensor> scratch; // outputs enqueueStep was not given
 };
 
 Session::Session(std::shared_ptr<const Executable> executable)
@@ -288,6 +294,132 @@ void Session::enqueue(const std::vector<TensorView> &inputs, const std::vector<T
       dev.readFlags(st.flags);
     st.pendingChecks = !st.flags.empty();
   });
+}
+
+std::vector<std::string> Session::stateNames() const {
+  std::vector<std::string> names;
+  const Executable::Impl &x = executable_->impl();
+  for (const artifact::TensorDecl &in : x.art.inputs)
+    for (const artifact::TensorDecl &out : x.art.outputs)
+      if (out.name == in.name + ".next" && out.dtype == in.dtype && out.shape == in.shape)
+        names.push_back(in.name);
+  return names;
+}
+
+namespace {
+
+const artifact::TensorDecl &declaredInput(const Executable::Impl &x, const std::string &name) {
+  for (const artifact::TensorDecl &in : x.art.inputs)
+    if (in.name == name)
+      return in;
+  fail(x.where + ": no input named '" + name + "'");
+}
+
+// Copies between a caller's tensor and session memory, either direction.
+void transfer(BackendSession &dev, Device mine, const TensorView &caller, Address session,
+              size_t bytes, bool in) {
+  bool sameDevice = caller.device == mine;
+  if (mine == Device{} || sameDevice)
+    in ? dev.copyWithin(session, Address(caller.data), bytes)
+       : dev.copyWithin(Address(caller.data), session, bytes);
+  else
+    in ? dev.copyIn(session, caller.data, bytes) : dev.copyOut(caller.data, session, bytes);
+}
+
+} // namespace
+
+void Session::setState(const std::string &name, const TensorView &value) {
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    std::vector<std::string> names = stateNames();
+    check(std::find(names.begin(), names.end(), name) != names.end(),
+          x.where + ": '" + name + "' is not state (an input the artifact also returns as '" +
+              name + ".next')");
+    const artifact::TensorDecl &d = declaredInput(x, name);
+    std::string what = x.where + ": state '" + name + "'";
+    check(toDType(value.dtype) == d.dtype,
+          what + ": expected " + std::string(dtypeName(d.dtype)) + ", got " + elementTypeName(value.dtype));
+    check(d.shape.size() == value.shape.size(), what + ": expected shape " + shapeStr(d.shape));
+    for (size_t k = 0; k < d.shape.size(); ++k)
+      check(d.shape[k].isStatic() && d.shape[k].value() == value.shape[k],
+            what + ": expected shape " + shapeStr(d.shape) + ", got " + dimsStr(value.shape) +
+                " (state has static sizes)");
+    checkPlacement(x, value, what);
+    State &st = *state_;
+    auto &slots = st.state[name];
+    for (std::optional<Tensor> &t : slots)
+      if (!t)
+        t = executable_->newTensor(value.dtype, value.shape);
+    size_t bytes = bytesOf(d.dtype, value.shape);
+    check(bytes == 0 || value.data, what + ": null data");
+    transfer(*st.backend, x.backend->device(), value, Address(slots[size_t(st.current)]->data()),
+             bytes, true);
+    st.resolved = false;
+  });
+}
+
+void Session::readState(const std::string &name, const TensorView &out) {
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    State &st = *state_;
+    auto it = st.state.find(name);
+    check(it != st.state.end(), x.where + ": no state '" + name + "' has been set");
+    Tensor &t = *it->second[size_t(st.current)];
+    std::string what = x.where + ": readState '" + name + "'";
+    check(out.dtype == t.dtype() && out.shape == t.shape(),
+          what + ": expected " + std::string(elementTypeName(t.dtype())) + " " + dimsStr(t.shape()));
+    checkPlacement(x, out, what);
+    transfer(*st.backend, x.backend->device(), out, Address(t.data()), t.nbytes(), false);
+    st.backend->synchronize();
+  });
+}
+
+void Session::enqueueStep(const std::map<std::string, TensorView> &inputs,
+                          const std::map<std::string, TensorView> &outputs) {
+  std::vector<TensorView> in, out;
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    State &st = *state_;
+    size_t cur = size_t(st.current), next = 1 - cur;
+    for (const auto &[name, v] : inputs)
+      check(!st.state.count(name), x.where + ": input '" + name + "' is state: set it with setState");
+    for (const artifact::TensorDecl &d : x.art.inputs) {
+      if (auto s = st.state.find(d.name); s != st.state.end()) {
+        in.push_back(s->second[cur]->view());
+        continue;
+      }
+      auto given = inputs.find(d.name);
+      check(given != inputs.end(), x.where + ": input '" + d.name + "' is neither given nor state");
+      in.push_back(given->second);
+    }
+    check(inputs.size() + st.state.size() == x.art.inputs.size(),
+          x.where + ": an input given to enqueueStep is not an input of the artifact");
+    std::vector<std::vector<int64_t>> shapes = outputShapes(in);
+    for (size_t i = 0; i < x.art.outputs.size(); ++i) {
+      const std::string &name = x.art.outputs[i].name;
+      std::string base = name.size() > 5 && name.compare(name.size() - 5, 5, ".next") == 0
+                             ? name.substr(0, name.size() - 5)
+                             : "";
+      if (auto s = st.state.find(base); !base.empty() && s != st.state.end()) {
+        out.push_back(s->second[next]->view());
+        continue;
+      }
+      if (auto given = outputs.find(name); given != outputs.end()) {
+        out.push_back(given->second);
+        continue;
+      }
+      auto sc = st.scratch.find(name);
+      if (sc == st.scratch.end() || sc->second.shape() != shapes[i])
+        sc = st.scratch.insert_or_assign(name, executable_->newTensor(executable_->outputs()[i].dtype, shapes[i])).first;
+      out.push_back(sc->second.view());
+    }
+    for (const auto &[name, v] : outputs)
+      check(std::any_of(x.art.outputs.begin(), x.art.outputs.end(),
+                        [&](const artifact::TensorDecl &o) { return o.name == name; }),
+            x.where + ": no output named '" + name + "'");
+  });
+  enqueue(in, out);
+  state_->current = 1 - state_->current;
 }
 
 void Session::synchronize() {

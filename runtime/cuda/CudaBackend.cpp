@@ -83,6 +83,9 @@ public:
   void copyOut(void *dst, Address src, size_t bytes) override {
     driver_.copyToHost(dst, DevicePtr(src), bytes, stream_);
   }
+  void copyWithin(Address dst, Address src, size_t bytes) override {
+    driver_.copyOnDevice(DevicePtr(dst), DevicePtr(src), bytes, stream_);
+  }
   void execute(const artifact::Artifact &a, const RunFrame &frame) override {
     std::vector<DevicePtr> ptr(frame.values.begin(), frame.values.end());
     if (!graphs_) {

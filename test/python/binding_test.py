@@ -1,7 +1,9 @@
 """The Python binding (python/tensorc) on a cpu artifact, with NumPy arrays
 through DLPack: results match `tensorc run` on the same inputs, outputs can
 be written in place, errors are exceptions with the runtime's message.
-usage: binding_test.py MODEL.tcx WORKDIR"""
+Resident state: a training step's parameters and optimizer state set once,
+stepped in the session, equal to feeding every X.next back by hand.
+usage: binding_test.py MODEL.tcx WORKDIR TRAIN_STEP.tcx"""
 import os
 import subprocess
 import sys
@@ -10,7 +12,7 @@ import numpy as np
 
 import tensorc
 
-model, work = sys.argv[1], sys.argv[2]
+model, work, train_step = sys.argv[1], sys.argv[2], sys.argv[3]
 exe = tensorc.Executable.load(model)
 assert [i.name for i in exe.inputs] == ["x", "labels", "w1", "b1", "w2", "b2"], exe.inputs
 assert [(o.name, o.dtype) for o in exe.outputs] == [("logits", "f32"), ("loss", "f32")]
@@ -85,4 +87,39 @@ t = out["logits"]
 cap = t.__dlpack__(max_version=(1, 0))
 del cap
 assert np.array_equal(np.from_dlpack(t), logits)
+# Resident state: AdamW steps in the session vs by hand.
+train = tensorc.Executable.load(train_step)
+ts = train.session()
+state_names = ts.state_names
+params = ["w1", "b1", "w2", "b2"]
+assert set(params + ["step"]) <= set(state_names), state_names
+state = {n: inputs[n].copy() for n in params}
+for n in params:
+    state[n + ".exp_avg"] = np.zeros_like(inputs[n])
+    state[n + ".exp_avg_sq"] = np.zeros_like(inputs[n])
+state["step"] = np.zeros((), np.float32)
+assert set(state) == set(state_names), (sorted(state), sorted(state_names))
+for n, v in state.items():
+    ts.set_state(n, v)
+batches = [(rng.standard_normal((B, 784), dtype=np.float32), rng.integers(0, 10, B).astype(np.int64))
+           for _ in range(3)]
+losses = []
+for x, labels in batches:
+    got = {"loss": np.full((), np.nan, np.float32)}
+    ts.step(x=x, labels=labels, outputs=got)
+    ts.synchronize()
+    losses.append(float(got["loss"]))
+by_hand = dict(state)
+manual = train.session()
+for (x, labels), loss in zip(batches, losses):
+    out = manual.run(x=x, labels=labels, **by_hand)
+    assert float(np.from_dlpack(out["loss"])) == loss
+    for n in state:
+        by_hand[n] = np.from_dlpack(out[n + ".next"]).copy()
+for n in state:
+    current = np.empty_like(by_hand[n])
+    ts.read_state(n, current)
+    assert np.array_equal(current, by_hand[n]), n
+expect_error("'x' is not state", lambda: ts.set_state("x", batches[0][0]))
+expect_error("input 'labels' is neither given nor state", lambda: ts.step(x=batches[0][0]))
 print("python binding: ok")

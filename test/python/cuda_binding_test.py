@@ -3,7 +3,8 @@ bundle runs it: scripts/gpu-test.sh): device tensors used in place and host
 tensors copied give the same results as PyTorch in f64; runtime-owned device
 outputs export through DLPack; PyTorch's stream; clear errors for a host
 pointer passed as a device one, a non-contiguous tensor, another device.
-usage: cuda_binding_test.py MLP.tcx"""
+Resident training state on the GPU equals feeding X.next back by hand.
+usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx"""
 import sys
 
 import torch
@@ -61,4 +62,31 @@ expect_error("is not memory of cuda:0", lambda: s.run(**dict(dev, x=lying)))
 expect_error("not contiguous", lambda: s.run(**dict(dev, w1=dev["w1"].t().contiguous().t())))
 expect_error("a target is outside the classes [0, 10)",
              lambda: s.run(**dict(dev, labels=torch.full((B,), 12, device="cuda"))))
+train = tensorc.Executable.load(sys.argv[2])
+ts = train.session()
+ts.set_stream(torch.cuda.current_stream().cuda_stream)
+state = {n: dev[n].clone() for n in ("w1", "b1", "w2", "b2")}
+for n in list(state):
+    state[n + ".exp_avg"] = torch.zeros_like(state[n])
+    state[n + ".exp_avg_sq"] = torch.zeros_like(state[n])
+state["step"] = torch.zeros((), device="cuda")
+assert set(state) == set(ts.state_names), ts.state_names
+for n, v in state.items():
+    ts.set_state(n, v)
+losses = []
+for i in range(4):
+    got = {"loss": torch.empty((), device="cuda")}
+    ts.step(x=dev["x"] * (i + 1), labels=dev["labels"], outputs=got)
+    ts.synchronize()
+    losses.append(got["loss"].item())
+manual = train.session()
+by_hand = dict(state)
+for i in range(4):
+    out = manual.run(x=dev["x"] * (i + 1), labels=dev["labels"], **by_hand)
+    assert torch.from_dlpack(out["loss"]).item() == losses[i], (i, losses)
+    by_hand = {n: torch.from_dlpack(out[n + ".next"]).clone() for n in state}
+for n in state:
+    current = torch.empty_like(state[n])
+    ts.read_state(n, current)
+    assert torch.equal(current, by_hand[n]), n
 print("cuda python binding: ok")

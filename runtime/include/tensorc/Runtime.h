@@ -182,6 +182,23 @@ public:
   // bound sizes and tensor addresses (the last 8 are kept): loops that run
   // on the same tensors replay it with one launch.
   void setCudaGraphs(bool on);
+  // Resident state, for training steps (`tensorc compile --train`): every
+  // input X that the artifact also returns as `X.next` (parameters,
+  // optimizer state, the step count) can live in the session, on the
+  // executable's device, across runs. setState copies a value in (from host
+  // or device memory); enqueueStep runs with the state as those inputs and
+  // makes each `X.next` the new X without copying (the session keeps two
+  // buffers per state tensor and swaps them); readState copies the current
+  // value out. A loop of steps then moves only the batch and what the
+  // caller asks for. Names are the artifact's.
+  std::vector<std::string> stateNames() const;
+  void setState(const std::string &name, const TensorView &value);
+  void readState(const std::string &name, const TensorView &out);
+  // Inputs not in the state, and any outputs wanted, by name (other
+  // outputs go to session memory). Queued like enqueue(); synchronize().
+  void enqueueStep(const std::map<std::string, TensorView> &inputs,
+                   const std::map<std::string, TensorView> &outputs = {});
+
   // Output shapes for these input shapes, without running.
   std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);
 

@@ -170,6 +170,22 @@ tc_status_t tc_session_use_own_stream(tc_session_t *session);
  * not; the default comes from the executable's mode. */
 tc_status_t tc_session_set_cuda_graphs(tc_session_t *session, int32_t on);
 
+/* Resident state for training steps (docs/runtime.md): inputs X the
+ * artifact also returns as X.next live in the session across runs.
+ * state_count/state_name list them (the name lives as long as the
+ * session); set_state copies a value in, read_state copies the current
+ * value out (and waits); enqueue_step runs with the state as inputs, given
+ * the other inputs (and any outputs wanted) by name, and swaps in each
+ * X.next. */
+int32_t tc_session_state_count(const tc_session_t *session);
+const char *tc_session_state_name(const tc_session_t *session, int32_t index);
+tc_status_t tc_session_set_state(tc_session_t *session, const char *name, const tc_tensor_t *value);
+tc_status_t tc_session_read_state(tc_session_t *session, const char *name, const tc_tensor_t *out);
+tc_status_t tc_session_enqueue_step(tc_session_t *session, const char *const *input_names,
+                                    const tc_tensor_t *inputs, int32_t input_count,
+                                    const char *const *output_names, const tc_tensor_t *outputs,
+                                    int32_t output_count);
+
 /* Bytes of the arena the last run planned (the session's intermediates). */
 int64_t tc_session_arena_bytes(const tc_session_t *session);
 
