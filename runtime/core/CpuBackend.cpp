@@ -9,6 +9,7 @@
 #include "runtime/core/Blas.h"
 #include "runtime/core/KernelLibrary.h"
 #include "runtime/host/ThreadPool.h"
+#include "runtime/host/Trace.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -158,8 +159,11 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
   std::vector<void *> ptr;
   for (Address v : frame.values)
     ptr.push_back(reinterpret_cast<void *>(v));
+  bool tracing = trace::enabled();
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &step = a.steps[si];
+    size_t firstStep = si;
+    double startUs = tracing ? trace::nowUs() : 0;
     switch (step.kind) {
     case Step::Kind::Loop: {
       // A chain of loops runs block by block of rows: every loop of the
@@ -211,6 +215,14 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
         std::memmove(ptr[d], ptr[s], bytes);
       break;
     }
+    }
+    if (tracing) {
+      trace::Slice slice{step.label, "step", startUs, trace::nowUs() - startUs, 0, {}};
+      const char *kinds[] = {"loop", "matmul", "copy"};
+      slice.args = {{"launch", step.kind == Step::Kind::Loop ? "loop " + step.symbol : kinds[int(step.kind)]},
+                    {"steps", si == firstStep ? std::to_string(si)
+                                              : std::to_string(firstStep) + "-" + std::to_string(si)}};
+      trace::add(std::move(slice));
     }
   }
 }

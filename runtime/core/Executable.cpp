@@ -8,6 +8,7 @@
 #include "runtime/core/Backend.h"
 #include "runtime/core/ExecutableImpl.h"
 #include "runtime/host/ReadFile.h"
+#include "runtime/host/Trace.h"
 
 #include <algorithm>
 #include <cstring>
@@ -62,6 +63,7 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
                                                        const std::string &name,
                                                        const LoadOptions &options) {
   return rethrow([&] {
+    double startUs = trace::nowUs();
     auto impl = std::make_unique<Impl>();
     impl->where = name;
     if (!options.expectSha256.empty()) {
@@ -101,6 +103,8 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
       std::string m = e.what();
       fail(m.rfind(name, 0) == 0 ? m : name + ": " + m);
     }
+    trace::add({"load " + name, "load", startUs, trace::nowUs() - startUs, 0,
+                {{"target", a.target.kind}, {"mode", impl->mode}}});
     return std::shared_ptr<Executable>(new Executable(std::move(impl)));
   });
 }

@@ -8,6 +8,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaProgram.h"
+#include "runtime/host/Trace.h"
 
 #include <algorithm>
 
@@ -41,6 +42,8 @@ public:
     }
     for (auto &[key, exec] : graphs)
       driver_.destroyGraph(exec);
+    for (void *e : traceEvents_)
+      driver_.destroyEvent(e);
     driver_.free(arena_);
     driver_.free(workspace_);
     for (auto &[p, bytes] : staging_)
@@ -88,6 +91,11 @@ public:
   }
   void execute(const artifact::Artifact &a, const RunFrame &frame) override {
     std::vector<DevicePtr> ptr(frame.values.begin(), frame.values.end());
+    if (trace::enabled()) {
+      // Traced runs launch step by step (no graph), an event pair each.
+      executeTraced(a, frame, ptr);
+      return;
+    }
     if (!graphs_) {
       driver_.record(start_, stream_);
       program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_);
@@ -156,6 +164,43 @@ public:
     if (timed_)
       lastMs_ = driver_.elapsedMs(start_, end_);
     timed_ = false;
+    if (!traced_.empty()) {
+      std::vector<trace::Slice> slices;
+      for (const Traced &t : traced_) {
+        double begin = driver_.elapsedMs(start_, traceEvents_[2 * t.index]);
+        double end = driver_.elapsedMs(start_, traceEvents_[2 * t.index + 1]);
+        trace::Slice slice{t.label, "step", traceOriginUs_ + begin * 1e3, (end - begin) * 1e3, 1, {}};
+        slice.args = {{"launch", t.what}, {"steps", t.steps}};
+        slices.push_back(std::move(slice));
+      }
+      trace::add(std::move(slices));
+      traced_.clear();
+    }
+  }
+
+  // One event pair per launch; the slices are made at synchronize().
+  void executeTraced(const artifact::Artifact &a, const RunFrame &frame,
+                     const std::vector<DevicePtr> &ptr) {
+    traced_.clear();
+    traceOriginUs_ = trace::nowUs();
+    driver_.record(start_, stream_);
+    program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_,
+                    [&](size_t first, size_t last, bool after, const std::string &what) {
+                      size_t k = after ? traced_.size() - 1 : traced_.size();
+                      while (traceEvents_.size() < 2 * (k + 1))
+                        traceEvents_.push_back(driver_.createEvent());
+                      driver_.record(traceEvents_[2 * k + (after ? 1 : 0)], stream_);
+                      if (!after) {
+                        traced_.push_back({k, a.steps[first].label, "", ""});
+                        return;
+                      }
+                      traced_.back().what = what;
+                      traced_.back().steps = first == last ? std::to_string(first)
+                                                           : std::to_string(first) + "-" +
+                                                                 std::to_string(last);
+                    });
+    driver_.record(end_, stream_);
+    timed_ = true;
   }
   void setStream(void *stream, bool own) override {
     driver_.synchronize(stream_); // nothing of ours left on the old stream
@@ -176,6 +221,13 @@ private:
   int32_t *flags_ = nullptr;
   size_t flagCount_ = 0;
   bool graphs_ = false;
+  struct Traced {
+    size_t index;
+    std::string label, what, steps;
+  };
+  std::vector<Traced> traced_;
+  std::vector<void *> traceEvents_;
+  double traceOriginUs_ = 0;
   using GraphKey = std::pair<std::vector<DevicePtr>, std::vector<int64_t>>;
   static constexpr size_t kGraphs = 8;
   std::vector<std::pair<GraphKey, void *>> graphs; // most recent first

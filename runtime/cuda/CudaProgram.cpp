@@ -4,6 +4,7 @@
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/Nvrtc.h"
+#include "runtime/host/Trace.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -36,7 +37,14 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     const Nvrtc &nvrtc = Nvrtc::get();
     KernelCache cache(kernelCacheDir);
     KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
-    std::string cubin = cache.getOrBuild(key, [&] { return nvrtc.compile(a.code, where, arch_).cubin; });
+    double startUs = trace::nowUs();
+    bool built = false;
+    std::string cubin = cache.getOrBuild(key, [&] {
+      built = true;
+      return nvrtc.compile(a.code, where, arch_).cubin;
+    });
+    trace::add({built ? "NVRTC compile" : "kernel cache hit", "load", startUs,
+                trace::nowUs() - startUs, 0, {{"arch", arch_}}});
     module_ = driver_.loadModule(cubin);
   }
   for (const Step &s : a.steps)
@@ -149,7 +157,8 @@ CudaProgram::~CudaProgram() {
 void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
                          const std::map<std::string, int64_t> &bindings,
                          const std::vector<std::vector<int64_t>> &shapes,
-                         const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr &workspace) const {
+                         const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr &workspace,
+                         const StepMarker &mark) const {
   driver_.makeCurrent();
   auto bytesOf = [&](int v) {
     size_t n = dtypeSize(a.values[size_t(v)].dtype);
@@ -157,7 +166,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       n *= size_t(d);
     return n;
   };
-  for (size_t si = 0; si < a.steps.size(); ++si) {
+  // Queues step si (a chain: steps si..last); returns last and what ran.
+  auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
       if (!workspace)
@@ -190,12 +200,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
           driver_.launch(columnSums_.at(a.values[size_t(r)].dtype), unsigned((cols + 255) / 256), 256, params,
                          stream);
       }
-      continue;
+      return {si, std::string("cuBLASLt matmul") + (s.epilogue.empty() ? "" : " + " + s.epilogue)};
     }
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
-      continue;
+      return {si, "copy"};
     }
     if (!s.chainKernel.empty()) {
       // The chain's steps, and how much of each row they compute.
@@ -217,13 +227,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         if (trace_)
           std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
                        s.label.c_str(), s.chainVariants[size_t(v)].c_str(), (long long)rows);
-        si = last;
-        continue;
+        return {last, "chain kernel " + s.chainKernel + "_" + s.chainVariants[size_t(v)]};
       }
     }
     int64_t threads = *s.threads.evaluate(bindings);
     if (threads == 0)
-      continue;
+      return {si, "empty"};
     KernelArgs args(a, si, si, ptr, symbolValues);
     const std::vector<Launchable> &ks = kernels_[si];
     const Launchable &k =
@@ -236,6 +245,15 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     if (trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
                    s.symbol.c_str(), s.variants[size_t(&k - ks.data())].c_str(), (long long)grid);
+    return {si, "kernel " + s.symbol + "_" + s.variants[size_t(&k - ks.data())]};
+  };
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    if (mark)
+      mark(si, si, false, "");
+    auto [last, what] = launchGroup(si);
+    if (mark)
+      mark(si, last, true, what);
+    si = last;
   }
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/artifact/Artifact.h"
 #include "runtime/cuda/CudaDriver.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,13 +31,18 @@ public:
               const std::string &kernelCacheDir = "", int variant = -1);
   ~CudaProgram();
 
+  // Called around each launch (a step, or a chain of steps first..last run
+  // as one kernel): before (after = false) and after, with what ran.
+  using StepMarker =
+      std::function<void(size_t first, size_t last, bool after, const std::string &what)>;
+
   // Queues every step of the artifact on `stream`: `ptr` is each value's
   // device address; `workspace` the session's cuBLASLt workspace (allocated
   // here on the first matmul step).
   void launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
               const std::map<std::string, int64_t> &bindings,
               const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
-              Stream stream, DevicePtr &workspace) const;
+              Stream stream, DevicePtr &workspace, const StepMarker &mark = {}) const;
 
   // The artifact's constants on the device.
   DevicePtr constants() const { return constants_; }

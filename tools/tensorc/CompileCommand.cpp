@@ -20,6 +20,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <iostream>
@@ -32,7 +33,7 @@ struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
                    arch = "sm_90", convAlgo = "gemm", mode = "default";
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
-       allowTf32 = false, noRunChecks = false;
+       allowTf32 = false, noRunChecks = false, timing = false;
   // --train
   bool train = false, accumulate = false, report = false, lossScaling = false;
   int64_t growthInterval = 2000;
@@ -127,6 +128,9 @@ void addCompileCommand(CLI::App &app) {
                   "with --target cuda: reduce-overhead makes the runtime replay each session's "
                   "launch sequence as a CUDA graph by default (the runtime can override it)")
       ->check(CLI::IsMember({"default", "reduce-overhead"}));
+  cmd->add_flag("--timing", args->timing,
+                "print where compile time went on stderr: loading, the training step, every pass "
+                "(MLIR's pass timing), code generation, NVRTC (--precompile), writing");
   cmd->add_flag("--no-run-checks", args->noRunChecks,
                 "compiled code does not check cross_entropy targets and embedding/gather indices "
                 "(out-of-range ones are clamped silently instead of failing the run)");
@@ -147,7 +151,13 @@ void addCompileCommand(CLI::App &app) {
       // targets use the CPU pipeline's decomposition (CUDA keeps gelu).
       args->pipeline = args->target == "cuda" ? "cuda-codegen" : "cpu";
     }
+    // --timing: one report when the command ends (MLIR's timing manager).
+    mlir::DefaultTimingManager timing;
+    timing.setEnabled(args->timing);
+    mlir::TimingScope root = timing.getRootScope();
+    mlir::TimingScope stage = root.nest("load and import");
     std::unique_ptr<Model> model = loadModel(args->file);
+    stage.stop();
     if (!args->autocast.empty()) {
       try {
         model->graph = transforms::autocastGraph(model->graph, *parseDType(args->autocast));
@@ -158,6 +168,7 @@ void addCompileCommand(CLI::App &app) {
       model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
     }
     if (args->train) {
+      stage = root.nest("training step (autodiff, optimizer, partition)");
       autodiff::TrainingStepOptions options;
       options.autodiff.wrt = args->wrt;
       if (!args->loss.empty())
@@ -190,6 +201,7 @@ void addCompileCommand(CLI::App &app) {
       model->graph = step.graph;
       model->analysis = analyzeGraph(step.graph, args->file);
       model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
+      stage.stop();
       // Artifacts hold the whole step; the .forward/.backward siblings are IR.
       if (args->output != "-" && args->target.empty()) {
         for (auto [graph, part] :
@@ -227,7 +239,14 @@ void addCompileCommand(CLI::App &app) {
                           [](mlir::Pass *, mlir::Operation *) { return true; },
                           /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
                           /*printAfterOnlyOnFailure=*/false, llvm::errs());
-    runPipeline(pm, *model->module, args->file);
+    if (args->timing) {
+      mlir::TimingScope passes = root.nest("pipeline");
+      pm.enableTiming(passes);
+      runPipeline(pm, *model->module, args->file);
+    } else {
+      runPipeline(pm, *model->module, args->file);
+    }
+    stage = root.nest("code generation and writing");
     if (args->target == "cpu") {
       codegen::cpu::CpuCompileOptions options;
       options.cpu = args->cpu;
@@ -259,8 +278,11 @@ void addCompileCommand(CLI::App &app) {
       try {
         art = codegen::cuda::compileCudaArtifact(*model->module, options);
         art.tensorcVersion = TENSORC_VERSION;
-        if (args->precompile)
+        if (args->precompile) {
+          stage.stop();
+          stage = root.nest("NVRTC (--precompile " + args->arch + ")");
           cuda::precompile(art, args->arch, args->file);
+        }
       } catch (const Error &e) {
         fail(std::string(e.what()).rfind(args->file, 0) == 0 ? e.what() : args->file + ": " + e.what());
       }
