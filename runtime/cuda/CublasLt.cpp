@@ -5,7 +5,9 @@
 
 #include <dlfcn.h>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <optional>
 
 namespace tensorc::cuda {
 
@@ -16,6 +18,7 @@ struct CublasLt::Api {
   int (*descSetAttribute)(void *, int, const void *, size_t);
   int (*layoutCreate)(void **, int, uint64_t, uint64_t, int64_t);
   int (*layoutDestroy)(void *);
+  int (*layoutSetAttribute)(void *, int, const void *, size_t);
   int (*prefCreate)(void **);
   int (*prefDestroy)(void *);
   int (*prefSetAttribute)(void *, int, const void *, size_t);
@@ -41,6 +44,22 @@ constexpr int kEpilogue = 7, kBiasPointer = 8;
 constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32, kEpilogueBgradA = 256;
 constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
+constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
+
+// The batches' offsets as one stride (0: a broadcast operand), if they are
+// evenly spaced: then one strided-batched GEMM does every batch.
+std::optional<int64_t> uniformStride(const MatmulDims &d, bool a) {
+  int64_t stride = d.batches > 1 ? (a ? d.aOffset(1) - d.aOffset(0) : d.bOffset(1) - d.bOffset(0)) : 0;
+  for (int64_t bi = 0; bi < d.batches; ++bi)
+    if ((a ? d.aOffset(bi) : d.bOffset(bi)) != bi * stride)
+      return std::nullopt;
+  return stride;
+}
+
+// Heuristic answers by problem: the query costs tens of microseconds on the
+// host, every run (it was the launch path's largest cost).
+std::mutex heuristicMutex;
+std::map<std::string, Heuristic> heuristics;
 
 } // namespace
 
@@ -90,6 +109,7 @@ CublasLt::CublasLt() {
   sym(api.descSetAttribute, "cublasLtMatmulDescSetAttribute");
   sym(api.layoutCreate, "cublasLtMatrixLayoutCreate");
   sym(api.layoutDestroy, "cublasLtMatrixLayoutDestroy");
+  sym(api.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
   sym(api.prefCreate, "cublasLtMatmulPreferenceCreate");
   sym(api.prefDestroy, "cublasLtMatmulPreferenceDestroy");
   sym(api.prefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
@@ -153,11 +173,45 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   TC_LT(layoutCreate(&la, type, transB ? K : N, transB ? N : K, int64_t(transB ? K : N)));
   TC_LT(layoutCreate(&lb, type, transA ? M : K, transA ? K : M, int64_t(transA ? M : K)));
   TC_LT(layoutCreate(&lc, type, N, M, int64_t(N)));
+  // Evenly spaced batches (attention's heads, broadcast weights) run as one
+  // strided-batched GEMM instead of one call per batch. Not with a bias
+  // vector (its per-batch stride would have to be set too).
+  std::optional<int64_t> strideA = uniformStride(d, true), strideB = uniformStride(d, false);
+  bool batched = d.batches > 1 && strideA && strideB && !e.bias && !e.biasGradient &&
+                 d.batches <= 0x7fffffff;
+  if (batched) {
+    int32_t count = int32_t(d.batches);
+    int64_t sb = *strideB, sa = *strideA, sc = int64_t(M * N);
+    for (auto [layout, stride] : {std::pair{la, sb}, std::pair{lb, sa}, std::pair{lc, sc}}) {
+      TC_LT(layoutSetAttribute(layout, kLayoutBatchCount, &count, sizeof count));
+      TC_LT(layoutSetAttribute(layout, kLayoutBatchStride, &stride, sizeof stride));
+    }
+  }
   TC_LT(prefCreate(&pref));
   TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes, sizeof workspaceBytes));
   Heuristic h{};
-  int found = 0;
-  int rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
+  int found = 0, rc = 0;
+  std::string key = std::to_string(type) + "," + std::to_string(compute) + "," + std::to_string(epilogue) +
+                    "," + std::to_string(opFirst) + std::to_string(opSecond) + "," + std::to_string(N) +
+                    "," + std::to_string(M) + "," + std::to_string(K) + "," +
+                    (batched ? std::to_string(d.batches) + "," + std::to_string(*strideA) + "," +
+                                   std::to_string(*strideB)
+                             : "1");
+  {
+    std::lock_guard<std::mutex> lock(heuristicMutex);
+    auto it = heuristics.find(key);
+    if (it != heuristics.end()) {
+      h = it->second;
+      found = 1;
+    }
+  }
+  if (!found) {
+    rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
+    if (rc == 0 && found > 0) {
+      std::lock_guard<std::mutex> lock(heuristicMutex);
+      heuristics.emplace(key, h);
+    }
+  }
   if (e.biasGradient && (rc != 0 || found == 0)) {
     api_->prefDestroy(pref);
     api_->layoutDestroy(la);
@@ -175,7 +229,7 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   double one64 = 1, zero64 = 0;
   const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
   const void *beta = f64 ? static_cast<const void *>(&zero64) : &zero32;
-  for (int64_t bi = 0; bi < d.batches; ++bi) {
+  for (int64_t bi = 0; bi < (batched ? 1 : d.batches); ++bi) {
     DevicePtr pa = a + DevicePtr(d.aOffset(bi)) * es, pb = b + DevicePtr(d.bOffset(bi)) * es;
     DevicePtr pc = c + DevicePtr(bi * d.M * d.N) * es;
     TC_LT(matmul(handle_, desc, alpha, reinterpret_cast<void *>(pb), la, reinterpret_cast<void *>(pa),
