@@ -226,8 +226,10 @@ Graph exportGraph(ModuleOp module) {
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(fn.getBody().front().back()))
       for (auto [i, v] : llvm::enumerate(ret.getOperands()))
         if (auto name = fn.getResultAttrOfType<StringAttr>(i, "tc.name"))
-          if (Operation *def = v.getDefiningOp(); def && def->getNumResults() == 1)
-            outputNames.emplace(def, name.getValue().str());
+          if (Operation *def = v.getDefiningOp(); def && def->getNumResults() == 1 &&
+                                                  !name.getValue().empty() &&
+                                                  !name.getValue().contains(':'))
+            outputNames.emplace(def, name.getValue().str()); // "h:1" is no node name
   std::map<void *, Literal> literals;
   // A literal constant is an inline argument of the ops that read it; one
   // that is also returned (simplification can reduce an output to a literal,
