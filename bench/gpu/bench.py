@@ -128,19 +128,8 @@ def max_error(got, ref):
 
 
 def events_median(fn, iters, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    ts.sort()
-    return ts[len(ts) // 2]
+    """CUDA events around one call, median (workloads.py's timing, shared)."""
+    return W.bench(fn, iters=iters, warm=warm)
 
 
 def measure_floor():
