@@ -178,6 +178,18 @@ private:
             lowp |= v.lowp;
             unbounded |= v.unbounded;
           }
+    // Normalizations are computed differently by the engines (the
+    // interpreter in f64, kernels in f32 around a shift), and their outputs
+    // sum to ~0 by construction (a mean of a layer_norm is cancellation):
+    // like rounded values, they never feed ill-conditioned ops (a division
+    // by them, rsqrt of their mean). Found by long runs: div by layer_norm *
+    // x near 0, rsqrt(clamp(mean(layer_norm(x)))). Sums and dot products of
+    // mixed signs likewise (OpenBLAS and f32 accumulation vs the interpreter's
+    // f64): 2 / matmul(x, w) near 0 differed by 0.6%.
+    static const std::set<std::string> normalizing = {"layer_norm", "rms_norm", "softmax",
+                                                      "log_softmax", "var", "matmul",
+                                                      "sum", "mean", "prod"};
+    lowp |= normalizing.count(op) != 0;
     for (const Tensor &r : results) {
       if (numel(staticShape(r)) > o_.maxElements * 4)
         return false; // still valid, but the pool stays small; it is simply unused
