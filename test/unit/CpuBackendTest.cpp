@@ -20,7 +20,9 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -33,11 +35,6 @@ using namespace tensorc::testing;
 namespace rt = tensorc::runtime;
 
 namespace {
-
-uint64_t freshSeed() {
-  static std::random_device device;
-  return (uint64_t(device()) << 32) | device();
-}
 
 // The artifact's bytes for a graph (`program`: the program builder's
 // choices; the GPU backend's are checked here against the interpreter too).
@@ -86,8 +83,10 @@ void expectMatches(const HostTensor &got, const HostTensor &want, const std::str
 
 // Compiles once, then for each binding of the symbols draws fresh inputs and
 // compares every output with the interpreter.
+using AdjustInputs = std::function<void(std::map<std::string, HostTensor> &)>;
+
 void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}},
-                const codegen::ProgramOptions &program = {}) {
+                const codegen::ProgramOptions &program = {}, const AdjustInputs &adjust = {}) {
   std::string bytes;
   try {
     bytes = compileGraph(g, program);
@@ -101,6 +100,8 @@ void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>
     uint64_t seed = freshSeed();
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::map<std::string, HostTensor> inputs = completeInputs(g, a, {}, seed, dims);
+    if (adjust)
+      adjust(inputs);
     std::vector<HostTensor> want = interpret(g, a, inputs).outputs;
     std::vector<HostTensor> got = runCompiled(session, *exe, inputs);
     ASSERT_EQ(got.size(), want.size());
@@ -356,6 +357,25 @@ TEST(CpuBackend, ExampleGraphs) {
   }
 }
 
+// Optimizer state as a run reaches it: a step count >= 1 and second moments
+// well away from 0. Uniform(-1, 1) state makes AdamW's update
+// m / sqrt(v / (1 - beta2^step)) ill-conditioned (v near 0 or negative, the
+// bias correction near 0), so f32 rounding differences in the gradient grow
+// past any tolerance (a CI run saw 8e-4 relative).
+void plausibleOptimizerState(std::map<std::string, HostTensor> &inputs) {
+  auto endsWith = [](const std::string &s, const std::string &tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (auto &[name, t] : inputs) {
+    if (name == "step")
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.setF(i, 3.0);
+    if (endsWith(name, ".exp_avg_sq"))
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.setF(i, 0.25 + std::abs(t.getF(i)));
+  }
+}
+
 TEST(CpuBackend, TrainingSteps) {
   for (const char *file : {"/examples/mlp.json", "/test/autodiff/Inputs/chain.json"})
     for (const char *optimizer : {"sgd", "momentum", "adamw"}) {
@@ -365,7 +385,7 @@ TEST(CpuBackend, TrainingSteps) {
       options.optimizer.kind = autodiff::parseOptimizer(optimizer);
       options.optimizer.lr = 0.01;
       Graph step = autodiff::buildTrainingStep(m->graph, options).graph;
-      checkGraph(step, {{{"B", 5}, {"T", 3}}, {{"B", 2}, {"T", 7}}});
+      checkGraph(step, {{{"B", 5}, {"T", 3}}, {{"B", 2}, {"T", 7}}}, {}, plausibleOptimizerState);
     }
 }
 

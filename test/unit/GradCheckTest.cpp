@@ -44,11 +44,6 @@ In symbolic(std::string name, trace::DimSpec declared, std::vector<int64_t> shap
   return {std::move(name), std::move(declared), std::move(shape), DType::F64, -1, 1, true};
 }
 
-uint64_t freshSeed() {
-  static std::random_device device;
-  return (uint64_t(device()) << 32) | device();
-}
-
 HostTensor draw(const In &in, std::mt19937_64 &rng) {
   HostTensor t(in.dtype, in.shape);
   for (int64_t i = 0; i < t.numel(); ++i) {

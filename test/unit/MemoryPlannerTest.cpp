@@ -1,6 +1,7 @@
 // The arena planner: no two buffers live at the same time overlap; disjoint
 // lifetimes share storage; in place honoured; arena close to the lower bound
 // on random interval sets.
+#include "TestUtil.h"
 #include "ir/core/MemoryPlanner.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <random>
 
 using namespace tensorc;
+using tensorc::testing::freshSeed;
 
 namespace {
 
@@ -49,8 +51,7 @@ TEST(MemoryPlanner, InPlaceTakesTheDyingInput) {
 }
 
 TEST(MemoryPlanner, RandomSchedulesStayNearTheLowerBound) {
-  std::random_device device;
-  uint64_t seed = device();
+  uint64_t seed = freshSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   double worst = 1.0;

@@ -9,11 +9,24 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tensorc::testing {
+
+// A fresh random seed per call, so every run tests new inputs; failures print
+// it (SCOPED_TRACE), and TENSORC_TEST_SEED=<seed> replays it (every call then
+// returns that seed).
+inline uint64_t freshSeed() {
+  if (const char *fixed = std::getenv("TENSORC_TEST_SEED"))
+    return std::strtoull(fixed, nullptr, 10);
+  static std::random_device device;
+  return (uint64_t(device()) << 32) | device();
+}
 
 inline HostTensor tensor(DType dtype, std::vector<int64_t> shape, std::vector<double> values) {
   HostTensor t(dtype, std::move(shape));
