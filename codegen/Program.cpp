@@ -3,6 +3,7 @@
 #include "codegen/cpu/LoopNest.h"
 #include "codegen/cpu/ScalarOps.h"
 #include "ir/core/Error.h"
+#include "ir/core/FusedAttention.h"
 #include "ir/core/ShapeInference.h"
 #include "ir/dialect/Conversion.h"
 #include "runtime/host/FloatBits.h"
@@ -13,6 +14,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -82,8 +84,10 @@ const std::set<std::string> &viewOps() {
 
 class ProgramBuilder {
 public:
-  ProgramBuilder(NestEmitter emitNest, const std::string &prefix, const ProgramOptions &options)
-      : emitNest_(std::move(emitNest)), prefix_(prefix), options_(options) {}
+  ProgramBuilder(NestEmitter emitNest, const std::string &prefix, const ProgramOptions &options,
+                 AttentionEmitter emitAttention)
+      : emitNest_(std::move(emitNest)), prefix_(prefix), options_(options),
+        emitAttention_(std::move(emitAttention)) {}
 
   artifact::Artifact build(func::FuncOp fn) {
     art_.function = fn.getName().str();
@@ -239,6 +243,10 @@ private:
     }
     if (name == "matmul") {
       lowerMatmul(op);
+      return;
+    }
+    if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward") {
+      lowerAttention(op, name != "scaled_dot_product_attention", attrs);
       return;
     }
     if (name == "gather" || name == "index_select" || name == "embedding" || name == "dropout") {
@@ -742,6 +750,47 @@ private:
     lazy_[op->getResult(0)] = storedIdentity(out);
     if (options_.matmulEpilogues)
       matmulProducts_[out] = {art_.steps.size() - 1, op->getResult(0)};
+  }
+
+  // Attention the pipeline kept whole (ir/core/FusedAttention.h): one
+  // attention step on contiguous operands; the backward's lse and delta
+  // are f32 scratch buffers of q's shape without its last dim.
+  void lowerAttention(Operation *op, bool backward, const AttrMap &attrs) {
+    std::vector<std::optional<TensorSpec>> args;
+    for (Value v : op->getOperands())
+      args.push_back(specOf(v));
+    std::string refusal = fusedAttentionRefusal(args, backward);
+    check(refusal.empty(), "codegen: attention here must be decomposed (" + refusal + ")");
+    check(bool(emitAttention_), "codegen: this backend has no fused attention; decompose it");
+    size_t first = backward ? 1 : 0;
+    const TensorSpec &q = *args[first];
+    int64_t headDim = q.shape.back().value();
+    artifact::AttentionStep at;
+    at.backward = backward;
+    at.causal = getBool(attrs, "is_causal");
+    at.scale = hasAttr(attrs, "scale") ? getFloat(attrs, "scale") : 1.0 / std::sqrt(double(headDim));
+    at.paddedHeadDim = int(fusedAttentionPaddedHeadDim(headDim));
+    std::vector<int> in;
+    for (unsigned i = 0; i < first + 3; ++i)
+      in.push_back(materialize(op->getOperand(i)));
+    Step s;
+    s.kind = Step::Kind::Attention;
+    s.label = label_;
+    s.attention = at;
+    s.symbol = emitAttention_(q.dtype, at.paddedHeadDim, at.causal);
+    for (Value r : op->getResults()) {
+      int v = newProducedValue(specOf(r));
+      s.operands.push_back(v);
+      lazy_[r] = storedIdentity(v);
+    }
+    if (backward) {
+      TensorSpec rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1)};
+      s.operands.push_back(newProducedValue(rows)); // lse
+      s.operands.push_back(newProducedValue(rows)); // delta
+    }
+    s.operands.insert(s.operands.end(), in.begin(), in.end());
+    art_.steps.push_back(s);
+    chain_ = Chain{};
   }
 
   // Integer matmul as a reduction nest over k (the GEMM library has no
@@ -1348,7 +1397,7 @@ private:
       const Step &s = art_.steps[si];
       for (size_t k = 0; k < s.operands.size(); ++k) {
         int v = base(s.operands[k]);
-        bool written = k == 0 || (s.epilogue == "bgrad" && k == 3);
+        bool written = artifact::writesOperand(s, k);
         if (written && first[v] < 0)
           first[v] = chainFirst[si];
         first[v] = first[v] < 0 ? -1 : std::min(first[v], chainFirst[si]);
@@ -1376,6 +1425,7 @@ private:
   NestEmitter emitNest_;
   std::string prefix_;
   ProgramOptions options_;
+  AttentionEmitter emitAttention_;
   // Matmul steps whose product may still take an epilogue: the product's
   // artifact value -> (step index, the tc value of the product).
   std::map<int, std::pair<size_t, Value>> matmulProducts_;
@@ -1402,8 +1452,8 @@ bool supportsOp(const std::string &op) {
 }
 
 artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit,
-                                const ProgramOptions &options) {
-  return ProgramBuilder(emit, prefix, options).build(fn);
+                                const ProgramOptions &options, const AttentionEmitter &emitAttention) {
+  return ProgramBuilder(emit, prefix, options, emitAttention).build(fn);
 }
 
 func::FuncOp singleFunction(ModuleOp module) {

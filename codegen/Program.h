@@ -25,6 +25,10 @@ namespace tensorc::codegen {
 using NestEmitter =
     std::function<std::vector<std::string>(const cpu::NestSpec &, const cpu::PointFn &)>;
 
+// Makes the fused attention kernels for one configuration (dtype, padded
+// head dim, causal); returns their symbol prefix (artifact::AttentionStep).
+using AttentionEmitter = std::function<std::string(DType, int paddedHeadDim, bool causal)>;
+
 struct ProgramOptions {
   // The backend's GEMM library applies epilogues (cuBLASLt): a bias add
   // along the output's columns and/or relu or gelu(tanh) of a matmul whose
@@ -39,8 +43,12 @@ struct ProgramOptions {
 
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for
 // anything the backends cannot run.
+// `emitAttention`: the backend's fused attention (attention the pipeline kept
+// whole becomes an attention step); without one, attention must have been
+// decomposed.
 artifact::Artifact buildProgram(mlir::func::FuncOp fn, const std::string &prefix,
-                                const NestEmitter &emit, const ProgramOptions &options = {});
+                                const NestEmitter &emit, const ProgramOptions &options = {},
+                                const AttentionEmitter &emitAttention = {});
 
 // Whether the code generators run `op` (for `tensorc ops`).
 bool supportsOp(const std::string &op);

@@ -51,6 +51,8 @@ def DecomposePass : Pass<"tensorc-decompose", "mlir::ModuleOp"> {
   }];
   let options = [
     ListOption<"ops", "ops", "std::string", "ops to decompose (default: every decomposable op)">,
+    Option<"keepFusedAttention", "keep-fused-attention", "bool", "false",
+           "keep attention the CUDA backend's fused kernels take (ir/core/FusedAttention.h)">,
   ];
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }

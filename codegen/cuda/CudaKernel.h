@@ -13,6 +13,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ public:
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c],
   // the bias-gradient fallback when cuBLASLt has no algorithm with it.
   void addColumnSums(const std::string &prefix, DType dtype);
+  // The fused attention kernels (kernels/Attention.cuh) for one
+  // configuration, once per program; returns their symbol prefix.
+  std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).
@@ -65,6 +69,7 @@ public:
 private:
   mlir::MLIRContext &ctx_;
   std::string kernels_;
+  std::set<std::string> attention_; // configurations instantiated
 };
 
 } // namespace tensorc::codegen::cuda

@@ -19,7 +19,10 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
                    ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm",
-                                  /*integerMatmulAsNest=*/true});
+                                  /*integerMatmulAsNest=*/true},
+                   [&](DType dtype, int paddedHeadDim, bool causal) {
+                     return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal);
+                   });
   // Chains of loop steps over the same rows also get one fused kernel
   // (the runtime chooses between it and the steps' own kernels).
   std::vector<std::string> symbols;

@@ -46,6 +46,7 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   }();
   DecomposePassOptions decompose;
   decompose.ops = ops;
+  decompose.keepFusedAttention = true; // the fused attention kernels
   pm.addPass(createDecomposePass(decompose));
   buildKernelPipeline(pm, options);
 }

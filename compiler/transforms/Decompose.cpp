@@ -4,6 +4,7 @@
 #include "compiler/graph/GraphAnalysis.h"
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
+#include "ir/core/FusedAttention.h"
 #include "ir/core/ShapeInference.h"
 
 #include <cmath>
@@ -262,7 +263,8 @@ const std::set<std::string> &decomposableOps() {
   return ops;
 }
 
-Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested) {
+Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested,
+                     bool keepFusedAttention) {
   const std::set<std::string> &ops = requested.empty() ? decomposableOps() : requested;
   for (const std::string &op : ops)
     check(decomposableOps().count(op), "decompose: op '" + op + "' has no decomposition");
@@ -293,7 +295,11 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested)
         args.push_back(std::monostate{});
     }
     std::vector<Tensor> results;
-    if (ops.count(n.node->op)) {
+    bool fusedAttention = keepFusedAttention &&
+                          (n.node->op == "scaled_dot_product_attention" ||
+                           n.node->op == "scaled_dot_product_attention_backward") &&
+                          fusedAttentionRefusal(n.argTypes, n.node->op != "scaled_dot_product_attention").empty();
+    if (ops.count(n.node->op) && !fusedAttention) {
       try {
         results = rules().at(n.node->op)(Context{t, n, args});
       } catch (const Error &e) {

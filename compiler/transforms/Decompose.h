@@ -16,6 +16,9 @@ const std::set<std::string> &decomposableOps();
 
 // Rewrites every node whose op is in `ops` (default: all decomposable ops).
 // Nodes keep their names for their final value, so references stay valid.
-Graph decomposeGraph(const Graph &graph, const std::set<std::string> &ops = {});
+// `keepFusedAttention`: attention the CUDA backend's fused kernels take
+// stays whole (ir/core/FusedAttention.h).
+Graph decomposeGraph(const Graph &graph, const std::set<std::string> &ops = {},
+                     bool keepFusedAttention = false);
 
 } // namespace tensorc::transforms

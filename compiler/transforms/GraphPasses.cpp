@@ -66,7 +66,7 @@ struct DecomposePass : impl::DecomposePassBase<DecomposePass> {
     std::set<std::string> selected(ops.begin(), ops.end());
     if (mlir::failed(
             transformModuleAsGraph(getOperation(), "tensorc-decompose", [&](const Graph &g) {
-              return transforms::decomposeGraph(g, selected);
+              return transforms::decomposeGraph(g, selected, keepFusedAttention);
             })))
       signalPassFailure();
   }

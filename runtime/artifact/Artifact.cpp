@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
@@ -54,6 +55,8 @@ const char *stepName(Step::Kind k) {
     return "matmul";
   case Step::Kind::Copy:
     return "copy";
+  case Step::Kind::Attention:
+    return "attention";
   }
   return "?";
 }
@@ -164,6 +167,13 @@ json manifestJson(const Artifact &a) {
         j["chain_variants"] = s.chainVariants;
       }
     }
+    if (s.kind == Step::Kind::Attention) {
+      j["symbol"] = s.symbol;
+      j["backward"] = s.attention.backward;
+      j["causal"] = s.attention.causal;
+      j["scale"] = s.attention.scale;
+      j["padded_head_dim"] = s.attention.paddedHeadDim;
+    }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
@@ -184,6 +194,45 @@ json manifestJson(const Artifact &a) {
 
 // Everything a loader relies on: indices in range, operand counts, the
 // signature pointing at input/output storage.
+// The kernels index q, k, v (and the gradients, the scratch) from the
+// shapes of q and k alone: every operand must agree with them.
+void validateAttention(const Artifact &a, const Step &s, const std::string &what) {
+  const AttentionStep &at = s.attention;
+  size_t first = at.backward ? 6 : 1; // q's operand
+  const ValueDecl &q = a.values[size_t(s.operands[first])], &k = a.values[size_t(s.operands[first + 1])],
+                  &v = a.values[size_t(s.operands[first + 2])];
+  check(!s.symbol.empty(), what + ": no kernel symbol");
+  check((q.dtype == DType::F16 || q.dtype == DType::BF16) && k.dtype == q.dtype && v.dtype == q.dtype,
+        what + ": attention operands must be f16 or bf16, one dtype");
+  size_t r = q.shape.size();
+  check(r >= 2 && k.shape.size() == r && v.shape.size() == r, what + ": attention operands of different ranks");
+  for (size_t d = 0; d + 2 < r; ++d)
+    check(k.shape[d] == q.shape[d] && v.shape[d] == q.shape[d], what + ": attention batch dims differ");
+  const Dim &e = q.shape[r - 1];
+  check(e.isStatic() && e.value() >= 1 && e.value() <= 128 && k.shape[r - 1] == e && v.shape[r - 1] == e &&
+            v.shape[r - 2] == k.shape[r - 2],
+        what + ": attention head dims differ or exceed 128");
+  check(at.paddedHeadDim % 16 == 0 && at.paddedHeadDim >= e.value() && at.paddedHeadDim < e.value() + 16,
+        what + ": bad padded head dim");
+  check(std::isfinite(at.scale), what + ": attention scale is not finite");
+  auto same = [&](size_t operand, const ValueDecl &like, const char *name) {
+    const ValueDecl &x = a.values[size_t(s.operands[operand])];
+    check(x.dtype == like.dtype && x.shape == like.shape, what + ": attention " + name + " differs from its operand");
+  };
+  if (!at.backward) {
+    same(0, q, "output");
+    return;
+  }
+  same(0, q, "dq");
+  same(1, k, "dk");
+  same(2, v, "dv");
+  ValueDecl rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1), {}};
+  same(3, rows, "lse scratch");
+  same(4, rows, "delta scratch");
+  const ValueDecl &dout = a.values[size_t(s.operands[first - 1])];
+  check(dout.dtype == q.dtype && dout.shape == q.shape, what + ": attention cotangent differs from q");
+}
+
 void validate(const Artifact &a) {
   std::set<std::string> symbolNames;
   for (const SymbolDecl &s : a.symbols) {
@@ -316,7 +365,10 @@ void validate(const Artifact &a) {
       check(fits(valueBytes(a.values[s.operands[1]]), valueBytes(a.values[s.operands[0]])),
             what + ": copies more bytes than its destination holds");
     bool bias = s.epilogue.rfind("bias", 0) == 0 || s.epilogue == "bgrad";
-    size_t want = s.kind == Step::Kind::Matmul ? (bias ? 4 : 3) : s.kind == Step::Kind::Copy ? 2 : 0;
+    size_t want = s.kind == Step::Kind::Matmul      ? (bias ? 4 : 3)
+                  : s.kind == Step::Kind::Copy      ? 2
+                  : s.kind == Step::Kind::Attention ? (s.attention.backward ? 9 : 4)
+                                                    : 0;
     static const std::set<std::string> epilogues = {"",     "relu",      "gelu_tanh",      "bias",
                                                     "bias_relu", "bias_gelu_tanh", "bgrad"};
     check(epilogues.count(s.epilogue) && (s.epilogue.empty() || s.kind == Step::Kind::Matmul),
@@ -329,6 +381,8 @@ void validate(const Artifact &a) {
           what + ": a chain kernel belongs to the first step of a chain, with its variants");
     check(want == 0 ? !s.operands.empty() : s.operands.size() == want,
           what + ": wrong number of operands");
+    if (s.kind == Step::Kind::Attention && s.operands.size() == want)
+      validateAttention(a, s, what);
     if (s.kind == Step::Kind::Loop) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work, s.threads, s.reduced}, what);
@@ -486,6 +540,7 @@ Artifact parse(const std::string &bytes, const std::string &where) {
       s.kind = kind == "loop"     ? Step::Kind::Loop
                : kind == "matmul" ? Step::Kind::Matmul
                : kind == "copy"   ? Step::Kind::Copy
+               : kind == "attention" ? Step::Kind::Attention
                                   : (fail("step: unknown kind '" + kind + "'"), Step::Kind::Loop);
       s.label = j.at("label").get<std::string>();
       s.operands = j.at("operands").get<std::vector<int>>();
@@ -504,6 +559,13 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.chainKernel = j.value("chain_kernel", "");
         if (j.contains("chain_variants"))
           s.chainVariants = j.at("chain_variants").get<std::vector<std::string>>();
+      }
+      if (s.kind == Step::Kind::Attention) {
+        s.symbol = j.at("symbol").get<std::string>();
+        s.attention.backward = j.at("backward").get<bool>();
+        s.attention.causal = j.at("causal").get<bool>();
+        s.attention.scale = j.at("scale").get<double>();
+        s.attention.paddedHeadDim = j.at("padded_head_dim").get<int>();
       }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
@@ -532,6 +594,12 @@ Artifact readFile(const std::string &path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), path);
+}
+
+bool writesOperand(const Step &step, size_t operand) {
+  if (step.kind == Step::Kind::Attention)
+    return operand < (step.attention.backward ? 5u : 1u);
+  return operand == 0 || (step.epilogue == "bgrad" && operand == 3);
 }
 
 } // namespace tensorc::artifact

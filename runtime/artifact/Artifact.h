@@ -54,8 +54,21 @@ struct ConstantDecl {
   uint64_t bytes = 0;
 };
 
+// A fused attention step (GPU): softmax(q k^T * scale [causal]) v by the
+// kernels of codegen/cuda/kernels/Attention.cuh, `symbol` + "_fwd", or for
+// the backward "_bwd_q" then "_bwd_kv". Forward operands: out, q, k, v;
+// backward: dq, dk, dv, lse, delta (f32 scratch of q's shape without its
+// last dim), dout, q, k, v. q, k, v: f16/bf16 [batch..., rows, head dim],
+// contiguous, one dtype, equal batch dims and head dims (<= 128).
+struct AttentionStep {
+  bool backward = false;
+  bool causal = false;
+  double scale = 1.0;
+  int paddedHeadDim = 0; // the kernels' head dim: a multiple of 16 >= the real one
+};
+
 struct Step {
-  enum class Kind { Loop, Matmul, Copy };
+  enum class Kind { Loop, Matmul, Copy, Attention };
   Kind kind = Kind::Loop;
   std::string label; // the tc kernel or op it came from (errors, profiles)
   // Outputs first, then inputs. Loop: the value the kernel writes, then the
@@ -90,7 +103,12 @@ struct Step {
   // parameters are every chained step's operands in order, then the symbols.
   std::string chainKernel;
   std::vector<std::string> chainVariants;
+  AttentionStep attention; // Attention
 };
+
+// Whether a step writes its operand number `operand` (the first ones, and a
+// "bgrad" epilogue's sums).
+bool writesOperand(const Step &step, size_t operand);
 
 // A run-time check: an i32 scalar value (an arena buffer live to the last
 // step) that the kernels leave nonzero when an input was out of range; the

@@ -132,6 +132,9 @@ public:
                                    a.target.cpu +
                                    "), which this machine lacks; recompile with --cpu x86-64 or on "
                                    "this machine");
+    for (const Step &s : a.steps)
+      check(s.kind != Step::Kind::Attention,
+            where + ": step '" + s.label + "' is a fused attention step, which only the CUDA backend runs");
     library_ = std::make_unique<KernelLibrary>(a.code, where);
     for (const Step &s : a.steps)
       kernels_.push_back(s.kind == Step::Kind::Loop ? library_->loopKernel(s.symbol) : nullptr);
@@ -215,10 +218,12 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
         std::memmove(ptr[d], ptr[s], bytes);
       break;
     }
+    case Step::Kind::Attention:
+      fail("cpu: fused attention steps run on the GPU only"); // refused at load
     }
     if (tracing) {
       trace::Slice slice{step.label, "step", startUs, trace::nowUs() - startUs, 0, {}};
-      const char *kinds[] = {"loop", "matmul", "copy"};
+      const char *kinds[] = {"loop", "matmul", "copy", "attention"};
       slice.args = {{"launch", step.kind == Step::Kind::Loop ? "loop " + step.symbol : kinds[int(step.kind)]},
                     {"steps", si == firstStep ? std::to_string(si)
                                               : std::to_string(firstStep) + "-" + std::to_string(si)}};

@@ -175,8 +175,9 @@ void *Driver::function(void *module, const std::string &name) const {
   return f;
 }
 
-void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args, Stream stream) const {
-  TC_CU(launchKernel(f, gridX, 1, 1, blockX, 1, 1, 0, stream, args, nullptr));
+void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args, Stream stream,
+                    unsigned gridY) const {
+  TC_CU(launchKernel(f, gridX, gridY, 1, blockX, 1, 1, 0, stream, args, nullptr));
 }
 
 DevicePtr Driver::allocate(size_t bytes) const {

@@ -31,7 +31,7 @@ public:
   // pageable host memory are staged by the driver: the host side is done
   // when the call returns, the device side in stream order).
   void launch(void *function, unsigned gridX, unsigned blockX, void **args,
-              Stream stream = nullptr) const;
+              Stream stream = nullptr, unsigned gridY = 1) const;
   DevicePtr allocate(size_t bytes) const;
   void free(DevicePtr p) const;
   // Page-locked host memory (device copies into it are asynchronous).

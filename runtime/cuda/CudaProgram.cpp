@@ -59,6 +59,12 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       chain.push_back({driver_.function(module_, s.chainKernel + "_" + v), artifact::parseVariant(v)});
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
+    std::vector<void *> attention;
+    if (s.kind == Step::Kind::Attention)
+      for (const char *part : s.attention.backward ? std::vector<const char *>{"_bwd_q", "_bwd_kv"}
+                                                   : std::vector<const char *>{"_fwd"})
+        attention.push_back(driver_.function(module_, s.symbol + part));
+    attentionKernels_.push_back(std::move(attention));
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
@@ -149,6 +155,50 @@ int CudaProgram::chainVariant(const std::vector<std::string> &variants, int64_t 
   return it == variants.end() ? 0 : int(it - variants.begin());
 }
 
+std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
+                                         const std::vector<std::vector<int64_t>> &shapes,
+                                         const std::vector<DevicePtr> &ptr, Stream stream) const {
+  const Step &s = a.steps[si];
+  const artifact::AttentionStep &at = s.attention;
+  size_t first = at.backward ? 6 : 1; // q's operand
+  const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
+  // [batch..., rows, D], contiguous (the artifact's validation): one batch
+  // index per grid row.
+  long long bh = 1;
+  for (size_t d = 0; d + 2 < qs.size(); ++d)
+    bh *= qs[d];
+  long long L = qs[qs.size() - 2], S = ks[ks.size() - 2], D = qs.back();
+  if (bh == 0)
+    return "attention (empty)";
+  constexpr long long kRows = 64; // Attention.cuh's tile rows
+  check(bh <= 65535 && (L + kRows - 1) / kRows <= 0x7fffffff,
+        "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
+  long long shape[11] = {L, S, D, D, D, D, D, L * D, S * D, S * D, L * D};
+  float scale = float(at.scale);
+  auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
+  unsigned queryTiles = unsigned((L + kRows - 1) / kRows), keyTiles = unsigned((S + kRows - 1) / kRows);
+  auto launch = [&](void *function, std::vector<DevicePtr> tensors, unsigned tiles) {
+    std::vector<void *> params;
+    for (DevicePtr &p : tensors)
+      params.push_back(&p);
+    for (long long &x : shape)
+      params.push_back(&x);
+    params.push_back(&scale);
+    if (tiles > 0) // no query rows: nothing to write (dk, dv still are: zeros)
+      driver_.launch(function, tiles, 128, params.data(), stream, unsigned(bh));
+  };
+  if (!at.backward) {
+    launch(attentionKernels_[si][0], {pointer(1), pointer(2), pointer(3), pointer(0)}, queryTiles);
+    return "attention " + s.symbol + "_fwd";
+  }
+  // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
+  launch(attentionKernels_[si][0], {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)},
+         queryTiles);
+  launch(attentionKernels_[si][1], {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
+           keyTiles);
+  return "attention " + s.symbol + "_bwd_q + _bwd_kv";
+}
+
 CudaProgram::~CudaProgram() {
   if (constants_)
     driver_.free(constants_);
@@ -202,6 +252,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       }
       return {si, std::string("cuBLASLt matmul") + (s.epilogue.empty() ? "" : " + " + s.epilogue)};
     }
+    if (s.kind == Step::Kind::Attention)
+      return {si, launchAttention(a, si, shapes, ptr, stream)};
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);

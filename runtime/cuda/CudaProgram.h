@@ -76,10 +76,15 @@ private:
   void *module_ = nullptr;
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
+  std::vector<std::vector<void *>> attentionKernels_; // per step: fwd, or bwd_q and bwd_kv
   DevicePtr constants_ = 0;
   int variantCount_ = 0;
   bool hasMatmul_ = false;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
+  // Queues an attention step (kernels/Attention.cuh); returns what ran.
+  std::string launchAttention(const artifact::Artifact &a, size_t step,
+                              const std::vector<std::vector<int64_t>> &shapes,
+                              const std::vector<DevicePtr> &ptr, Stream stream) const;
   int forcedVariant_ = -1;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32

@@ -169,6 +169,34 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
                        {{DType::F32, {2, 3, 5, 4}}, {DType::F32, {2, 3, 5, 8}}, {DType::F32, {1, 3, 7, 8}},
                         {DType::F32, {2, 3, 7, 4}}},
                        {{"is_causal", Attr(true)}}));
+  // The fused attention kernels (codegen/cuda/kernels/Attention.cuh): f16
+  // and bf16, lengths of 1, odd, past one tile and many tiles, head dims
+  // padded (80) and full (64, 128), causal or not, a symbolic batch;
+  // forward and backward.
+  struct AttentionCase {
+    Shape_ batch;
+    int64_t L, S, E;
+  };
+  for (DType d : {DType::BF16, DType::F16})
+    for (const AttentionCase &c : std::vector<AttentionCase>{{{2, 3}, 1, 1, 64},
+                                                            {{"B", 2}, 7, 7, 64},
+                                                            {{2, 1}, 5, 130, 80},
+                                                            {{1, 2}, 300, 300, 128},
+                                                            {{1, 2}, 1000, 1000, 64},
+                                                            {{3}, 67, 33, 16}})
+      for (bool causal : {false, true}) {
+        auto shape = [&](int64_t rows) {
+          Shape_ s = c.batch;
+          s.push_back(rows);
+          s.push_back(c.E);
+          return s;
+        };
+        AttrMap attrs{{"is_causal", Attr(causal)}};
+        push_back(opGraph("scaled_dot_product_attention", {{d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}},
+                          attrs));
+        push_back(opGraph("scaled_dot_product_attention_backward",
+                          {{d, shape(c.L)}, {d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}}, attrs));
+      }
   return gs;
 }
 

@@ -1,0 +1,573 @@
+// Fused scaled-dot-product attention for f16/bf16 on tensor cores
+// (FlashAttention-2 style; docs/cuda-backend.md, "Attention").
+//
+// softmax(q k^T * scale [causal]) v without the L x S scores in memory:
+// each block owns 64 query rows (4 warps x 16) and walks the keys in tiles
+// of 64, keeping a running row max and sum (online softmax) and the output
+// in f32 registers. mma.sync m16n8k16 with f32 accumulation; the scores'
+// accumulator layout is the next GEMM's A-operand layout, so P never leaves
+// registers.
+//
+// The backward recomputes, in two kernels:
+//  - dq: per 64 query rows, the forward (O, the log-sum-exp) and
+//    D = rowsum(dO * O), then dQ = sum_j dS_j K_j with dS = P (dP - D),
+//    dP = dO V^T; it writes LSE and D for the other kernel;
+//  - dkv: per 64 key rows, dV = sum_i P_i^T dO_i and dK = sum_i dS_i^T Q_i
+//    over the query tiles (no atomics, deterministic).
+//
+// Tensors are [BH, rows, D] with the last dim contiguous; `ld*` are row
+// strides and `bh*` batch strides in elements. D <= DP (DP a multiple of
+// 16, <= 128); columns D..DP are zero in shared memory. Compiled by NVRTC
+// (the artifact's source includes this file) and by nvcc in CI.
+// Include guard, not #pragma once: the text is also pasted into sources.
+#ifndef TENSORC_ATTENTION_CUH
+#define TENSORC_ATTENTION_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace tc_attention {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRows = 16 * kWarps; // query (forward, dq) or key (dkv) rows per block
+constexpr int kKeys = 64;           // keys per tile (forward, dq)
+
+typedef unsigned int u32;
+
+__device__ __forceinline__ float infinity() { return __int_as_float(0x7f800000); }
+
+// Two floats as one register of two 16-bit values (low half first).
+template <typename T> __device__ __forceinline__ u32 pack2(float lo, float hi);
+template <> __device__ __forceinline__ u32 pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<u32 *>(&v);
+}
+template <> __device__ __forceinline__ u32 pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<u32 *>(&v);
+}
+// The two values of a packed register as floats.
+template <typename T> __device__ __forceinline__ void unpack2(u32 v, float &lo, float &hi);
+template <> __device__ __forceinline__ void unpack2<__nv_bfloat16>(u32 v, float &lo, float &hi) {
+  lo = __uint_as_float(v << 16);
+  hi = __uint_as_float(v & 0xffff0000u);
+}
+template <> __device__ __forceinline__ void unpack2<__half>(u32 v, float &lo, float &hi) {
+  lo = __half2float(__ushort_as_half((unsigned short)(v & 0xffffu)));
+  hi = __half2float(__ushort_as_half((unsigned short)(v >> 16)));
+}
+template <typename T> __device__ __forceinline__ T fromFloat(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half(v); }
+
+// c += a (16x16, row) * b (16x8, col); f32 accumulators.
+template <typename T> __device__ __forceinline__ void mma(float c[4], const u32 a[4], const u32 b[2]);
+template <> __device__ __forceinline__ void mma<__nv_bfloat16>(float c[4], const u32 a[4], const u32 b[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <> __device__ __forceinline__ void mma<__half>(float c[4], const u32 a[4], const u32 b[2]) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+               "{%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Four 8x8 16-bit matrices from shared memory, transposed: lane l gives
+// the address of row l % 8 of matrix l / 8 and receives, of matrix j,
+// elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) in r[j]: the B
+// operand of mma for a row-major [k][n] tile.
+__device__ __forceinline__ void ldmatrixTrans(u32 r[4], const void *row) {
+  u32 address = static_cast<u32>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+__device__ __forceinline__ u32 lds32(const void *p) { return *reinterpret_cast<const u32 *>(p); }
+
+// A tile in shared memory: ROWS x DP values, rows padded by 8 (16 bytes) so
+// that the fragment loads of 8 rows hit distinct banks.
+template <typename T, int ROWS, int DP> struct Tile {
+  static constexpr int stride = DP + 8;
+  T v[ROWS * stride];
+  __device__ T *row(int r) { return v + r * stride; }
+
+  // Rows first..first+ROWS of a [rows, D] matrix (row stride ld) at base;
+  // rows past `rows` and columns past D are zero.
+  __device__ void load(const T *base, long long first, long long rows, int D, long long ld) {
+    constexpr int chunks = DP / 8; // 16-byte pieces per row
+    const bool vector = (reinterpret_cast<unsigned long long>(base) & 15) == 0 && (ld & 7) == 0 && (D & 7) == 0;
+    for (int i = threadIdx.x; i < ROWS * chunks; i += kThreads) {
+      const int r = i / chunks, c = (i % chunks) * 8;
+      T *dst = row(r) + c;
+      const long long gr = first + r;
+      if (gr < rows && vector && c < D) {
+        *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(base + gr * ld + c);
+      } else {
+        for (int e = 0; e < 8; ++e)
+          dst[e] = (gr < rows && c + e < D) ? base[gr * ld + c + e] : fromFloat<T>(0.0f);
+      }
+    }
+  }
+};
+
+// The A fragment (16x16, row-major) of rows r0..r0+15, columns k0..k0+15.
+template <typename T, int ROWS, int DP>
+__device__ __forceinline__ void loadA(u32 a[4], Tile<T, ROWS, DP> &t, int r0, int k0) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  a[0] = lds32(t.row(r0 + g) + k0 + 2 * q);
+  a[1] = lds32(t.row(r0 + g + 8) + k0 + 2 * q);
+  a[2] = lds32(t.row(r0 + g) + k0 + 8 + 2 * q);
+  a[3] = lds32(t.row(r0 + g + 8) + k0 + 8 + 2 * q);
+}
+
+// The B fragment (16x8, col) of B = M^T for a row-major tile M: B[k][n] =
+// M[n0 + n][k0 + k].
+template <typename T, int ROWS, int DP>
+__device__ __forceinline__ void loadBt(u32 b[2], Tile<T, ROWS, DP> &t, int n0, int k0) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  b[0] = lds32(t.row(n0 + g) + k0 + 2 * q);
+  b[1] = lds32(t.row(n0 + g) + k0 + 8 + 2 * q);
+}
+
+// The B fragments of two n-tiles (n0, n0 + 8) of B = M for a row-major
+// tile M: B[k][n] = M[k0 + k][n0 + n]; b[0..1] the first, b[2..3] the second.
+template <typename T, int ROWS, int DP>
+__device__ __forceinline__ void loadB2(u32 b[4], Tile<T, ROWS, DP> &t, int k0, int n0) {
+  const int lane = threadIdx.x & 31, j = lane >> 3, r = lane & 7;
+  ldmatrixTrans(b, t.row(k0 + (j & 1) * 8 + r) + n0 + (j >> 1) * 8);
+}
+
+// The A fragment of k-step kk (columns 16 kk .. 16 kk + 15) of a 16xN
+// accumulator held as N/8 C fragments (the same thread owns both).
+template <typename T>
+__device__ __forceinline__ void accumulatorAsA(u32 a[4], const float (*c)[4], int kk) {
+  a[0] = pack2<T>(c[2 * kk][0], c[2 * kk][1]);
+  a[1] = pack2<T>(c[2 * kk][2], c[2 * kk][3]);
+  a[2] = pack2<T>(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+  a[3] = pack2<T>(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+}
+
+__device__ __forceinline__ float quadMax(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quadSum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+struct Shape {
+  long long L, S;               // query and key rows
+  int D;                        // head dim (<= DP)
+  long long ldq, ldk, ldv, ldo; // row strides (gradients: their operand's)
+  long long bhq, bhk, bhv, bho; // batch strides
+  float scaleLog2;              // scale * log2(e): scores in base 2
+  float scale;
+};
+
+// The kernels' parameters after the tensors, in this order (every size a
+// long long, then the scale as a float): what the runtime passes.
+#define TC_ATTENTION_SHAPE_PARAMS                                                                  \
+  long long L, long long S, long long D, long long ldq, long long ldk, long long ldv,             \
+      long long ldo, long long bhq, long long bhk, long long bhv, long long bho, float scale
+#define TC_ATTENTION_SHAPE                                                                         \
+  tc_attention::Shape { L, S, (int)D, ldq, ldk, ldv, ldo, bhq, bhk, bhv, bho,                     \
+                        scale * 1.4426950408889634f, scale }
+
+// Whether key column c is visible from query row r.
+template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long long c, long long S) {
+  return c < S && (!CAUSAL || c <= r);
+}
+
+// One warp's 16 query rows through all key tiles: the unnormalized output
+// o (DP/8 C fragments), the running max m (base 2, scaled) and the sum l
+// (this thread's part; rows g and g + 8). Q fragments qa come in registers.
+template <typename T, int DP, bool CAUSAL>
+__device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], float m[2], float l[2],
+                                            Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, const T *k,
+                                            const T *v, const Shape &s, long long row0) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  long long tiles = (s.S + kKeys - 1) / kKeys;
+  if (CAUSAL) {
+    long long last = (row0 + kRows - 1) / kKeys + 1;
+    tiles = tiles < last ? tiles : last;
+  }
+  for (long long tile = 0; tile < tiles; ++tile) {
+    const long long n0 = tile * kKeys;
+    __syncthreads();
+    ks.load(k, n0, s.S, s.D, s.ldk);
+    vs.load(v, n0, s.S, s.D, s.ldv);
+    __syncthreads();
+    float sc[kKeys / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+      sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+        u32 b[2];
+        loadBt(b, ks, nt * 8, kk * 16);
+        mma<T>(sc[nt], qa[kk], b);
+      }
+    float mx[2] = {-infinity(), -infinity()};
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const long long c = n0 + nt * 8 + 2 * q + (e & 1);
+        float x = sc[nt][e] * s.scaleLog2;
+        if (!visible<CAUSAL>(rows[e >> 1], c, s.S))
+          x = -infinity();
+        sc[nt][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float mNew = fmaxf(m[h], quadMax(mx[h]));
+      const float base = mNew == -infinity() ? 0.0f : mNew; // a row with nothing visible yet
+      alpha[h] = exp2f(m[h] - base);
+      m[h] = mNew;
+      mx[h] = base;
+      l[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(sc[nt][e] - mx[e >> 1]);
+        sc[nt][e] = p;
+        l[e >> 1] += p;
+      }
+#pragma unroll
+    for (int dt = 0; dt < DP / 8; ++dt) {
+      o[dt][0] *= alpha[0];
+      o[dt][1] *= alpha[0];
+      o[dt][2] *= alpha[1];
+      o[dt][3] *= alpha[1];
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      u32 a[4];
+      accumulatorAsA<T>(a, sc, kk);
+#pragma unroll
+      for (int dt = 0; dt < DP / 8; dt += 2) {
+        u32 b[4];
+        loadB2(b, vs, kk * 16, dt * 8);
+        mma<T>(o[dt], a, b);
+        mma<T>(o[dt + 1], a, b + 2);
+      }
+    }
+  }
+}
+
+// Stores a warp's 16 x DP accumulator (rows row0 + g, + 8; columns < D).
+template <typename T, int DP>
+__device__ __forceinline__ void storeRows(T *out, const float (*c)[4], long long ld, long long row0,
+                                          long long rows, int D, float scale0, float scale1) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int dt = 0; dt < DP / 8; ++dt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const long long r = row0 + g + 8 * h;
+      const int col = dt * 8 + 2 * q;
+      if (r >= rows)
+        continue;
+      const float f = h ? scale1 : scale0;
+      if (col < D)
+        out[r * ld + col] = fromFloat<T>(c[dt][2 * h] * f);
+      if (col + 1 < D)
+        out[r * ld + col + 1] = fromFloat<T>(c[dt][2 * h + 1] * f);
+    }
+}
+
+template <typename T, int DP, bool CAUSAL>
+__device__ void forward(const T *q, const T *k, const T *v, T *o, Shape s) {
+  __shared__ Tile<T, kKeys, DP> ks, vs;
+  const long long tilesL = (s.L + kRows - 1) / kRows;
+  // Causal: the longest rows (last tiles) first, so the tail is short.
+  const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
+  const long long bh = blockIdx.y, row0 = tile * kRows;
+  q += bh * s.bhq;
+  k += bh * s.bhk;
+  v += bh * s.bhv;
+  o += bh * s.bho;
+  const int warp = threadIdx.x >> 5;
+  // Q through shared memory (the key tile's space) into registers.
+  u32 qa[DP / 16][4];
+  ks.load(q, row0, s.L, s.D, s.ldq);
+  __syncthreads();
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; ++kk)
+    loadA(qa[kk], ks, warp * 16, kk * 16);
+  float acc[DP / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < DP / 8; ++dt)
+    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
+  forwardRows<T, DP, CAUSAL>(qa, acc, m, l, ks, vs, k, v, s, row0);
+  float inv[2];
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quadSum(l[h]);
+    inv[h] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
+  }
+  storeRows<T, DP>(o, acc, s.ldo, row0 + warp * 16, s.L, s.D, inv[0], inv[1]);
+}
+
+// dQ, and the log-sum-exp (base 2) and D = rowsum(dO * O) per query row
+// for dkv. do_/dq: [BH, L, D] with strides ldo/bho (O's).
+template <typename T, int DP, bool CAUSAL>
+__device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,
+                              float *delta, Shape s) {
+  __shared__ Tile<T, kKeys, DP> ks, vs;
+  const long long tilesL = (s.L + kRows - 1) / kRows;
+  const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
+  const long long bh = blockIdx.y, row0 = tile * kRows;
+  q += bh * s.bhq;
+  k += bh * s.bhk;
+  v += bh * s.bhv;
+  dout += bh * s.bho;
+  dq += bh * s.bhq;
+  lse += bh * s.L;
+  delta += bh * s.L;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+  u32 qa[DP / 16][4], da[DP / 16][4];
+  ks.load(q, row0, s.L, s.D, s.ldq);
+  vs.load(dout, row0, s.L, s.D, s.ldo);
+  __syncthreads();
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; ++kk) {
+    loadA(qa[kk], ks, warp * 16, kk * 16);
+    loadA(da[kk], vs, warp * 16, kk * 16);
+  }
+  float acc[DP / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < DP / 8; ++dt)
+    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
+  forwardRows<T, DP, CAUSAL>(qa, acc, m, l, ks, vs, k, v, s, row0);
+  // O = acc / l; D = rowsum(dO * O): dO's A fragments hold the same
+  // (row, column) positions as O's C fragments (k-step kk = n-tiles 2kk, 2kk+1).
+  float lse2[2], d[2] = {0.0f, 0.0f};
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quadSum(l[h]);
+    l[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
+    lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : infinity();
+  }
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      // a[j]: row g + 8 (j & 1), n-tile 2 kk + (j >> 1).
+      const float *c = acc[2 * kk + (j >> 1)] + 2 * (j & 1);
+      float lo, hi;
+      unpack2<T>(da[kk][j], lo, hi);
+      d[j & 1] += (lo * c[0] + hi * c[1]) * l[j & 1];
+    }
+  for (int h = 0; h < 2; ++h) {
+    d[h] = quadSum(d[h]);
+    const long long r = row0 + warp * 16 + g + 8 * h;
+    if (qd == 0 && r < s.L) {
+      lse[r] = lse2[h];
+      delta[r] = d[h];
+    }
+  }
+  // dQ = sum over key tiles of dS K, dS = P (dP - D), dP = dO V^T.
+#pragma unroll
+  for (int dt = 0; dt < DP / 8; ++dt)
+    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  long long tiles = (s.S + kKeys - 1) / kKeys;
+  if (CAUSAL) {
+    long long last = (row0 + kRows - 1) / kKeys + 1;
+    tiles = tiles < last ? tiles : last;
+  }
+  for (long long t = 0; t < tiles; ++t) {
+    const long long n0 = t * kKeys;
+    __syncthreads();
+    ks.load(k, n0, s.S, s.D, s.ldk);
+    vs.load(v, n0, s.S, s.D, s.ldv);
+    __syncthreads();
+    float p[kKeys / 8][4], dp[kKeys / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        p[nt][e] = dp[nt][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+      for (int nt = 0; nt < kKeys / 8; ++nt) {
+        u32 b[2];
+        loadBt(b, ks, nt * 8, kk * 16);
+        mma<T>(p[nt], qa[kk], b);
+        loadBt(b, vs, nt * 8, kk * 16);
+        mma<T>(dp[nt], da[kk], b);
+      }
+#pragma unroll
+    for (int nt = 0; nt < kKeys / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const long long c = n0 + nt * 8 + 2 * qd + (e & 1);
+        const float pr = visible<CAUSAL>(rows[e >> 1], c, s.S)
+                             ? exp2f(p[nt][e] * s.scaleLog2 - lse2[e >> 1]) : 0.0f;
+        p[nt][e] = pr * (dp[nt][e] - d[e >> 1]); // dS
+      }
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      u32 a[4];
+      accumulatorAsA<T>(a, p, kk);
+#pragma unroll
+      for (int dt = 0; dt < DP / 8; dt += 2) {
+        u32 b[4];
+        loadB2(b, ks, kk * 16, dt * 8);
+        mma<T>(acc[dt], a, b);
+        mma<T>(acc[dt + 1], a, b + 2);
+      }
+    }
+  }
+  storeRows<T, DP>(dq, acc, s.ldq, row0 + warp * 16, s.L, s.D, s.scale, s.scale);
+}
+
+// Query rows per tile in dkv: fewer for wide heads (registers).
+template <int DP> struct KeyTiling {
+  static constexpr int queries = DP <= 64 ? 64 : 32;
+};
+
+// dK and dV of 64 key rows: over the query tiles that see them,
+// S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
+// dS^T = P^T (dP^T - D), dK += dS^T Q.
+template <typename T, int DP, bool CAUSAL>
+__device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, const float *lse,
+                            const float *delta, T *dk, T *dv, Shape s) {
+  constexpr int BQ = KeyTiling<DP>::queries;
+  __shared__ Tile<T, BQ, DP> qs, ds;
+  __shared__ float lseS[BQ], deltaS[BQ];
+  const long long bh = blockIdx.y, key0 = (long long)blockIdx.x * kRows;
+  q += bh * s.bhq;
+  k += bh * s.bhk;
+  v += bh * s.bhv;
+  dout += bh * s.bho;
+  dk += bh * s.bhk;
+  dv += bh * s.bhv;
+  lse += bh * s.L;
+  delta += bh * s.L;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+  // K and V fragments (A operands) of this warp's 16 key rows, through
+  // shared memory in BQ-row pieces.
+  u32 ka[DP / 16][4], va[DP / 16][4];
+#pragma unroll
+  for (int piece = 0; piece < kRows / BQ; ++piece) {
+    __syncthreads();
+    qs.load(k, key0 + piece * BQ, s.S, s.D, s.ldk);
+    ds.load(v, key0 + piece * BQ, s.S, s.D, s.ldv);
+    __syncthreads();
+    if (warp * 16 / BQ == piece)
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; ++kk) {
+        loadA(ka[kk], qs, warp * 16 % BQ, kk * 16);
+        loadA(va[kk], ds, warp * 16 % BQ, kk * 16);
+      }
+  }
+  float dka[DP / 8][4], dva[DP / 8][4];
+#pragma unroll
+  for (int dt = 0; dt < DP / 8; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      dka[dt][e] = dva[dt][e] = 0.0f;
+  const long long keys[2] = {key0 + warp * 16 + g, key0 + warp * 16 + g + 8};
+  const long long tiles = (s.L + BQ - 1) / BQ;
+  // Causal: query rows before the first key see none of these keys.
+  for (long long t = CAUSAL ? key0 / BQ : 0; t < tiles; ++t) {
+    const long long m0 = t * BQ;
+    __syncthreads();
+    qs.load(q, m0, s.L, s.D, s.ldq);
+    ds.load(dout, m0, s.L, s.D, s.ldo);
+    for (int i = threadIdx.x; i < BQ; i += kThreads) {
+      const bool in = m0 + i < s.L;
+      lseS[i] = in ? lse[m0 + i] : infinity();
+      deltaS[i] = in ? delta[m0 + i] : 0.0f;
+    }
+    __syncthreads();
+    float p[BQ / 8][4], dp[BQ / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < BQ / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        p[nt][e] = dp[nt][e] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+      for (int nt = 0; nt < BQ / 8; ++nt) {
+        u32 b[2];
+        loadBt(b, qs, nt * 8, kk * 16);
+        mma<T>(p[nt], ka[kk], b);
+        loadBt(b, ds, nt * 8, kk * 16);
+        mma<T>(dp[nt], va[kk], b);
+      }
+    // p: P^T (rows: keys; columns: queries); dp becomes dS^T.
+#pragma unroll
+    for (int nt = 0; nt < BQ / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = nt * 8 + 2 * qd + (e & 1);
+        const long long key = keys[e >> 1];
+        const bool seen = key < s.S && (!CAUSAL || key <= m0 + col);
+        const float pr = seen ? exp2f(p[nt][e] * s.scaleLog2 - lseS[col]) : 0.0f;
+        p[nt][e] = pr;
+        dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
+      }
+#pragma unroll
+    for (int kk = 0; kk < BQ / 16; ++kk) {
+      u32 a[4], b[4];
+      accumulatorAsA<T>(a, p, kk);
+#pragma unroll
+      for (int dt = 0; dt < DP / 8; dt += 2) {
+        loadB2(b, ds, kk * 16, dt * 8);
+        mma<T>(dva[dt], a, b);
+        mma<T>(dva[dt + 1], a, b + 2);
+      }
+      accumulatorAsA<T>(a, dp, kk);
+#pragma unroll
+      for (int dt = 0; dt < DP / 8; dt += 2) {
+        loadB2(b, qs, kk * 16, dt * 8);
+        mma<T>(dka[dt], a, b);
+        mma<T>(dka[dt + 1], a, b + 2);
+      }
+    }
+  }
+  storeRows<T, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
+  storeRows<T, DP>(dv, dva, s.ldv, key0 + warp * 16, s.S, s.D, 1.0f, 1.0f);
+}
+
+} // namespace tc_attention
+
+// The three kernels of one attention configuration, extern "C": NAME_fwd
+// (grid: query tiles x BH), NAME_bwd_q (query tiles x BH) and NAME_bwd_kv
+// (key tiles x BH), 128 threads each. Tiles are 64 rows.
+#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL)                                                  \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+      NAME##_fwd(const T *q, const T *k, const T *v, T *o, TC_ATTENTION_SHAPE_PARAMS) {           \
+    tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, TC_ATTENTION_SHAPE);                          \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+      NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
+                   float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
+    tc_attention::backwardQuery<T, DP, CAUSAL>(dout, q, k, v, dq, lse, delta, TC_ATTENTION_SHAPE); \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+      NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
+                    const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {                 \
+    tc_attention::backwardKey<T, DP, CAUSAL>(dout, q, k, v, lse, delta, dk, dv,                    \
+                                             TC_ATTENTION_SHAPE);                                  \
+  }
+
+#endif // TENSORC_ATTENTION_CUH
