@@ -426,26 +426,38 @@ private:
   }
 
   // A reduction over every dim in two stages, so that the first runs in
-  // parallel: partial results per index of dim 0 (accumulated in the
-  // compute type: f32 for f16/bf16), then their reduction. sum/max/min/prod
-  // of partials are exact regroupings; mean of equal-sized means is the mean.
+  // parallel: partial results per index of the leading dims (accumulated in
+  // the compute type: f32 for f16/bf16), then their reduction. sum/max/min/
+  // prod of partials are exact regroupings; mean of equal-sized means is the
+  // mean. The leading dims: the fewest whose sizes multiply to at least
+  // 1024 partials (a symbolic one counts as enough), short of the last dim:
+  // partials per index of dim 0 alone left a [8, 12, 1024, 64] sum with 8
+  // blocks (0.19 ms on an H100, 40x the bandwidth floor).
   int lowerFullReduction(Value x, const std::string &name, bool keepdim, const TensorSpec &out) {
     TensorSpec in = specOf(x);
     DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
-    int partial = newProducedValue({acc, {in.shape[0]}});
+    size_t lead = 1;
+    int64_t partials = in.shape[0].isStatic() ? in.shape[0].value() : 1024;
+    while (partials < 1024 && lead + 1 < size_t(in.rank())) {
+      const Dim &d = in.shape[lead++];
+      partials = d.isStatic() ? partials * d.value() : 1024;
+    }
+    Shape partialShape(in.shape.begin(), in.shape.begin() + long(lead));
+    int partial = newProducedValue({acc, partialShape});
     std::vector<bool> firstStage(size_t(in.rank()), true);
-    firstStage[0] = false;
+    std::fill(firstStage.begin(), firstStage.begin() + long(lead), false);
     emitNest(x, in.shape, firstStage, name, false, partial);
     NestSpec spec;
-    spec.space = {in.shape[0]};
-    spec.reduced = {true};
+    spec.space = partialShape;
+    spec.reduced.assign(lead, true);
     spec.reduction = name;
     spec.keepdim = keepdim;
     spec.valueDtype = acc;
-    // keepdim: the rank-1 result [1] viewed as the op's [1, 1, ...].
-    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, {Dim::of(1)}} : out);
-    emitNestWith({}, spec, target, [partial](Point &p) { return p.load(partial, {p.n.ivs[0]}); }, {},
-                 {partial});
+    // keepdim: the result [1, ...] (one per leading dim) viewed as the op's [1, 1, ...].
+    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, Shape(lead, Dim::of(1))} : out);
+    emitNestWith({}, spec, target,
+                 [partial](Point &p) { return p.load(partial, SmallVector<Value>(p.n.ivs.begin(), p.n.ivs.end())); },
+                 {}, {partial});
     return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
   }
 
