@@ -795,12 +795,31 @@ private:
       s.operands.push_back(v);
       lazy_[r] = storedIdentity(v);
     }
+    TensorSpec rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1)};
     if (backward) {
-      TensorSpec rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1)};
-      s.operands.push_back(newProducedValue(rows)); // lse
-      s.operands.push_back(newProducedValue(rows)); // delta
+      // The forward of the same q, k, v in this program keeps its output
+      // and writes its log-sum-exp for us: no recomputation (FlashAttention-2's
+      // saved O and LSE).
+      Step *forward = nullptr;
+      for (Step &f : art_.steps)
+        if (f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.causal == at.causal &&
+            f.attention.scale == at.scale && f.symbol == s.symbol &&
+            std::equal(in.begin() + 1, in.end(), f.operands.end() - 3))
+          forward = &f;
+      if (forward && !forward->attention.saveLse) {
+        forward->attention.saveLse = true;
+        forward->operands.insert(forward->operands.begin() + 1, newProducedValue(rows));
+      }
+      s.operands.push_back(forward ? forward->operands[1] : newProducedValue(rows)); // lse
+      s.operands.push_back(newProducedValue(rows));                                  // delta
+      s.operands.insert(s.operands.end(), in.begin(), in.end());
+      if (forward) {
+        s.attention.savedForward = true;
+        s.operands.push_back(forward->operands[0]); // its output
+      }
+    } else {
+      s.operands.insert(s.operands.end(), in.begin(), in.end());
     }
-    s.operands.insert(s.operands.end(), in.begin(), in.end());
     art_.steps.push_back(s);
     chain_ = Chain{};
   }

@@ -173,6 +173,10 @@ json manifestJson(const Artifact &a) {
       j["causal"] = s.attention.causal;
       j["scale"] = s.attention.scale;
       j["padded_head_dim"] = s.attention.paddedHeadDim;
+      if (s.attention.saveLse)
+        j["save_lse"] = true;
+      if (s.attention.savedForward)
+        j["saved_forward"] = true;
     }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
@@ -198,7 +202,8 @@ json manifestJson(const Artifact &a) {
 // shapes of q and k alone: every operand must agree with them.
 void validateAttention(const Artifact &a, const Step &s, const std::string &what) {
   const AttentionStep &at = s.attention;
-  size_t first = at.backward ? 6 : 1; // q's operand
+  size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
+  check(!(at.backward ? at.saveLse : at.savedForward), what + ": attention flags of the other direction");
   const ValueDecl &q = a.values[size_t(s.operands[first])], &k = a.values[size_t(s.operands[first + 1])],
                   &v = a.values[size_t(s.operands[first + 2])];
   check(!s.symbol.empty(), what + ": no kernel symbol");
@@ -219,14 +224,18 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
     const ValueDecl &x = a.values[size_t(s.operands[operand])];
     check(x.dtype == like.dtype && x.shape == like.shape, what + ": attention " + name + " differs from its operand");
   };
+  ValueDecl rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1), {}};
   if (!at.backward) {
     same(0, q, "output");
+    if (at.saveLse)
+      same(1, rows, "lse");
     return;
   }
+  if (at.savedForward)
+    same(9, q, "saved output");
   same(0, q, "dq");
   same(1, k, "dk");
   same(2, v, "dv");
-  ValueDecl rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1), {}};
   same(3, rows, "lse scratch");
   same(4, rows, "delta scratch");
   const ValueDecl &dout = a.values[size_t(s.operands[first - 1])];
@@ -367,7 +376,8 @@ void validate(const Artifact &a) {
     bool bias = s.epilogue.rfind("bias", 0) == 0 || s.epilogue == "bgrad";
     size_t want = s.kind == Step::Kind::Matmul      ? (bias ? 4 : 3)
                   : s.kind == Step::Kind::Copy      ? 2
-                  : s.kind == Step::Kind::Attention ? (s.attention.backward ? 9 : 4)
+                  : s.kind == Step::Kind::Attention
+                      ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4))
                                                     : 0;
     static const std::set<std::string> epilogues = {"",     "relu",      "gelu_tanh",      "bias",
                                                     "bias_relu", "bias_gelu_tanh", "bgrad"};
@@ -566,6 +576,8 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.attention.causal = j.at("causal").get<bool>();
         s.attention.scale = j.at("scale").get<double>();
         s.attention.paddedHeadDim = j.at("padded_head_dim").get<int>();
+        s.attention.saveLse = j.value("save_lse", false);
+        s.attention.savedForward = j.value("saved_forward", false);
       }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
@@ -597,8 +609,12 @@ Artifact readFile(const std::string &path) {
 }
 
 bool writesOperand(const Step &step, size_t operand) {
-  if (step.kind == Step::Kind::Attention)
-    return operand < (step.attention.backward ? 5u : 1u);
+  if (step.kind == Step::Kind::Attention) {
+    const AttentionStep &at = step.attention;
+    if (!at.backward)
+      return operand < (at.saveLse ? 2u : 1u);
+    return at.savedForward ? operand < 3 || operand == 4 : operand < 5;
+  }
   return operand == 0 || (step.epilogue == "bgrad" && operand == 3);
 }
 

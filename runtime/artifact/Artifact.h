@@ -56,15 +56,21 @@ struct ConstantDecl {
 
 // A fused attention step (GPU): softmax(q k^T * scale [causal]) v by the
 // kernels of codegen/cuda/kernels/Attention.cuh, `symbol` + "_fwd", or for
-// the backward "_bwd_q" then "_bwd_kv". Forward operands: out, q, k, v;
-// backward: dq, dk, dv, lse, delta (f32 scratch of q's shape without its
-// last dim), dout, q, k, v. q, k, v: f16/bf16 [batch..., rows, head dim],
-// contiguous, one dtype, equal batch dims and head dims (<= 128).
+// the backward "_bwd_q" (or "_bwd_q_saved") then "_bwd_kv". Forward
+// operands: out, [lse,] q, k, v; backward: dq, dk, dv, lse, delta (f32 of
+// q's shape without its last dim), dout, q, k, v[, out]. q, k, v: f16/bf16
+// [batch..., rows, head dim], contiguous, one dtype, equal batch dims and
+// head dims (<= 128).
 struct AttentionStep {
   bool backward = false;
   bool causal = false;
   double scale = 1.0;
   int paddedHeadDim = 0; // the kernels' head dim: a multiple of 16 >= the real one
+  // Forward: also writes the log-sum-exp (operand 1) for a later backward.
+  bool saveLse = false;
+  // Backward: reads that forward's lse (operand 3, not written) and output
+  // (the last operand) instead of recomputing them; writes delta.
+  bool savedForward = false;
 };
 
 struct Step {

@@ -61,8 +61,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     chainKernels_.push_back(std::move(chain));
     std::vector<void *> attention;
     if (s.kind == Step::Kind::Attention)
-      for (const char *part : s.attention.backward ? std::vector<const char *>{"_bwd_q", "_bwd_kv"}
-                                                   : std::vector<const char *>{"_fwd"})
+      for (const char *part : !s.attention.backward      ? std::vector<const char *>{"_fwd"}
+                              : s.attention.savedForward ? std::vector<const char *>{"_bwd_q_saved", "_bwd_kv"}
+                                                         : std::vector<const char *>{"_bwd_q", "_bwd_kv"})
         attention.push_back(driver_.function(module_, s.symbol + part));
     attentionKernels_.push_back(std::move(attention));
     std::vector<Launchable> variants;
@@ -160,7 +161,7 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
                                          const std::vector<DevicePtr> &ptr, Stream stream) const {
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
-  size_t first = at.backward ? 6 : 1; // q's operand
+  size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
   // [batch..., rows, D], contiguous (the artifact's validation): one batch
   // index per grid row.
@@ -188,8 +189,20 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
       driver_.launch(function, tiles, 128, params.data(), stream, unsigned(bh));
   };
   if (!at.backward) {
-    launch(attentionKernels_[si][0], {pointer(1), pointer(2), pointer(3), pointer(0)}, queryTiles);
+    launch(attentionKernels_[si][0],
+           {pointer(first), pointer(first + 1), pointer(first + 2), pointer(0), at.saveLse ? pointer(1) : 0},
+           queryTiles);
     return "attention " + s.symbol + "_fwd";
+  }
+  if (at.savedForward) {
+    // dout, q, k, v, out, lse -> dq, delta; then as below.
+    launch(attentionKernels_[si][0],
+           {pointer(5), pointer(6), pointer(7), pointer(8), pointer(9), pointer(3), pointer(0), pointer(4)},
+           queryTiles);
+    launch(attentionKernels_[si][1],
+           {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
+           keyTiles);
+    return "attention " + s.symbol + "_bwd_q_saved + _bwd_kv";
   }
   // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
   launch(attentionKernels_[si][0], {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)},

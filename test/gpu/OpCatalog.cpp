@@ -233,7 +233,10 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
     bool f32 = !g.inputs.empty();
     for (const GraphInput &in : g.inputs)
       f32 = f32 && in.spec.dtype == DType::F32;
-    if (!op || !op->differentiable || !f32)
+    // f32 ops, and the fused attention's forward + backward in one graph
+    // (the backward reuses the forward's output and log-sum-exp).
+    bool attention = g.nodes.back().op == "scaled_dot_product_attention";
+    if (!op || !op->differentiable || !(f32 || attention))
       continue;
     autodiff::AutodiffOptions options;
     for (const GraphInput &in : g.inputs)

@@ -89,6 +89,16 @@ __device__ __forceinline__ void ldmatrixTrans(u32 r[4], const void *row) {
 
 __device__ __forceinline__ u32 lds32(const void *p) { return *reinterpret_cast<const u32 *>(p); }
 
+// Asynchronous copies (cp.async): issued, committed as a group, waited for.
+__device__ __forceinline__ void copyAsync16(void *dst, const void *src, bool valid) {
+  const u32 d = static_cast<u32>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commitCopies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int PENDING> __device__ __forceinline__ void waitCopies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
 // A tile in shared memory: ROWS x DP values, rows padded by 8 (16 bytes) so
 // that the fragment loads of 8 rows hit distinct banks.
 template <typename T, int ROWS, int DP> struct Tile {
@@ -113,6 +123,30 @@ template <typename T, int ROWS, int DP> struct Tile {
       }
     }
   }
+
+  // The same rows with asynchronous 16-byte copies (zero-filled past the
+  // edges) when the layout allows, so the next tile loads while this one is
+  // used; otherwise synchronously. Complete after commitCopies/waitCopies.
+  __device__ void loadAsync(const T *base, long long first, long long rows, int D, long long ld) {
+    constexpr int chunks = DP / 8;
+    const bool vector = (reinterpret_cast<unsigned long long>(base) & 15) == 0 && (ld & 7) == 0 && (D & 7) == 0;
+    if (!vector) {
+      load(base, first, rows, D, ld);
+      return;
+    }
+    for (int i = threadIdx.x; i < ROWS * chunks; i += kThreads) {
+      const int r = i / chunks, c = (i % chunks) * 8;
+      const long long gr = first + r;
+      const bool valid = gr < rows && c < D;
+      copyAsync16(row(r) + c, valid ? base + gr * ld + c : base, valid);
+    }
+  }
+};
+
+// Shared-memory stages of the key/value tiles: two (the next tile loads
+// while this one is used) where they fit the 48 KiB of static shared memory.
+template <int DP> struct KeyStages {
+  static constexpr int count = DP <= 80 ? 2 : 1;
 };
 
 // The A fragment (16x16, row-major) of rows r0..r0+15, columns k0..k0+15.
@@ -189,8 +223,9 @@ template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long
 // (this thread's part; rows g and g + 8). Q fragments qa come in registers.
 template <typename T, int DP, bool CAUSAL>
 __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], float m[2], float l[2],
-                                            Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, const T *k,
+                                            Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss, const T *k,
                                             const T *v, const Shape &s, long long row0) {
+  constexpr int stages = KeyStages<DP>::count;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
   long long tiles = (s.S + kKeys - 1) / kKeys;
@@ -198,12 +233,25 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], f
     long long last = (row0 + kRows - 1) / kKeys + 1;
     tiles = tiles < last ? tiles : last;
   }
+  __syncthreads(); // the tiles' space is free (Q was staged there)
+  if (tiles > 0) {
+    kss[0].loadAsync(k, 0, s.S, s.D, s.ldk);
+    vss[0].loadAsync(v, 0, s.S, s.D, s.ldv);
+    commitCopies();
+  }
   for (long long tile = 0; tile < tiles; ++tile) {
     const long long n0 = tile * kKeys;
+    const int cur = stages == 2 ? int(tile & 1) : 0;
+    if (stages == 2 && tile + 1 < tiles) {
+      kss[cur ^ 1].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
+      vss[cur ^ 1].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
+      commitCopies();
+      waitCopies<1>();
+    } else {
+      waitCopies<0>();
+    }
     __syncthreads();
-    ks.load(k, n0, s.S, s.D, s.ldk);
-    vs.load(v, n0, s.S, s.D, s.ldv);
-    __syncthreads();
+    Tile<T, kKeys, DP> &ks = kss[cur], &vs = vss[cur];
     float sc[kKeys / 8][4];
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
@@ -265,6 +313,12 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], f
         mma<T>(o[dt + 1], a, b + 2);
       }
     }
+    __syncthreads(); // every warp is done with this stage before it is refilled
+    if (stages == 1 && tile + 1 < tiles) {
+      kss[0].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
+      vss[0].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
+      commitCopies();
+    }
   }
 }
 
@@ -290,8 +344,9 @@ __device__ __forceinline__ void storeRows(T *out, const float (*c)[4], long long
 }
 
 template <typename T, int DP, bool CAUSAL>
-__device__ void forward(const T *q, const T *k, const T *v, T *o, Shape s) {
-  __shared__ Tile<T, kKeys, DP> ks, vs;
+__device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Shape s) {
+  __shared__ Tile<T, kKeys, DP> kss[KeyStages<DP>::count], vss[KeyStages<DP>::count];
+  Tile<T, kKeys, DP> &ks = kss[0];
   const long long tilesL = (s.L + kRows - 1) / kRows;
   // Causal: the longest rows (last tiles) first, so the tail is short.
   const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
@@ -313,21 +368,29 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, Shape s) {
   for (int dt = 0; dt < DP / 8; ++dt)
     acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
   float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
-  forwardRows<T, DP, CAUSAL>(qa, acc, m, l, ks, vs, k, v, s, row0);
+  forwardRows<T, DP, CAUSAL>(qa, acc, m, l, kss, vss, k, v, s, row0);
   float inv[2];
   for (int h = 0; h < 2; ++h) {
     const float sum = quadSum(l[h]);
     inv[h] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
+    // The log-sum-exp (base 2) for a backward that reuses this forward.
+    const long long r = row0 + warp * 16 + (threadIdx.x & 31) / 4 + 8 * h;
+    if (lse && (threadIdx.x & 3) == 0 && r < s.L)
+      lse[bh * s.L + r] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : infinity();
   }
   storeRows<T, DP>(o, acc, s.ldo, row0 + warp * 16, s.L, s.D, inv[0], inv[1]);
 }
 
-// dQ, and the log-sum-exp (base 2) and D = rowsum(dO * O) per query row
-// for dkv. do_/dq: [BH, L, D] with strides ldo/bho (O's).
-template <typename T, int DP, bool CAUSAL>
-__device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,
-                              float *delta, Shape s) {
-  __shared__ Tile<T, kKeys, DP> ks, vs;
+// dQ, and D = rowsum(dO * O) per query row for dkv; the log-sum-exp (base
+// 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
+// read with O from the forward kernel's results. dout/o: [BH, L, D] with
+// strides ldo/bho; dq: q's.
+template <typename T, int DP, bool CAUSAL, bool SAVED>
+__device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, const T *o, T *dq,
+                              float *lse, float *delta, Shape s) {
+  constexpr int stages = KeyStages<DP>::count;
+  __shared__ Tile<T, kKeys, DP> kss[stages], vss[stages];
+  Tile<T, kKeys, DP> &ks = kss[0], &vs = vss[0];
   const long long tilesL = (s.L + kRows - 1) / kRows;
   const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
   const long long bh = blockIdx.y, row0 = tile * kRows;
@@ -352,31 +415,57 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
 #pragma unroll
   for (int dt = 0; dt < DP / 8; ++dt)
     acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
-  float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
-  forwardRows<T, DP, CAUSAL>(qa, acc, m, l, ks, vs, k, v, s, row0);
-  // O = acc / l; D = rowsum(dO * O): dO's A fragments hold the same
-  // (row, column) positions as O's C fragments (k-step kk = n-tiles 2kk, 2kk+1).
   float lse2[2], d[2] = {0.0f, 0.0f};
-  for (int h = 0; h < 2; ++h) {
-    const float sum = quadSum(l[h]);
-    l[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
-    lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : infinity();
-  }
+  if constexpr (SAVED) {
+    // O's A fragments (through shared memory) beside dO's: the same positions.
+    o += bh * s.bho;
+    __syncthreads();
+    ks.load(o, row0, s.L, s.D, s.ldo);
+    __syncthreads();
 #pragma unroll
-  for (int kk = 0; kk < DP / 16; ++kk)
+    for (int kk = 0; kk < DP / 16; ++kk) {
+      u32 oa[4];
+      loadA(oa, ks, warp * 16, kk * 16);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      // a[j]: row g + 8 (j & 1), n-tile 2 kk + (j >> 1).
-      const float *c = acc[2 * kk + (j >> 1)] + 2 * (j & 1);
-      float lo, hi;
-      unpack2<T>(da[kk][j], lo, hi);
-      d[j & 1] += (lo * c[0] + hi * c[1]) * l[j & 1];
+      for (int j = 0; j < 4; ++j) {
+        float dlo, dhi, olo, ohi;
+        unpack2<T>(da[kk][j], dlo, dhi);
+        unpack2<T>(oa[j], olo, ohi);
+        d[j & 1] += dlo * olo + dhi * ohi;
+      }
     }
+    for (int h = 0; h < 2; ++h) {
+      const long long r = row0 + warp * 16 + g + 8 * h;
+      lse2[h] = r < s.L ? lse[r] : infinity();
+    }
+    __syncthreads(); // the stages are free for the key tiles
+  } else {
+    float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
+    forwardRows<T, DP, CAUSAL>(qa, acc, m, l, kss, vss, k, v, s, row0);
+    // O = acc / l; D = rowsum(dO * O): dO's A fragments hold the same
+    // (row, column) positions as O's C fragments (k-step kk = n-tiles 2kk, 2kk+1).
+    for (int h = 0; h < 2; ++h) {
+      const float sum = quadSum(l[h]);
+      l[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
+      lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : infinity();
+    }
+#pragma unroll
+    for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        // a[j]: row g + 8 (j & 1), n-tile 2 kk + (j >> 1).
+        const float *c = acc[2 * kk + (j >> 1)] + 2 * (j & 1);
+        float lo, hi;
+        unpack2<T>(da[kk][j], lo, hi);
+        d[j & 1] += (lo * c[0] + hi * c[1]) * l[j & 1];
+      }
+  }
   for (int h = 0; h < 2; ++h) {
     d[h] = quadSum(d[h]);
     const long long r = row0 + warp * 16 + g + 8 * h;
     if (qd == 0 && r < s.L) {
-      lse[r] = lse2[h];
+      if (!SAVED)
+        lse[r] = lse2[h];
       delta[r] = d[h];
     }
   }
@@ -390,12 +479,24 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     long long last = (row0 + kRows - 1) / kKeys + 1;
     tiles = tiles < last ? tiles : last;
   }
+  if (tiles > 0) { // (forwardRows ended with a barrier: the stages are free)
+    kss[0].loadAsync(k, 0, s.S, s.D, s.ldk);
+    vss[0].loadAsync(v, 0, s.S, s.D, s.ldv);
+    commitCopies();
+  }
   for (long long t = 0; t < tiles; ++t) {
     const long long n0 = t * kKeys;
+    const int cur = stages == 2 ? int(t & 1) : 0;
+    if (stages == 2 && t + 1 < tiles) {
+      kss[cur ^ 1].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
+      vss[cur ^ 1].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
+      commitCopies();
+      waitCopies<1>();
+    } else {
+      waitCopies<0>();
+    }
     __syncthreads();
-    ks.load(k, n0, s.S, s.D, s.ldk);
-    vs.load(v, n0, s.S, s.D, s.ldv);
-    __syncthreads();
+    Tile<T, kKeys, DP> &ks = kss[cur], &vs = vss[cur];
     float p[kKeys / 8][4], dp[kKeys / 8][4];
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
@@ -433,6 +534,12 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
         mma<T>(acc[dt + 1], a, b + 2);
       }
     }
+    __syncthreads();
+    if (stages == 1 && t + 1 < tiles) {
+      kss[0].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
+      vss[0].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
+      commitCopies();
+    }
   }
   storeRows<T, DP>(dq, acc, s.ldq, row0 + warp * 16, s.L, s.D, s.scale, s.scale);
 }
@@ -449,8 +556,9 @@ template <typename T, int DP, bool CAUSAL>
 __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, const float *lse,
                             const float *delta, T *dk, T *dv, Shape s) {
   constexpr int BQ = KeyTiling<DP>::queries;
-  __shared__ Tile<T, BQ, DP> qs, ds;
-  __shared__ float lseS[BQ], deltaS[BQ];
+  __shared__ Tile<T, BQ, DP> qss[2], dss[2]; // two stages (fits: BQ is 32 for wide heads)
+  __shared__ float lseSs[2][BQ], deltaSs[2][BQ];
+  Tile<T, BQ, DP> &qs = qss[0], &ds = dss[0];
   const long long bh = blockIdx.y, key0 = (long long)blockIdx.x * kRows;
   q += bh * s.bhq;
   k += bh * s.bhk;
@@ -486,17 +594,34 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
   const long long keys[2] = {key0 + warp * 16 + g, key0 + warp * 16 + g + 8};
   const long long tiles = (s.L + BQ - 1) / BQ;
   // Causal: query rows before the first key see none of these keys.
-  for (long long t = CAUSAL ? key0 / BQ : 0; t < tiles; ++t) {
+  const long long firstTile = CAUSAL ? key0 / BQ : 0;
+  // Stage st gets query tile t: q, dout (asynchronously), lse and delta.
+  auto fetch = [&](int st, long long t) {
     const long long m0 = t * BQ;
-    __syncthreads();
-    qs.load(q, m0, s.L, s.D, s.ldq);
-    ds.load(dout, m0, s.L, s.D, s.ldo);
+    qss[st].loadAsync(q, m0, s.L, s.D, s.ldq);
+    dss[st].loadAsync(dout, m0, s.L, s.D, s.ldo);
+    commitCopies();
     for (int i = threadIdx.x; i < BQ; i += kThreads) {
       const bool in = m0 + i < s.L;
-      lseS[i] = in ? lse[m0 + i] : infinity();
-      deltaS[i] = in ? delta[m0 + i] : 0.0f;
+      lseSs[st][i] = in ? lse[m0 + i] : infinity();
+      deltaSs[st][i] = in ? delta[m0 + i] : 0.0f;
+    }
+  };
+  __syncthreads(); // the K/V staging above is done with qss[0], dss[0]
+  if (firstTile < tiles)
+    fetch(0, firstTile);
+  for (long long t = firstTile; t < tiles; ++t) {
+    const long long m0 = t * BQ;
+    const int cur = int((t - firstTile) & 1);
+    if (t + 1 < tiles) {
+      fetch(cur ^ 1, t + 1);
+      waitCopies<1>();
+    } else {
+      waitCopies<0>();
     }
     __syncthreads();
+    Tile<T, BQ, DP> &qs = qss[cur], &ds = dss[cur];
+    const float *lseS = lseSs[cur], *deltaS = deltaSs[cur];
     float p[BQ / 8][4], dp[BQ / 8][4];
 #pragma unroll
     for (int nt = 0; nt < BQ / 8; ++nt)
@@ -543,6 +668,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
         mma<T>(dka[dt + 1], a, b + 2);
       }
     }
+    __syncthreads(); // every warp is done with this stage before it is refilled
   }
   storeRows<T, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
   storeRows<T, DP>(dv, dva, s.ldv, key0 + warp * 16, s.S, s.D, 1.0f, 1.0f);
@@ -550,18 +676,26 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 
 } // namespace tc_attention
 
-// The three kernels of one attention configuration, extern "C": NAME_fwd
-// (grid: query tiles x BH), NAME_bwd_q (query tiles x BH) and NAME_bwd_kv
-// (key tiles x BH), 128 threads each. Tiles are 64 rows.
+// The kernels of one attention configuration, extern "C": NAME_fwd (grid:
+// query tiles x BH; lse may be null), NAME_bwd_q or NAME_bwd_q_saved (query
+// tiles x BH; the latter reads O and the forward's lse) and NAME_bwd_kv (key
+// tiles x BH), 128 threads each. Tiles are 64 rows.
 #define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL)                                                  \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
-      NAME##_fwd(const T *q, const T *k, const T *v, T *o, TC_ATTENTION_SHAPE_PARAMS) {           \
-    tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, TC_ATTENTION_SHAPE);                          \
+      NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
+    tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                     \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
                    float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
-    tc_attention::backwardQuery<T, DP, CAUSAL>(dout, q, k, v, dq, lse, delta, TC_ATTENTION_SHAPE); \
+    tc_attention::backwardQuery<T, DP, CAUSAL, false>(dout, q, k, v, nullptr, dq, lse, delta,      \
+                                                      TC_ATTENTION_SHAPE);                         \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+      NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,           \
+                         const float *lse, T *dq, float *delta, TC_ATTENTION_SHAPE_PARAMS) {       \
+    tc_attention::backwardQuery<T, DP, CAUSAL, true>(dout, q, k, v, o, dq, const_cast<float *>(lse), \
+                                                     delta, TC_ATTENTION_SHAPE);                   \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
