@@ -181,8 +181,8 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     for (const AttentionCase &c : std::vector<AttentionCase>{{{2, 3}, 1, 1, 64},
                                                             {{"B", 2}, 7, 7, 64},
                                                             {{2, 1}, 5, 130, 80},
-                                                            {{1, 1}, 200, 200, 128},
-                                                            {{1, 1}, 520, 520, 64},
+                                                            {{1, 1}, 130, 130, 128},
+                                                            {{1, 1}, 257, 257, 64},
                                                             {{3}, 67, 33, 16}})
       for (bool causal : {false, true}) {
         auto shape = [&](int64_t rows) {
