@@ -771,16 +771,26 @@ std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dty
         "cuda codegen: fused attention head dim out of range");
   std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + "_d" +
                      std::to_string(paddedHeadDim) + (causal ? "_causal" : "");
-  if (attention_.insert(name).second)
-    kernels_ += "TC_ATTENTION_KERNELS(" + name + ", " + storageCType(dtype) + ", " +
-                std::to_string(paddedHeadDim) + ", " + (causal ? "true" : "false") + ")\n";
+  attention_[name].arguments =
+      storageCType(dtype) + ", " + std::to_string(paddedHeadDim) + ", " + (causal ? "true" : "false");
   return name;
 }
 
+void CudaSourceBuilder::requireAttentionKernel(const std::string &name, const std::string &kernel) {
+  static const std::set<std::string> kinds = {"FWD", "BWD_Q", "BWD_Q_SAVED", "BWD_KV"};
+  check(attention_.count(name) && kinds.count(kernel), "cuda codegen: unknown attention kernel " + name + " " + kernel);
+  attention_[name].kernels.insert(kernel);
+}
+
 std::string CudaSourceBuilder::source() const {
-  // The attention kernels' definitions precede their instantiations.
-  return cudaPrelude() + (attention_.empty() ? std::string() : std::string(attentionKernelSource())) +
-         kernels_;
+  if (attention_.empty())
+    return cudaPrelude() + kernels_;
+  // The attention kernels' definitions, then the instantiations used.
+  std::string instances;
+  for (const auto &[name, config] : attention_)
+    for (const std::string &kernel : config.kernels)
+      instances += "TC_ATTENTION_" + kernel + "(" + name + ", " + config.arguments + ")\n";
+  return cudaPrelude() + attentionKernelSource() + kernels_ + instances;
 }
 
 std::string cudaPrelude() {

@@ -13,6 +13,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -58,9 +59,12 @@ public:
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c],
   // the bias-gradient fallback when cuBLASLt has no algorithm with it.
   void addColumnSums(const std::string &prefix, DType dtype);
-  // The fused attention kernels (kernels/Attention.cuh) for one
-  // configuration, once per program; returns their symbol prefix.
+  // A configuration of the fused attention kernels (kernels/Attention.cuh);
+  // returns their symbol prefix. Only the kernels required after the
+  // program is built are instantiated (NVRTC takes ~1 s per kernel).
   std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal);
+  // `kernel`: the macro suffix of Attention.cuh, FWD, BWD_Q, BWD_Q_SAVED or BWD_KV.
+  void requireAttentionKernel(const std::string &name, const std::string &kernel);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).
@@ -69,7 +73,11 @@ public:
 private:
   mlir::MLIRContext &ctx_;
   std::string kernels_;
-  std::set<std::string> attention_; // configurations instantiated
+  struct AttentionConfig {
+    std::string arguments;       // "T, DP, CAUSAL" of the macros
+    std::set<std::string> kernels; // required
+  };
+  std::map<std::string, AttentionConfig> attention_; // by symbol prefix
 };
 
 } // namespace tensorc::codegen::cuda

@@ -23,6 +23,15 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
                    [&](DType dtype, int paddedHeadDim, bool causal) {
                      return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal);
                    });
+  for (const artifact::Step &st : art.steps)
+    if (st.kind == artifact::Step::Kind::Attention) {
+      if (!st.attention.backward) {
+        source.requireAttentionKernel(st.symbol, "FWD");
+        continue;
+      }
+      source.requireAttentionKernel(st.symbol, st.attention.savedForward ? "BWD_Q_SAVED" : "BWD_Q");
+      source.requireAttentionKernel(st.symbol, "BWD_KV");
+    }
   // Chains of loop steps over the same rows also get one fused kernel
   // (the runtime chooses between it and the steps' own kernels).
   std::vector<std::string> symbols;

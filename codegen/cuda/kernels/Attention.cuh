@@ -676,32 +676,43 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 
 } // namespace tc_attention
 
-// The kernels of one attention configuration, extern "C": NAME_fwd (grid:
-// query tiles x BH; lse may be null), NAME_bwd_q or NAME_bwd_q_saved (query
-// tiles x BH; the latter reads O and the forward's lse) and NAME_bwd_kv (key
-// tiles x BH), 128 threads each. Tiles are 64 rows.
-#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL)                                                  \
+// The kernels of one attention configuration, extern "C", each defined by
+// its own macro so an artifact compiles only those it launches (NVRTC takes
+// ~1 s per kernel): NAME_fwd (grid: query tiles x BH; lse may be null),
+// NAME_bwd_q or NAME_bwd_q_saved (query tiles x BH; the latter reads O and
+// the forward's lse) and NAME_bwd_kv (key tiles x BH), 128 threads each.
+// Tiles are 64 rows.
+#define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL)                                                      \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
     tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                     \
-  }                                                                                                \
+  }
+#define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL)                                                    \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
                    float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
     tc_attention::backwardQuery<T, DP, CAUSAL, false>(dout, q, k, v, nullptr, dq, lse, delta,      \
                                                       TC_ATTENTION_SHAPE);                         \
-  }                                                                                                \
+  }
+#define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL)                                              \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,           \
                          const float *lse, T *dq, float *delta, TC_ATTENTION_SHAPE_PARAMS) {       \
     tc_attention::backwardQuery<T, DP, CAUSAL, true>(dout, q, k, v, o, dq, const_cast<float *>(lse), \
                                                      delta, TC_ATTENTION_SHAPE);                   \
-  }                                                                                                \
+  }
+#define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL)                                                   \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
                     const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {                 \
     tc_attention::backwardKey<T, DP, CAUSAL>(dout, q, k, v, lse, delta, dk, dv,                    \
                                              TC_ATTENTION_SHAPE);                                  \
   }
+// All of them (tests).
+#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL)                                                  \
+  TC_ATTENTION_FWD(NAME, T, DP, CAUSAL)                                                            \
+  TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL)                                                          \
+  TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL)                                                    \
+  TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL)
 
 #endif // TENSORC_ATTENTION_CUH
