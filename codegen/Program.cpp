@@ -226,6 +226,10 @@ private:
           lazy_[op->getResult(0)] = storedIdentity(v);
           return;
         }
+      if (int v = lowerColumnReduction(x, name, reduced, keepdim, out); v >= 0) {
+        lazy_[op->getResult(0)] = storedIdentity(v);
+        return;
+      }
       int v = newProducedValue(out);
       emitNest(x, in.shape, reduced, name, keepdim, v);
       lazy_[op->getResult(0)] = storedIdentity(v);
@@ -457,6 +461,85 @@ private:
     int target = newProducedValue(keepdim ? TensorSpec{out.dtype, Shape(lead, Dim::of(1))} : out);
     emitNestWith({}, spec, target,
                  [partial](Point &p) { return p.load(partial, SmallVector<Value>(p.n.ivs.begin(), p.n.ivs.end())); },
+                 {}, {partial});
+    return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
+  }
+
+  // A reduction over the leading dims [0, p) of x (static, R elements, a
+  // multiple of 8 and at least 4096), keeping the rest (K per row), in two
+  // stages (ProgramOptions::splitColumnReductions): partial[c, k] reduces
+  // rows 8c .. 8c+7 (one thread per (c, k): a warp reads adjacent k), then
+  // the R/8 partials per k. sum/max/min/prod regroup exactly; mean of
+  // equal-sized means is the mean. Returns the result's value, or -1 when
+  // this does not apply. Measured on an H100 (GPT-2 block, 8192 x 768
+  // bf16): the one-stage nest took ~0.2 ms per layer-norm parameter
+  // gradient, one strided column per block.
+  int lowerColumnReduction(Value x, const std::string &name, const std::vector<bool> &reduced,
+                           bool keepdim, const TensorSpec &out) {
+    static const std::set<std::string> regroupable = {"sum", "mean", "max", "min", "prod"};
+    TensorSpec in = specOf(x);
+    size_t p = 0;
+    while (p < reduced.size() && reduced[p])
+      ++p;
+    if (!options_.splitColumnReductions || !regroupable.count(name) || p == 0 || p == reduced.size())
+      return -1;
+    for (size_t d = p; d < reduced.size(); ++d)
+      if (reduced[d])
+        return -1;
+    int64_t rows = 1;
+    for (size_t d = 0; d < p; ++d) {
+      if (!in.shape[d].isStatic())
+        return -1;
+      rows *= in.shape[d].value();
+    }
+    constexpr int64_t kChunk = 8;
+    if (rows < 4096 || rows % kChunk)
+      return -1;
+    int xs = materialize(x);
+    std::vector<int64_t> leading;
+    for (size_t d = 0; d < p; ++d)
+      leading.push_back(in.shape[d].value());
+    Shape kept(in.shape.begin() + long(p), in.shape.end());
+    DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
+    Shape partialShape = {Dim::of(rows / kChunk)};
+    partialShape.insert(partialShape.end(), kept.begin(), kept.end());
+    int partial = newProducedValue({acc, partialShape});
+    NestSpec first;
+    first.space = {Dim::of(rows / kChunk), Dim::of(kChunk)};
+    first.space.insert(first.space.end(), kept.begin(), kept.end());
+    first.reduced.assign(first.space.size(), false);
+    first.reduced[1] = true;
+    first.reduction = name;
+    first.valueDtype = in.dtype;
+    emitNestWith({}, first, partial, [xs, leading, p](Point &pt) {
+      OpBuilder &b = pt.n.b;
+      Location loc = pt.n.loc;
+      auto constant = [&](int64_t c) { return b.create<arith::ConstantIndexOp>(loc, c).getResult(); };
+      // row = 8 c + m, unflattened into the leading dims.
+      Value row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, pt.n.ivs[0], constant(kChunk)),
+                                          pt.n.ivs[1]);
+      SmallVector<Value> index(p);
+      for (size_t d = p; d-- > 0;) {
+        if (d == 0) {
+          index[0] = row;
+          break;
+        }
+        index[d] = b.create<arith::RemSIOp>(loc, row, constant(leading[d]));
+        row = b.create<arith::DivSIOp>(loc, row, constant(leading[d]));
+      }
+      index.append(pt.n.ivs.begin() + 2, pt.n.ivs.end());
+      return pt.load(xs, index);
+    }, {}, {xs});
+    NestSpec second;
+    second.space = partialShape;
+    second.reduced.assign(second.space.size(), false);
+    second.reduced[0] = true;
+    second.reduction = name;
+    second.valueDtype = acc;
+    // keepdim: the result without the reduced dims, viewed as the op's shape.
+    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, kept} : out);
+    emitNestWith({}, second, target,
+                 [partial](Point &pt) { return pt.load(partial, SmallVector<Value>(pt.n.ivs.begin(), pt.n.ivs.end())); },
                  {}, {partial});
     return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
   }

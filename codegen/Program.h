@@ -39,6 +39,11 @@ struct ProgramOptions {
   bool convAsGemm = false;
   // Integer matmul as a reduction nest (the GEMM library has none).
   bool integerMatmulAsNest = false;
+  // Reductions over leading dims (column sums such as a layer norm's weight
+  // gradient) in two stages over chunks of 8 rows, one thread per output
+  // column reading rows in order: GPU threads of one output row read
+  // adjacent addresses (the one-stage nest read a column per block).
+  bool splitColumnReductions = false;
 };
 
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for

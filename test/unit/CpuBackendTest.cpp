@@ -271,7 +271,25 @@ TEST(CpuBackend, Creation) {
 // applies epilogues after its GEMM) against the interpreter: the
 // transformations are checked here, the kernels on the GPU.
 TEST(CpuBackend, GpuProgramChoices) {
-  codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true};
+  codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true,
+                              /*splitColumnReductions=*/true};
+  // Reductions over leading dims in two stages (chunks of 8 rows): every
+  // regroupable reduction, keepdim, narrow and integer dtypes, several
+  // leading dims, a fused (unstored) operand.
+  for (const char *op : {"sum", "mean", "max", "min", "prod"})
+    for (DType d : {DType::F32, DType::BF16, DType::I32}) {
+      if (!isFloat(d) && std::string(op) == "mean")
+        continue;
+      for (bool keepdim : {false, true})
+        checkOp(op, {{d, {4104, 7}}}, {{"axes", Attr(std::vector<int64_t>{0})}, {"keepdim", Attr(keepdim)}}, {{}}, gpu);
+      checkOp(op, {{d, {8, 520, "B"}}}, {{"axes", Attr(std::vector<int64_t>{0, 1})}}, {{{"B", 3}}}, gpu);
+    }
+  {
+    trace::Tracer t("colsum");
+    trace::Tensor x = t.input("x", DType::F32, {16, 512, 6}), y = t.input("y", DType::F32, {6});
+    t.output(t.call("sum", {t.call("mul", {x, y})[0]}, {{"axes", Attr(std::vector<int64_t>{0, 1})}})[0]);
+    checkGraph(t.graph(), {{}}, gpu);
+  }
   for (DType d : {DType::I32, DType::I64}) {
     checkOp("matmul", {{d, {7, 13}}, {d, {13, 5}}}, {}, {{}}, gpu);
     checkOp("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}}, {}, {{}}, gpu);
