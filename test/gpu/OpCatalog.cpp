@@ -169,6 +169,14 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
                        {{DType::F32, {2, 3, 5, 4}}, {DType::F32, {2, 3, 5, 8}}, {DType::F32, {1, 3, 7, 8}},
                         {DType::F32, {2, 3, 7, 4}}},
                        {{"is_causal", Attr(true)}}));
+  // Reductions over leading dims in two stages (ProgramOptions::splitColumnReductions).
+  for (const char *op : {"sum", "mean", "max", "prod"})
+    for (DType d : {DType::F32, DType::BF16}) {
+      push_back(opGraph(op, {{d, {4104, 7}}}, {{"axes", Attr(std::vector<int64_t>{0})}}));
+      push_back(opGraph(op, {{d, {8, 520, 3}}},
+                        {{"axes", Attr(std::vector<int64_t>{0, 1})}, {"keepdim", Attr(true)}}));
+    }
+  push_back(opGraph("sum", {{DType::I32, {4096, 3}}}, {{"axes", Attr(std::vector<int64_t>{0})}}));
   // The fused attention kernels (codegen/cuda/kernels/Attention.cuh): f16
   // and bf16, lengths of 1, odd, past one tile and many tiles, head dims
   // padded (80) and full (64, 128), causal or not, a symbolic batch;
@@ -219,7 +227,7 @@ std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root) 
 
 std::vector<std::pair<std::string, Graph>> largeGraphs() {
   std::vector<std::pair<std::string, Graph>> gs;
-  gs.emplace_back("large_add", opGraph("add", {{DType::F32, {1000003}}, {DType::F32, {1000003}}}));
+  gs.emplace_back("large_add", opGraph("add", {{DType::F32, {500009}}, {DType::F32, {500009}}}));
   gs.emplace_back("large_sum", opGraph("sum", {{DType::F32, {1001, 1003}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
   gs.emplace_back("large_softmax", opGraph("softmax", {{DType::F32, {517, 1031}}}));
   gs.emplace_back("large_mean_all", opGraph("mean", {{DType::F32, {999, 1001}}}));
