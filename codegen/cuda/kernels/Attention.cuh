@@ -195,6 +195,51 @@ __device__ __forceinline__ float quadSum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// Zeroes N C fragments.
+template <int N> __device__ __forceinline__ void zero(float (*c)[4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
+}
+
+// out (16 x DP: DP/8 C fragments) += c (16 x K: K/8 C fragments, as the A
+// operand) * the first K rows of tile m (row-major [k][n]).
+template <typename T, int K, int ROWS, int DP>
+__device__ __forceinline__ void accumulateProduct(float (*out)[4], const float (*c)[4], Tile<T, ROWS, DP> &m) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    u32 a[4];
+    accumulatorAsA<T>(a, c, kk);
+#pragma unroll
+    for (int dt = 0; dt < DP / 8; dt += 2) {
+      u32 b[4];
+      loadB2(b, m, kk * 16, dt * 8);
+      mma<T>(out[dt], a, b);
+      mma<T>(out[dt + 1], a, b + 2);
+    }
+  }
+}
+
+// x = a1 m1^T and y = a2 m2^T for one warp's 16 rows (A fragments in
+// registers, DP/16 k-steps) against the first N rows of two tiles: N/8 C
+// fragments each.
+template <typename T, int N, int ROWS, int DP>
+__device__ __forceinline__ void twoProductsTransposed(float (*x)[4], const u32 (*a1)[4], Tile<T, ROWS, DP> &m1,
+                                                      float (*y)[4], const u32 (*a2)[4], Tile<T, ROWS, DP> &m2) {
+  zero<N / 8>(x);
+  zero<N / 8>(y);
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; ++kk)
+#pragma unroll
+    for (int nt = 0; nt < N / 8; ++nt) {
+      u32 b[2];
+      loadBt(b, m1, nt * 8, kk * 16);
+      mma<T>(x[nt], a1[kk], b);
+      loadBt(b, m2, nt * 8, kk * 16);
+      mma<T>(y[nt], a2[kk], b);
+    }
+}
+
 struct Shape {
   long long L, S;               // query and key rows
   int D;                        // head dim (<= DP)
@@ -218,22 +263,24 @@ template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long
   return c < S && (!CAUSAL || c <= r);
 }
 
-// One warp's 16 query rows through all key tiles: the unnormalized output
-// o (DP/8 C fragments), the running max m (base 2, scaled) and the sum l
-// (this thread's part; rows g and g + 8). Q fragments qa come in registers.
-template <typename T, int DP, bool CAUSAL>
-__device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], float m[2], float l[2],
-                                            Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss, const T *k,
-                                            const T *v, const Shape &s, long long row0) {
-  constexpr int stages = KeyStages<DP>::count;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+// The key tiles a block of query rows from row0 sees (causal: those up to
+// its last row).
+template <bool CAUSAL> __device__ __forceinline__ long long keyTiles(const Shape &s, long long row0) {
   long long tiles = (s.S + kKeys - 1) / kKeys;
   if (CAUSAL) {
-    long long last = (row0 + kRows - 1) / kKeys + 1;
+    const long long last = (row0 + kRows - 1) / kKeys + 1;
     tiles = tiles < last ? tiles : last;
   }
-  __syncthreads(); // the tiles' space is free (Q was staged there)
+  return tiles;
+}
+
+// Runs body(ks, vs, n0) for key tiles 0..tiles-1, each tile of K and V in
+// shared memory, the next one loading meanwhile (two stages) or after it
+// (one). The stages must be free on entry; they are free again on exit.
+template <typename T, int DP, typename Body>
+__device__ __forceinline__ void forEachKeyTile(Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss, const T *k,
+                                               const T *v, const Shape &s, long long tiles, Body body) {
+  constexpr int stages = KeyStages<DP>::count;
   if (tiles > 0) {
     kss[0].loadAsync(k, 0, s.S, s.D, s.ldk);
     vss[0].loadAsync(v, 0, s.S, s.D, s.ldv);
@@ -251,11 +298,30 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], f
       waitCopies<0>();
     }
     __syncthreads();
-    Tile<T, kKeys, DP> &ks = kss[cur], &vs = vss[cur];
+    body(kss[cur], vss[cur], n0);
+    __syncthreads(); // every warp is done with this stage before it is refilled
+    if (stages == 1 && tile + 1 < tiles) {
+      kss[0].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
+      vss[0].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
+      commitCopies();
+    }
+  }
+}
+
+// One warp's 16 query rows through all key tiles: the unnormalized output
+// o (DP/8 C fragments), the running max m (base 2, scaled) and the sum l
+// (this thread's part; rows g and g + 8). Q fragments qa come in registers.
+template <typename T, int DP, bool CAUSAL>
+__device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], float m[2], float l[2],
+                                            Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss, const T *k,
+                                            const T *v, const Shape &s, long long row0) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
+  __syncthreads(); // the tiles' space is free (Q was staged there)
+  forEachKeyTile<T, DP>(kss, vss, k, v, s, keyTiles<CAUSAL>(s, row0),
+                        [&](Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, long long n0) {
     float sc[kKeys / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-      sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+    zero<kKeys / 8>(sc);
 #pragma unroll
     for (int kk = 0; kk < DP / 16; ++kk)
 #pragma unroll
@@ -301,25 +367,8 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], f
       o[dt][2] *= alpha[1];
       o[dt][3] *= alpha[1];
     }
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      u32 a[4];
-      accumulatorAsA<T>(a, sc, kk);
-#pragma unroll
-      for (int dt = 0; dt < DP / 8; dt += 2) {
-        u32 b[4];
-        loadB2(b, vs, kk * 16, dt * 8);
-        mma<T>(o[dt], a, b);
-        mma<T>(o[dt + 1], a, b + 2);
-      }
-    }
-    __syncthreads(); // every warp is done with this stage before it is refilled
-    if (stages == 1 && tile + 1 < tiles) {
-      kss[0].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
-      vss[0].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
-      commitCopies();
-    }
-  }
+    accumulateProduct<T, kKeys>(o, sc, vs);
+  });
 }
 
 // Stores a warp's 16 x DP accumulator (rows row0 + g, + 8; columns < D).
@@ -364,9 +413,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
   for (int kk = 0; kk < DP / 16; ++kk)
     loadA(qa[kk], ks, warp * 16, kk * 16);
   float acc[DP / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < DP / 8; ++dt)
-    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  zero<DP / 8>(acc);
   float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
   forwardRows<T, DP, CAUSAL>(qa, acc, m, l, kss, vss, k, v, s, row0);
   float inv[2];
@@ -412,9 +459,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     loadA(da[kk], vs, warp * 16, kk * 16);
   }
   float acc[DP / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < DP / 8; ++dt)
-    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  zero<DP / 8>(acc);
   float lse2[2], d[2] = {0.0f, 0.0f};
   if constexpr (SAVED) {
     // O's A fragments (through shared memory) beside dO's: the same positions.
@@ -470,49 +515,13 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     }
   }
   // dQ = sum over key tiles of dS K, dS = P (dP - D), dP = dO V^T.
-#pragma unroll
-  for (int dt = 0; dt < DP / 8; ++dt)
-    acc[dt][0] = acc[dt][1] = acc[dt][2] = acc[dt][3] = 0.0f;
+  zero<DP / 8>(acc);
   const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
-  long long tiles = (s.S + kKeys - 1) / kKeys;
-  if (CAUSAL) {
-    long long last = (row0 + kRows - 1) / kKeys + 1;
-    tiles = tiles < last ? tiles : last;
-  }
-  if (tiles > 0) { // (forwardRows ended with a barrier: the stages are free)
-    kss[0].loadAsync(k, 0, s.S, s.D, s.ldk);
-    vss[0].loadAsync(v, 0, s.S, s.D, s.ldv);
-    commitCopies();
-  }
-  for (long long t = 0; t < tiles; ++t) {
-    const long long n0 = t * kKeys;
-    const int cur = stages == 2 ? int(t & 1) : 0;
-    if (stages == 2 && t + 1 < tiles) {
-      kss[cur ^ 1].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
-      vss[cur ^ 1].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
-      commitCopies();
-      waitCopies<1>();
-    } else {
-      waitCopies<0>();
-    }
-    __syncthreads();
-    Tile<T, kKeys, DP> &ks = kss[cur], &vs = vss[cur];
+  // (forwardRows, or the saved path, ended with a barrier: the stages are free)
+  forEachKeyTile<T, DP>(kss, vss, k, v, s, keyTiles<CAUSAL>(s, row0),
+                        [&](Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, long long n0) {
     float p[kKeys / 8][4], dp[kKeys / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < kKeys / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        p[nt][e] = dp[nt][e] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < DP / 16; ++kk)
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        u32 b[2];
-        loadBt(b, ks, nt * 8, kk * 16);
-        mma<T>(p[nt], qa[kk], b);
-        loadBt(b, vs, nt * 8, kk * 16);
-        mma<T>(dp[nt], da[kk], b);
-      }
+    twoProductsTransposed<T, kKeys>(p, qa, ks, dp, da, vs); // S = Q K^T, dP = dO V^T
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
@@ -522,25 +531,8 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
                              ? exp2f(p[nt][e] * s.scaleLog2 - lse2[e >> 1]) : 0.0f;
         p[nt][e] = pr * (dp[nt][e] - d[e >> 1]); // dS
       }
-#pragma unroll
-    for (int kk = 0; kk < kKeys / 16; ++kk) {
-      u32 a[4];
-      accumulatorAsA<T>(a, p, kk);
-#pragma unroll
-      for (int dt = 0; dt < DP / 8; dt += 2) {
-        u32 b[4];
-        loadB2(b, ks, kk * 16, dt * 8);
-        mma<T>(acc[dt], a, b);
-        mma<T>(acc[dt + 1], a, b + 2);
-      }
-    }
-    __syncthreads();
-    if (stages == 1 && t + 1 < tiles) {
-      kss[0].loadAsync(k, n0 + kKeys, s.S, s.D, s.ldk);
-      vss[0].loadAsync(v, n0 + kKeys, s.S, s.D, s.ldv);
-      commitCopies();
-    }
-  }
+    accumulateProduct<T, kKeys>(acc, p, ks); // dQ += dS K
+  });
   storeRows<T, DP>(dq, acc, s.ldq, row0 + warp * 16, s.L, s.D, s.scale, s.scale);
 }
 
@@ -586,11 +578,8 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
       }
   }
   float dka[DP / 8][4], dva[DP / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < DP / 8; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      dka[dt][e] = dva[dt][e] = 0.0f;
+  zero<DP / 8>(dka);
+  zero<DP / 8>(dva);
   const long long keys[2] = {key0 + warp * 16 + g, key0 + warp * 16 + g + 8};
   const long long tiles = (s.L + BQ - 1) / BQ;
   // Causal: query rows before the first key see none of these keys.
@@ -623,21 +612,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
     Tile<T, BQ, DP> &qs = qss[cur], &ds = dss[cur];
     const float *lseS = lseSs[cur], *deltaS = deltaSs[cur];
     float p[BQ / 8][4], dp[BQ / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < BQ / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        p[nt][e] = dp[nt][e] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < DP / 16; ++kk)
-#pragma unroll
-      for (int nt = 0; nt < BQ / 8; ++nt) {
-        u32 b[2];
-        loadBt(b, qs, nt * 8, kk * 16);
-        mma<T>(p[nt], ka[kk], b);
-        loadBt(b, ds, nt * 8, kk * 16);
-        mma<T>(dp[nt], va[kk], b);
-      }
+    twoProductsTransposed<T, BQ>(p, ka, qs, dp, va, ds); // S^T = K Q^T, dP^T = V dO^T
     // p: P^T (rows: keys; columns: queries); dp becomes dS^T.
 #pragma unroll
     for (int nt = 0; nt < BQ / 8; ++nt)
@@ -650,24 +625,8 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
         p[nt][e] = pr;
         dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
       }
-#pragma unroll
-    for (int kk = 0; kk < BQ / 16; ++kk) {
-      u32 a[4], b[4];
-      accumulatorAsA<T>(a, p, kk);
-#pragma unroll
-      for (int dt = 0; dt < DP / 8; dt += 2) {
-        loadB2(b, ds, kk * 16, dt * 8);
-        mma<T>(dva[dt], a, b);
-        mma<T>(dva[dt + 1], a, b + 2);
-      }
-      accumulatorAsA<T>(a, dp, kk);
-#pragma unroll
-      for (int dt = 0; dt < DP / 8; dt += 2) {
-        loadB2(b, qs, kk * 16, dt * 8);
-        mma<T>(dka[dt], a, b);
-        mma<T>(dka[dt + 1], a, b + 2);
-      }
-    }
+    accumulateProduct<T, BQ>(dva, p, ds);  // dV += P^T dO
+    accumulateProduct<T, BQ>(dka, dp, qs); // dK += dS^T Q
     __syncthreads(); // every warp is done with this stage before it is refilled
   }
   storeRows<T, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
