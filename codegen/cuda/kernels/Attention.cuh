@@ -220,23 +220,18 @@ __device__ __forceinline__ void accumulateProduct(float (*out)[4], const float (
   }
 }
 
-// x = a1 m1^T and y = a2 m2^T for one warp's 16 rows (A fragments in
-// registers, DP/16 k-steps) against the first N rows of two tiles: N/8 C
-// fragments each.
+// x = a m^T for one warp's 16 rows (A fragments in registers, DP/16
+// k-steps) against the first N rows of tile m: N/8 C fragments.
 template <typename T, int N, int ROWS, int DP>
-__device__ __forceinline__ void twoProductsTransposed(float (*x)[4], const u32 (*a1)[4], Tile<T, ROWS, DP> &m1,
-                                                      float (*y)[4], const u32 (*a2)[4], Tile<T, ROWS, DP> &m2) {
+__device__ __forceinline__ void productTransposed(float (*x)[4], const u32 (*a)[4], Tile<T, ROWS, DP> &m) {
   zero<N / 8>(x);
-  zero<N / 8>(y);
 #pragma unroll
   for (int kk = 0; kk < DP / 16; ++kk)
 #pragma unroll
     for (int nt = 0; nt < N / 8; ++nt) {
       u32 b[2];
-      loadBt(b, m1, nt * 8, kk * 16);
-      mma<T>(x[nt], a1[kk], b);
-      loadBt(b, m2, nt * 8, kk * 16);
-      mma<T>(y[nt], a2[kk], b);
+      loadBt(b, m, nt * 8, kk * 16);
+      mma<T>(x[nt], a[kk], b);
     }
 }
 
@@ -321,15 +316,7 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[4], float (*o)[4], f
   forEachKeyTile<T, DP>(kss, vss, k, v, s, keyTiles<CAUSAL>(s, row0),
                         [&](Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, long long n0) {
     float sc[kKeys / 8][4];
-    zero<kKeys / 8>(sc);
-#pragma unroll
-    for (int kk = 0; kk < DP / 16; ++kk)
-#pragma unroll
-      for (int nt = 0; nt < kKeys / 8; ++nt) {
-        u32 b[2];
-        loadBt(b, ks, nt * 8, kk * 16);
-        mma<T>(sc[nt], qa[kk], b);
-      }
+    productTransposed<T, kKeys>(sc, qa, ks); // S = Q K^T
     float mx[2] = {-infinity(), -infinity()};
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
@@ -521,7 +508,8 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
   forEachKeyTile<T, DP>(kss, vss, k, v, s, keyTiles<CAUSAL>(s, row0),
                         [&](Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, long long n0) {
     float p[kKeys / 8][4], dp[kKeys / 8][4];
-    twoProductsTransposed<T, kKeys>(p, qa, ks, dp, da, vs); // S = Q K^T, dP = dO V^T
+    productTransposed<T, kKeys>(p, qa, ks);  // S = Q K^T
+    productTransposed<T, kKeys>(dp, da, vs); // dP = dO V^T
 #pragma unroll
     for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
@@ -612,7 +600,8 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
     Tile<T, BQ, DP> &qs = qss[cur], &ds = dss[cur];
     const float *lseS = lseSs[cur], *deltaS = deltaSs[cur];
     float p[BQ / 8][4], dp[BQ / 8][4];
-    twoProductsTransposed<T, BQ>(p, ka, qs, dp, va, ds); // S^T = K Q^T, dP^T = V dO^T
+    productTransposed<T, BQ>(p, ka, qs);  // S^T = K Q^T
+    productTransposed<T, BQ>(dp, va, ds); // dP^T = V dO^T
     // p: P^T (rows: keys; columns: queries); dp becomes dS^T.
 #pragma unroll
     for (int nt = 0; nt < BQ / 8; ++nt)
