@@ -379,14 +379,18 @@ __device__ __forceinline__ void storeRows(T *out, const float (*c)[4], long long
     }
 }
 
+// This block's first query row: causal grids take the longest rows (the
+// last tiles) first, so the tail is short.
+template <bool CAUSAL> __device__ __forceinline__ long long queryRow0(const Shape &s) {
+  const long long tiles = (s.L + kRows - 1) / kRows;
+  return (CAUSAL ? tiles - 1 - (long long)blockIdx.x : (long long)blockIdx.x) * kRows;
+}
+
 template <typename T, int DP, bool CAUSAL>
 __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Shape s) {
   __shared__ Tile<T, kKeys, DP> kss[KeyStages<DP>::count], vss[KeyStages<DP>::count];
   Tile<T, kKeys, DP> &ks = kss[0];
-  const long long tilesL = (s.L + kRows - 1) / kRows;
-  // Causal: the longest rows (last tiles) first, so the tail is short.
-  const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
-  const long long bh = blockIdx.y, row0 = tile * kRows;
+  const long long bh = blockIdx.y, row0 = queryRow0<CAUSAL>(s);
   q += bh * s.bhq;
   k += bh * s.bhk;
   v += bh * s.bhv;
@@ -425,9 +429,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
   constexpr int stages = KeyStages<DP>::count;
   __shared__ Tile<T, kKeys, DP> kss[stages], vss[stages];
   Tile<T, kKeys, DP> &ks = kss[0], &vs = vss[0];
-  const long long tilesL = (s.L + kRows - 1) / kRows;
-  const long long tile = CAUSAL ? tilesL - 1 - blockIdx.x : blockIdx.x;
-  const long long bh = blockIdx.y, row0 = tile * kRows;
+  const long long bh = blockIdx.y, row0 = queryRow0<CAUSAL>(s);
   q += bh * s.bhq;
   k += bh * s.bhk;
   v += bh * s.bhv;
