@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Per-launch device times of one run from a tensorc trace (TENSORC_TRACE):
+the steps of the trace's last run, summed by step label and launch, largest
+first. On the GPU machine:
+
+    TENSORC_TRACE=/tmp/t.json bin/tensorc run ART.tcx --bench 3 > /dev/null
+    python3 trace_steps.py /tmp/t.json
+"""
+import collections
+import json
+import sys
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: trace_steps.py TRACE.json")
+    events = json.load(open(sys.argv[1]))["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "step" and e.get("tid") == 1]  # GPU device time
+    if not steps:
+        steps = [e for e in events if e.get("cat") == "step"]  # CPU: host time
+    if not steps:
+        sys.exit("no step slices in the trace")
+    # Runs repeat the same launches: the first launch's count is the run count.
+    first = steps[0]
+    runs = sum(1 for e in steps if e["name"] == first["name"] and e.get("args") == first.get("args"))
+    last = steps[-(len(steps) // max(runs, 1)):]
+    per = collections.defaultdict(float)
+    for e in last:
+        per[e["name"] + " | " + e.get("args", {}).get("launch", "")] += e["dur"]
+    for key, us in sorted(per.items(), key=lambda kv: -kv[1])[:30]:
+        print("%9.3f ms  %s" % (us / 1e3, key))
+    print("total %.3f ms over %d launches" % (sum(e["dur"] for e in last) / 1e3, len(last)))
+
+
+if __name__ == "__main__":
+    main()
