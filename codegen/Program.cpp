@@ -731,7 +731,7 @@ private:
     s.transposeB = true; // the stored [oc, depth] is the GEMM's [depth, oc] transposed
     if (bias) {
       s.operands.push_back(materialize(*bias));
-      s.epilogue = "bias";
+      s.epilogue.bias = true;
     }
     art_.steps.push_back(s);
     chain_ = Chain{};
@@ -967,7 +967,7 @@ private:
   // The column sums of dy [M, N] (a linear layer's bias gradient) as the
   // epilogue of an earlier GEMM that reads dy as its right operand over the
   // same M (the weight gradient x^T @ dy): cuBLASLt reduces B over the
-  // GEMM's k while it multiplies (the "bgrad" epilogue, operand 3 written).
+  // GEMM's k while it multiplies (the bias-gradient epilogue, operand 3 written).
   // Returns the value holding the sums, or -1.
   int biasGradientEpilogue(Value dy, const TensorSpec &out) {
     if (!options_.matmulEpilogues)
@@ -985,7 +985,7 @@ private:
       if (a.shape.size() != 2 || a.shape[0] != ds.shape[0] || a.dtype != ds.dtype)
         continue;
       int v = newProducedValue(out);
-      st.epilogue = "bgrad";
+      st.epilogue.biasGradient = true;
       st.operands.push_back(v);
       return v;
     }
@@ -1022,7 +1022,8 @@ private:
       return -1;
     Operation *op = lv.op;
     TensorSpec vs = specOf(v);
-    std::string act;
+    using Activation = artifact::MatmulEpilogue::Activation;
+    Activation act = Activation::None;
     Operation *add = op;
     std::string n = opName(op);
     if (n == "relu" || n == "gelu") {
@@ -1031,9 +1032,9 @@ private:
         AttrMap attrs = completeAttrs(*schema, tc::coreAttrs(op, *schema));
         if (getEnum(attrs, "approximate") != "tanh")
           return -1;
-        act = "gelu_tanh";
+        act = Activation::GeluTanh;
       } else {
-        act = "relu";
+        act = Activation::Relu;
       }
       add = nullptr;
       Value x = op->getOperand(0);
@@ -1047,7 +1048,7 @@ private:
         if (it == matmulProducts_.end() || !onlyUsedBy(it->second.second, op) || specOf(x).shape != vs.shape ||
             specOf(x).dtype != vs.dtype)
           return -1;
-        return retargetMatmul(it, v, act, -1);
+        return retargetMatmul(it, v, {act, false, false}, -1);
       }
     } else if (n != "add") {
       return -1;
@@ -1064,13 +1065,13 @@ private:
       if (ms.shape != vs.shape || ms.dtype != vs.dtype || bs.dtype != vs.dtype || bs.rank() != 1 ||
           ms.rank() < 2 || bs.shape[0] != ms.shape.back())
         continue;
-      return retargetMatmul(it, v, act.empty() ? "bias" : "bias_" + act, materialize(bias));
+      return retargetMatmul(it, v, {act, true, false}, materialize(bias));
     }
     return -1;
   }
 
   int retargetMatmul(std::map<int, std::pair<size_t, Value>>::iterator product, Value v,
-                     const std::string &epilogue, int bias) {
+                     const artifact::MatmulEpilogue &epilogue, int bias) {
     int old = product->first;
     Step &st = art_.steps[product->second.first];
     // Nothing may have read the product since (it has no other reader).
@@ -1231,7 +1232,7 @@ private:
         Point p = makePoint(n, memo, emit);
         return epilogue(p, acc);
       };
-    std::vector<std::string> variants = emitNest_(spec, [&, makePoint](NestContext &n) {
+    std::vector<artifact::KernelVariant> variants = emitNest_(spec, [&, makePoint](NestContext &n) {
       llvm::DenseMap<Value, Value> memo;
       std::function<Value(Value)> emit;
       Point p = makePoint(n, memo, emit);

@@ -20,10 +20,10 @@ namespace tensorc::codegen {
 
 // Makes the code of one loop nest; `point` computes the nest's value at an
 // iteration point (it may be called with any builder and context). Returns
-// the names of the kernel variants made (the first is the heuristic
-// default; none where the backend makes one function per nest).
+// the kernel variants made (the first is the heuristic default; none where
+// the backend makes one function per nest).
 using NestEmitter =
-    std::function<std::vector<std::string>(const cpu::NestSpec &, const cpu::PointFn &)>;
+    std::function<std::vector<artifact::KernelVariant>(const cpu::NestSpec &, const cpu::PointFn &)>;
 
 // Makes the fused attention kernels for one configuration (dtype, padded
 // head dim, causal); returns their symbol prefix (artifact::AttentionStep).

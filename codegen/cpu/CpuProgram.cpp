@@ -18,7 +18,7 @@ artifact::Artifact compileCpuArtifact(ModuleOp module, const CpuCompileOptions &
       fn, "tc_" + fn.getName().str() + "_nest",
       [&](const NestSpec &spec, const PointFn &point) {
         emitLoopNest(*kernels, spec, point);
-        return std::vector<std::string>{};
+        return std::vector<artifact::KernelVariant>{};
       },
       options.program);
   NativeCode code = compileToSharedLibrary(*kernels, options.cpu);

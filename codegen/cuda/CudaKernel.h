@@ -10,6 +10,7 @@
 
 #include "codegen/cpu/LoopNest.h"
 #include "ir/core/Dim.h"
+#include "runtime/artifact/Artifact.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -20,22 +21,16 @@
 
 namespace tensorc::codegen::cuda {
 
-// A kernel's launch shape: BLOCK threads; each computes ITEMS outputs
-// (lanes == 1) or LANES threads share one output (reductions).
-struct Variant {
-  int block;
-  int items;
-  int lanes;
-  std::string suffix() const {
-    return "_b" + std::to_string(block) + (lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
-  }
-};
-// The variants every kernel is instantiated with; the first is the default.
-const std::vector<Variant> &kernelVariants();
+using artifact::KernelVariant;
+// The variants every loop kernel is instantiated with; the first is the default.
+const std::vector<KernelVariant> &kernelVariants();
 // The cooperative variants reductions are also instantiated with.
-const std::vector<Variant> &rowVariants();
+const std::vector<KernelVariant> &rowVariants();
+// The variants of chain kernels (one row per block).
+const std::vector<KernelVariant> &chainVariants();
 
-// Headers and the helpers every kernel uses.
+// Headers and the helpers every kernel uses (kernels/Prelude.cuh,
+// kernels/ColumnSums.cuh).
 std::string cudaPrelude();
 
 // A nest of a chain: its kernel symbol and its operands' dtypes.
@@ -47,17 +42,18 @@ struct ChainedNest {
 class CudaSourceBuilder {
 public:
   explicit CudaSourceBuilder(mlir::MLIRContext &ctx) : ctx_(ctx) {}
-  // Appends the nest's kernel templates and their variants; returns the
-  // variants' names (b256_i1, ..., b256_l32, ...). Throws Error.
-  std::vector<std::string> addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
+  // Appends the nest's kernel templates and their variants
+  // (`symbol + "_" + variant.name()` each); returns the variants. Throws Error.
+  std::vector<KernelVariant> addNest(const cpu::NestSpec &spec, const cpu::PointFn &point);
   // A kernel running a chain of nests (added before) for one row per block:
   // each nest's row template in order, __syncthreads between. Its
   // parameters are every nest's operands in order, then the symbols.
-  // Returns the variants' names (bB_r1: B threads, one row per block).
-  std::vector<std::string> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
+  // Returns its variants.
+  std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows);
-  // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c],
-  // the bias-gradient fallback when cuBLASLt has no algorithm with it.
+  // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c]
+  // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
+  // no algorithm with it.
   void addColumnSums(const std::string &prefix, DType dtype);
   // A configuration of the fused attention kernels (kernels/Attention.cuh);
   // returns their symbol prefix. Only the kernels required after the

@@ -96,6 +96,83 @@ DType parseDTypeJson(const json &j, const std::string &what) {
   return *d;
 }
 
+json variantsJson(const std::vector<KernelVariant> &variants) {
+  json arr = json::array();
+  for (const KernelVariant &v : variants) {
+    json j = {{"block", v.block}};
+    if (!v.row)
+      j[v.lanes > 1 ? "lanes" : "items"] = v.lanes > 1 ? v.lanes : v.items;
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+// A variant from {"block": B, "items": I} / {"block": B, "lanes": L}, or a
+// chain kernel's {"block": B}.
+std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
+  std::vector<KernelVariant> variants;
+  for (const json &j : arr) {
+    check(j.is_object(), "a kernel variant is not an object");
+    for (const auto &[key, value] : j.items())
+      check(key == "block" || (!row && (key == "items" || key == "lanes")),
+            "unknown kernel variant field '" + key + "'");
+    KernelVariant v;
+    v.row = row;
+    v.block = j.at("block").get<int>();
+    v.items = j.value("items", 1);
+    v.lanes = j.value("lanes", 1);
+    check(!(j.contains("items") && j.contains("lanes")), "a kernel variant has both items and lanes");
+    variants.push_back(v);
+  }
+  return variants;
+}
+
+const char *activationName(MatmulEpilogue::Activation a) {
+  switch (a) {
+  case MatmulEpilogue::Activation::None:
+    return "none";
+  case MatmulEpilogue::Activation::Relu:
+    return "relu";
+  case MatmulEpilogue::Activation::GeluTanh:
+    return "gelu_tanh";
+  }
+  return "?";
+}
+
+json epilogueJson(const MatmulEpilogue &e) {
+  json j = json::object();
+  if (e.activation != MatmulEpilogue::Activation::None)
+    j["activation"] = activationName(e.activation);
+  if (e.bias)
+    j["bias"] = true;
+  if (e.biasGradient)
+    j["bias_gradient"] = true;
+  return j;
+}
+
+MatmulEpilogue parseEpilogue(const json &j) {
+  check(j.is_object(), "a matmul epilogue is not an object");
+  MatmulEpilogue e;
+  for (const auto &[key, value] : j.items()) {
+    if (key == "activation") {
+      std::string a = value.get<std::string>();
+      if (a == "relu")
+        e.activation = MatmulEpilogue::Activation::Relu;
+      else if (a == "gelu_tanh")
+        e.activation = MatmulEpilogue::Activation::GeluTanh;
+      else
+        fail("unknown matmul epilogue activation '" + a + "'");
+    } else if (key == "bias") {
+      e.bias = value.get<bool>();
+    } else if (key == "bias_gradient") {
+      e.biasGradient = value.get<bool>();
+    } else {
+      fail("unknown matmul epilogue field '" + key + "'");
+    }
+  }
+  return e;
+}
+
 json manifestJson(const Artifact &a) {
   json m;
   m["format"] = "tensorc-artifact";
@@ -159,12 +236,12 @@ json manifestJson(const Artifact &a) {
       if (s.reduced != Dim::of(1))
         j["reduced"] = dimJson(s.reduced);
       if (!s.variants.empty())
-        j["variants"] = s.variants;
+        j["variants"] = variantsJson(s.variants);
       if (s.chainNext)
         j["chain_next"] = true;
       if (!s.chainKernel.empty()) {
         j["chain_kernel"] = s.chainKernel;
-        j["chain_variants"] = s.chainVariants;
+        j["chain_variants"] = variantsJson(s.chainVariants);
       }
     }
     if (s.kind == Step::Kind::Attention) {
@@ -182,7 +259,7 @@ json manifestJson(const Artifact &a) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
       if (!s.epilogue.empty())
-        j["epilogue"] = s.epilogue;
+        j["epilogue"] = epilogueJson(s.epilogue);
     }
     steps.push_back(j);
   }
@@ -373,20 +450,23 @@ void validate(const Artifact &a) {
     if (s.kind == Step::Kind::Copy && s.operands.size() == 2)
       check(fits(valueBytes(a.values[s.operands[1]]), valueBytes(a.values[s.operands[0]])),
             what + ": copies more bytes than its destination holds");
-    bool bias = s.epilogue.rfind("bias", 0) == 0 || s.epilogue == "bgrad";
+    bool bias = s.epilogue.bias || s.epilogue.biasGradient;
     size_t want = s.kind == Step::Kind::Matmul      ? (bias ? 4 : 3)
                   : s.kind == Step::Kind::Copy      ? 2
                   : s.kind == Step::Kind::Attention
                       ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4))
                                                     : 0;
-    static const std::set<std::string> epilogues = {"",     "relu",      "gelu_tanh",      "bias",
-                                                    "bias_relu", "bias_gelu_tanh", "bgrad"};
-    check(epilogues.count(s.epilogue) && (s.epilogue.empty() || s.kind == Step::Kind::Matmul),
-          what + ": unknown matmul epilogue '" + s.epilogue + "'");
-    for (const std::string &v : s.variants)
-      check(isVariantName(v) && parseVariant(v).rows == 0, what + ": bad kernel variant name '" + v + "'");
-    for (const std::string &v : s.chainVariants)
-      check(isVariantName(v) && parseVariant(v).rows == 1, what + ": bad chain kernel variant name '" + v + "'");
+    check(s.epilogue.empty() || s.kind == Step::Kind::Matmul, what + ": an epilogue on a step that is not a matmul");
+    check(!s.epilogue.biasGradient || (!s.epilogue.bias && s.epilogue.activation == MatmulEpilogue::Activation::None),
+          what + ": a bias-gradient epilogue with a bias or an activation");
+    for (const KernelVariant &v : s.variants) {
+      std::string problem = v.row ? "a chain kernel's variant among the step's own" : variantProblem(v);
+      check(problem.empty(), what + ": bad kernel variant " + v.name() + ": " + problem);
+    }
+    for (const KernelVariant &v : s.chainVariants) {
+      std::string problem = !v.row ? "not a chain kernel's variant" : variantProblem(v);
+      check(problem.empty(), what + ": bad chain kernel variant " + v.name() + ": " + problem);
+    }
     check(s.chainKernel.empty() == s.chainVariants.empty() && (s.chainKernel.empty() || s.chainNext),
           what + ": a chain kernel belongs to the first step of a chain, with its variants");
     check(want == 0 ? !s.operands.empty() : s.operands.size() == want,
@@ -408,40 +488,30 @@ void validate(const Artifact &a) {
 
 } // namespace
 
-namespace {
-std::optional<KernelVariant> variantOf(const std::string &name) {
-  int block = 0, count = 0;
-  char kind = 0;
-  int used = 0;
-  if (std::sscanf(name.c_str(), "b%d_%c%d%n", &block, &kind, &count, &used) != 3 ||
-      size_t(used) != name.size() || (kind != 'i' && kind != 'l' && kind != 'r'))
-    return std::nullopt;
-  if (block < 32 || block > 1024 || block % 32 != 0 || count < 1 || count > 1024)
-    return std::nullopt;
-  KernelVariant v;
-  v.block = block;
-  if (kind == 'i') {
-    v.items = count;
-  } else if (kind == 'r') {
-    if (count != 1)
-      return std::nullopt;
-    v.rows = 1;
-  } else {
-    // Lanes: a power of two up to a warp, or the whole block.
-    if (!(count == block || (count <= 32 && (count & (count - 1)) == 0)))
-      return std::nullopt;
-    v.lanes = count;
-  }
-  return v;
+std::string KernelVariant::name() const {
+  return "b" + std::to_string(block) +
+         (row ? std::string("_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
 }
-} // namespace
 
-bool isVariantName(const std::string &name) { return variantOf(name).has_value(); }
+std::string variantProblem(const KernelVariant &v) {
+  if (v.block < 32 || v.block > 1024 || v.block % 32 != 0)
+    return "block of " + std::to_string(v.block) + " threads (a multiple of 32 up to 1024)";
+  if (v.items < 1 || v.items > 1024)
+    return std::to_string(v.items) + " items per thread";
+  if (!(v.lanes == 1 || v.lanes == v.block || (v.lanes <= 32 && (v.lanes & (v.lanes - 1)) == 0)))
+    return std::to_string(v.lanes) + " lanes (a power of two up to 32, or the whole block)";
+  if (v.lanes > 1 && v.items != 1)
+    return "both items and lanes";
+  if (v.row && (v.items != 1 || v.lanes != 1))
+    return "a chain kernel with items or lanes";
+  return "";
+}
 
-KernelVariant parseVariant(const std::string &name) {
-  std::optional<KernelVariant> v = variantOf(name);
-  check(v.has_value(), "bad kernel variant name '" + name + "'");
-  return *v;
+std::string MatmulEpilogue::name() const {
+  if (biasGradient)
+    return "bgrad";
+  std::string act = activation == Activation::None ? "" : activationName(activation);
+  return bias ? (act.empty() ? "bias" : "bias_" + act) : act;
 }
 
 uint64_t checksum(const char *data, size_t size) {
@@ -477,9 +547,12 @@ Artifact parse(const std::string &bytes, const std::string &where) {
   Header h;
   std::memcpy(&h, bytes.data(), sizeof h);
   if (h.version != kFormatVersion)
-    fail(where + ": artifact format version " + std::to_string(h.version) +
-         " is not supported by this runtime (it reads version " + std::to_string(kFormatVersion) +
-         "); recompile the model with a matching tensorc");
+    fail(where + ": artifact format version " + std::to_string(h.version) + " is " +
+         (h.version < kFormatVersion ? "older than this runtime's (version " + std::to_string(kFormatVersion) +
+                                           "): recompile the model with this tensorc (`tensorc compile`)"
+                                     : "newer than this runtime's (version " + std::to_string(kFormatVersion) +
+                                           "): use the runtime of the tensorc that compiled it, or recompile "
+                                           "the model with this one"));
   if (h.headerBytes != sizeof(Header))
     bad("unexpected header size");
   uint64_t body = bytes.size() - sizeof(Header);
@@ -564,11 +637,11 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         if (j.contains("reduced"))
           s.reduced = parseDimJson(j.at("reduced"), "step");
         if (j.contains("variants"))
-          s.variants = j.at("variants").get<std::vector<std::string>>();
+          s.variants = parseVariants(j.at("variants"), false);
         s.chainNext = j.value("chain_next", false);
         s.chainKernel = j.value("chain_kernel", "");
         if (j.contains("chain_variants"))
-          s.chainVariants = j.at("chain_variants").get<std::vector<std::string>>();
+          s.chainVariants = parseVariants(j.at("chain_variants"), true);
       }
       if (s.kind == Step::Kind::Attention) {
         s.symbol = j.at("symbol").get<std::string>();
@@ -582,7 +655,8 @@ Artifact parse(const std::string &bytes, const std::string &where) {
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
         s.transposeB = j.at("transpose_b").get<bool>();
-        s.epilogue = j.value("epilogue", "");
+        if (j.contains("epilogue"))
+          s.epilogue = parseEpilogue(j.at("epilogue"));
       }
       a.steps.push_back(s);
     }
@@ -615,7 +689,7 @@ bool writesOperand(const Step &step, size_t operand) {
       return operand < (at.saveLse ? 2u : 1u);
     return at.savedForward ? operand < 3 || operand == 4 : operand < 5;
   }
-  return operand == 0 || (step.epilogue == "bgrad" && operand == 3);
+  return operand == 0 || (step.epilogue.biasGradient && operand == 3);
 }
 
 } // namespace tensorc::artifact

@@ -16,7 +16,8 @@
 
 namespace tensorc::artifact {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: kernel variants and matmul epilogues are typed manifest fields.
+inline constexpr uint32_t kFormatVersion = 2;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -73,6 +74,44 @@ struct AttentionStep {
   bool savedForward = false;
 };
 
+// A GPU kernel variant: one instantiation of a loop step's kernel template
+// with its launch geometry. Loop kernels: BLOCK threads, each computing ITEMS
+// outputs (lanes == 1), or LANES threads cooperating on each output (a
+// reduction; lanes a power of two up to 32, or the whole block). Chain
+// kernels (row): BLOCK threads on one row of the chain.
+struct KernelVariant {
+  int block = 256;
+  int items = 1;
+  int lanes = 1;
+  bool row = false;
+  // The kernel's symbol suffix: bB_iI, bB_lL or bB_r1 (the kernel is
+  // `symbol + "_" + name()`).
+  std::string name() const;
+  int64_t outputsPerBlock() const { return row ? 1 : lanes > 1 ? block / lanes : int64_t(block) * items; }
+  bool operator==(const KernelVariant &o) const {
+    return block == o.block && items == o.items && lanes == o.lanes && row == o.row;
+  }
+};
+// Why a variant cannot be launched (empty: it can).
+std::string variantProblem(const KernelVariant &variant);
+
+// What a GEMM library applies to a matmul's product before storing it.
+struct MatmulEpilogue {
+  enum class Activation { None, Relu, GeluTanh };
+  Activation activation = Activation::None;
+  bool bias = false;         // operands[3] is read: one bias per output column
+  bool biasGradient = false; // operands[3] is written: the column sums of b
+                             // (2-D, summed over the GEMM's k: a linear
+                             // layer's bias gradient beside a^T @ b)
+  bool empty() const { return activation == Activation::None && !bias && !biasGradient; }
+  // "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh", "bgrad":
+  // for messages and traces.
+  std::string name() const;
+  bool operator==(const MatmulEpilogue &o) const {
+    return activation == o.activation && bias == o.bias && biasGradient == o.biasGradient;
+  }
+};
+
 struct Step {
   enum class Kind { Loop, Matmul, Copy, Attention };
   Kind kind = Kind::Loop;
@@ -89,31 +128,26 @@ struct Step {
   Dim work;              // Loop: iterations of the whole nest (split heuristic)
   Dim threads = Dim::of(1); // Loop: iterations of its non-reduced dims (GPU threads)
   Dim reduced = Dim::of(1); // Loop: iterations of its reduced dims per output
-  // Loop (GPU): the kernel's variants, `symbol + "_" + name` each (b256_i1:
-  // 256 threads, 1 output each; b256_l32: 256 threads, 32 lanes per output).
-  std::vector<std::string> variants;
+  // Loop (GPU): the kernel's variants (KernelVariant::row false).
+  std::vector<KernelVariant> variants;
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
-  // Matmul (GPU): applied to the product before it is stored, by the GEMM
-  // library: "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh"
-  // (with a bias, operands[3] is the bias vector, one per output column), or
-  // "bgrad": operands[3] is *written* with the column sums of b (2-D, summed
-  // over the GEMM's k: a linear layer's bias gradient beside its weight
-  // gradient a^T @ b).
-  std::string epilogue;
+  // Matmul: applied to the product before it is stored (a bias or bias
+  // gradient adds operands[3]).
+  MatmulEpilogue epilogue;
   // Loop: runs chunk by chunk of the outermost loop together with the next
   // step (same extent): rows it writes are read by the next only at the
   // same rows, so a chunk's intermediates stay in cache.
   bool chainNext = false;
   // Loop (GPU), on the first step of a chain: a kernel running the whole
-  // chain, one row (of `extent`) per block, and its variants (bB_r1). Its
+  // chain, one row (of `extent`) per block, and its variants (row true). Its
   // parameters are every chained step's operands in order, then the symbols.
   std::string chainKernel;
-  std::vector<std::string> chainVariants;
+  std::vector<KernelVariant> chainVariants;
   AttentionStep attention; // Attention
 };
 
 // Whether a step writes its operand number `operand` (the first ones, and a
-// "bgrad" epilogue's sums).
+// bias-gradient epilogue's sums).
 bool writesOperand(const Step &step, size_t operand);
 
 // A run-time check: an i32 scalar value (an arena buffer live to the last
@@ -166,21 +200,5 @@ Artifact readFile(const std::string &path);
 
 // FNV-1a, 64 bits.
 uint64_t checksum(const char *data, size_t size);
-
-// A GPU kernel variant's launch geometry, from its name: bB_iI (B threads,
-// I outputs per thread: B*I outputs per block), bB_lL (B threads, L lanes
-// cooperating on each output: B/L outputs per block) or bB_r1 (a chain
-// kernel: B threads on one row).
-struct KernelVariant {
-  int block = 256;
-  int lanes = 1; // threads per output (1: each thread computes ITEMS outputs)
-  int items = 1;
-  int rows = 0; // chain kernels: rows per block
-  int64_t outputsPerBlock() const {
-    return rows > 0 ? rows : lanes > 1 ? block / lanes : int64_t(block) * items;
-  }
-};
-bool isVariantName(const std::string &name);
-KernelVariant parseVariant(const std::string &name); // throws Error
 
 } // namespace tensorc::artifact

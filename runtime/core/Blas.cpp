@@ -207,7 +207,7 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
 
 namespace tensorc::runtime {
 
-void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const std::string &epilogue,
+void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const artifact::MatmulEpilogue &epilogue,
                    void *extra, const MatmulOperand &b) {
   if (epilogue.empty())
     return;
@@ -217,9 +217,9 @@ void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, co
   for (int64_t d : shape)
     n *= d;
   int64_t columns = shape.empty() ? 1 : shape.back();
-  bool addBias = epilogue.rfind("bias", 0) == 0;
-  bool relu = epilogue.find("relu") != std::string::npos;
-  bool gelu = epilogue.find("gelu_tanh") != std::string::npos;
+  bool addBias = epilogue.bias;
+  bool relu = epilogue.activation == artifact::MatmulEpilogue::Activation::Relu;
+  bool gelu = epilogue.activation == artifact::MatmulEpilogue::Activation::GeluTanh;
   auto get = [dtype](const void *p, int64_t i) -> double {
     switch (dtype) {
     case DType::F32: return static_cast<const float *>(p)[i];
@@ -236,8 +236,9 @@ void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, co
     default: static_cast<uint16_t *>(p)[i] = doubleToBFloat16Bits(v); break;
     }
   };
-  if (epilogue == "bgrad") {
-    check(b.shape.size() == 2 && !b.transposed && b.dtype == dtype, "bgrad epilogue: b must be a stored 2-D matrix");
+  if (epilogue.biasGradient) {
+    check(b.shape.size() == 2 && !b.transposed && b.dtype == dtype,
+          "bias-gradient epilogue: b must be a stored 2-D matrix");
     int64_t rows = b.shape[0], cols = b.shape[1];
     std::vector<double> sums(size_t(cols), 0.0);
     for (int64_t r = 0; r < rows; ++r)

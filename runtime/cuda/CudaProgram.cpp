@@ -48,15 +48,15 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     module_ = driver_.loadModule(cubin);
   }
   for (const Step &s : a.steps)
-    if (s.epilogue == "bgrad") {
+    if (s.epilogue.biasGradient) {
       DType d = a.values[size_t(s.operands[2])].dtype;
       if (!columnSums_.count(d))
         columnSums_[d] = driver_.function(module_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
     }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
-    for (const std::string &v : s.chainVariants)
-      chain.push_back({driver_.function(module_, s.chainKernel + "_" + v), artifact::parseVariant(v)});
+    for (const artifact::KernelVariant &v : s.chainVariants)
+      chain.push_back({driver_.function(module_, s.chainKernel + "_" + v.name()), v});
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
     std::vector<void *> attention;
@@ -69,8 +69,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
-      for (const std::string &v : s.variants)
-        variants.push_back({driver_.function(module_, s.symbol + "_" + v), artifact::parseVariant(v)});
+      for (const artifact::KernelVariant &v : s.variants)
+        variants.push_back({driver_.function(module_, s.symbol + "_" + v.name()), v});
     }
     variantCount_ = std::max({variantCount_, int(variants.size()), int(chainCount)});
     kernels_.push_back(std::move(variants));
@@ -127,23 +127,23 @@ struct KernelArgs {
 
 } // namespace
 
-size_t CudaProgram::defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
+size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &variants, int64_t outputs,
                                    int64_t reduced) {
-  auto find = [&](const char *name) {
-    auto it = std::find(variants.begin(), variants.end(), name);
+  auto find = [&](int block, int lanes) {
+    auto it = std::find(variants.begin(), variants.end(), artifact::KernelVariant{block, 1, lanes, false});
     return it == variants.end() ? std::nullopt : std::optional<size_t>(size_t(it - variants.begin()));
   };
   std::optional<size_t> pick;
   if (reduced >= 4096 || (reduced >= 512 && outputs < 4096))
-    pick = find("b512_l512");
+    pick = find(512, 512);
   else if (reduced >= 128)
-    pick = find("b256_l32");
+    pick = find(256, 32);
   else if (reduced >= 16)
-    pick = find("b256_l8");
+    pick = find(256, 8);
   return pick.value_or(0);
 }
 
-int CudaProgram::chainVariant(const std::vector<std::string> &variants, int64_t rows, int64_t rowWork,
+int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
                               int multiprocessors) {
   // One block per row pays when rows fill the GPU and each row has work
   // for a block; otherwise the steps' own kernels spread better.
@@ -151,7 +151,7 @@ int CudaProgram::chainVariant(const std::vector<std::string> &variants, int64_t 
     return -1;
   // Measured on an H100 (softmax/layer norm, 4096-wide rows): 256 threads
   // per row beat 512 (0.239 vs 0.254 ms).
-  const char *want = rowWork < 8192 ? "b256_r1" : rowWork < 32768 ? "b512_r1" : "b1024_r1";
+  artifact::KernelVariant want{rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024, 1, 1, true};
   auto it = std::find(variants.begin(), variants.end(), want);
   return it == variants.end() ? 0 : int(it - variants.begin());
 }
@@ -242,17 +242,18 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       if (s.transposeB && bs.size() >= 2)
         std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
       GemmEpilogue e;
-      e.relu = s.epilogue.find("relu") != std::string::npos;
-      e.geluTanh = s.epilogue.find("gelu_tanh") != std::string::npos;
+      e.relu = s.epilogue.activation == artifact::MatmulEpilogue::Activation::Relu;
+      e.geluTanh = s.epilogue.activation == artifact::MatmulEpilogue::Activation::GeluTanh;
       if (s.operands.size() > 3)
-        (s.epilogue == "bgrad" ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
+        (s.epilogue.biasGradient ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
       e.allowTf32 = allowTf32_;
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
                              a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace);
+      std::string epilogue = s.epilogue.name();
       if (trace_)
         std::fprintf(stderr, "tensorc: step %zu (%s): cuBLASLt matmul%s%s\n", si, s.label.c_str(),
-                     s.epilogue.empty() ? "" : ", epilogue ", s.epilogue.empty() ? "" :
-                     (fused ? s.epilogue.c_str() : (s.epilogue + " (column-sum kernel: no cuBLASLt algorithm)").c_str()));
+                     epilogue.empty() ? "" : ", epilogue ", epilogue.empty() ? "" :
+                     (fused ? epilogue.c_str() : (epilogue + " (column-sum kernel: no cuBLASLt algorithm)").c_str()));
       if (e.biasGradient && !fused) {
         // No cuBLASLt algorithm with the bias gradient here: the
         // artifact's column-sum kernel (one thread per column).
@@ -263,7 +264,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
           driver_.launch(columnSums_.at(a.values[size_t(r)].dtype), unsigned((cols + 255) / 256), 256, params,
                          stream);
       }
-      return {si, std::string("cuBLASLt matmul") + (s.epilogue.empty() ? "" : " + " + s.epilogue)};
+      return {si, std::string("cuBLASLt matmul") + (epilogue.empty() ? "" : " + " + epilogue)};
     }
     if (s.kind == Step::Kind::Attention)
       return {si, launchAttention(a, si, shapes, ptr, stream)};
@@ -291,8 +292,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream);
         if (trace_)
           std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
-                       s.label.c_str(), s.chainVariants[size_t(v)].c_str(), (long long)rows);
-        return {last, "chain kernel " + s.chainKernel + "_" + s.chainVariants[size_t(v)]};
+                       s.label.c_str(), s.chainVariants[size_t(v)].name().c_str(), (long long)rows);
+        return {last, "chain kernel " + s.chainKernel + "_" + s.chainVariants[size_t(v)].name()};
       }
     }
     int64_t threads = *s.threads.evaluate(bindings);
@@ -309,8 +310,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
     if (trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
-                   s.symbol.c_str(), s.variants[size_t(&k - ks.data())].c_str(), (long long)grid);
-    return {si, "kernel " + s.symbol + "_" + s.variants[size_t(&k - ks.data())]};
+                   s.symbol.c_str(), k.shape.name().c_str(), (long long)grid);
+    return {si, "kernel " + s.symbol + "_" + k.shape.name()};
   };
   for (size_t si = 0; si < a.steps.size(); ++si) {
     if (mark)

@@ -56,14 +56,14 @@ public:
   // elementwise nests and short reductions, 8 or 32 lanes (a warp part)
   // per output for medium rows, a whole block for long ones. Returns an
   // index into `variants` (which the autotuner may override).
-  static size_t defaultVariant(const std::vector<std::string> &variants, int64_t outputs,
+  static size_t defaultVariant(const std::vector<artifact::KernelVariant> &variants, int64_t outputs,
                                int64_t reduced);
 
   // Whether to run a chain of steps as its fused kernel (one row per
   // block) and which variant: an index into `variants`, or -1 for the
   // steps' own kernels. `rowWork`: the most iterations a chained step has
   // per row.
-  static int chainVariant(const std::vector<std::string> &variants, int64_t rows, int64_t rowWork,
+  static int chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
                           int multiprocessors);
 
 private:

@@ -99,7 +99,7 @@ std::vector<std::pair<std::string, size_t>> matmulSteps(const artifact::Artifact
   std::vector<std::pair<std::string, size_t>> r;
   for (const artifact::Step &s : a.steps)
     if (s.kind == artifact::Step::Kind::Matmul)
-      r.emplace_back(s.epilogue, s.operands.size());
+      r.emplace_back(s.epilogue.name(), s.operands.size());
   return r;
 }
 
@@ -168,25 +168,27 @@ TEST(CudaCodegen, Conv2dIsIm2colGemmUnlessGroupedOrAskedDirect) {
 }
 
 TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
-  EXPECT_TRUE(artifact::isVariantName("b256_i1"));
-  EXPECT_TRUE(artifact::isVariantName("b512_l512"));
-  EXPECT_TRUE(artifact::isVariantName("b256_l8"));
-  for (const char *bad : {"", "b256", "b256_l48", "b100_i1", "b2048_i1", "b256_x1", "b256_i0", "b256_l128",
-                          "b256_i1x"})
-    EXPECT_FALSE(artifact::isVariantName(bad)) << bad;
-  EXPECT_EQ(artifact::parseVariant("b256_i4").outputsPerBlock(), 1024);
-  EXPECT_EQ(artifact::parseVariant("b256_l32").outputsPerBlock(), 8);
-  EXPECT_EQ(artifact::parseVariant("b512_l512").outputsPerBlock(), 1);
-  EXPECT_THROW(artifact::parseVariant("b7_i1"), Error);
+  using artifact::KernelVariant;
+  auto items = [](int b, int i) { return KernelVariant{b, i, 1, false}; };
+  auto lanes = [](int b, int l) { return KernelVariant{b, 1, l, false}; };
+  EXPECT_EQ(items(256, 1).name(), "b256_i1");
+  EXPECT_EQ(lanes(512, 512).name(), "b512_l512");
+  EXPECT_EQ((KernelVariant{1024, 1, 1, true}).name(), "b1024_r1");
+  for (const KernelVariant &good : {items(256, 1), lanes(512, 512), lanes(256, 8), items(32, 1024)})
+    EXPECT_EQ(artifact::variantProblem(good), "") << good.name();
+  for (const KernelVariant &bad : {lanes(256, 48), items(100, 1), items(2048, 1), items(256, 0), lanes(256, 128),
+                                   KernelVariant{256, 2, 8, false}, KernelVariant{256, 2, 1, true}})
+    EXPECT_NE(artifact::variantProblem(bad), "") << bad.name();
+  EXPECT_EQ(items(256, 4).outputsPerBlock(), 1024);
+  EXPECT_EQ(lanes(256, 32).outputsPerBlock(), 8);
+  EXPECT_EQ(lanes(512, 512).outputsPerBlock(), 1);
 
-  std::vector<std::string> elementwise;
-  for (const auto &v : codegen::cuda::kernelVariants())
-    elementwise.push_back(v.suffix().substr(1));
-  std::vector<std::string> reduction = elementwise;
-  for (const auto &v : codegen::cuda::rowVariants())
-    reduction.push_back(v.suffix().substr(1));
-  auto pick = [](const std::vector<std::string> &vs, int64_t outputs, int64_t reduced) {
-    return vs[cuda::CudaProgram::defaultVariant(vs, outputs, reduced)];
+  std::vector<KernelVariant> elementwise = codegen::cuda::kernelVariants();
+  std::vector<KernelVariant> reduction = elementwise;
+  for (const KernelVariant &v : codegen::cuda::rowVariants())
+    reduction.push_back(v);
+  auto pick = [](const std::vector<KernelVariant> &vs, int64_t outputs, int64_t reduced) {
+    return vs[cuda::CudaProgram::defaultVariant(vs, outputs, reduced)].name();
   };
   EXPECT_EQ(pick(elementwise, 1 << 20, 1), "b256_i1");
   EXPECT_EQ(pick(elementwise, 10, 100000), "b256_i1"); // no cooperative variants: the first
@@ -198,9 +200,7 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
 
   // Chains: fused (one row per block) only when rows fill the GPU and rows
   // have work for a block.
-  EXPECT_TRUE(artifact::isVariantName("b512_r1"));
-  EXPECT_FALSE(artifact::isVariantName("b512_r2"));
-  std::vector<std::string> chain = {"b256_r1", "b512_r1", "b1024_r1"};
+  const std::vector<KernelVariant> &chain = codegen::cuda::chainVariants();
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 4096, 132), 0);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10000, 132), 1);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 0);
@@ -220,7 +220,10 @@ TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
     heads += !s.chainKernel.empty();
     chained += s.chainNext;
     if (!s.chainKernel.empty()) {
-      EXPECT_EQ(s.chainVariants, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1"}));
+      std::vector<std::string> names;
+      for (const artifact::KernelVariant &v : s.chainVariants)
+        names.push_back(v.name());
+      EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1"}));
       EXPECT_NE(a.code.find("void __launch_bounds__(512) " + s.chainKernel + "_b512_r1("), std::string::npos);
     }
   }
@@ -248,10 +251,18 @@ TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
   size_t mm = 0, loop = 0;
   for (size_t i = 0; i < good.steps.size(); ++i)
     (good.steps[i].kind == artifact::Step::Kind::Matmul ? mm : loop) = i;
-  refused([&](artifact::Artifact &a) { a.steps[loop].variants.push_back("b256_l48"); },
-          "bad kernel variant name 'b256_l48'");
-  refused([&](artifact::Artifact &a) { a.steps[mm].epilogue = "tanh"; }, "unknown matmul epilogue 'tanh'");
-  refused([&](artifact::Artifact &a) { a.steps[mm].epilogue = "bias"; }, "wrong number of operands");
+  refused([&](artifact::Artifact &a) { a.steps[loop].variants.push_back({256, 1, 48, false}); },
+          "bad kernel variant b256_l48: 48 lanes");
+  refused([&](artifact::Artifact &a) { a.steps[loop].variants.push_back({256, 1, 1, true}); },
+          "bad kernel variant b256_r1: a chain kernel's variant");
+  refused([&](artifact::Artifact &a) { a.steps[loop].epilogue.bias = true; }, "an epilogue on a step that is not a matmul");
+  refused([&](artifact::Artifact &a) { a.steps[mm].epilogue.bias = true; }, "wrong number of operands");
+  refused(
+      [&](artifact::Artifact &a) {
+        a.steps[mm].epilogue.biasGradient = true;
+        a.steps[mm].epilogue.activation = artifact::MatmulEpilogue::Activation::Relu;
+      },
+      "a bias-gradient epilogue with a bias or an activation");
   refused([&](artifact::Artifact &a) { a.binaries["sm_90"] = {0, a.data.size() + 1}; },
           "GPU binary for sm_90 lies outside the data section");
 }

@@ -1,10 +1,14 @@
 // The CUDA device code kept in real .cuh files under codegen/cuda/kernels/
-// (compiled by nvcc in the tests as well), embedded into the compiler at
+// (compiled by NVRTC in the tests as well), embedded into the compiler at
 // build time (codegen/CMakeLists.txt) and pasted into artifacts' sources.
 #pragma once
 
 namespace tensorc::codegen::cuda {
 
+// codegen/cuda/kernels/Prelude.cuh: headers and helpers of every kernel.
+const char *preludeSource();
+// codegen/cuda/kernels/ColumnSums.cuh: the bias-gradient fallback kernel.
+const char *columnSumsSource();
 // codegen/cuda/kernels/Attention.cuh: fused attention, forward and backward.
 const char *attentionKernelSource();
 

@@ -1,0 +1,28 @@
+// The fused attention kernels' configurations (kernels/Attention.cuh): which
+// instantiations of its macros a program's source holds.
+#include "codegen/cuda/CudaKernel.h"
+#include "codegen/cuda/PointPrinter.h"
+
+#include "ir/core/Error.h"
+
+namespace tensorc::codegen::cuda {
+
+std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, int paddedHeadDim,
+                                            bool causal) {
+  check(dtype == DType::F16 || dtype == DType::BF16, "cuda codegen: fused attention takes f16 or bf16");
+  check(paddedHeadDim % 16 == 0 && paddedHeadDim >= 16 && paddedHeadDim <= 128,
+        "cuda codegen: fused attention head dim out of range");
+  std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + "_d" +
+                     std::to_string(paddedHeadDim) + (causal ? "_causal" : "");
+  attention_[name].arguments =
+      storageCType(dtype) + ", " + std::to_string(paddedHeadDim) + ", " + (causal ? "true" : "false");
+  return name;
+}
+
+void CudaSourceBuilder::requireAttentionKernel(const std::string &name, const std::string &kernel) {
+  static const std::set<std::string> kinds = {"FWD", "BWD_Q", "BWD_Q_SAVED", "BWD_KV"};
+  check(attention_.count(name) && kinds.count(kernel), "cuda codegen: unknown attention kernel " + name + " " + kernel);
+  attention_[name].kernels.insert(kernel);
+}
+
+} // namespace tensorc::codegen::cuda

@@ -1,0 +1,313 @@
+// The nest kernels of the CUDA backend: every loop nest becomes kernel
+// templates over its point function (PointPrinter): elementwise (BLOCK
+// threads, ITEMS outputs each), cooperative reductions (LANES threads per
+// output) and the row template chain kernels call (ChainKernel.cpp).
+#include "codegen/cuda/CudaKernel.h"
+#include "codegen/cuda/PointPrinter.h"
+
+#include "codegen/cpu/ScalarOps.h"
+
+#include <sstream>
+
+using namespace mlir;
+
+namespace tensorc::codegen::cuda {
+
+using cpu::NestContext;
+using cpu::NestSpec;
+
+std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point) {
+  std::ostringstream os;
+  const std::string &sym = spec.symbol;
+  os << "// " << sym << ": space (";
+  for (size_t d = 0; d < spec.space.size(); ++d)
+    os << (d ? ", " : "") << spec.space[d].str() << (spec.reduced[d] ? " reduced" : "");
+  os << ")" << (spec.reduction.empty() ? "" : " " + spec.reduction) << "\n";
+  os << deviceFunction(ctx_, spec, sym + "_point", std::nullopt,
+                       [&](NestContext &n, std::optional<Value>) { return point(n); });
+  if (spec.epilogue)
+    os << deviceFunction(ctx_, spec, sym + "_epilogue", spec.valueDtype,
+                         [&](NestContext &n, std::optional<Value> acc) { return spec.epilogue(n, *acc); });
+  size_t rank = spec.space.size(), nsym = spec.symbols.size();
+  std::string params, symList, memList;
+  for (size_t k = 0; k < spec.operands.size(); ++k) {
+    params += std::string(k ? ", const " : "") + storageCType(spec.operands[k].dtype) + " *__restrict__ m" + std::to_string(k);
+    memList += ", m" + std::to_string(k);
+  }
+  for (size_t k = 0; k < nsym; ++k) {
+    params += ", long long s" + std::to_string(k);
+    symList += ", s" + std::to_string(k);
+  }
+  // Arguments of the point/epilogue functions: ivs, symbols, operands.
+  std::string callArgs;
+  for (size_t d = 0; d < rank; ++d)
+    callArgs += ", i" + std::to_string(d);
+  callArgs += symList + memList;
+  callArgs = callArgs.substr(2);
+  std::string pointCall = sym + "_point(" + callArgs + ")";
+  // The epilogue runs after the reduction loops: reduced indices are 0.
+  std::string epilogueArgs;
+  for (size_t d = 0; d < rank; ++d)
+    epilogueArgs += spec.reduced[d] ? ", 0LL" : ", i" + std::to_string(d);
+  epilogueArgs = (epilogueArgs + symList + memList).substr(2);
+  std::string acct = cType(cpu::computeType(&ctx_, spec.valueDtype));
+  DType out = spec.operands[0].dtype;
+  std::string outT = storageCType(out);
+  auto dims = [&](size_t d) { return dimExpr(spec.space[d], spec.symbols); };
+  std::vector<size_t> reducedDims;
+  for (size_t d = 0; d < rank; ++d)
+    if (spec.reduced[d])
+      reducedDims.push_back(d);
+  bool arg = spec.reduction == "argmax" || spec.reduction == "argmin";
+  bool isF = isFloat(spec.valueDtype);
+  std::string total = "1LL", reducedTotal = "1LL";
+  for (size_t d = 0; d < rank; ++d)
+    (spec.reduced[d] ? reducedTotal : total) += " * " + dims(d);
+
+  // Pieces both templates share.
+  auto parallelIndices = [&](const std::string &linear, const std::string &indent) {
+    std::string c;
+    if (reducedDims.size() < rank)
+      c += indent + "long long rest = " + linear + ";\n";
+    for (size_t d = rank; d-- > 0;)
+      if (!spec.reduced[d])
+        c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+    return c;
+  };
+  std::string identity;
+  if (spec.reduction == "sum" || spec.reduction == "mean")
+    identity = "0";
+  else if (spec.reduction == "prod")
+    identity = "1";
+  else if (spec.reduction == "max")
+    identity = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
+  else
+    identity = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
+  auto accInit = [&](const std::string &indent) {
+    return arg ? indent + acct + " best = 0; long long bestIndex = -1;\n"
+               : indent + acct + " acc = (" + acct + ")(" + identity + ");\n";
+  };
+  // Combines (x, position) into the accumulator; positions arrive in
+  // increasing order per thread (the first max/min wins, nan counts as the
+  // largest, as in the interpreter).
+  auto combine = [&](const std::string &x, const std::string &position) {
+    if (arg)
+      return std::string("tc_arg_combine<") + (spec.reduction == "argmax" ? "true" : "false") +
+             ">(best, bestIndex, " + x + ", " + position + ");";
+    if (spec.reduction == "sum" || spec.reduction == "mean")
+      return "acc = acc + " + x + ";";
+    if (spec.reduction == "prod")
+      return "acc = acc * " + x + ";";
+    return "acc = " + std::string(spec.reduction == "max" ? "tc_maximum" : "tc_minimum") + "(acc, " + x + ");";
+  };
+  auto finish = [&](const std::string &indent) {
+    std::string c;
+    if (spec.reduction == "mean")
+      c += indent + "acc = acc / (" + acct + ")(" + reducedTotal + ");\n";
+    if (spec.epilogue)
+      c += indent + "acc = " + sym + "_epilogue(" + epilogueArgs + ", acc);\n";
+    return c;
+  };
+  std::string value = reducedDims.empty() ? "tc_store<" + outT + ">(" + pointCall + ")"
+                      : arg               ? "(long long)bestIndex"
+                                          : "tc_store<" + outT + ">(acc)";
+  // Output index: parallel dims (reduced ones as 0 with keepdim), plus offsets.
+  std::string index = "0LL";
+  size_t od = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (spec.reduced[d] && !spec.keepdim)
+      continue;
+    std::string i = spec.reduced[d] ? "0LL" : "i" + std::to_string(d);
+    if (od < spec.outputOffset.size() && spec.outputOffset[od] != Dim::of(0))
+      i = "(" + i + " + " + dimExpr(spec.outputOffset[od], spec.symbols) + ")";
+    index = "(" + index + " * " + dimExpr(spec.operands[0].shape[od], spec.symbols) + " + " + i + ")";
+    ++od;
+  }
+  std::string store = "m0[" + index + "] = " + value + ";\n";
+
+  // Cooperative reductions: one thread's share of the reduced iterations
+  // (from `first`, every `stride`), and one xor-butterfly exchange step.
+  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
+    std::string c = indent + "for (long long r = " + first + "; r < reduced; r += " + stride + ") {\n";
+    if (reducedDims.size() == 1) {
+      c += indent + "  const long long i" + std::to_string(reducedDims[0]) + " = r;\n";
+    } else {
+      c += indent + "  long long rr = r;\n";
+      for (size_t k = reducedDims.size(); k-- > 0;) {
+        std::string d = std::to_string(reducedDims[k]);
+        c += indent + "  const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " +
+             dims(reducedDims[k]) + ";\n";
+      }
+    }
+    c += indent + "  const " + acct + " x = " + pointCall + ";\n";
+    c += indent + "  " + combine("x", "r") + "\n" + indent + "}\n";
+    return c;
+  };
+  std::string shuffleStep =
+      arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
+                combine("ob", "oi") + " }"
+          : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+  // A full-warp xor butterfly, and the combine across the warps of a block
+  // (each warp's lane 0 leaves its result in shared memory; after a barrier
+  // warp 0 reloads and combines them). Uses threadIdx only, so any caller's
+  // local names are free.
+  auto warpCombine = [&](const std::string &indent) {
+    return indent + "#pragma unroll\n" + indent + "for (int o = 16; o > 0; o >>= 1) " + shuffleStep + "\n";
+  };
+  auto declarePartials = [&](const std::string &indent) {
+    return indent + "__shared__ " + acct + " partial[BLOCK / 32];\n" +
+           (arg ? indent + "__shared__ long long partialIndex[BLOCK / 32];\n" : std::string());
+  };
+  auto storePartial = [&](const std::string &indent) {
+    return indent + "if (threadIdx.x % 32 == 0) { partial[threadIdx.x / 32] = " +
+           (arg ? "best; partialIndex[threadIdx.x / 32] = bestIndex;" : "acc;") + " }\n" + indent +
+           "__syncthreads();\n";
+  };
+  auto reloadPartials = [&](const std::string &indent) { // in warp 0
+    return (arg ? indent + "best = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct +
+                      ")0; bestIndex = threadIdx.x < BLOCK / 32 ? partialIndex[threadIdx.x] : -1LL;\n"
+                : indent + "acc = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct + ")(" + identity +
+                      ");\n") +
+           warpCombine(indent);
+  };
+
+  // Elementwise (and sequential reduction) template: each thread computes
+  // ITEMS outputs, BLOCK apart; reductions loop over the reduced dims.
+  os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_body(" << params << ") {\n";
+  os << "  const long long total = " << total << ";\n";
+  os << "  const long long base = (long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;\n";
+  os << "#pragma unroll\n  for (int item = 0; item < ITEMS; ++item) {\n";
+  os << "    const long long linear = base + (long long)item * BLOCK;\n";
+  os << "    if (linear >= total) return;\n";
+  os << parallelIndices("linear", "    ");
+  if (!reducedDims.empty()) {
+    os << accInit("    ");
+    if (arg)
+      os << "    long long position = 0;\n";
+    std::string indent = "    ";
+    for (size_t d : reducedDims) {
+      os << indent << "for (long long i" << d << " = 0; i" << d << " < " << dims(d) << "; ++i" << d << ") {\n";
+      indent += "  ";
+    }
+    os << indent << "const " << acct << " x = " << pointCall << ";\n";
+    os << indent << combine("x", "position") << "\n";
+    if (arg)
+      os << indent << "++position;\n";
+    for (size_t k = 0; k < reducedDims.size(); ++k) {
+      indent = indent.substr(2);
+      os << indent << "}\n";
+    }
+    os << finish("    ");
+  }
+  os << "    " << store << "  }\n}\n";
+  std::vector<KernelVariant> variants;
+  for (const KernelVariant &v : kernelVariants()) {
+    os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
+       << "(" << params << ") { " << sym << "_body<" << v.block << ", " << v.items << ">("
+       << memList.substr(2) << symList << "); }\n";
+    variants.push_back(v);
+  }
+
+  // Cooperative reduction template: LANES threads share each output (a
+  // warp-part or the whole block), striding over the reduced iterations,
+  // then combine through warp shuffles (and shared memory across warps).
+  if (!reducedDims.empty()) {
+    os << "template <int BLOCK, int LANES>\n__device__ __forceinline__ void " << sym << "_rows(" << params << ") {\n";
+    os << "  static_assert(LANES <= 32 || LANES == BLOCK, \"lanes: part of a warp or the whole block\");\n";
+    os << "  const long long total = " << total << ";\n";
+    os << "  const long long reduced = " << reducedTotal << ";\n";
+    os << "  const int lane = threadIdx.x % LANES;\n";
+    os << "  const long long linear = (long long)blockIdx.x * (BLOCK / LANES) + threadIdx.x / LANES;\n";
+    os << "  const bool active = linear < total;\n";
+    os << parallelIndices("active ? linear : 0LL", "  ");
+    os << accInit("  ");
+    os << "  if (active) {\n";
+    os << reducedIterations("lane", "LANES", "    ");
+    os << "  }\n";
+    // Lanes combine pairwise (xor butterfly inside each group of LANES).
+    os << "#pragma unroll\n  for (int o = (LANES < 32 ? LANES : 32) / 2; o > 0; o >>= 1) " << shuffleStep << "\n";
+    os << "  if constexpr (LANES > 32) {\n";
+    os << declarePartials("    ") << storePartial("    ");
+    os << "    if (threadIdx.x / 32 != 0) return;\n";
+    os << reloadPartials("    ");
+    os << "  }\n";
+    os << "  if (!active || lane != 0) return;\n";
+    os << finish("  ");
+    os << "  " << store << "}\n";
+    for (const KernelVariant &v : rowVariants()) {
+      os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
+         << "(" << params << ") { " << sym << "_rows<" << v.block << ", " << v.lanes << ">("
+         << memList.substr(2) << symList << "); }\n";
+      variants.push_back(v);
+    }
+  }
+  // Row template: the whole block computes row i0 of the nest (every
+  // output whose first index is i0), so a chain of nests over the same rows
+  // (softmax's max, sum and normalize; layer norm's passes) runs as one
+  // kernel, one row per block, __syncthreads between nests (chainKernel).
+  if (!spec.space.empty() && !spec.reduced[0]) {
+    std::string inner = "1LL";
+    for (size_t d = 1; d < rank; ++d)
+      if (!spec.reduced[d])
+        inner += " * " + dims(d);
+    auto innerIndices = [&](const std::string &linear, const std::string &indent) {
+      std::string c;
+      bool any = false;
+      for (size_t d = 1; d < rank; ++d)
+        any = any || !spec.reduced[d];
+      if (any)
+        c += indent + "long long rest = " + linear + ";\n";
+      for (size_t d = rank; d-- > 1;)
+        if (!spec.reduced[d])
+          c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+      return c;
+    };
+    // No __restrict__ here: in a chain kernel a nest reads what an earlier
+    // nest of the same kernel wrote, which the read-only (non-coherent)
+    // load path that restrict-qualified const pointers allow would miss.
+    std::string plain = params;
+    for (size_t at; (at = plain.find("__restrict__ ")) != std::string::npos;)
+      plain.erase(at, 13);
+    os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
+    os << "  const long long inner = " << inner << ";\n";
+    if (reducedDims.empty()) {
+      os << "  for (long long p = threadIdx.x; p < inner; p += BLOCK) {\n";
+      os << innerIndices("p", "    ");
+      os << "    " << store << "  }\n}\n";
+    } else {
+      std::string reducedLoop = reducedIterations("first", "stride", "      ");
+      os << "  const long long reduced = " << reducedTotal << ";\n";
+      os << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
+      // Few outputs per row (a row max/sum): the whole block reduces each.
+      os << "  if (inner < BLOCK / 32) {\n";
+      os << declarePartials("    ");
+      os << "    for (long long p = 0; p < inner; ++p) {\n";
+      os << innerIndices("p", "      ");
+      os << accInit("      ");
+      os << "      const long long first = threadIdx.x, stride = BLOCK;\n";
+      os << reducedLoop;
+      os << warpCombine("      ") << storePartial("      ");
+      os << "      if (warp == 0) {\n";
+      os << reloadPartials("        ");
+      os << "        if (lane == 0) {\n" << finish("          ") << "          " << store << "        }\n";
+      os << "      }\n";
+      os << "      __syncthreads(); // partial is reused by the next output\n";
+      os << "    }\n";
+      // Many outputs per row: a warp per output.
+      os << "  } else {\n";
+      os << "    for (long long p = warp; p < inner; p += BLOCK / 32) {\n";
+      os << innerIndices("p", "      ");
+      os << accInit("      ");
+      os << "      const long long first = lane, stride = 32;\n";
+      os << reducedLoop;
+      os << warpCombine("      ");
+      os << "      if (lane == 0) {\n" << finish("        ") << "        " << store << "      }\n";
+      os << "    }\n  }\n}\n";
+    }
+  }
+  os << "\n";
+  kernels_ += os.str();
+  return variants;
+}
+
+} // namespace tensorc::codegen::cuda

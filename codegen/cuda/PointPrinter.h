@@ -1,0 +1,32 @@
+// The point-function printer of the CUDA backend: a nest's point function
+// (and epilogue), built in MLIR by the backend-neutral program builder, is
+// printed as a straight-line __device__ function; and the C spellings of
+// storage types, computed types and symbolic sizes every kernel shares.
+#pragma once
+
+#include "codegen/cpu/LoopNest.h"
+#include "ir/core/Dim.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorc::codegen::cuda {
+
+// The C type a dtype is stored as in device memory (bool: unsigned char).
+std::string storageCType(DType d);
+// The C type of an MLIR scalar type (index: long long). Throws Error.
+std::string cType(mlir::Type t);
+// A size as C: its coefficient times the symbol parameters s0, s1, ...
+std::string dimExpr(const Dim &d, const std::vector<std::string> &symbols);
+
+// Builds a scalar MLIR function (ivs, symbols, operand memrefs[, an
+// accumulator of `accumulator`'s computed type]) whose body is `body`, and
+// prints it as `__device__ T name(long long i0.., long long s0.., m0..[,
+// acc])`. Throws Error on an op it cannot print.
+std::string deviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
+                           std::optional<DType> accumulator,
+                           const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body);
+
+} // namespace tensorc::codegen::cuda

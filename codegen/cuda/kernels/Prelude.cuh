@@ -1,0 +1,45 @@
+// Headers and helpers every generated kernel uses (pasted first into each
+// artifact's CUDA source; NVRTC compiles it at load, or at compile time with
+// --precompile).
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#define TC_INFINITY __int_as_float(0x7f800000)
+
+// NaN-propagating max/min (PyTorch's maximum/minimum; fmaxf drops NaN).
+template <typename T> __device__ __forceinline__ T tc_maximum(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a > b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T tc_minimum(T a, T b) {
+  return (a != a || b != b) ? (a != a ? a : b) : (a < b ? a : b);
+}
+template <typename T> __device__ __forceinline__ T tc_lowest();
+template <> __device__ __forceinline__ int tc_lowest<int>() { return -2147483647 - 1; }
+template <> __device__ __forceinline__ long long tc_lowest<long long>() { return -9223372036854775807LL - 1; }
+template <typename T> __device__ __forceinline__ T tc_highest();
+template <> __device__ __forceinline__ int tc_highest<int>() { return 2147483647; }
+template <> __device__ __forceinline__ long long tc_highest<long long>() { return 9223372036854775807LL; }
+// A computed value to its storage type (one rounding for f16/bf16).
+template <typename S, typename T> __device__ __forceinline__ S tc_store(T v) { return (S)v; }
+template <> __device__ __forceinline__ __half tc_store<__half, float>(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 tc_store<__nv_bfloat16, float>(float v) { return __float2bfloat16(v); }
+template <> __device__ __forceinline__ unsigned char tc_store<unsigned char, bool>(bool v) { return v ? 1 : 0; }
+// Warp exchange for every accumulator type (bool travels as int).
+template <typename T> __device__ __forceinline__ T tc_shfl_xor(T v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+template <> __device__ __forceinline__ bool tc_shfl_xor<bool>(bool v, int lane_mask) {
+  return __shfl_xor_sync(0xffffffffu, (int)v, lane_mask) != 0;
+}
+// argmax/argmin: keeps (best, index) of the first max/min; nan counts as
+// the largest for both (the interpreter's rule); index < 0: nothing yet.
+template <bool MAX, typename T>
+__device__ __forceinline__ void tc_arg_combine(T &best, long long &index, T x, long long xi) {
+  if (xi < 0) return;
+  if (index < 0) { best = x; index = xi; return; }
+  const bool bn = best != best, xn = x != x;
+  const bool take = (bn || xn) ? (xn && (!bn || xi < index))
+                               : ((MAX ? x > best : x < best) || (x == best && xi < index));
+  if (take) { best = x; index = xi; }
+}
+
