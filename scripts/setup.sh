@@ -9,6 +9,7 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   nlohmann-json3-dev libcli11-dev libgtest-dev
   clang-19 libfuzzer-19-dev libclang-rt-19-dev
+  libsqlite3-0
 )
 
 sudo_cmd=()

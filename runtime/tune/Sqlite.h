@@ -1,0 +1,71 @@
+// SQLite, loaded at run time (libsqlite3.so.0, with dlopen): the runtime has
+// no link-time dependency on it, so an embedder without SQLite still loads
+// the runtime (the autotune cache then says it is unavailable). A thin RAII
+// layer: a connection, prepared statements, and errors as tensorc::Error
+// naming the database file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace tensorc::sqlite {
+
+// Whether libsqlite3 could be loaded; otherwise why not.
+bool available();
+std::string unavailableReason();
+
+struct Api; // the loaded entry points
+
+class Statement;
+
+class Database {
+public:
+  // Opens (creating it if `create`) the database at `path`; throws Error.
+  Database(const std::string &path, bool create);
+  ~Database();
+  Database(const Database &) = delete;
+  Database &operator=(const Database &) = delete;
+
+  // Runs SQL with no results (several statements allowed); throws Error.
+  void exec(const std::string &sql);
+  Statement prepare(const std::string &sql);
+  int64_t changes() const;
+  const std::string &path() const { return path_; }
+
+private:
+  friend class Statement;
+  [[noreturn]] void fail(const std::string &what) const;
+  const Api &api_;
+  void *db_ = nullptr;
+  std::string path_;
+};
+
+class Statement {
+public:
+  Statement(Statement &&o) noexcept;
+  ~Statement();
+  // Parameters count from 1, as in SQLite.
+  Statement &bind(int index, const std::string &text);
+  Statement &bind(int index, int64_t value);
+  Statement &bind(int index, double value);
+  // Advances to the next row: false when done; throws Error.
+  bool step();
+  std::string text(int column) const;
+  int64_t integer(int column) const;
+  double real(int column) const;
+  bool isNull(int column) const;
+  // Runs to completion (statements without rows).
+  void run();
+  // Resets for another run with new bindings.
+  void reset();
+
+private:
+  friend class Database;
+  Statement(const Database &db, void *stmt) : db_(&db), stmt_(stmt) {}
+  const Database *db_;
+  void *stmt_;
+};
+
+} // namespace tensorc::sqlite
