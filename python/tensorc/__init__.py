@@ -43,9 +43,10 @@ class Runtime:
     """Options shared by executables: kernel threads (cpu), the compiled-kernel
     cache directory (cuda)."""
 
-    def __init__(self, threads=0, kernel_cache_dir=None, mode=None):
+    def __init__(self, threads=0, kernel_cache_dir=None, mode=None, autotune=None, tune_db=None):
         """mode: "default" or "reduce-overhead" (CUDA graphs); None: the
-        artifact's own."""
+        artifact's own. autotune: "default", "max-autotune" or "strict";
+        tune_db: the autotune cache's file (docs/autotune.md)."""
         options = tc_runtime_options_t()
         lib.tc_runtime_options_initialize(ctypes.byref(options))
         options.threads = threads
@@ -55,6 +56,10 @@ class Runtime:
             options.mode = str(mode).encode()
         self._handle = ctypes.c_void_p()
         _check(lib.tc_runtime_create(ctypes.byref(options), ctypes.byref(self._handle)))
+        if autotune is not None or tune_db is not None:
+            _check(lib.tc_runtime_set_autotune(
+                self._handle, None if autotune is None else str(autotune).encode(),
+                None if tune_db is None else str(tune_db).encode()))
 
     def __del__(self):
         if getattr(self, "_handle", None):

@@ -68,6 +68,7 @@ _declare("tc_status_free", None, _status)
 _declare("tc_runtime_options_initialize", None, ctypes.POINTER(tc_runtime_options_t))
 _declare("tc_runtime_create", _status, ctypes.POINTER(tc_runtime_options_t), ctypes.POINTER(_p))
 _declare("tc_runtime_release", None, _p)
+_declare("tc_runtime_set_autotune", _status, _p, ctypes.c_char_p, ctypes.c_char_p)
 _declare("tc_executable_load", _status, _p, ctypes.c_char_p, ctypes.POINTER(_p))
 _declare("tc_executable_load_from_memory", _status, _p, ctypes.c_char_p, ctypes.c_size_t,
          ctypes.POINTER(_p))

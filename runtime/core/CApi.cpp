@@ -27,6 +27,7 @@ struct tc_runtime_s {
   tc_runtime_options_t options;
   std::string kernelCacheDir; // options.kernel_cache_dir, copied
   std::string mode;           // options.mode, copied
+  std::string autotune, tuneDb; // tc_runtime_set_autotune, copied
 };
 
 struct tc_executable_s {
@@ -145,6 +146,18 @@ tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t 
   });
 }
 
+tc_status_t tc_runtime_set_autotune(tc_runtime_t *runtime, const char *mode, const char *tune_db) {
+  if (!runtime)
+    return nullArgument("runtime");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    std::string m = mode ? mode : "";
+    if (!(m.empty() || m == "default" || m == "max-autotune" || m == "strict"))
+      throw Error("unknown autotune mode '" + m + "' (default, max-autotune, strict)");
+    runtime->autotune = m;
+    runtime->tuneDb = tune_db ? tune_db : "";
+  });
+}
+
 void tc_runtime_retain(tc_runtime_t *r) {
   if (r)
     ++r->refs;
@@ -165,6 +178,8 @@ static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
   options.threads = runtime->options.threads;
   options.kernelCacheDir = runtime->kernelCacheDir;
   options.mode = runtime->mode;
+  options.autotune = runtime->autotune;
+  options.tuneDb = runtime->tuneDb;
   std::shared_ptr<Executable> exe;
   tc_status_t s = guard(TC_STATUS_INVALID_ARTIFACT, [&] { exe = load(options); });
   if (s)

@@ -6,14 +6,20 @@
 #include "runtime/core/Backend.h"
 
 #include "ir/core/Error.h"
+#include "runtime/cache/Sha256.h"
+#include "runtime/tune/Autotuner.h"
 #include "runtime/core/Blas.h"
 #include "runtime/core/KernelLibrary.h"
 #include "runtime/host/ThreadPool.h"
 #include "runtime/host/Trace.h"
+#include "runtime/tune/TuneDb.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 namespace tensorc::runtime {
 
@@ -70,6 +76,35 @@ int64_t numelOf(const std::vector<int64_t> &s) {
   return n;
 }
 
+// How a loop group's rows are spread over the thread pool: tasks of about
+// `taskWork` iterations (0: all on the calling thread). The candidates the
+// autotuner measures; kChunkWork is the heuristic's.
+constexpr int64_t kTaskWorks[] = {1 << 11, kChunkWork, 1 << 15, 1 << 17};
+
+std::string scheduleName(int64_t taskWork) {
+  return taskWork == 0 ? "serial" : "tasks_w" + std::to_string(taskWork);
+}
+
+// ceil(log2(n)) as "2^k": sizes in one bucket share a tuning result.
+std::string pow2Bucket(int64_t n) {
+  int k = 0;
+  while (k < 62 && (int64_t(1) << k) < n)
+    ++k;
+  return "2^" + std::to_string(k);
+}
+
+// "cpu <model> (<threads> threads)": the device part of autotune keys.
+std::string cpuDeviceName(size_t threads) {
+  std::string model = "unknown";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return "cpu " + model + " (" + std::to_string(threads) + " threads)";
+}
+
 class CpuBackend;
 
 class CpuSession final : public BackendSession {
@@ -114,6 +149,11 @@ public:
   }
 
 private:
+  // The autotuner's choice of task size for loop steps [first, last] (a
+  // chain), measured on this run's operands when it must be.
+  int64_t tunedTaskWork(const artifact::Artifact &a, const RunFrame &frame, const std::vector<void *> &ptr,
+                        size_t first, size_t last, int64_t extent, int64_t perRow, int64_t heuristic,
+                        const std::function<void(int64_t)> &runWith);
   const CpuBackend &backend_;
   std::shared_ptr<uint8_t> arena_;
   size_t arenaBytes_ = 0;
@@ -142,6 +182,13 @@ public:
     if (!a.data.empty())
       std::memcpy(constants_.get(), a.data.data(), a.data.size());
     pool_ = std::make_unique<ThreadPool>(options.threads);
+    AutotuneMode mode = parseAutotuneMode(options.autotune);
+    std::string dbPath = options.tuneDb.empty() ? tune::TuneDb::defaultPath() : options.tuneDb;
+    // Default mode reads a cache that exists; it never creates one.
+    if (pool_->size() > 1 && (mode != AutotuneMode::Default || std::filesystem::exists(dbPath))) {
+      tuner_ = std::make_unique<Autotuner>(mode, dbPath, cpuDeviceName(pool_->size()), "cpu loops 1");
+      codeHash_ = sha256Hex(a.code);
+    }
   }
   Device device() const override { return {}; }
   size_t arenaAlignment() const override { return 64; }
@@ -155,7 +202,87 @@ public:
   std::vector<LoopKernelFn> kernels_; // per step (null for library steps)
   std::shared_ptr<uint8_t> constants_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Autotuner> tuner_; // null: the heuristics alone
+  std::string codeHash_;
 };
+
+int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &frame,
+                                  const std::vector<void *> &ptr, size_t first, size_t last, int64_t extent,
+                                  int64_t perRow, int64_t heuristic,
+                                  const std::function<void(int64_t)> &runWith) {
+  const CpuBackend &x = backend_;
+  // The bytes each operand spans; what the group writes and what it reads
+  // from outside. A group writing over its own inputs (in place) cannot
+  // run twice with the same result: it keeps the heuristic.
+  struct Range {
+    uint8_t *begin;
+    size_t bytes;
+  };
+  auto rangeOf = [&](int v) {
+    return Range{static_cast<uint8_t *>(ptr[size_t(v)]),
+                 size_t(numelOf(frame.shapes[size_t(v)])) * dtypeSize(a.values[size_t(v)].dtype)};
+  };
+  std::vector<int> writtenValues;
+  std::vector<Range> written, read;
+  for (size_t k = first; k <= last; ++k) {
+    const Step &s = a.steps[k];
+    for (size_t o = 0; o < s.operands.size(); ++o) {
+      int v = s.operands[o];
+      if (artifact::writesOperand(s, o)) {
+        writtenValues.push_back(v);
+        written.push_back(rangeOf(v));
+      } else if (std::find(writtenValues.begin(), writtenValues.end(), v) == writtenValues.end()) {
+        read.push_back(rangeOf(v));
+      }
+    }
+  }
+  for (const Range &w : written)
+    for (const Range &r : read)
+      if (w.bytes && r.bytes && w.begin < r.begin + r.bytes && r.begin < w.begin + w.bytes)
+        return heuristic;
+
+  TuneSite site;
+  std::string symbols;
+  for (size_t k = first; k <= last; ++k)
+    symbols += a.steps[k].symbol + ";";
+  site.kernel = sha256Hex(x.codeHash_ + ":" + symbols).substr(0, 32);
+  site.label = a.steps[first].label + (last > first ? " (+" + std::to_string(last - first) + " chained)" : "");
+  site.bucket = "rows=" + pow2Bucket(extent) + ",row_work=" + pow2Bucket(perRow);
+  site.dtype = dtypeName(a.values[size_t(a.steps[first].operands[0])].dtype);
+  std::vector<int64_t> schedules = {heuristic};
+  for (int64_t w : {int64_t(0), kTaskWorks[0], kTaskWorks[1], kTaskWorks[2], kTaskWorks[3]})
+    if (w != heuristic)
+      schedules.push_back(w);
+  for (int64_t w : schedules)
+    site.candidates.push_back(scheduleName(w));
+
+  std::vector<std::string> reference;
+  TrialHooks hooks;
+  hooks.run = [&](size_t k) { runWith(schedules[k]); };
+  hooks.snapshot = [&] {
+    reference.clear();
+    for (const Range &w : written)
+      reference.emplace_back(reinterpret_cast<const char *>(w.begin), w.bytes);
+  };
+  hooks.poison = [&] {
+    for (const Range &w : written)
+      std::memset(w.begin, 0xff, w.bytes);
+  };
+  hooks.compare = [&]() -> std::string {
+    for (size_t i = 0; i < written.size(); ++i)
+      if (std::memcmp(written[i].begin, reference[i].data(), written[i].bytes) != 0)
+        return "wrong output: value " + std::to_string(writtenValues[i]) + " differs from the default's";
+    return "";
+  };
+  hooks.restore = [&] {
+    for (size_t i = 0; i < written.size(); ++i)
+      std::memcpy(written[i].begin, reference[i].data(), written[i].bytes);
+  };
+  hooks.nowUs = [] {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  return schedules[x.tuner_->choose(site, hooks)];
+}
 
 void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
   const CpuBackend &x = backend_;
@@ -196,10 +323,17 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
           for (size_t k = first; k <= last; ++k)
             x.kernels_[k](args[k - first].data(), syms, r, std::min(e, r + block));
       };
-      if (step.parallel && work >= kParallelWork && x.pool_->size() > 1)
-        x.pool_->parallelFor(extent, std::max<int64_t>(1, kChunkWork / perRow), runRows);
-      else
-        runRows(0, extent);
+      auto runWith = [&](int64_t taskWork) {
+        if (taskWork > 0)
+          x.pool_->parallelFor(extent, std::max<int64_t>(1, taskWork / perRow), runRows);
+        else
+          runRows(0, extent);
+      };
+      bool parallel = step.parallel && x.pool_->size() > 1;
+      int64_t taskWork = parallel && work >= kParallelWork ? kChunkWork : 0;
+      if (parallel && x.tuner_ && extent > 1)
+        taskWork = tunedTaskWork(a, frame, ptr, first, last, extent, perRow, taskWork, runWith);
+      runWith(taskWork);
       break;
     }
     case Step::Kind::Matmul: {

@@ -122,4 +122,13 @@ for n in state:
     assert np.array_equal(current, by_hand[n]), n
 expect_error("'x' is not state", lambda: ts.set_state("x", batches[0][0]))
 expect_error("input 'labels' is neither given nor state", lambda: ts.step(x=batches[0][0]))
+# Autotuning through the binding: max-autotune fills the cache (same
+# outputs as the heuristics), strict then loads from it; a bad mode is an error.
+db = os.path.join(work, "tune.sqlite")
+tuned = tensorc.Executable.load(model, runtime=tensorc.Runtime(threads=2, autotune="max-autotune", tune_db=db))
+tuned_out = tuned.session().run(**inputs)
+assert np.array_equal(np.from_dlpack(tuned_out["logits"]), logits)
+strict = tensorc.Executable.load(model, runtime=tensorc.Runtime(threads=2, autotune="strict", tune_db=db))
+assert np.array_equal(np.from_dlpack(strict.session().run(**inputs)["logits"]), logits)
+expect_error("unknown autotune mode 'fast'", lambda: tensorc.Runtime(autotune="fast"))
 print("python binding: ok")

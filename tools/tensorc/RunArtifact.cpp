@@ -115,6 +115,14 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
                  "GPU artifacts: reduce-overhead replays the launch sequence as a CUDA graph, "
                  "default does not (default: the mode the artifact was compiled with)")
       ->check(CLI::IsMember({"default", "reduce-overhead"}));
+  cmd.add_option("--autotune", args.autotune,
+                 "compiled models: default (the autotune cache's choices where it has them, else "
+                 "heuristics), max-autotune (measure what the cache does not know, store the "
+                 "winners) or strict (a launch the cache does not know is an error)")
+      ->check(CLI::IsMember({"default", "max-autotune", "strict"}));
+  cmd.add_option("--tune-db", args.tuneDb,
+                 "compiled models: the autotune cache (default: $TENSORC_TUNE_DB, else "
+                 "$XDG_CACHE_HOME/tensorc/autotune.sqlite)");
   cmd.add_option("--expect-sha256", args.expectSha256,
                  "compiled models: refuse the artifact unless its SHA-256 is this (64 hex "
                  "digits); a cpu artifact's native code runs when it is loaded");
@@ -225,6 +233,8 @@ void runArtifact(const RunArgs &args) {
   load.kernelVariant = args.variant;
   load.expectSha256 = args.expectSha256;
   load.mode = args.mode;
+  load.autotune = args.autotune;
+  load.tuneDb = args.tuneDb;
   try {
     exe = runtime::Executable::load(args.file, load);
   } catch (const runtime::Error &e) {

@@ -26,10 +26,12 @@ struct RunArgs {
   int variant = -1;
   std::string expectSha256;
   std::string mode; // "": the artifact's
+  std::string autotune, tuneDb;
 };
 
 // The options every `run` takes (FILE, --input, --dim, --seed, --output-dir,
-// --show, --bench, --threads, --variant, --expect-sha256, --mode).
+// --show, --bench, --threads, --variant, --expect-sha256, --mode,
+// --autotune, --tune-db).
 void addRunOptions(CLI::App &cmd, RunArgs &args);
 
 // Whether `path` starts with the artifact magic.

@@ -113,6 +113,14 @@ struct LoadOptions {
   // addresses); empty: the mode the artifact was compiled with
   // (`tensorc compile --mode`), else default.
   std::string mode;
+  // Autotuning (docs/autotune.md): "default" (or empty: the autotune
+  // cache's choices where it has them, if the cache exists, else the
+  // heuristics), "max-autotune" (measure every launch the cache does not
+  // know, checked against the default, and store the winner) or "strict"
+  // (a launch the cache does not know is an error).
+  std::string autotune;
+  // The autotune cache; empty: $TENSORC_TUNE_DB, else the XDG cache folder.
+  std::string tuneDb;
 };
 
 class Executable {

@@ -91,6 +91,16 @@ tc_status_t tc_runtime_create(const tc_runtime_options_t *options, tc_runtime_t 
 void tc_runtime_retain(tc_runtime_t *runtime);
 void tc_runtime_release(tc_runtime_t *runtime);
 
+/* Autotuning of the executables loaded after this call (docs/autotune.md):
+ * mode "default" (or NULL: the autotune cache's choices where it has them,
+ * else heuristics), "max-autotune" (measure what the cache does not know,
+ * checked against the default, and store the winners) or "strict" (a launch
+ * the cache does not know is an error); tune_db: the cache's file, NULL:
+ * $TENSORC_TUNE_DB, else the XDG cache folder. Both copied. An unknown mode
+ * is TC_STATUS_INVALID_ARGUMENT. Not thread-safe with loads on the same
+ * runtime. */
+tc_status_t tc_runtime_set_autotune(tc_runtime_t *runtime, const char *mode, const char *tune_db);
+
 /* ---------------------------------------------------------- executable */
 
 typedef struct tc_executable_s tc_executable_t;

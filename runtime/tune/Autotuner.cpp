@@ -1,0 +1,155 @@
+#include "runtime/tune/Autotuner.h"
+
+#include "ir/core/Error.h"
+#include "runtime/tune/TuneDb.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+namespace tensorc::runtime {
+
+namespace {
+
+// Timed runs per candidate after one warm-up; fewer when a run is slow
+// (the trial budget per candidate, microseconds).
+constexpr int kTrials = 7;
+constexpr double kTrialBudgetUs = 200000;
+
+std::string hostName() {
+  char buf[256] = {0};
+  return ::gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("?");
+}
+
+int64_t unixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+} // namespace
+
+AutotuneMode parseAutotuneMode(const std::string &name) {
+  if (name.empty() || name == "default")
+    return AutotuneMode::Default;
+  if (name == "max-autotune")
+    return AutotuneMode::Max;
+  if (name == "strict")
+    return AutotuneMode::Strict;
+  fail("unknown autotune mode '" + name + "' (default, max-autotune, strict)");
+}
+
+Autotuner::Autotuner(AutotuneMode mode, const std::string &dbPath, std::string device, std::string versions)
+    : mode_(mode), device_(std::move(device)), versions_(std::move(versions)) {
+  try {
+    db_ = std::make_unique<tune::TuneDb>(dbPath);
+    if (!db_->movedAside().empty())
+      std::fprintf(stderr, "tensorc: autotune cache %s was damaged: moved aside to %s\n", db_->path().c_str(),
+                   db_->movedAside().c_str());
+  } catch (const Error &e) {
+    // Default mode runs on heuristics without a cache; the others need it.
+    if (mode_ != AutotuneMode::Default)
+      fail(std::string("autotune: ") + e.what());
+    db_.reset();
+  }
+}
+
+Autotuner::~Autotuner() {
+  if (tuned_ && ::isatty(2))
+    std::fprintf(stderr, "\n");
+}
+
+size_t Autotuner::choose(const TuneSite &site, const TrialHooks &hooks) {
+  if (site.candidates.size() < 2)
+    return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string memoKey = site.kernel + "|" + site.bucket + "|" + site.dtype;
+  if (auto it = memo_.find(memoKey); it != memo_.end())
+    return it->second;
+  size_t choice = 0;
+  bool known = false;
+  if (db_) {
+    tune::TuneKey key{site.kernel, site.bucket, site.dtype, device_, versions_, TENSORC_VERSION};
+    std::optional<tune::TuneEntry> e = db_->lookup(key);
+    if (e) {
+      auto it = std::find(site.candidates.begin(), site.candidates.end(), e->winner);
+      // A winner this build does not offer (another heuristic, a damaged
+      // row) is ignored: the heuristic's choice runs, never a guess.
+      if (it != site.candidates.end()) {
+        choice = size_t(it - site.candidates.begin());
+        known = true;
+      }
+    }
+  }
+  if (!known && mode_ == AutotuneMode::Strict)
+    fail("autotune (strict): no tuning result for kernel " + site.kernel + " (" + site.label + ") at bucket " +
+         site.bucket + " (" + site.dtype + ") on " + device_ +
+         "; tune it first (--autotune max-autotune) or import a cache (tensorc-tune import)");
+  if (!known && mode_ == AutotuneMode::Max)
+    choice = measure(site, hooks);
+  memo_[memoKey] = choice;
+  return choice;
+}
+
+size_t Autotuner::measure(const TuneSite &site, const TrialHooks &hooks) {
+  if (startUs_ < 0)
+    startUs_ = hooks.nowUs();
+  // The default candidate's outputs are the reference every other must equal.
+  hooks.run(0);
+  hooks.snapshot();
+  std::vector<tune::TuneCandidate> results;
+  for (size_t k = 0; k < site.candidates.size(); ++k) {
+    tune::TuneCandidate c{site.candidates[k], 0, ""};
+    try {
+      if (k > 0) {
+        hooks.poison();
+        hooks.run(k);
+        c.rejected = hooks.compare();
+      }
+    } catch (const std::exception &e) {
+      c.rejected = std::string("failed: ") + e.what();
+    }
+    if (c.rejected.empty()) {
+      hooks.run(k); // warm-up
+      std::vector<double> times;
+      double spent = 0;
+      for (int t = 0; t < kTrials && (t < 3 || spent < kTrialBudgetUs); ++t) {
+        double start = hooks.nowUs();
+        hooks.run(k);
+        times.push_back(hooks.nowUs() - start);
+        spent += times.back();
+      }
+      std::sort(times.begin(), times.end());
+      c.microseconds = times[times.size() / 2];
+    }
+    results.push_back(c);
+  }
+  hooks.restore();
+  size_t best = 0;
+  for (size_t k = 1; k < results.size(); ++k)
+    if (results[k].rejected.empty() && results[k].microseconds < results[best].microseconds)
+      best = k;
+  ++tuned_;
+  if (db_) {
+    tune::TuneEntry e;
+    e.key = {site.kernel, site.bucket, site.dtype, device_, versions_, TENSORC_VERSION};
+    e.label = site.label;
+    e.winner = site.candidates[best];
+    e.candidates = results;
+    e.measuredAt = unixSeconds();
+    e.host = hostName();
+    try {
+      db_->store(e);
+    } catch (const Error &err) {
+      // A full or read-only disk loses the result, never the run.
+      std::fprintf(stderr, "tensorc: autotune: cannot store a result: %s\n", err.what());
+    }
+  }
+  if (::isatty(2))
+    std::fprintf(stderr, "\rautotune: %zu kernels tuned, %.1f s, last %s: %s %.1f us (default %.1f us)   ", tuned_,
+                 (hooks.nowUs() - startUs_) / 1e6, site.label.c_str(), site.candidates[best].c_str(),
+                 results[best].microseconds, results[0].microseconds);
+  return best;
+}
+
+} // namespace tensorc::runtime

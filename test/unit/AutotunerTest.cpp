@@ -1,0 +1,134 @@
+// The autotuner (runtime/core/Autotuner) with a synthetic backend: a
+// wrong-but-fast candidate is rejected with its reason and never wins, the
+// winner is stored and reused (memory, then the cache in a new process),
+// strict mode names the kernel and bucket on a miss, default mode never
+// measures, and a cached winner this build does not offer is ignored.
+#include "ir/core/Error.h"
+#include "runtime/tune/Autotuner.h"
+#include "runtime/tune/Sqlite.h"
+#include "runtime/tune/TuneDb.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace tensorc;
+using namespace tensorc::runtime;
+
+namespace {
+
+// Candidate k "takes" cost[k] microseconds of a fake clock and writes
+// output[k] into the one output.
+struct FakeBackend {
+  std::vector<double> cost;
+  std::vector<int> output;
+  int out = 0, reference = 0;
+  double clock = 0;
+  std::vector<int> runs;
+  TrialHooks hooks() {
+    TrialHooks h;
+    h.run = [this](size_t k) {
+      runs.push_back(int(k));
+      clock += cost[k];
+      out = output[k];
+    };
+    h.snapshot = [this] { reference = out; };
+    h.poison = [this] { out = -1; };
+    h.compare = [this]() -> std::string {
+      return out == reference ? "" : "wrong output: " + std::to_string(out) + " vs " + std::to_string(reference);
+    };
+    h.restore = [this] { out = reference; };
+    h.nowUs = [this] { return clock; };
+    return h;
+  }
+};
+
+TuneSite site() {
+  return {"abc123", "softmax k2", "rows=2^10", "f32", {"default", "fast_wrong", "faster", "slow"}};
+}
+
+std::string tempDb() {
+  return (fs::temp_directory_path() / ("tensorc-autotuner-" + std::to_string(::getpid()) + ".sqlite")).string();
+}
+
+} // namespace
+
+TEST(Autotuner, CheckedCandidatesWinAndPersist) {
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  std::string db = tempDb();
+  fs::remove(db);
+  FakeBackend b{{10, 1, 5, 20}, {7, 8, 7, 7}};
+  {
+    Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
+    EXPECT_EQ(tuner.choose(site(), b.hooks()), 2u); // "faster"; "fast_wrong" is rejected
+    EXPECT_EQ(b.out, 7);                              // the reference is left in place
+    EXPECT_EQ(tuner.tunedCount(), 1u);
+    size_t runs = b.runs.size();
+    EXPECT_EQ(tuner.choose(site(), b.hooks()), 2u); // remembered: nothing runs
+    EXPECT_EQ(b.runs.size(), runs);
+  }
+  tune::TuneDb check(db);
+  std::vector<tune::TuneEntry> es = check.list();
+  ASSERT_EQ(es.size(), 1u);
+  EXPECT_EQ(es[0].winner, "faster");
+  EXPECT_EQ(es[0].candidates[1].rejected, "wrong output: 8 vs 7");
+  EXPECT_DOUBLE_EQ(es[0].candidates[2].microseconds, 5);
+  EXPECT_EQ(es[0].key.device, "fake gpu");
+
+  // Another process (a new autotuner): strict and default read the cache
+  // and measure nothing.
+  b.runs.clear();
+  Autotuner strict(AutotuneMode::Strict, db, "fake gpu", "v1");
+  EXPECT_EQ(strict.choose(site(), b.hooks()), 2u);
+  Autotuner byDefault(AutotuneMode::Default, db, "fake gpu", "v1");
+  EXPECT_EQ(byDefault.choose(site(), b.hooks()), 2u);
+  EXPECT_TRUE(b.runs.empty());
+
+  // Strict on another device: a miss is an error naming kernel and bucket.
+  Autotuner other(AutotuneMode::Strict, db, "other gpu", "v1");
+  try {
+    other.choose(site(), b.hooks());
+    ADD_FAILURE() << "strict mode measured";
+  } catch (const Error &e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("no tuning result for kernel abc123 (softmax k2) at bucket rows=2^10"), std::string::npos)
+        << what;
+  }
+  // Default mode on a miss: the heuristic's choice, nothing measured.
+  Autotuner otherDefault(AutotuneMode::Default, db, "other gpu", "v1");
+  EXPECT_EQ(otherDefault.choose(site(), b.hooks()), 0u);
+  EXPECT_TRUE(b.runs.empty());
+
+  // A cached winner this build does not offer is ignored.
+  TuneSite fewer = site();
+  fewer.candidates = {"default", "slow"};
+  Autotuner byDefault2(AutotuneMode::Default, db, "fake gpu", "v1");
+  EXPECT_EQ(byDefault2.choose(fewer, b.hooks()), 0u);
+  fs::remove(db);
+  fs::remove(db + "-wal");
+  fs::remove(db + "-shm");
+}
+
+TEST(Autotuner, FailingCandidatesAreRejectedNotFatal) {
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  std::string db = tempDb();
+  fs::remove(db);
+  FakeBackend b{{10, 1}, {7, 7}};
+  TrialHooks h = b.hooks();
+  auto run = h.run;
+  h.run = [run](size_t k) {
+    if (k == 1)
+      throw Error("launch failed: too many resources requested");
+    run(k);
+  };
+  Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
+  EXPECT_EQ(tuner.choose({"k", "l", "b", "f32", {"default", "broken"}}, h), 0u);
+  tune::TuneDb check(db);
+  EXPECT_EQ(check.list()[0].candidates[1].rejected, "failed: launch failed: too many resources requested");
+  EXPECT_THROW(parseAutotuneMode("max"), Error);
+  fs::remove(db);
+}
