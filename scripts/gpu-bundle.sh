@@ -9,11 +9,11 @@
 #   scripts/gpu-bundle.sh && (copy build/gpu-bundle) && gpu-bundle/gpu-test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build.sh tensorc tensorc-run tensorc-check tensorc-gpu-cases tensorc_runtime
+scripts/build.sh tensorc tensorc-run tensorc-check tensorc-tune tensorc-gpu-cases tensorc_runtime
 out=build/gpu-bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-cp build/bin/tensorc-check "$out/bin/"
+cp build/bin/tensorc-check build/bin/tensorc-tune "$out/bin/"
 cp build/bin/tensorc-run "$out/bin/tensorc"  # the runtime-only `tensorc run`
 cp -L build/lib/libtensorc_runtime.so.0 "$out/lib/"  # the soname, as a file (no links)
 build/bin/tensorc-gpu-cases "$out/cases" --random 150  # + random graphs: differential fuzzing on the GPU

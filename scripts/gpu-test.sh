@@ -26,6 +26,25 @@ if bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy $ok > c
 else
   echo "run-time checks: FAILED"; cat checks.log; status=1
 fi
+echo "== autotuning: max-autotune (variants checked against the default), then strict from the cache"
+rm -f autotune-test.sqlite*
+tune_ok=1
+for model in checks/mlp.tcx checks/mlp_step.tcx; do
+  out=autotune-out/$(basename "$model" .tcx)
+  rm -rf "$out" && mkdir -p "$out"/heuristic "$out"/tuned "$out"/strict
+  bin/tensorc run "$model" --dim B=4096 --output-dir "$out"/heuristic > /dev/null 2>> autotune.log &&
+    bin/tensorc run "$model" --dim B=4096 --autotune max-autotune --tune-db autotune-test.sqlite --output-dir "$out"/tuned \
+      > /dev/null 2>> autotune.log &&
+    bin/tensorc run "$model" --dim B=4096 --autotune strict --tune-db autotune-test.sqlite --output-dir "$out"/strict \
+      > /dev/null 2>> autotune.log &&
+    cmp -s <(cat "$out"/heuristic/*.npy) <(cat "$out"/tuned/*.npy) || tune_ok=0
+done
+bin/tensorc-tune --db autotune-test.sqlite list >> autotune.log 2>&1
+if [ "$tune_ok" = 1 ] && bin/tensorc-tune --db autotune-test.sqlite --json stats | grep -q '"entries": [1-9]'; then
+  echo "autotuning: passed"; tail -5 autotune.log
+else
+  echo "autotuning: FAILED"; cat autotune.log; status=1
+fi
 if python3 -c 'import torch' 2>/dev/null; then
   echo "== python binding with PyTorch CUDA tensors"
   PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \

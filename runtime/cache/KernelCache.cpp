@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/CacheHome.h"
 #include "runtime/host/ReadFile.h"
 
 #include <cerrno>
@@ -10,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,13 +43,8 @@ std::string KernelKey::digest() const {
 std::string KernelCache::defaultDirectory() {
   if (const char *d = std::getenv("TENSORC_CACHE_DIR"); d && *d)
     return d;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/tensorc/kernels";
-  if (const char *h = std::getenv("HOME"); h && *h)
-    return std::string(h) + "/.cache/tensorc/kernels";
-  if (const passwd *pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && *pw->pw_dir &&
-                                                   std::string(pw->pw_dir) != "/")
-    return std::string(pw->pw_dir) + "/.cache/tensorc/kernels";
+  if (std::optional<std::string> home = tensorcCacheHome())
+    return *home + "/kernels";
   // Per user, never a shared name another user could create first.
   return "/tmp/tensorc-kernels-" + std::to_string(::geteuid());
 }

@@ -9,8 +9,11 @@
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaProgram.h"
 #include "runtime/host/Trace.h"
+#include "runtime/tune/Autotuner.h"
+#include "runtime/tune/TuneDb.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace tensorc::runtime {
 namespace {
@@ -98,7 +101,8 @@ public:
     }
     if (!graphs_) {
       driver_.record(start_, stream_);
-      program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_);
+      program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_, {},
+                      /*mayMeasure=*/true);
       driver_.record(end_, stream_);
       timed_ = true;
       return;
@@ -236,7 +240,15 @@ private:
 class CudaBackend final : public Backend {
 public:
   CudaBackend(const artifact::Artifact &a, const std::string &where, const LoadOptions &options)
-      : program_(a, where, options.kernelCacheDir, options.kernelVariant) {}
+      : program_(a, where, options.kernelCacheDir, options.kernelVariant) {
+    AutotuneMode mode = parseAutotuneMode(options.autotune);
+    std::string dbPath = options.tuneDb.empty() ? tune::TuneDb::defaultPath() : options.tuneDb;
+    // Default mode reads a cache that exists; it never creates one.
+    if (mode != AutotuneMode::Default || std::filesystem::exists(dbPath)) {
+      tuner_ = std::make_unique<Autotuner>(mode, dbPath, program_.tuningDevice(), program_.tuningVersions());
+      program_.setTuner(tuner_.get(), a);
+    }
+  }
   Device device() const override { return {DeviceType::Cuda, 0}; }
   size_t arenaAlignment() const override { return 256; }
   Address constants() const override { return Address(program_.constants()); }
@@ -257,6 +269,7 @@ public:
   }
 
 private:
+  std::unique_ptr<Autotuner> tuner_; // before program_, which points to it
   cuda::CudaProgram program_;
 };
 

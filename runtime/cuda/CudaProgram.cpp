@@ -3,8 +3,12 @@
 #include "ir/core/Error.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cache/Sha256.h"
 #include "runtime/cuda/Nvrtc.h"
+#include "runtime/host/HostTensor.h"
+#include "runtime/host/Parity.h"
 #include "runtime/host/Trace.h"
+#include "runtime/tune/Autotuner.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -32,11 +36,13 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   if (auto it = a.options.find("allow_tf32"); it != a.options.end())
     allowTf32_ = it->second == "true";
   if (auto it = a.binaries.find(arch_); it != a.binaries.end()) {
+    compilerVersion_ = "precompiled";
     module_ = driver_.loadModule(a.data.substr(size_t(it->second.first), size_t(it->second.second)));
   } else {
     const Nvrtc &nvrtc = Nvrtc::get();
+    compilerVersion_ = nvrtc.version();
     KernelCache cache(kernelCacheDir);
-    KernelKey key{a.code, arch_, nvrtc.version(), "--std=c++17", a.tensorcVersion};
+    KernelKey key{a.code, arch_, compilerVersion_, "--std=c++17", a.tensorcVersion};
     double startUs = trace::nowUs();
     bool built = false;
     std::string cubin = cache.getOrBuild(key, [&] {
@@ -212,6 +218,101 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   return "attention " + s.symbol + "_bwd_q + _bwd_kv";
 }
 
+void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &a) {
+  tuner_ = tuner;
+  if (tuner_ && sourceHash_.empty())
+    sourceHash_ = sha256Hex(a.code);
+}
+
+std::string CudaProgram::tuningDevice() const {
+  return driver_.deviceName() + " " + arch_ + " " + std::to_string(driver_.multiprocessors()) + " SMs";
+}
+
+size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t heuristic, int64_t threads,
+                                 int64_t reduced, const std::vector<std::vector<int64_t>> &shapes,
+                                 const std::vector<DevicePtr> &ptr, Stream stream, void **params,
+                                 bool mayMeasure) const {
+  const Step &s = a.steps[si];
+  const std::vector<Launchable> &ks = kernels_[si];
+  // The output (operand 0) and what it reads: a step writing over its own
+  // inputs cannot run twice with the same result, and keeps the heuristic.
+  auto bytesOf = [&](int v) {
+    size_t n = dtypeSize(a.values[size_t(v)].dtype);
+    for (int64_t d : shapes[size_t(v)])
+      n *= size_t(d);
+    return n;
+  };
+  int out = s.operands[0];
+  DevicePtr outPtr = ptr[size_t(out)];
+  size_t outBytes = bytesOf(out);
+  for (size_t o = 1; o < s.operands.size(); ++o) {
+    DevicePtr p = ptr[size_t(s.operands[o])];
+    size_t b = bytesOf(s.operands[o]);
+    if (b && outBytes && p < outPtr + outBytes && outPtr < p + b)
+      return heuristic;
+  }
+  // Candidates: the heuristic's first, then the others in artifact order.
+  std::vector<size_t> order = {heuristic};
+  for (size_t k = 0; k < ks.size(); ++k)
+    if (k != heuristic)
+      order.push_back(k);
+  auto bucket = [](int64_t n) {
+    int k = 0;
+    while (k < 62 && (int64_t(1) << k) < n)
+      ++k;
+    return "2^" + std::to_string(k);
+  };
+  runtime::TuneSite site;
+  site.kernel = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
+  site.label = s.label;
+  site.bucket = "outputs=" + bucket(threads) + ",reduced=" + bucket(reduced);
+  site.dtype = dtypeName(a.values[size_t(out)].dtype);
+  for (size_t k : order)
+    site.candidates.push_back(ks[k].shape.name());
+
+  HostTensor reference(a.values[size_t(out)].dtype, shapes[size_t(out)]);
+  runtime::TrialHooks hooks;
+  hooks.run = [&](size_t k) {
+    if (!mayMeasure)
+      fail("cuda: autotuning cannot measure while a CUDA graph is captured");
+    const Launchable &l = ks[order[k]];
+    int64_t perBlock = l.shape.outputsPerBlock();
+    driver_.launch(l.function, unsigned((threads + perBlock - 1) / perBlock), unsigned(l.shape.block), params,
+                   stream);
+    driver_.synchronize(stream);
+  };
+  hooks.snapshot = [&] { driver_.copyToHost(reference.data(), outPtr, outBytes, stream); driver_.synchronize(stream); };
+  hooks.poison = [&] { driver_.fill(outPtr, 0xff, outBytes, stream); };
+  hooks.compare = [&]() -> std::string {
+    HostTensor got(reference.dtype(), reference.shape());
+    driver_.copyToHost(got.data(), outPtr, outBytes, stream);
+    driver_.synchronize(stream);
+    std::string why = parityMismatch(got, reference);
+    return why.empty() ? "" : "wrong output: " + why;
+  };
+  hooks.restore = [&] {
+    driver_.copyToDevice(outPtr, reference.data(), outBytes, stream);
+    driver_.synchronize(stream);
+  };
+  hooks.nowUs = [&] {
+    if (mayMeasure) // never inside a capture
+      driver_.synchronize(stream);
+    return trace::nowUs();
+  };
+  if (!mayMeasure) {
+    // While capturing: only what is known (memory, cache); a miss in
+    // max-autotune mode keeps the heuristic rather than measure.
+    try {
+      return order[tuner_->choose(site, hooks)];
+    } catch (const Error &e) {
+      if (std::string(e.what()).find("autotune (strict)") != std::string::npos)
+        throw;
+      return heuristic;
+    }
+  }
+  return order[tuner_->choose(site, hooks)];
+}
+
 CudaProgram::~CudaProgram() {
   if (constants_)
     driver_.free(constants_);
@@ -221,7 +322,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
                          const std::map<std::string, int64_t> &bindings,
                          const std::vector<std::vector<int64_t>> &shapes,
                          const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr &workspace,
-                         const StepMarker &mark) const {
+                         const StepMarker &mark, bool mayMeasure) const {
   driver_.makeCurrent();
   auto bytesOf = [&](int v) {
     size_t n = dtypeSize(a.values[size_t(v)].dtype);
@@ -301,9 +402,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       return {si, "empty"};
     KernelArgs args(a, si, si, ptr, symbolValues);
     const std::vector<Launchable> &ks = kernels_[si];
-    const Launchable &k =
-        forcedVariant_ >= 0 ? ks[std::min(size_t(forcedVariant_), ks.size() - 1)]
-                            : ks[defaultVariant(s.variants, threads, *s.reduced.evaluate(bindings))];
+    int64_t reduced = *s.reduced.evaluate(bindings);
+    size_t pick = forcedVariant_ >= 0 ? std::min(size_t(forcedVariant_), ks.size() - 1)
+                                      : defaultVariant(s.variants, threads, reduced);
+    if (tuner_ && forcedVariant_ < 0 && ks.size() > 1)
+      pick = tunedVariant(a, si, pick, threads, reduced, shapes, ptr, stream, args.params.data(), mayMeasure);
+    const Launchable &k = ks[pick];
     int64_t perBlock = k.shape.outputsPerBlock();
     int64_t grid = (threads + perBlock - 1) / perBlock;
     check(grid <= 0x7fffffff, "cuda: too many threads for one launch");

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace tensorc::runtime {
+class Autotuner;
+}
+
 namespace tensorc::cuda {
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
@@ -38,11 +42,21 @@ public:
 
   // Queues every step of the artifact on `stream`: `ptr` is each value's
   // device address; `workspace` the session's cuBLASLt workspace (allocated
-  // here on the first matmul step).
+  // here on the first matmul step). `mayMeasure`: the autotuner (if set)
+  // may run and time candidates now, synchronizing `stream` (false while a
+  // CUDA graph is captured: then only known choices apply).
   void launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
               const std::map<std::string, int64_t> &bindings,
               const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
-              Stream stream, DevicePtr &workspace, const StepMarker &mark = {}) const;
+              Stream stream, DevicePtr &workspace, const StepMarker &mark = {}, bool mayMeasure = false) const;
+
+  // Loop steps' kernel variants are chosen by `tuner` (not owned; null: the
+  // heuristics alone). docs/autotune.md.
+  void setTuner(runtime::Autotuner *tuner, const artifact::Artifact &a);
+  // "NVIDIA H100 80GB HBM3 sm_90 132 SMs": the device part of tuning keys.
+  std::string tuningDevice() const;
+  // What else changes which variant is fastest or right: NVRTC's version.
+  const std::string &tuningVersions() const { return compilerVersion_; }
 
   // The artifact's constants on the device.
   DevicePtr constants() const { return constants_; }
@@ -86,6 +100,14 @@ private:
                               const std::vector<std::vector<int64_t>> &shapes,
                               const std::vector<DevicePtr> &ptr, Stream stream) const;
   int forcedVariant_ = -1;
+  runtime::Autotuner *tuner_ = nullptr;
+  std::string sourceHash_;      // SHA-256 of the CUDA source (tuning keys)
+  std::string compilerVersion_; // "nvrtc 13.0"
+  // The variant of loop step `si` the autotuner chooses, from `heuristic`.
+  // `threads`: its outputs; `params`: its kernel arguments.
+  size_t tunedVariant(const artifact::Artifact &a, size_t si, size_t heuristic, int64_t threads, int64_t reduced,
+                      const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                      Stream stream, void **params, bool mayMeasure) const;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };

@@ -1,6 +1,7 @@
 #include "runtime/tune/TuneDb.h"
 
 #include "ir/core/Error.h"
+#include "runtime/host/CacheHome.h"
 #include "runtime/tune/Sqlite.h"
 
 #include <nlohmann/json.hpp>
@@ -9,7 +10,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <pwd.h>
 #include <unistd.h>
 
 namespace tensorc::tune {
@@ -102,12 +102,8 @@ struct TuneDb::Impl {
 std::string TuneDb::defaultPath() {
   if (const char *d = std::getenv("TENSORC_TUNE_DB"); d && *d)
     return d;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return std::string(x) + "/tensorc/autotune.sqlite";
-  if (const char *h = std::getenv("HOME"); h && *h)
-    return std::string(h) + "/.cache/tensorc/autotune.sqlite";
-  if (const passwd *pw = ::getpwuid(::geteuid()); pw && pw->pw_dir && *pw->pw_dir && std::string(pw->pw_dir) != "/")
-    return std::string(pw->pw_dir) + "/.cache/tensorc/autotune.sqlite";
+  if (std::optional<std::string> home = tensorcCacheHome())
+    return *home + "/autotune.sqlite";
   return "/tmp/tensorc-autotune-" + std::to_string(::geteuid()) + ".sqlite";
 }
 
