@@ -151,8 +151,9 @@ tc_status_t tc_runtime_set_autotune(tc_runtime_t *runtime, const char *mode, con
     return nullArgument("runtime");
   return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
     std::string m = mode ? mode : "";
-    if (!(m.empty() || m == "default" || m == "max-autotune" || m == "strict"))
-      throw Error("unknown autotune mode '" + m + "' (default, max-autotune, strict)");
+    if (!(m.empty() || m == "default" || m == "max-autotune" || m == "strict" || m == "verify" ||
+          m == "verify-delete"))
+      throw Error("unknown autotune mode '" + m + "' (default, max-autotune, strict, verify, verify-delete)");
     runtime->autotune = m;
     runtime->tuneDb = tune_db ? tune_db : "";
   });

@@ -36,7 +36,11 @@ AutotuneMode parseAutotuneMode(const std::string &name) {
     return AutotuneMode::Max;
   if (name == "strict")
     return AutotuneMode::Strict;
-  fail("unknown autotune mode '" + name + "' (default, max-autotune, strict)");
+  if (name == "verify")
+    return AutotuneMode::Verify;
+  if (name == "verify-delete")
+    return AutotuneMode::VerifyDelete;
+  fail("unknown autotune mode '" + name + "' (default, max-autotune, strict, verify, verify-delete)");
 }
 
 Autotuner::Autotuner(AutotuneMode mode, const std::string &dbPath, std::string device, std::string versions)
@@ -57,6 +61,22 @@ Autotuner::Autotuner(AutotuneMode mode, const std::string &dbPath, std::string d
 Autotuner::~Autotuner() {
   if (tuned_ && ::isatty(2))
     std::fprintf(stderr, "\n");
+  if (mode_ == AutotuneMode::Verify || mode_ == AutotuneMode::VerifyDelete) {
+    size_t bad = 0;
+    for (const Verdict &v : verdicts_) {
+      bad += !v.problem.empty();
+      if (!v.measured) {
+        std::fprintf(stderr, "autotune verify: %s [%s]: %s is the default: nothing to check\n", v.label.c_str(),
+                     v.bucket.c_str(), v.winner.c_str());
+        continue;
+      }
+      std::fprintf(stderr, "autotune verify: %s [%s]: %s %.2f us, default %.2f us: %s%s\n", v.label.c_str(),
+                   v.bucket.c_str(), v.winner.c_str(), v.winnerUs, v.defaultUs,
+                   v.problem.empty() ? "ok" : v.problem.c_str(), v.deleted ? " (deleted)" : "");
+    }
+    std::fprintf(stderr, "autotune verify: %zu cached entries, %zu ok, %zu wrong or slower\n", verdicts_.size(),
+                 verdicts_.size() - bad, bad);
+  }
 }
 
 size_t Autotuner::choose(const TuneSite &site, const TrialHooks &hooks) {
@@ -68,8 +88,8 @@ size_t Autotuner::choose(const TuneSite &site, const TrialHooks &hooks) {
     return it->second;
   size_t choice = 0;
   bool known = false;
+  tune::TuneKey key{site.kernel, site.bucket, site.dtype, device_, versions_, TENSORC_VERSION};
   if (db_) {
-    tune::TuneKey key{site.kernel, site.bucket, site.dtype, device_, versions_, TENSORC_VERSION};
     std::optional<tune::TuneEntry> e = db_->lookup(key);
     if (e) {
       auto it = std::find(site.candidates.begin(), site.candidates.end(), e->winner);
@@ -87,44 +107,74 @@ size_t Autotuner::choose(const TuneSite &site, const TrialHooks &hooks) {
          "; tune it first (--autotune max-autotune) or import a cache (tensorc-tune import)");
   if (!known && mode_ == AutotuneMode::Max)
     choice = measure(site, hooks);
+  bool verifying = mode_ == AutotuneMode::Verify || mode_ == AutotuneMode::VerifyDelete;
+  if (known && choice == 0 && verifying)
+    verdicts_.push_back({site.label, site.bucket, site.candidates[0], 0, 0, "", false, false});
+  if (known && choice != 0 && verifying) {
+    // Slower by more than 5% (timing noise) counts against the winner.
+    std::vector<tune::TuneCandidate> r = trial(site, hooks, {0, choice});
+    Verdict v{site.label, site.bucket, site.candidates[choice], r[1].microseconds, r[0].microseconds, "", false, true};
+    if (!r[1].rejected.empty())
+      v.problem = r[1].rejected;
+    else if (r[1].microseconds > 1.05 * r[0].microseconds)
+      v.problem = "slower than the default";
+    if (!v.problem.empty()) {
+      choice = 0;
+      if (mode_ == AutotuneMode::VerifyDelete && db_)
+        v.deleted = db_->erase(key);
+    }
+    verdicts_.push_back(v);
+  }
   memo_[memoKey] = choice;
   return choice;
+}
+
+std::vector<tune::TuneCandidate> Autotuner::trial(const TuneSite &site, const TrialHooks &hooks,
+                                                  const std::vector<size_t> &which) {
+  // The first candidate's outputs are the reference every other must equal.
+  hooks.run(which[0]);
+  hooks.snapshot();
+  std::vector<tune::TuneCandidate> results;
+  for (size_t i = 0; i < which.size(); ++i) {
+    size_t k = which[i];
+    tune::TuneCandidate c{site.candidates[k], 0, ""};
+    try {
+      if (i > 0) {
+        hooks.poison();
+        hooks.run(k);
+        c.rejected = hooks.compare();
+      }
+      if (c.rejected.empty()) {
+        hooks.run(k); // warm-up
+        std::vector<double> times;
+        double spent = 0;
+        for (int t = 0; t < kTrials && (t < 3 || spent < kTrialBudgetUs); ++t) {
+          double start = hooks.nowUs();
+          hooks.run(k);
+          times.push_back(hooks.nowUs() - start);
+          spent += times.back();
+        }
+        std::sort(times.begin(), times.end());
+        c.microseconds = times[times.size() / 2];
+      }
+    } catch (const std::exception &e) {
+      if (i == 0)
+        throw; // the default itself fails: the run fails as it would untuned
+      c.rejected = std::string("failed: ") + e.what();
+    }
+    results.push_back(c);
+  }
+  hooks.restore();
+  return results;
 }
 
 size_t Autotuner::measure(const TuneSite &site, const TrialHooks &hooks) {
   if (startUs_ < 0)
     startUs_ = hooks.nowUs();
-  // The default candidate's outputs are the reference every other must equal.
-  hooks.run(0);
-  hooks.snapshot();
-  std::vector<tune::TuneCandidate> results;
-  for (size_t k = 0; k < site.candidates.size(); ++k) {
-    tune::TuneCandidate c{site.candidates[k], 0, ""};
-    try {
-      if (k > 0) {
-        hooks.poison();
-        hooks.run(k);
-        c.rejected = hooks.compare();
-      }
-    } catch (const std::exception &e) {
-      c.rejected = std::string("failed: ") + e.what();
-    }
-    if (c.rejected.empty()) {
-      hooks.run(k); // warm-up
-      std::vector<double> times;
-      double spent = 0;
-      for (int t = 0; t < kTrials && (t < 3 || spent < kTrialBudgetUs); ++t) {
-        double start = hooks.nowUs();
-        hooks.run(k);
-        times.push_back(hooks.nowUs() - start);
-        spent += times.back();
-      }
-      std::sort(times.begin(), times.end());
-      c.microseconds = times[times.size() / 2];
-    }
-    results.push_back(c);
-  }
-  hooks.restore();
+  std::vector<size_t> all;
+  for (size_t k = 0; k < site.candidates.size(); ++k)
+    all.push_back(k);
+  std::vector<tune::TuneCandidate> results = trial(site, hooks, all);
   size_t best = 0;
   for (size_t k = 1; k < results.size(); ++k)
     if (results[k].rejected.empty() && results[k].microseconds < results[best].microseconds)

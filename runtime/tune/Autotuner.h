@@ -18,6 +18,7 @@
 
 namespace tensorc::tune {
 class TuneDb;
+struct TuneCandidate;
 }
 
 namespace tensorc::runtime {
@@ -26,8 +27,14 @@ enum class AutotuneMode {
   Default, // the cache's winner where it has one, else the heuristic; never measures
   Max,     // measures every launch the cache does not know, stores the result
   Strict,  // a launch the cache does not know is an error (production)
+  // Re-runs each cached winner beside the default on this device and
+  // reports winners that are wrong or slower than the default (which then
+  // runs); VerifyDelete also deletes those entries. Misses: the heuristic.
+  Verify,
+  VerifyDelete,
 };
-// "default", "max-autotune", "strict"; throws Error otherwise.
+// "default", "max-autotune", "strict", "verify", "verify-delete"; throws
+// Error otherwise.
 AutotuneMode parseAutotuneMode(const std::string &name);
 
 struct TuneSite {
@@ -65,8 +72,23 @@ public:
   // Measurements made by this autotuner (for progress and tests).
   size_t tunedCount() const { return tuned_; }
 
+  // Verify modes: one line per cached winner checked.
+  struct Verdict {
+    std::string label, bucket, winner;
+    double winnerUs = 0, defaultUs = 0;
+    std::string problem; // "" when the winner is right and not slower
+    bool deleted = false;
+    bool measured = true; // false: the cached winner is the default itself
+  };
+  const std::vector<Verdict> &verdicts() const { return verdicts_; }
+
 private:
   size_t measure(const TuneSite &site, const TrialHooks &hooks);
+  // Runs candidates `which` (which[0] the reference, compared against by
+  // the others), times the valid ones and restores the reference outputs.
+  std::vector<tune::TuneCandidate> trial(const TuneSite &site, const TrialHooks &hooks,
+                                         const std::vector<size_t> &which);
+  std::vector<Verdict> verdicts_;
   AutotuneMode mode_;
   std::string device_, versions_;
   std::unique_ptr<tune::TuneDb> db_;

@@ -211,12 +211,15 @@ std::vector<TuneEntry> TuneDb::list(const TuneFilter &filter) {
 
 size_t TuneDb::remove(const TuneFilter &filter) {
   size_t n = 0;
-  for (const TuneEntry &e : list(filter)) {
-    sqlite::Statement s = impl_->db->prepare(std::string("DELETE FROM entries WHERE ") + kKeyWhere);
-    bindKey(s, e.key).run();
-    n += size_t(impl_->db->changes());
-  }
+  for (const TuneEntry &e : list(filter))
+    n += erase(e.key);
   return n;
+}
+
+bool TuneDb::erase(const TuneKey &key) {
+  sqlite::Statement s = impl_->db->prepare(std::string("DELETE FROM entries WHERE ") + kKeyWhere);
+  bindKey(s, key).run();
+  return impl_->db->changes() > 0;
 }
 
 uint64_t TuneDb::bytes() const {

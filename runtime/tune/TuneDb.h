@@ -84,6 +84,8 @@ public:
   std::vector<TuneEntry> list(const TuneFilter &filter = {});
   // Deletes the matching entries; returns how many.
   size_t remove(const TuneFilter &filter);
+  // Deletes the entry of `key`; whether there was one.
+  bool erase(const TuneKey &key);
   // Database size in bytes (the main file and its WAL).
   uint64_t bytes() const;
 

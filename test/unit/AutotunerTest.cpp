@@ -112,6 +112,53 @@ TEST(Autotuner, CheckedCandidatesWinAndPersist) {
   fs::remove(db + "-shm");
 }
 
+TEST(Autotuner, VerifyFindsWrongAndSlowerWinners) {
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  std::string db = tempDb();
+  fs::remove(db);
+  auto store = [&](const std::string &kernel, const std::string &winner) {
+    tune::TuneDb d(db);
+    tune::TuneEntry e;
+    e.key = {kernel, "rows=2^10", "f32", "fake gpu", "v1", TENSORC_VERSION};
+    e.label = kernel;
+    e.winner = winner;
+    e.candidates = {{winner, 1, ""}};
+    d.store(e);
+  };
+  store("wrong", "fast_wrong"); // as an imported or stale entry could claim
+  store("slower", "slow");
+  store("good", "faster");
+  FakeBackend b{{10, 1, 5, 20}, {7, 8, 7, 7}};
+  auto at = [](const std::string &kernel) {
+    TuneSite s = site();
+    s.kernel = kernel;
+    return s;
+  };
+  {
+    Autotuner verify(AutotuneMode::VerifyDelete, db, "fake gpu", "v1");
+    EXPECT_EQ(verify.choose(at("wrong"), b.hooks()), 0u); // the default runs instead
+    EXPECT_EQ(b.out, 7);
+    EXPECT_EQ(verify.choose(at("slower"), b.hooks()), 0u);
+    EXPECT_EQ(verify.choose(at("good"), b.hooks()), 2u);
+    ASSERT_EQ(verify.verdicts().size(), 3u);
+    EXPECT_EQ(verify.verdicts()[0].problem, "wrong output: 8 vs 7");
+    EXPECT_TRUE(verify.verdicts()[0].deleted);
+    EXPECT_EQ(verify.verdicts()[1].problem, "slower than the default");
+    EXPECT_EQ(verify.verdicts()[2].problem, "");
+    EXPECT_DOUBLE_EQ(verify.verdicts()[2].winnerUs, 5);
+    EXPECT_DOUBLE_EQ(verify.verdicts()[2].defaultUs, 10);
+  }
+  tune::TuneDb d(db);
+  std::vector<tune::TuneEntry> left = d.list();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].key.kernel, "good");
+  EXPECT_EQ(parseAutotuneMode("verify"), AutotuneMode::Verify);
+  fs::remove(db);
+  fs::remove(db + "-wal");
+  fs::remove(db + "-shm");
+}
+
 TEST(Autotuner, FailingCandidatesAreRejectedNotFatal) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();

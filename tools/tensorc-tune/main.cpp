@@ -8,6 +8,9 @@
 //   tensorc-tune import FILE            merges: the faster measurement wins
 //   tensorc-tune prune FILTERS...       deletes what the filters match
 //   tensorc-tune clear                  deletes every entry
+//   tensorc-tune verify MODEL.tcx [--delete] [run options]
+//                                       re-runs the model's cached winners beside
+//                                       the default variant on this device
 //
 // Filters: --kernel (hash prefix or label substring), --device (substring),
 // --tensorc-version, --older-than DAYS, --newer-than DAYS.
@@ -15,6 +18,7 @@
 #include "runtime/host/AtomicFile.h"
 #include "runtime/host/ReadFile.h"
 #include "runtime/tune/TuneDb.h"
+#include "tools/tensorc/RunArtifact.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -118,12 +122,30 @@ int main(int argc, char **argv) {
   auto *prune = app.add_subcommand("prune", "Delete the entries the filters match (at least one filter)");
   pruneArgs.add(*prune);
   auto *clear = app.add_subcommand("clear", "Delete every entry");
+  tensorc::cli::RunArgs verifyArgs;
+  bool verifyDelete = false;
+  auto *verify = app.add_subcommand("verify", "Run a compiled model with its cached winners beside the default "
+                                              "variants on this device; report wrong or slower winners");
+  tensorc::cli::addRunOptions(*verify, verifyArgs);
+  verify->add_flag("--delete", verifyDelete, "also delete the wrong or slower entries");
 
   try {
     app.parse(argc, argv);
     if (prune->parsed())
       check(pruneArgs.any(), "prune: give at least one filter (--older-than, --device, --kernel, "
                              "--tensorc-version, --newer-than); `clear` deletes everything");
+    if (verify->parsed()) {
+      check(tensorc::cli::isArtifactFile(verifyArgs.file), verifyArgs.file + ": not a compiled model (.tcx)");
+      check(verifyArgs.autotune.empty(), "verify: it runs in verify mode; --autotune does not apply");
+      check(dbPath.empty() || verifyArgs.tuneDb.empty() || dbPath == verifyArgs.tuneDb,
+            "verify: --db and --tune-db name different databases");
+      verifyArgs.autotune = verifyDelete ? "verify-delete" : "verify";
+      if (verifyArgs.tuneDb.empty())
+        verifyArgs.tuneDb = dbPath;
+      verifyArgs.showValues = 0;
+      tensorc::cli::runArtifact(verifyArgs); // the report comes on stderr
+      return 0;
+    }
     TuneDb db(dbPath);
     if (!db.movedAside().empty())
       std::cerr << "tensorc-tune: " << db.path() << " was damaged: moved aside to " << db.movedAside()

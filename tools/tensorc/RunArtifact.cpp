@@ -118,8 +118,10 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
   cmd.add_option("--autotune", args.autotune,
                  "compiled models: default (the autotune cache's choices where it has them, else "
                  "heuristics), max-autotune (measure what the cache does not know, store the "
-                 "winners) or strict (a launch the cache does not know is an error)")
-      ->check(CLI::IsMember({"default", "max-autotune", "strict"}));
+                 "winners), strict (a launch the cache does not know is an error), verify (re-run "
+                 "cached winners beside the default, report wrong or slower ones) or verify-delete "
+                 "(also delete those entries)")
+      ->check(CLI::IsMember({"default", "max-autotune", "strict", "verify", "verify-delete"}));
   cmd.add_option("--tune-db", args.tuneDb,
                  "compiled models: the autotune cache (default: $TENSORC_TUNE_DB, else "
                  "$XDG_CACHE_HOME/tensorc/autotune.sqlite)");
