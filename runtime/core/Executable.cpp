@@ -97,8 +97,12 @@ std::shared_ptr<Executable> Executable::loadFromMemory(const std::string &bytes,
           name + ": unknown mode '" + impl->mode + "' (default or reduce-overhead)");
     check(impl->mode == "default" || a.target.kind == "cuda",
           name + ": mode reduce-overhead (CUDA graphs) needs a cuda artifact");
+    // The autotune mode: the caller's, else the one compiled in.
+    LoadOptions effective = options;
+    if (auto at = a.options.find("autotune"); effective.autotune.empty() && at != a.options.end())
+      effective.autotune = at->second;
     try {
-      impl->backend = makeBackend(a, name, options);
+      impl->backend = makeBackend(a, name, effective);
     } catch (const tensorc::Error &e) {
       std::string m = e.what();
       fail(m.rfind(name, 0) == 0 ? m : name + ": " + m);

@@ -31,7 +31,7 @@ namespace tensorc::cli {
 namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
-                   arch = "sm_90", convAlgo = "gemm", mode = "default";
+                   arch = "sm_90", convAlgo = "gemm", mode = "default", autotune;
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
        allowTf32 = false, noRunChecks = false, timing = false;
   // --train
@@ -128,6 +128,10 @@ void addCompileCommand(CLI::App &app) {
                   "with --target cuda: reduce-overhead makes the runtime replay each session's "
                   "launch sequence as a CUDA graph by default (the runtime can override it)")
       ->check(CLI::IsMember({"default", "reduce-overhead"}));
+  cmd->add_option("--autotune", args->autotune,
+                  "with --target: the autotune mode the runtime uses by default (default, "
+                  "max-autotune, strict; docs/autotune.md); the runtime can override it")
+      ->check(CLI::IsMember({"default", "max-autotune", "strict"}));
   cmd->add_flag("--timing", args->timing,
                 "print where compile time went on stderr: loading, the training step, every pass "
                 "(MLIR's pass timing), code generation, NVRTC (--precompile), writing");
@@ -141,6 +145,7 @@ void addCompileCommand(CLI::App &app) {
           "--precompile and --allow-tf32 need --target cuda");
     check(args->mode == "default" || args->target == "cuda",
           "--mode reduce-overhead (CUDA graphs) needs --target cuda");
+    check(args->autotune.empty() || !args->target.empty(), "--autotune needs --target cpu or cuda");
     if (!args->target.empty()) {
       check(args->output != "-", "--target " + args->target +
                                      " writes a binary artifact: give the output file with -o");
@@ -255,6 +260,8 @@ void addCompileCommand(CLI::App &app) {
         options.record["train"] = args->optimizer;
       if (!args->autocast.empty())
         options.record["autocast"] = args->autocast;
+      if (!args->autotune.empty())
+        options.record["autotune"] = args->autotune;
       artifact::Artifact art;
       try {
         art = codegen::cpu::compileCpuArtifact(*model->module, options);
@@ -274,6 +281,8 @@ void addCompileCommand(CLI::App &app) {
         options.record["allow_tf32"] = "true";
       if (args->mode != "default")
         options.record["mode"] = args->mode;
+      if (!args->autotune.empty())
+        options.record["autotune"] = args->autotune;
       artifact::Artifact art;
       try {
         art = codegen::cuda::compileCudaArtifact(*model->module, options);
