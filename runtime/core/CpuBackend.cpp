@@ -188,6 +188,10 @@ public:
     if (pool_->size() > 1 && (mode != AutotuneMode::Default || std::filesystem::exists(dbPath))) {
       tuner_ = std::make_unique<Autotuner>(mode, dbPath, cpuDeviceName(pool_->size()), "cpu loops 1");
       codeHash_ = sha256Hex(a.code);
+      size_t sites = 0; // parallel loop groups: unchained steps and chain heads
+      for (size_t i = 0; i < a.steps.size(); ++i)
+        sites += a.steps[i].kind == Step::Kind::Loop && a.steps[i].parallel && (i == 0 || !a.steps[i - 1].chainNext);
+      tuner_->setSites(sites);
     }
   }
   Device device() const override { return {}; }

@@ -135,6 +135,7 @@ std::vector<tune::TuneCandidate> Autotuner::trial(const TuneSite &site, const Tr
   hooks.run(which[0]);
   hooks.snapshot();
   std::vector<tune::TuneCandidate> results;
+  double best = 0; // the best median so far
   for (size_t i = 0; i < which.size(); ++i) {
     size_t k = which[i];
     tune::TuneCandidate c{site.candidates[k], 0, ""};
@@ -153,9 +154,14 @@ std::vector<tune::TuneCandidate> Autotuner::trial(const TuneSite &site, const Tr
           hooks.run(k);
           times.push_back(hooks.nowUs() - start);
           spent += times.back();
+          // Pruned early: a first run over twice the best median so far
+          // cannot win; its one time is recorded.
+          if (t == 0 && best > 0 && times[0] > 2 * best)
+            break;
         }
         std::sort(times.begin(), times.end());
         c.microseconds = times[times.size() / 2];
+        best = best > 0 ? std::min(best, c.microseconds) : c.microseconds;
       }
     } catch (const std::exception &e) {
       if (i == 0)
@@ -196,8 +202,8 @@ size_t Autotuner::measure(const TuneSite &site, const TrialHooks &hooks) {
     }
   }
   if (::isatty(2))
-    std::fprintf(stderr, "\rautotune: %zu kernels tuned, %.1f s, last %s: %s %.1f us (default %.1f us)   ", tuned_,
-                 (hooks.nowUs() - startUs_) / 1e6, site.label.c_str(), site.candidates[best].c_str(),
+    std::fprintf(stderr, "\rautotune: %zu/%zu kernels tuned, %.1f s, last %s: %s %.1f us (default %.1f us)   ",
+                 tuned_, std::max(sites_, tuned_), (hooks.nowUs() - startUs_) / 1e6, site.label.c_str(), site.candidates[best].c_str(),
                  results[best].microseconds, results[0].microseconds);
   return best;
 }

@@ -71,6 +71,9 @@ public:
 
   // Measurements made by this autotuner (for progress and tests).
   size_t tunedCount() const { return tuned_; }
+  // How many launch sites the executable has that may be tuned (the
+  // progress line's total).
+  void setSites(size_t sites) { sites_ = sites; }
 
   // Verify modes: one line per cached winner checked.
   struct Verdict {
@@ -94,7 +97,7 @@ private:
   std::unique_ptr<tune::TuneDb> db_;
   std::map<std::string, size_t> memo_; // kernel + bucket -> candidate
   std::mutex mutex_;
-  size_t tuned_ = 0;
+  size_t tuned_ = 0, sites_ = 0;
   double startUs_ = -1;
 };
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <unistd.h>
 
@@ -66,6 +67,10 @@ TEST(Autotuner, CheckedCandidatesWinAndPersist) {
     EXPECT_EQ(tuner.choose(site(), b.hooks()), 2u); // "faster"; "fast_wrong" is rejected
     EXPECT_EQ(b.out, 7);                              // the reference is left in place
     EXPECT_EQ(tuner.tunedCount(), 1u);
+    // "slow" (20 us, over twice the best 5 us) is pruned after one timed
+    // run: its check, its warm-up and that run.
+    EXPECT_EQ(std::count(b.runs.begin(), b.runs.end(), 3), 3);
+    EXPECT_EQ(std::count(b.runs.begin(), b.runs.end(), 2), 9); // check, warm-up, 7 timed
     size_t runs = b.runs.size();
     EXPECT_EQ(tuner.choose(site(), b.hooks()), 2u); // remembered: nothing runs
     EXPECT_EQ(b.runs.size(), runs);
