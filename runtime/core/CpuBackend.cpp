@@ -85,14 +85,6 @@ std::string scheduleName(int64_t taskWork) {
   return taskWork == 0 ? "serial" : "tasks_w" + std::to_string(taskWork);
 }
 
-// ceil(log2(n)) as "2^k": sizes in one bucket share a tuning result.
-std::string pow2Bucket(int64_t n) {
-  int k = 0;
-  while (k < 62 && (int64_t(1) << k) < n)
-    ++k;
-  return "2^" + std::to_string(k);
-}
-
 // "cpu <model> (<threads> threads)": the device part of autotune keys.
 std::string cpuDeviceName(size_t threads) {
   std::string model = "unknown";
@@ -251,7 +243,7 @@ int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &f
     symbols += a.steps[k].symbol + ";";
   site.kernel = sha256Hex(x.codeHash_ + ":" + symbols).substr(0, 32);
   site.label = a.steps[first].label + (last > first ? " (+" + std::to_string(last - first) + " chained)" : "");
-  site.bucket = "rows=" + pow2Bucket(extent) + ",row_work=" + pow2Bucket(perRow);
+  site.bucket = "rows=" + powerOfTwoBucket(extent) + ",row_work=" + powerOfTwoBucket(perRow);
   site.dtype = dtypeName(a.values[size_t(a.steps[first].operands[0])].dtype);
   std::vector<int64_t> schedules = {heuristic};
   for (int64_t w : {int64_t(0), kTaskWorks[0], kTaskWorks[1], kTaskWorks[2], kTaskWorks[3]})

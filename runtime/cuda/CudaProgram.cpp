@@ -256,16 +256,10 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
   for (size_t k = 0; k < ks.size(); ++k)
     if (k != heuristic)
       order.push_back(k);
-  auto bucket = [](int64_t n) {
-    int k = 0;
-    while (k < 62 && (int64_t(1) << k) < n)
-      ++k;
-    return "2^" + std::to_string(k);
-  };
   runtime::TuneSite site;
   site.kernel = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
   site.label = s.label;
-  site.bucket = "outputs=" + bucket(threads) + ",reduced=" + bucket(reduced);
+  site.bucket = "outputs=" + runtime::powerOfTwoBucket(threads) + ",reduced=" + runtime::powerOfTwoBucket(reduced);
   site.dtype = dtypeName(a.values[size_t(out)].dtype);
   for (size_t k : order)
     site.candidates.push_back(ks[k].shape.name());

@@ -29,6 +29,13 @@ int64_t unixSeconds() {
 
 } // namespace
 
+std::string powerOfTwoBucket(int64_t n) {
+  int k = 0;
+  while (k < 62 && (int64_t(1) << k) < n)
+    ++k;
+  return "2^" + std::to_string(k);
+}
+
 AutotuneMode parseAutotuneMode(const std::string &name) {
   if (name.empty() || name == "default")
     return AutotuneMode::Default;

@@ -37,6 +37,10 @@ enum class AutotuneMode {
 // Error otherwise.
 AutotuneMode parseAutotuneMode(const std::string &name);
 
+// A size's shape bucket, "2^k" with 2^k the least power of two >= n: sizes
+// in one bucket share a tuning result (no re-tuning per size).
+std::string powerOfTwoBucket(int64_t n);
+
 struct TuneSite {
   std::string kernel; // content hash (hex) of what runs, with the step's symbols
   std::string label;  // the step(s), for people
