@@ -179,10 +179,23 @@ public:
     // Default mode reads a cache that exists; it never creates one.
     if (pool_->size() > 1 && (mode != AutotuneMode::Default || std::filesystem::exists(dbPath))) {
       tuner_ = std::make_unique<Autotuner>(mode, dbPath, cpuDeviceName(pool_->size()), "cpu loops 1");
-      codeHash_ = sha256Hex(a.code);
+      // Each loop group's kernel hash (the code and the group's symbols),
+      // by its first step.
+      std::string codeHash = sha256Hex(a.code);
+      groupKernels_.resize(a.steps.size());
       size_t sites = 0; // parallel loop groups: unchained steps and chain heads
-      for (size_t i = 0; i < a.steps.size(); ++i)
-        sites += a.steps[i].kind == Step::Kind::Loop && a.steps[i].parallel && (i == 0 || !a.steps[i - 1].chainNext);
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        if (a.steps[i].kind != Step::Kind::Loop || (i > 0 && a.steps[i - 1].chainNext))
+          continue;
+        std::string symbols;
+        for (size_t k = i; k < a.steps.size(); ++k) {
+          symbols += a.steps[k].symbol + ";";
+          if (!a.steps[k].chainNext)
+            break;
+        }
+        groupKernels_[i] = sha256Hex(codeHash + ":" + symbols).substr(0, 32);
+        sites += a.steps[i].parallel;
+      }
       tuner_->setSites(sites);
     }
   }
@@ -199,7 +212,7 @@ public:
   std::shared_ptr<uint8_t> constants_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Autotuner> tuner_; // null: the heuristics alone
-  std::string codeHash_;
+  std::vector<std::string> groupKernels_; // tuning: by a loop group's first step
 };
 
 int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &frame,
@@ -238,10 +251,7 @@ int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &f
         return heuristic;
 
   TuneSite site;
-  std::string symbols;
-  for (size_t k = first; k <= last; ++k)
-    symbols += a.steps[k].symbol + ";";
-  site.kernel = sha256Hex(x.codeHash_ + ":" + symbols).substr(0, 32);
+  site.kernel = x.groupKernels_[first];
   site.label = a.steps[first].label + (last > first ? " (+" + std::to_string(last - first) + " chained)" : "");
   site.bucket = "rows=" + powerOfTwoBucket(extent) + ",row_work=" + powerOfTwoBucket(perRow);
   site.dtype = dtypeName(a.values[size_t(a.steps[first].operands[0])].dtype);
