@@ -13,7 +13,7 @@ if [ ! -f build-asan/build.ninja ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" > build-asan.log 2>&1 ||
     { cat build-asan.log; echo "sanitize: 0 passed, 1 failed"; exit 1; }
 fi
-if ! ninja -C build-asan tensorc-unittests tensorc tensorc-run tensorc-opt tensorc-fuzz-graphs run_model train_mlp train_resident; then
+if ! ninja -C build-asan tensorc-unittests tensorc tensorc-run tensorc-opt tensorc-fuzz-graphs run_model train_mlp train_resident tensorc-tune; then
   echo "sanitize: 0 passed, 1 failed"; exit 1
 fi
 # allow_user_poisoning=0: LLVM's headers poison allocator memory in our ASan TUs that the
