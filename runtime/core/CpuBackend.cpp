@@ -20,6 +20,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 
 namespace tensorc::runtime {
 
@@ -151,6 +153,9 @@ private:
   size_t arenaBytes_ = 0;
   std::vector<std::pair<std::shared_ptr<uint8_t>, size_t>> staging_;
   std::vector<int32_t> flags_;
+  // Tuned task sizes by (first step, rows, work per row): later runs skip
+  // building the tuning site (this session's thread only, no lock).
+  std::map<std::tuple<size_t, int64_t, int64_t>, int64_t> taskWorks_;
 };
 
 class CpuBackend final : public Backend {
@@ -220,6 +225,9 @@ int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &f
                                   int64_t perRow, int64_t heuristic,
                                   const std::function<void(int64_t)> &runWith) {
   const CpuBackend &x = backend_;
+  auto known = taskWorks_.find({first, extent, perRow});
+  if (known != taskWorks_.end())
+    return known->second;
   // The bytes each operand spans; what the group writes and what it reads
   // from outside. A group writing over its own inputs (in place) cannot
   // run twice with the same result: it keeps the heuristic.
@@ -287,7 +295,7 @@ int64_t CpuSession::tunedTaskWork(const artifact::Artifact &a, const RunFrame &f
   hooks.nowUs = [] {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
   };
-  return schedules[x.tuner_->choose(site, hooks)];
+  return taskWorks_[{first, extent, perRow}] = schedules[x.tuner_->choose(site, hooks)];
 }
 
 void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {

@@ -264,7 +264,8 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
   for (size_t k : order)
     site.candidates.push_back(ks[k].shape.name());
 
-  HostTensor reference(a.values[size_t(out)].dtype, shapes[size_t(out)]);
+  // Allocated only when measuring (snapshot), never on a known choice.
+  HostTensor reference;
   runtime::TrialHooks hooks;
   hooks.run = [&](size_t k) {
     if (!mayMeasure)
@@ -275,7 +276,11 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
                    stream);
     driver_.synchronize(stream);
   };
-  hooks.snapshot = [&] { driver_.copyToHost(reference.data(), outPtr, outBytes, stream); driver_.synchronize(stream); };
+  hooks.snapshot = [&] {
+    reference = HostTensor(a.values[size_t(out)].dtype, shapes[size_t(out)]);
+    driver_.copyToHost(reference.data(), outPtr, outBytes, stream);
+    driver_.synchronize(stream);
+  };
   hooks.poison = [&] { driver_.fill(outPtr, 0xff, outBytes, stream); };
   hooks.compare = [&]() -> std::string {
     HostTensor got(reference.dtype(), reference.shape());
