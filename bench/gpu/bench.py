@@ -161,7 +161,30 @@ print(time.perf_counter() - t0)
 """
 
 
-def run_tensorc(name, art, mod, inputs, train, iters, cache_dir, compile_s, row):
+def run_tensorc_tuned(art, named, exe_outputs, shapes, iters, cache_dir, tune_db, ref, row):
+    """tensorc with max-autotune (docs/autotune.md): the first step measures
+    every candidate (its time is the tuning time), later steps run the
+    winners; the outputs are checked against f64 like the default's."""
+    dtypes = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
+              "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+    exe = tensorc.Executable.load(art, tensorc.Runtime(kernel_cache_dir=cache_dir,
+                                                       autotune="max-autotune", tune_db=tune_db))
+    session = exe.session()
+    session.set_stream(torch.cuda.current_stream().cuda_stream)
+    outs = {o.name: torch.full(s, float("nan"), device="cuda", dtype=dtypes[o.dtype])
+            for o, s in zip(exe_outputs, shapes)}
+    step = session.prepare(outputs=outs, **named)
+    t0 = time.perf_counter()
+    step()
+    session.synchronize()
+    row["tc_tune_s"] = round(time.perf_counter() - t0, 2)
+    row["tc_tuned_ms"] = round(events_median(step, iters), 4)
+    session.synchronize()
+    row["tc_tuned_max_rel_err"] = float(f"{max_error(outs, ref):.3g}")
+    del step, session, exe, outs
+
+
+def run_tensorc(name, art, mod, inputs, train, iters, cache_dir, compile_s, row, tune_db=None):
     named = graph_inputs(name, mod, inputs)
     torch.cuda.synchronize()
     free0 = torch.cuda.mem_get_info()[0]
@@ -197,6 +220,11 @@ def run_tensorc(name, art, mod, inputs, train, iters, cache_dir, compile_s, row)
     ref = reference(name, mod, inputs, train)
     row["tc_max_rel_err"] = float(f"{max_error(outs, ref):.3g}")
     row["tc_checked"] = sorted(k for k in ref if k in outs)
+    if tune_db:
+        try:
+            run_tensorc_tuned(art, named, exe.outputs, shapes, iters, cache_dir, tune_db, ref, row)
+        except Exception as ex:
+            row["tc_tuned_error"] = str(ex)[:300]
     try:
         torch._dynamo.reset()
         theirs = step_outputs(name, torch.compile(mod), mod, inputs, train)
@@ -272,6 +300,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--artifacts", default=os.path.join(HERE, "artifacts"))
     ap.add_argument("--max-autotune", action="store_true")
+    ap.add_argument("--tc-autotune", action="store_true",
+                    help="also run tensorc with max-autotune (a fresh tune cache): tuning time, tuned ms")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -283,6 +313,7 @@ def main():
     print(f"# measured: copy {bw / 1e12:.2f} TB/s, bf16 GEMM {rate / 1e12:.0f} TFLOP/s", flush=True)
     compile_times = json.load(open(os.path.join(a.artifacts, "compile_times.json")))
     cache_dir = tempfile.mkdtemp(prefix="tensorc-kernels-")  # empty: a cold start
+    tune_db = os.path.join(tempfile.mkdtemp(prefix="tensorc-tune-"), "tune.sqlite") if a.tc_autotune else None
     modes = ["eager", "default"] + (["max-autotune-no-cudagraphs"] if a.max_autotune else [])
     rows = []
     for name, (mod, mk, train, nbytes, flops) in W.workloads().items():
@@ -300,7 +331,7 @@ def main():
         inputs = mk()
         try:
             run_tensorc(name, os.path.join(a.artifacts, name + ".tcx"), mod, inputs, train, a.iters,
-                        cache_dir, compile_times.get(name, 0.0), row)
+                        cache_dir, compile_times.get(name, 0.0), row, tune_db)
         except Exception as ex:
             row["tc_error"] = str(ex)[:300]
         del inputs
@@ -317,7 +348,7 @@ def main():
                        "gemm_tflops": rate / 1e12, "rows": rows, "tiny_mlp": tiny}, f, indent=1)
     cols = ["eager", "compile", "tensorc", "vs compile", "tc graphs", "tc device", "overhead",
             "tc cold s", "compile cold s", "tc warm s", "tc MiB", "compile MiB", "tc err",
-            "compile err", "floor"]
+            "compile err", "floor"] + (["tc tuned", "tuned vs compile", "tune s"] if a.tc_autotune else [])
     print("\n| workload | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     f = lambda v, p=3: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))
@@ -335,7 +366,10 @@ def main():
             f(r.get("tc_peak_mib"), 0), f(r.get("default_peak_mib"), 0),
             "-" if r.get("tc_max_rel_err") is None else f"{r['tc_max_rel_err']:.2g}",
             "-" if r.get("compile_max_rel_err") is None else f"{r['compile_max_rel_err']:.2g}",
-            f(r.get("floor_ms"))]) + " |")
+            f(r.get("floor_ms"))] + ([
+            f(r.get("tc_tuned_ms")) if "tc_tuned_error" not in r else "ERROR",
+            f(r["default_ms"] / r["tc_tuned_ms"], 2) + "x" if r.get("tc_tuned_ms") and r.get("default_ms") else "-",
+            f(r.get("tc_tune_s"), 2)] if a.tc_autotune else [])) + " |")
     for r in rows:
         for k in r:
             if k.endswith("_error"):
@@ -344,6 +378,10 @@ def main():
         g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         print(f"\ngeomean speed of tensorc vs torch.compile default: {g:.3f}x "
               f"({'faster' if g > 1 else 'slower'}; {len(ratios)} workloads, {gpu})")
+    tuned = [r["default_ms"] / r["tc_tuned_ms"] for r in rows if r.get("tc_tuned_ms") and r.get("default_ms")]
+    if tuned:
+        g = math.exp(sum(math.log(x) for x in tuned) / len(tuned))
+        print(f"geomean speed of tensorc max-autotune vs torch.compile default: {g:.3f}x ({len(tuned)} workloads)")
 
 
 if __name__ == "__main__":
