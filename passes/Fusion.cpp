@@ -10,7 +10,10 @@
 //  - reductions of the same input over the same shape that do not depend on
 //    each other share a kernel (horizontal fusion);
 //  - creation ops (constants, iota, ...) are cloned into each kernel using
-//    them; reshape-like views of kernel boundaries alias and launch nothing;
+//    them; so are broadcasts of small data (a one-hot eq(target[N,1],
+//    iota[1,C]), a causal mask): recomputed in each consumer's kernel, never
+//    a [N,C] tensor in memory; reshape-like views of kernel boundaries alias
+//    and launch nothing;
 //  - a merge that would create a cycle between kernels is refused.
 // With report=true the pass prints every kernel, its ops, and why each
 // unfused producer/consumer pair was not fused.
@@ -66,6 +69,96 @@ Kind classify(Operation *op) {
 
 bool isAnchor(Kind k) {
   return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather;
+}
+
+// Whether `operand` reaches `result`'s shape by broadcasting along at least
+// one dim (numpy alignment from the right): it has fewer elements along a
+// dim of extent other than 1, whatever the symbolic sizes are.
+bool isBroadcastInto(Value operand, Value result) {
+  auto in = llvm::dyn_cast<tc::TcTensorType>(operand.getType());
+  auto out = llvm::dyn_cast<tc::TcTensorType>(result.getType());
+  if (!in || !out)
+    return false;
+  auto inSizes = in.getSizes(), outSizes = out.getSizes();
+  if (inSizes.size() > outSizes.size())
+    return false;
+  size_t lead = outSizes.size() - inSizes.size();
+  auto isOne = [](int64_t size) { return size == 1; }; // symbolic sizes are never 1
+  for (size_t d = 0; d < outSizes.size(); ++d) {
+    if (isOne(outSizes[d]))
+      continue;
+    if (d < lead || isOne(inSizes[d - lead]))
+      return true;
+  }
+  return false;
+}
+
+// Elementwise ops and views computed from creation ops and broadcasts of
+// smaller data only: recomputing them in each consumer's kernel reads little,
+// materializing them writes and reads a full tensor. (A one-hot
+// eq(target[N,1], iota[1,C]) and its cast: without this the one-hot was a
+// [N,C] tensor in memory between a gather and a softmax kernel.)
+llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
+  llvm::DenseSet<Operation *> cheap;
+  for (Operation &op : fn.getBody().front().getOperations()) {
+    if (!op.getName().getStringRef().starts_with("tc.") || op.getNumResults() != 1 ||
+        op.getNumOperands() == 0)
+      continue;
+    Kind k = classify(&op);
+    if (k != Kind::Elementwise && k != Kind::View)
+      continue;
+    // A function of one graph input (ne(target, -100), a cast): reading
+    // the input in each consumer costs what reading the result would.
+    unsigned inputs = 0, others = 0;
+    for (Value v : op.getOperands()) {
+      Operation *d = v.getDefiningOp();
+      if (!d)
+        inputs += llvm::cast<tc::TcTensorType>(v.getType()).getSizes() ==
+                  llvm::cast<tc::TcTensorType>(op.getResult(0).getType()).getSizes();
+      else if (!(cheap.contains(d) ||
+                 (d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation)))
+        ++others;
+    }
+    if (k == Kind::Elementwise && inputs == 1 && others == 0) {
+      cheap.insert(&op);
+      continue;
+    }
+    bool ok = true;
+    for (Value v : op.getOperands()) {
+      Operation *d = v.getDefiningOp();
+      bool free = d && (cheap.contains(d) || (d->getName().getStringRef().starts_with("tc.") &&
+                                               classify(d) == Kind::Creation));
+      ok &= free || isBroadcastInto(v, op.getResult(0));
+    }
+    if (ok)
+      cheap.insert(&op);
+  }
+  return cheap;
+}
+
+// Gives every user of a recomputed broadcast its own copy (consumers first,
+// so a copied chain copies its producers too): each copy then fuses into
+// its one consumer's kernel.
+void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
+                 llvm::DenseSet<Operation *> &copies) {
+  std::vector<Operation *> order;
+  for (Operation &op : fn.getBody().front().getOperations())
+    if (cheap.contains(&op))
+      order.push_back(&op);
+  OpBuilder b(fn.getContext());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Operation *op = *it;
+    copies.insert(op);
+    std::vector<OpOperand *> uses;
+    for (OpOperand &use : op->getResult(0).getUses())
+      uses.push_back(&use);
+    for (size_t u = 1; u < uses.size(); ++u) {
+      b.setInsertionPoint(uses[u]->getOwner());
+      Operation *copy = b.clone(*op);
+      uses[u]->set(copy->getResult(0));
+      copies.insert(copy);
+    }
+  }
 }
 
 bool isPureReshape(Operation *op) {
@@ -226,6 +319,21 @@ struct Fusion {
       std::string a = groupRowSpace(g), b = groupRowSpace(h);
       if (a.empty() || a != b)
         return "reductions over different rows (" + opLabel(pa) + ", " + opLabel(ca) + ")";
+      // A reduction of graph inputs alone (the count of valid targets) stays
+      // its own early kernel when the consumer also waits for other computed
+      // values: joined to it, everything that scales by the count would wait
+      // too (a cross-entropy gradient then took one more pass over the logits).
+      bool inputsOnly = llvm::all_of(externalInputs(g), [](Value v) {
+        Operation *d = v.getDefiningOp();
+        return !d || classify(d) == Kind::Creation;
+      });
+      bool waitsForOthers = llvm::any_of(externalInputs(h), [&](Value v) {
+        Operation *d = v.getDefiningOp();
+        return d && index.count(d) && find(index[d]) != g;
+      });
+      if (inputsOnly && waitsForOthers)
+        return "a reduction of graph inputs (" + opLabel(pa) + ") stays independent of " + opLabel(ca) +
+               ", which waits for other kernels";
     } else if (pk && ck) {
       return "both kernels have an anchor (" + opLabel(pa) + ", " + opLabel(ca) + ")";
     }
@@ -236,7 +344,12 @@ struct Fusion {
     return "";
   }
 
+  // Recomputed broadcasts (one user each): they join only their consumer's
+  // kernel, or a producer that is recomputed too.
+  llvm::DenseSet<Operation *> recomputed;
+
   void run(func::FuncOp fn) {
+    copyPerUser(fn, recomputedBroadcasts(fn), recomputed);
     for (Operation &op : fn.getBody().front().getOperations())
       if (op.getName().getStringRef().starts_with("tc.") && classify(&op) != Kind::Creation) {
         index[&op] = int(ops.size());
@@ -250,6 +363,8 @@ struct Fusion {
         Operation *p = v.getDefiningOp();
         if (!p || !index.count(p) || find(index[p]) == find(index[c]))
           continue;
+        if (recomputed.contains(c) && !recomputed.contains(p))
+          continue; // c joins its consumer's kernel instead
         std::string why = refuse(p, c);
         if (why.empty())
           parent[find(index[p])] = find(index[c]);

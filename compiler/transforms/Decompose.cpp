@@ -203,19 +203,21 @@ const std::map<std::string, Rule> &rules() {
        [](const Context &c) {
          const Tensor &logits = c.in(0), &target = c.in(1);
          int64_t classAxis = logits.rank() >= 2 ? 1 : 0;
-         const Dim &C = logits.shape()[classAxis];
-         Tensor logp = logSoftmaxOf(logits, classAxis);
-         trace::DimSpec classes(logits.rank(), int64_t(1));
-         classes[classAxis] = dimSpec({C})[0];
-         Tensor classIds =
-             reshape(iota_length(c.t, classes[classAxis], 0, 1, target.dtype()), classes);
-         Tensor oneHot = cast(eq(unsqueeze(target, classAxis), classIds), logits.dtype());
+         // log p[target] = x[target] - max - log(sum(exp(x - max))): the
+         // target's logit is gathered (one element per row; a one-hot
+         // product would be one more pass over every row), the row statistics
+         // are log_softmax's (CSE shares them with the gradient's softmax).
+         Tensor m = max(logits, {classAxis}, true);
+         Tensor logSumExp = log(sum(exp(logits - m), {classAxis}, true));
+         // Indices out of range (ignore_index) are clamped by gather's
+         // lowering; their rows are masked out below.
+         Tensor picked = gather(logits, unsqueeze(target, classAxis), classAxis);
+         Tensor nll = squeeze(m + logSumExp - picked, {classAxis});
          double s = getFloat(c.attrs(), "label_smoothing");
-         Tensor nll = -sum(logp * oneHot, {classAxis});
          Tensor loss = nll;
          if (s != 0.0) {
            Operand n = countOver(c.t, logits, {classAxis});
-           Tensor smooth = -sum(logp, {classAxis});
+           Tensor smooth = -sum(logSoftmaxOf(logits, classAxis), {classAxis});
            loss = nll * (1 - s) + (std::holds_alternative<double>(n)
                                        ? smooth * (s / std::get<double>(n))
                                        : smooth * s / n);
