@@ -70,3 +70,49 @@ func.func @attention(%q: !tc.tensor<[2, 8, 4], f32>, %w: !tc.tensor<[4, 4], f32>
   %m = tc.matmul %f, %w : (!tc.tensor<[16, 4], f32>, !tc.tensor<[4, 4], f32>) -> !tc.tensor<[16, 4], f32> loc("m")
   return %m : !tc.tensor<[16, 4], f32>
 }
+
+// -----
+
+// A cross-entropy forward + gradient after decomposition. The one-hot
+// eq(target[8,1], iota[1,16]) is recomputed in each kernel that reads it
+// (never an [8,16] tensor in memory), and the count of valid targets is an
+// early kernel of its own, so the gradient's scale rides in the softmax
+// kernel: one kernel reads the logits.
+// CHECK-LABEL: func.func @xent_grad
+// CHECK-NEXT: %[[CNT:.*]] = tc.fused "k0"(%arg1) {kind = "reduction"} : (!tc.tensor<[8], i64>) -> !tc.tensor<[], f32>
+// CHECK: %[[ROWS:.*]]:2 = tc.fused "k1"(%arg0, %arg1, %[[CNT]]) {kind = "reduction"} : {{.*}} -> (!tc.tensor<[8], f32>, !tc.tensor<[8, 16], f32>)
+// CHECK: tc.fused "k2"(%[[ROWS]]#0, %[[CNT]]) {kind = "reduction"}
+// CHECK: tc.fused "k3"(%arg1) {kind = "elementwise"} : (!tc.tensor<[8], i64>) -> !tc.tensor<[8, 16], f32>
+// REPORT-LABEL: fusion of @xent_grad: 4 kernels
+// REPORT-NEXT: kernel k0 (reduction): v (ne), vf (cast), cnt (sum)
+// REPORT-NEXT: kernel k1 (reduction): m (max), {{.*}}, tr (reshape), ir (reshape), eq (eq), oh (cast), d (sub), sc (div), sr (reshape), g (mul)
+// REPORT-NEXT: kernel k2 (reduction): ls (sum), loss (div)
+// REPORT-NEXT: kernel k3 (elementwise): {{.*}}eq (eq), oh (cast), oh2 (mul)
+// REPORT: not fused: cnt (sum) -> loss (div): a reduction of graph inputs (cnt (sum)) stays independent of ls (sum), which waits for other kernels
+func.func @xent_grad(%x: !tc.tensor<[8, 16], f32>, %t: !tc.tensor<[8], i64>) -> (!tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>) {
+  %ig = tc.constant {tc.literal, value = dense<-100> : tensor<i64>} : () -> !tc.tensor<[], i64>
+  %m = tc.max %x {axes = array<i64: 1>, keepdim = true} : (!tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 1], f32> loc("m")
+  %s = tc.sub %x, %m : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 16], f32> loc("s")
+  %e = tc.exp %s : (!tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("e")
+  %z = tc.sum %e {axes = array<i64: 1>, keepdim = true} : (!tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 1], f32> loc("z")
+  %l = tc.log %z : (!tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 1], f32> loc("l")
+  %r = tc.reshape %l {shape = [8]} : (!tc.tensor<[8, 1], f32>) -> !tc.tensor<[8], f32> loc("r")
+  %v = tc.ne %t, %ig : (!tc.tensor<[8], i64>, !tc.tensor<[], i64>) -> !tc.tensor<[8], i1> loc("v")
+  %vf = tc.cast %v {to = f32} : (!tc.tensor<[8], i1>) -> !tc.tensor<[8], f32> loc("vf")
+  %lm = tc.mul %r, %vf : (!tc.tensor<[8], f32>, !tc.tensor<[8], f32>) -> !tc.tensor<[8], f32> loc("lm")
+  %cnt = tc.sum %vf : (!tc.tensor<[8], f32>) -> !tc.tensor<[], f32> loc("cnt")
+  %ls = tc.sum %lm : (!tc.tensor<[8], f32>) -> !tc.tensor<[], f32> loc("ls")
+  %loss = tc.div %ls, %cnt : (!tc.tensor<[], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[], f32> loc("loss")
+  %p = tc.div %e, %z : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 16], f32> loc("p")
+  %io = tc.iota {length = [16]} : () -> !tc.tensor<[16], i64>
+  %ir = tc.reshape %io {shape = [1, 16]} : (!tc.tensor<[16], i64>) -> !tc.tensor<[1, 16], i64> loc("ir")
+  %tr = tc.reshape %t {shape = [8, 1]} : (!tc.tensor<[8], i64>) -> !tc.tensor<[8, 1], i64> loc("tr")
+  %eq = tc.eq %tr, %ir : (!tc.tensor<[8, 1], i64>, !tc.tensor<[1, 16], i64>) -> !tc.tensor<[8, 16], i1> loc("eq")
+  %oh = tc.cast %eq {to = f32} : (!tc.tensor<[8, 16], i1>) -> !tc.tensor<[8, 16], f32> loc("oh")
+  %d = tc.sub %p, %oh : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("d")
+  %sc = tc.div %vf, %cnt : (!tc.tensor<[8], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[8], f32> loc("sc")
+  %sr = tc.reshape %sc {shape = [8, 1]} : (!tc.tensor<[8], f32>) -> !tc.tensor<[8, 1], f32> loc("sr")
+  %g = tc.mul %d, %sr : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 16], f32> loc("g")
+  %oh2 = tc.mul %oh, %oh : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("oh2")
+  return %loss, %g, %oh2 : !tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>
+}
