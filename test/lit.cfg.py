@@ -28,6 +28,12 @@ for candidate in (config.python_executable, "/usr/bin/python3", shutil.which("py
         config.available_features.add("numpy")
         config.substitutions.append(("%numpy_python", candidate))
         break
+# ... and one with PyTorch too (python3-torch) for the exporter (python/tensorc/torch).
+for candidate in (config.python_executable, "/usr/bin/python3", shutil.which("python3")):
+    if candidate and subprocess.run([candidate, "-c", "import numpy, torch.fx"], capture_output=True).returncode == 0:
+        config.available_features.add("torch")
+        config.substitutions.append(("%torch_python", candidate))
+        break
 
 # scripts/sanitize.sh runs the suite on an ASan+UBSan build: tests that link
 # an outside program against the installed library or check `ldd` say

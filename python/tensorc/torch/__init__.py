@@ -1,0 +1,17 @@
+"""PyTorch -> tensorc: export an nn.Module (through torch.fx) as a tensorc
+graph file (docs/pytorch.md).
+
+    import tensorc.torch
+    graph = tensorc.torch.export(model, (x,), "model.json")   # + model.json's weights
+    tensorc.torch.explain(model, x)                           # every unsupported op at once
+
+Parameters become trainable inputs named by their module path
+(`fc1.weight`), buffers become inputs (`bn.running_mean`), both in
+PyTorch's layouts (nn.Linear's [out, in] weight is read through a
+transposed view). The example inputs fix every shape (static dims). An op
+the exporter does not map is one error naming the op, the module path and
+the source line; `explain` lists them all.
+"""
+from ._export import UnsupportedOp, explain, export, export_with_weights
+
+__all__ = ["UnsupportedOp", "explain", "export", "export_with_weights"]

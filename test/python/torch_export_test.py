@@ -1,0 +1,125 @@
+"""tensorc.torch.export on models written the usual PyTorch way: the graph
+file runs on the reference interpreter and compiled for the CPU
+(`tensorc run`), and every output matches PyTorch's on fresh random
+inputs. Unsupported ops: one error naming the op, module path and source
+line; explain() lists them all.
+usage: torch_export_test.py TENSORC WORKDIR"""
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tensorc.torch as tt
+
+tensorc, work = sys.argv[1], sys.argv[2]
+seed = int.from_bytes(os.urandom(4), "little")
+torch.manual_seed(seed)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 33)
+        self.act = nn.GELU(approximate="tanh")
+        self.drop = nn.Dropout(0.1)
+        self.fc2 = nn.Linear(33, 7)
+
+    def forward(self, x, target):
+        logits = self.fc2(self.drop(self.act(self.fc1(x))))
+        return logits, F.cross_entropy(logits, target, label_smoothing=0.1)
+
+
+class Block(nn.Module):
+    """A causal self-attention block, written by hand (view, transpose,
+    masked_fill with a tril buffer, softmax, chunk, residuals)."""
+
+    def __init__(self, vocab=50, d=16, heads=2, t=5):
+        super().__init__()
+        self.heads = heads
+        self.emb = nn.Embedding(vocab, d)
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d, bias=False)
+        self.register_buffer("mask", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        x = self.emb(ids)
+        B, T, C = x.size()
+        q, k, v = self.qkv(self.ln(x)).chunk(3, dim=-1)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.proj(y)
+        return self.head(x).mean(dim=1).relu().sum(-1, keepdim=True) - x[:, 0, :3].sum(-1, keepdim=True)
+
+
+def check(name, model, inputs):
+    model.eval()
+    with torch.no_grad():
+        want = model(*inputs)
+    want = want if isinstance(want, tuple) else (want,)
+    path = os.path.join(work, name + ".json")
+    graph, tensors = tt.export_with_weights(model, inputs, path)
+    args = []
+    for k, t in tensors.items():
+        f = os.path.join(work, f"{name}-{k}.npy")
+        np.save(f, t.detach().numpy())
+        args += ["--input", f"{k}={f}"]
+    for target in ([], ["--target", "cpu"]):
+        out = os.path.join(work, name + "-out" + "".join(target))
+        subprocess.run([tensorc, "run", path, "--output-dir", out, *target, *args], check=True,
+                       stdout=subprocess.DEVNULL)
+        for o, w in zip(graph["outputs"], want):
+            got = np.load(os.path.join(out, o + ".npy"))
+            w = w.numpy()
+            assert got.shape == w.shape, (name, o, got.shape, w.shape)
+            err = np.abs(got - w).max() / max(np.abs(w).max(), 1e-6)
+            assert err < 1e-4, (name, o, target, err, seed)
+    print(f"{name}: {len(graph['nodes'])} nodes, outputs match PyTorch")
+
+
+check("mlp", Mlp(), (torch.randn(9, 20), torch.randint(0, 7, (9,))))
+check("block", Block(), (torch.randint(0, 50, (3, 5)),))
+
+graph = tt.export(Mlp().eval(), (torch.randn(2, 20), torch.randint(0, 7, (2,))))
+names = [(i["name"], i.get("trainable", False)) for i in graph["inputs"]]
+assert names == [("x", False), ("target", False), ("fc1.weight", True), ("fc1.bias", True),
+                 ("fc2.weight", True), ("fc2.bias", True)], names
+assert graph["inputs"][2]["shape"] == [33, 20]  # PyTorch's [out, in] layout, read through a transpose
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cumsum(self.inner(x), 0) + torch.flip(x, [0])  # CUMSUM_LINE
+
+
+CUMSUM_LINE = next(i + 1 for i, l in enumerate(open(__file__)) if l.rstrip().endswith("# " + "CUMSUM_LINE"))
+
+
+try:
+    tt.export(Unsupported(), (torch.randn(3, 4),))
+    raise AssertionError("exported an unsupported op")
+except tt.UnsupportedOp as e:
+    msg = str(e)
+    assert "torch.cumsum" in msg and "in module ''" not in msg, msg
+    assert msg.endswith(f"torch_export_test.py:{CUMSUM_LINE}"), msg
+    print("error:", msg.split(" at ")[0])
+train = Mlp().train()
+problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(train, torch.randn(2, 20), torch.zeros(2).long())
+assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module Dropout", "drop")], \
+    [(p.what, p.path) for p in problems]
+print("torch export: ok")
