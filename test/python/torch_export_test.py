@@ -63,6 +63,22 @@ class Block(nn.Module):
         return self.head(x).mean(dim=1).relu().sum(-1, keepdim=True) - x[:, 0, :3].sum(-1, keepdim=True)
 
 
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 6, 3, stride=2, bias=False)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.bn(self.conv1(x))))
+        x = F.avg_pool2d(torch.sigmoid(self.conv2(x)), 2, stride=1)
+        return self.fc(torch.flatten(self.gap(x), 1)).softmax(-1)
+
+
 def check(name, model, inputs):
     model.eval()
     with torch.no_grad():
@@ -90,6 +106,11 @@ def check(name, model, inputs):
 
 check("mlp", Mlp(), (torch.randn(9, 20), torch.randint(0, 7, (9,))))
 check("block", Block(), (torch.randint(0, 50, (3, 5)),))
+cnn = Cnn()
+with torch.no_grad():  # running statistics that are not the defaults
+    cnn.bn.running_mean.uniform_(-0.5, 0.5)
+    cnn.bn.running_var.uniform_(0.5, 2.0)
+check("cnn", cnn, (torch.randn(2, 3, 13, 13),))
 
 graph = tt.export(Mlp().eval(), (torch.randn(2, 20), torch.randint(0, 7, (2,))))
 names = [(i["name"], i.get("trainable", False)) for i in graph["inputs"]]

@@ -762,6 +762,75 @@ def _conv2d_module(e, n, m):
     return e.g.add("conv2d", args, attrs, n.name)
 
 
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
+
+
+def _pool_refs(e, n, op, x, kernel, stride, padding, ceil_mode, extra):
+    attrs = {"kernel_size": _pair(kernel)}
+    if stride is not None and _pair(stride) != attrs["kernel_size"]:
+        attrs["stride"] = _pair(stride)
+    if padding and _pair(padding) != [0, 0]:
+        attrs["padding"] = _pair(padding)
+    if ceil_mode:
+        attrs["ceil_mode"] = True
+    attrs.update(extra)
+    return e.g.add(op, [x], attrs, n.name)
+
+
+def _max_pool_module(e, n, m):
+    if m.return_indices:
+        raise e.unsupported("max_pool2d with return_indices")
+    extra = {"dilation": _pair(m.dilation)} if _pair(m.dilation) != [1, 1] else {}
+    return _pool_refs(e, n, "max_pool2d", e.ref(n.args[0]), m.kernel_size, m.stride or m.kernel_size, m.padding,
+                      m.ceil_mode, extra)
+
+
+def _avg_pool_module(e, n, m):
+    if m.divisor_override is not None:
+        raise e.unsupported("avg_pool2d with divisor_override")
+    extra = {} if m.count_include_pad else {"count_include_pad": False}
+    return _pool_refs(e, n, "avg_pool2d", e.ref(n.args[0]), m.kernel_size, m.stride or m.kernel_size, m.padding,
+                      m.ceil_mode, extra)
+
+
+def _max_pool_fn(e, n):
+    if e.arg(n, 6, "return_indices", False):
+        raise e.unsupported("max_pool2d with return_indices")
+    kernel = e.arg(n, 1, "kernel_size")
+    dilation = e.arg(n, 4, "dilation", 1)
+    extra = {"dilation": _pair(dilation)} if _pair(dilation) != [1, 1] else {}
+    return _pool_refs(e, n, "max_pool2d", e.ref(n.args[0]), kernel, e.arg(n, 2, "stride") or kernel,
+                      e.arg(n, 3, "padding", 0), e.arg(n, 5, "ceil_mode", False), extra)
+
+
+def _avg_pool_fn(e, n):
+    if e.arg(n, 6, "divisor_override") is not None:
+        raise e.unsupported("avg_pool2d with divisor_override")
+    kernel = e.arg(n, 1, "kernel_size")
+    extra = {} if e.arg(n, 5, "count_include_pad", True) else {"count_include_pad": False}
+    return _pool_refs(e, n, "avg_pool2d", e.ref(n.args[0]), kernel, e.arg(n, 2, "stride") or kernel,
+                      e.arg(n, 3, "padding", 0), e.arg(n, 4, "ceil_mode", False), extra)
+
+
+def _adaptive_avg_pool(e, n, m=None):
+    size = m.output_size if m is not None else e.arg(n, 1, "output_size")
+    if _pair(size) != [1, 1]:
+        raise e.unsupported(f"adaptive average pooling to {size} (only to 1x1)")
+    return e.g.add("mean", [e.ref(n.args[0])], {"axes": [2, 3], "keepdim": True}, n.name)
+
+
+def _batch_norm_module(e, n, m):
+    if m.training or not m.track_running_stats:
+        raise e.unsupported("batch norm in training mode (export the model in eval mode)")
+    args = [e.ref(n.args[0]), e.param_input(f"{n.target}.running_mean"), e.param_input(f"{n.target}.running_var")]
+    if m.affine:
+        args += [e.param_input(f"{n.target}.weight"), e.param_input(f"{n.target}.bias")]
+    attrs = {"eps": float(m.eps)} if m.eps != 1e-5 else None
+    name = e.g.add("batch_norm", args, attrs, n.name)
+    return f"{name}:0"
+
+
 def _activation_module(op, attrs_of=lambda m: None):
     def rule(e, n, m):
         return e.g.add(op, [e.ref(n.args[0])], attrs_of(m), n.name)
@@ -860,6 +929,9 @@ _register(_cat, torch.cat, getattr(torch, "concat", torch.cat))
 _register(_stack, torch.stack)
 _register(_split, torch.split, _m("split"), torch.chunk, _m("chunk"))
 _register(_getitem, operator.getitem)
+_register(_max_pool_fn, F.max_pool2d)
+_register(_avg_pool_fn, F.avg_pool2d)
+_register(_adaptive_avg_pool, F.adaptive_avg_pool2d)
 
 _MODULES = {
     torch.nn.Linear: _linear_module,
@@ -875,6 +947,10 @@ _MODULES = {
     torch.nn.SiLU: _activation_module("silu"),
     torch.nn.GELU: _activation_module(
         "gelu", lambda m: {"approximate": m.approximate} if getattr(m, "approximate", "none") != "none" else None),
+    torch.nn.MaxPool2d: _max_pool_module,
+    torch.nn.AvgPool2d: _avg_pool_module,
+    torch.nn.AdaptiveAvgPool2d: _adaptive_avg_pool,
+    torch.nn.BatchNorm2d: _batch_norm_module,
     torch.nn.Softmax: _softmax_module("softmax"),
     torch.nn.LogSoftmax: _softmax_module("log_softmax"),
     torch.nn.CrossEntropyLoss: _cross_entropy_module,
