@@ -144,3 +144,28 @@ problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(train, torc
 assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module Dropout", "drop")], \
     [(p.what, p.path) for p in problems]
 print("torch export: ok")
+
+if "--compile" in sys.argv:
+    # tensorc.torch.compile: the artifact on the CPU, cached by content; the
+    # module's current weights at each call.
+    cache = os.path.join(work, "artifacts")
+    block = Block().eval()
+    ids = torch.randint(0, 50, (3, 5))
+    fast = tt.compile(block, (ids,), cache_dir=cache, tensorc_path=tensorc)
+    assert not fast.cache_hit
+    for _ in range(2):
+        ids = torch.randint(0, 50, (3, 5))
+        with torch.no_grad():
+            err = (fast(ids) - block(ids)).abs().max().item()
+        assert err < 1e-4, (err, seed)
+        with torch.no_grad():
+            block.head.weight.mul_(1.5)  # seen by the next call, no recompile
+    again = tt.compile(block, (ids,), cache_dir=cache, tensorc_path=tensorc)
+    assert again.cache_hit and again.artifact == fast.artifact
+    mlp = Mlp().eval()
+    x, t = torch.randn(4, 20), torch.randint(0, 7, (4,))
+    logits, loss = tt.compile(mlp, (x, t), cache_dir=cache, tensorc_path=tensorc)(x, t)
+    with torch.no_grad():
+        want_logits, want_loss = mlp(x, t)
+    assert (logits - want_logits).abs().max() < 1e-4 and abs(loss.item() - want_loss.item()) < 1e-4
+    print("torch compile: ok")

@@ -4,6 +4,7 @@ graph file (docs/pytorch.md).
     import tensorc.torch
     graph = tensorc.torch.export(model, (x,), "model.json")   # + model.json's weights
     tensorc.torch.explain(model, x)                           # every unsupported op at once
+    fast = tensorc.torch.compile(model, (x,), target="cuda")  # then fast(x), like model(x)
 
 Parameters become trainable inputs named by their module path
 (`fc1.weight`), buffers become inputs (`bn.running_mean`), both in
@@ -12,6 +13,7 @@ transposed view). The example inputs fix every shape (static dims). An op
 the exporter does not map is one error naming the op, the module path and
 the source line; `explain` lists them all.
 """
+from ._compile import CompiledModule, compile
 from ._export import UnsupportedOp, explain, export, export_with_weights
 
-__all__ = ["UnsupportedOp", "explain", "export", "export_with_weights"]
+__all__ = ["CompiledModule", "UnsupportedOp", "compile", "explain", "export", "export_with_weights"]

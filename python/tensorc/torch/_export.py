@@ -116,6 +116,7 @@ class _Tracer(fx.Tracer):
     def __init__(self, example_inputs):
         super().__init__()
         self.record_stack_traces = True
+        self.proxy_buffer_attributes = True  # buffers are graph inputs, not constants
         self._path = []
         self._inputs = list(example_inputs)
 
@@ -204,6 +205,7 @@ class _Graph:
         self.inputs, self.nodes, self.outputs = [], [], []
         self.names = set()
         self.tensors = OrderedDict()  # input name -> tensor (example inputs, parameters, buffers)
+        self.sources = OrderedDict()  # input name -> ("input", position) or ("param", module path)
 
     def unique(self, base):
         base = re.sub(r"[^A-Za-z0-9_.]", "_", base) or "v"
@@ -213,7 +215,7 @@ class _Graph:
         self.names.add(name)
         return name
 
-    def add_input(self, name, t, trainable=False):
+    def add_input(self, name, t, trainable=False, source=None):
         if t.dtype not in DTYPES:
             raise UnsupportedOp(f"input dtype {t.dtype}", "", "", f"input '{name}'")
         if t.dim() > 0 and min(t.shape) < 1:
@@ -224,6 +226,7 @@ class _Graph:
             entry["trainable"] = True
         self.inputs.append(entry)
         self.tensors[name] = t
+        self.sources[name] = source
         return name
 
     def add(self, op, args, attrs=None, name="v"):
@@ -256,6 +259,7 @@ class _Exporter:
         self.gm, self.values = gm, values
         self.g = _Graph(name)
         self.env = {}
+        self.placeholders = 0
         self.depends = {}  # node -> whether it depends on a graph input or parameter
         self.params = dict(gm.named_parameters())
         self.buffers = dict(gm.named_buffers())
@@ -281,12 +285,13 @@ class _Exporter:
         if key not in self.env:
             if qualname in self.params:
                 p = self.params[qualname]
-                self.env[key] = self.g.add_input(qualname, p.detach(), trainable=p.requires_grad)
+                self.env[key] = self.g.add_input(qualname, p.detach(), trainable=p.requires_grad,
+                                                 source=("param", qualname))
             else:
                 t = self.buffers.get(qualname)
                 if t is None:
                     t = operator.attrgetter(qualname)(self.gm)
-                self.env[key] = self.g.add_input(qualname, t.detach())
+                self.env[key] = self.g.add_input(qualname, t.detach(), source=("param", qualname))
         return self.env[key]
 
     # Emission ------------------------------------------------------------
@@ -311,15 +316,18 @@ class _Exporter:
             v = self.values[n]
             if not isinstance(v, torch.Tensor):
                 raise UnsupportedOp(f"non-tensor input '{n.target}'", "", "")
-            self.env[n] = self.g.add_input(n.target, v)
+            self.env[n] = self.g.add_input(n.target, v, source=("input", self.placeholders))
+            self.placeholders += 1
             self.depends[n] = True
         elif n.op == "get_attr":
             self.depends[n] = True
             v = self.values[n]
-            if isinstance(v, torch.Tensor):
-                self.env[n] = self.param_input(n.target)
-            else:
+            if not isinstance(v, torch.Tensor):
                 self.env[n] = v
+            elif n.target in self.params or n.target in self.buffers:
+                self.env[n] = self.param_input(n.target)
+            else:  # a tensor the model computed from no input (fx's _tensor_constant)
+                self.env[n] = self.g.constant(v, n.name)
         elif n.op == "output":
             self.emit_outputs(n.args[0])
         else:
