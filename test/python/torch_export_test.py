@@ -169,3 +169,38 @@ if "--compile" in sys.argv:
         want_logits, want_loss = mlp(x, t)
     assert (logits - want_logits).abs().max() < 1e-4 and abs(loss.item() - want_loss.item()) < 1e-4
     print("torch compile: ok")
+
+if "--compile" in sys.argv:
+    # train=True: tensorc's own backward (autodiff + partition) behind
+    # autograd; gradients equal PyTorch's, and an optimizer trains through it.
+    def grads(model, fn, *inputs):
+        model.zero_grad()
+        out = fn(*inputs)
+        out = out if isinstance(out, tuple) else (out,)
+        # Every output takes part, the scalar with a factor other than 1.
+        total = sum((o.float() * (1.0 + k)).sum() for k, o in enumerate(out) if o.is_floating_point())
+        total.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    for name, model, inputs in (
+            ("mlp", Mlp().eval(), (torch.randn(6, 20), torch.randint(0, 7, (6,)))),
+            ("block", Block().eval(), (torch.randint(0, 50, (3, 5)),))):
+        fast = tt.compile(model, inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
+        want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
+        for n in want:
+            err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-6)
+            assert err < 1e-4, (name, n, err, seed)
+        print(f"{name}: gradients match PyTorch")
+    model, twin = Mlp().eval(), Mlp().eval()
+    twin.load_state_dict(model.state_dict())
+    x, t = torch.randn(8, 20), torch.randint(0, 7, (8,))
+    fast = tt.compile(model, (x, t), train=True, cache_dir=cache, tensorc_path=tensorc)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-2) for m in (model, twin)]
+    for _ in range(3):
+        for m, fn, opt in ((model, fast, opts[0]), (twin, twin, opts[1])):
+            opt.zero_grad()
+            fn(x, t)[1].backward()
+            opt.step()
+    for (n, a), b in zip(model.named_parameters(), twin.parameters()):
+        assert (a - b).abs().max().item() < 1e-4, (n, seed)
+    print("torch training: ok")

@@ -1,8 +1,11 @@
 """tensorc.torch.compile: a module compiled by tensorc, called like the
-module (inference). The graph is exported (docs/pytorch.md), compiled by
-the `tensorc` compiler ($TENSORC, else on PATH) and cached by the graph's
-content, the target and the options, so a second process loads the
-artifact without compiling."""
+module. The graph is exported (docs/pytorch.md), compiled by the `tensorc`
+compiler ($TENSORC, else on PATH) and cached by the graph's content, the
+target and the options, so a second process loads the artifact without
+compiling. With train=True, tensorc derives the backward itself (its
+autodiff and min-cut partition): the call is an autograd.Function whose
+forward runs the forward artifact (keeping the saved tensors) and whose
+backward runs the backward artifact, so loss.backward() fills .grad."""
 import hashlib
 import json
 import logging
@@ -20,6 +23,9 @@ from ._export import _Exporter, _prepare
 
 log = logging.getLogger("tensorc.torch")
 
+TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+                "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+
 
 def _cache_dir(cache_dir):
     if cache_dir:
@@ -35,9 +41,61 @@ def _compiler(path):
     return exe
 
 
-def _version(exe):
-    r = subprocess.run([exe, "--version"], capture_output=True, text=True)
-    return r.stdout.strip()
+def _tool(argv):
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"tensorc.torch.compile: {r.stderr.strip() or r.stdout.strip()}")
+    return r.stdout
+
+
+def _run(session, device, args):
+    """Runs with torch-owned outputs (they outlive the session's next run)."""
+    if device[0] == "cuda":
+        session.set_stream(torch.cuda.current_stream().cuda_stream)
+    shapes = session.output_shapes(**args)
+    dev = torch.device("cuda", device[1]) if device[0] == "cuda" else torch.device("cpu")
+    outs = {info.name: torch.empty(shape, dtype=TORCH_DTYPES[info.dtype], device=dev)
+            for info, shape in zip(session.executable.outputs, shapes)}
+    session.run(outputs=outs, **args)
+    return outs
+
+
+class _Step(torch.autograd.Function):
+    """Forward and backward artifacts as one differentiable call."""
+
+    @staticmethod
+    def forward(ctx, module, *flat):
+        args = {n: t.detach() for n, t in zip(module.input_names, flat)}
+        outs = _run(module.forward_session, module.forward_exe.device, args)
+        ctx.module = module
+        saved = [outs[n] for n in module.saved_names]
+        primals = [args[n] for n in module.backward_primals]
+        ctx.save_for_backward(*saved, *primals)
+        ctx.mark_non_differentiable(*[outs[n] for n in module.outputs
+                                      if not outs[n].is_floating_point()])
+        return tuple(outs[n] for n in module.outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        module = ctx.module
+        tensors = ctx.saved_tensors
+        k = len(module.saved_names)
+        values = dict(zip(module.saved_names, tensors[:k]))
+        values.update(zip(module.backward_primals, tensors[k:]))
+        out_grads = dict(zip(module.outputs, grads))
+        args = {}
+        for info in module.backward_exe.inputs:
+            name = info.name
+            if name.startswith("cotangent_") and name not in values:
+                out = name[len("cotangent_"):]
+                g = out_grads[out]
+                if g is None:  # the output took no part in the loss
+                    g = torch.zeros(module.output_shapes[out], dtype=TORCH_DTYPES[info.dtype])
+                args[name] = g.contiguous()
+            else:
+                args[name] = values[name]
+        outs = _run(module.backward_session, module.backward_exe.device, args)
+        return (None,) + tuple(outs.get("grad_" + n) for n in module.input_names)
 
 
 class CompiledModule:
@@ -45,59 +103,109 @@ class CompiledModule:
     buffers (so in-place weight updates are seen) and the call's inputs,
     which must have the example inputs' dtypes and shapes."""
 
-    def __init__(self, model, executable, sources, outputs, single, artifact, cache_hit):
-        self.model, self.executable = model, executable
-        self.sources, self.outputs, self.single = sources, outputs, single
+    def __init__(self, model, sources, outputs, single, scalars, artifact, cache_hit, executables):
+        self.model, self.sources, self.single, self.scalars = model, sources, single, scalars
         self.artifact, self.cache_hit = artifact, cache_hit
-        self.session = executable.session()
-        self._named = {}
-        for name, p in list(model.named_parameters()) + list(model.named_buffers()):
-            self._named[name] = p
+        self.input_names = list(sources)
+        self.outputs = outputs
+        self._named = dict(list(model.named_parameters()) + list(model.named_buffers()))
+        self.forward_exe = executables[0]
+        self.forward_session = self.forward_exe.session()
+        self.training = len(executables) > 1
+        if self.training:
+            self.backward_exe = executables[1]
+            self.backward_session = self.backward_exe.session()
+            fwd_outputs = [o.name for o in self.forward_exe.outputs]
+            self.saved_names = fwd_outputs[len(outputs):]
+            self.backward_primals = [i.name for i in self.backward_exe.inputs
+                                     if i.name in sources and i.name not in self.saved_names]
+
+    def _flat_inputs(self, inputs):
+        flat = []
+        for name, (kind, key) in self.sources.items():
+            flat.append(inputs[key] if kind == "input" else self._named[key])
+        return flat
 
     def __call__(self, *inputs):
-        args = {}
-        for name, (kind, key) in self.sources.items():
-            t = inputs[key] if kind == "input" else self._named[key]
-            args[name] = t.detach()
-        if self.executable.device[0] == "cuda":
-            self.session.set_stream(torch.cuda.current_stream().cuda_stream)
-        out = self.session.run(**args)
-        result = tuple(torch.from_dlpack(out[name]) for name in self.outputs)
+        flat = self._flat_inputs(inputs)
+        if self.training and torch.is_grad_enabled():
+            result = _Step.apply(self, *flat)
+        else:
+            args = {n: t.detach() for n, t in zip(self.input_names, flat)}
+            out = _run(self.forward_session, self.forward_exe.device, args)
+            result = tuple(out[n] for n in self.outputs)
+        # Scalars travel as [1] (so their gradient is a cotangent like any other).
+        result = tuple(r.reshape(()) if i in self.scalars else r for i, r in enumerate(result))
         return result[0] if self.single else result
 
 
-def compile(model, example_inputs, target="cpu", mode=None, cache_dir=None, tensorc_path=None, options=()):
+def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
+            options=()):
     """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
     or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
-    CompiledModule. Artifacts are cached by content in `cache_dir`
-    (default $XDG_CACHE_HOME/tensorc/artifacts)."""
+    CompiledModule. train=True also compiles the backward: gradients flow
+    to every parameter that requires grad and to inputs that do.
+    Artifacts are cached by content in `cache_dir` (default
+    $XDG_CACHE_HOME/tensorc/artifacts)."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     gm, values = _prepare(model, example_inputs)
     g = _Exporter(gm, values, type(model).__name__).run()
-    graph = g.json()
     single = not isinstance(values[[n for n in gm.graph.nodes if n.op == "output"][0]], (tuple, list))
+    scalars = set()
+    output_shapes = {}
+    if train:
+        for i, (name, v) in enumerate(zip(list(g.outputs), g.output_values)):
+            if v.dim() == 0:
+                g.outputs[i] = g.add("reshape", [name], {"shape": [1]}, name + "_1")
+                scalars.add(i)
+    for name, v in zip(g.outputs, g.output_values):
+        output_shapes[name] = [1] if v.dim() == 0 and train else list(v.shape)
+    graph = g.json()
     exe = _compiler(tensorc_path)
     argv = ["--target", target] + (["--mode", mode] if mode else []) + list(options)
+    grad_argv = []
+    if train:
+        wrt = [n for n, (kind, key) in g.sources.items()
+               if (kind == "param" and g.inputs[list(g.sources).index(n)].get("trainable")) or
+               (kind == "input" and example_inputs[key].requires_grad)]
+        of = [n for n, v in zip(g.outputs, g.output_values) if v.is_floating_point()]
+        if not wrt or not of:
+            raise RuntimeError("tensorc.torch.compile(train=True): nothing to differentiate "
+                               "(no parameter or input requires grad, or no float output)")
+        grad_argv = ["--wrt", *wrt, "--of", *of]
     text = json.dumps(graph, sort_keys=True)
-    key = hashlib.sha256("\0".join([text, " ".join(argv), _version(exe)]).encode()).hexdigest()[:32]
+    version = _tool([exe, "--version"]).strip()
+    key = hashlib.sha256("\0".join([text, " ".join(argv), " ".join(grad_argv), version]).encode()).hexdigest()[:32]
     folder = _cache_dir(cache_dir)
     os.makedirs(folder, exist_ok=True)
-    artifact = os.path.join(folder, f"{graph['name']}-{key}.tcx")
-    cache_hit = os.path.exists(artifact)
+    parts = ["forward", "backward"] if train else ["model"]
+    artifacts = [os.path.join(folder, f"{graph['name']}-{key}.{p}.tcx") for p in parts]
+    cache_hit = all(os.path.exists(a) for a in artifacts)
     if cache_hit:
-        log.debug("tensorc.torch: %s from the cache (%s)", graph["name"], artifact)
+        log.debug("tensorc.torch: %s from the cache (%s)", graph["name"], artifacts[0])
     else:
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             src = os.path.join(tmp, "graph.json")
             with open(src, "w") as f:
                 f.write(text)
-            out = os.path.join(tmp, "model.tcx")
-            r = subprocess.run([exe, "compile", src, *argv, "-o", out], capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"tensorc.torch.compile: {r.stderr.strip() or r.stdout.strip()}")
-            os.replace(out, artifact)  # atomic: another process sees all of it or nothing
-        log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start, artifact)
-    executable = tensorc.Executable.load(artifact)
-    return CompiledModule(model, executable, dict(g.sources), graph["outputs"], single, artifact, cache_hit)
+            sources = [src]
+            if train:
+                prefix = os.path.join(tmp, "parts")
+                _tool([exe, "grad", src, *grad_argv, "--partition", "--emit", "json", "-o", prefix])
+                sources = [prefix + ".forward.json", prefix + ".backward.json"]
+            built = []
+            for s in sources:
+                out = s + ".tcx"
+                _tool([exe, "compile", s, *argv, "-o", out])
+                built.append(out)
+            for b, a in zip(built, artifacts):  # atomic: another process sees all of a file or none
+                os.replace(b, a)
+        log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start,
+                  artifacts[0])
+    executables = [tensorc.Executable.load(a) for a in artifacts]
+    module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
+                            executables)
+    module.output_shapes = output_shapes
+    return module

@@ -203,6 +203,7 @@ class _Graph:
     def __init__(self, name):
         self.name = name
         self.inputs, self.nodes, self.outputs = [], [], []
+        self.output_values = []  # the outputs' values on the example inputs
         self.names = set()
         self.tensors = OrderedDict()  # input name -> tensor (example inputs, parameters, buffers)
         self.sources = OrderedDict()  # input name -> ("input", position) or ("param", module path)
@@ -353,6 +354,7 @@ class _Exporter:
                     walk(x)
             elif isinstance(o, fx.Node):
                 flat.append(self.env[o] if self.depends.get(o) else self.g.constant(self.values[o], o.name))
+                self.g.output_values.append(self.values[o])
             elif o is not None:
                 raise UnsupportedOp(f"output of type {type(o).__name__}", "", "")
         walk(out)
