@@ -46,6 +46,9 @@ class Block(nn.Module):
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d, bias=False)
         self.register_buffer("mask", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
         self.head = nn.Linear(d, vocab)
 
     def forward(self, ids):
@@ -60,6 +63,7 @@ class Block(nn.Module):
         att = F.softmax(att, dim=-1)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         x = x + self.proj(y)
+        x = x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))  # the GPT-2 MLP
         return self.head(x).mean(dim=1).relu().sum(-1, keepdim=True) - x[:, 0, :3].sum(-1, keepdim=True)
 
 
@@ -177,14 +181,17 @@ if "--compile" in sys.argv:
         model.zero_grad()
         out = fn(*inputs)
         out = out if isinstance(out, tuple) else (out,)
-        # Every output takes part, the scalar with a factor other than 1.
-        total = sum((o.float() * (1.0 + k)).sum() for k, o in enumerate(out) if o.is_floating_point())
+        # Every output takes part with random weights (a plain sum of a
+        # softmax has a zero gradient), the scalar with a factor other than 1.
+        g = torch.Generator().manual_seed(seed)
+        total = sum((o * torch.rand(o.shape, generator=g)).sum() for o in out if o.is_floating_point())
         total.backward()
         return {n: p.grad.clone() for n, p in model.named_parameters()}
 
     for name, model, inputs in (
             ("mlp", Mlp().eval(), (torch.randn(6, 20), torch.randint(0, 7, (6,)))),
-            ("block", Block().eval(), (torch.randint(0, 50, (3, 5)),))):
+            ("block", Block().eval(), (torch.randint(0, 50, (3, 5)),)),
+            ("cnn", Cnn().eval(), (torch.randn(2, 3, 13, 13),))):
         fast = tt.compile(model, inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
         want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
         for n in want:
@@ -196,11 +203,15 @@ if "--compile" in sys.argv:
     x, t = torch.randn(8, 20), torch.randint(0, 7, (8,))
     fast = tt.compile(model, (x, t), train=True, cache_dir=cache, tensorc_path=tensorc)
     opts = [torch.optim.AdamW(m.parameters(), lr=1e-2) for m in (model, twin)]
-    for _ in range(3):
+    for step in range(20):
+        losses = []
         for m, fn, opt in ((model, fast, opts[0]), (twin, twin, opts[1])):
             opt.zero_grad()
-            fn(x, t)[1].backward()
+            loss = fn(x, t)[1]
+            loss.backward()
             opt.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= 1e-4 * abs(losses[1]), (step, losses, seed)
     for (n, a), b in zip(model.named_parameters(), twin.parameters()):
-        assert (a - b).abs().max().item() < 1e-4, (n, seed)
-    print("torch training: ok")
+        assert (a - b).abs().max().item() < 1e-3, (n, seed)
+    print(f"torch training: 20 AdamW steps, losses match PyTorch ({losses[1]:.4f})")

@@ -80,9 +80,11 @@ class _Step(torch.autograd.Function):
         module = ctx.module
         tensors = ctx.saved_tensors
         k = len(module.saved_names)
-        values = dict(zip(module.saved_names, tensors[:k]))
+        values = dict(zip(module.saved_inputs, tensors[:k]))
         values.update(zip(module.backward_primals, tensors[k:]))
-        out_grads = dict(zip(module.outputs, grads))
+        # An output "bn:0" (a multi-result op's first result) has the cotangent "cotangent_bn".
+        out_grads = {n[:-2] if n.endswith(":0") else n: g for n, g in zip(module.outputs, grads)}
+        shapes = {n[:-2] if n.endswith(":0") else n: s for n, s in module.output_shapes.items()}
         args = {}
         for info in module.backward_exe.inputs:
             name = info.name
@@ -90,10 +92,10 @@ class _Step(torch.autograd.Function):
                 out = name[len("cotangent_"):]
                 g = out_grads[out]
                 if g is None:  # the output took no part in the loss
-                    g = torch.zeros(module.output_shapes[out], dtype=TORCH_DTYPES[info.dtype])
-                args[name] = g.contiguous()
+                    g = torch.zeros(shapes[out], dtype=TORCH_DTYPES[info.dtype])
+                args[name] = g.detach().contiguous()
             else:
-                args[name] = values[name]
+                args[name] = values[name].detach()
         outs = _run(module.backward_session, module.backward_exe.device, args)
         return (None,) + tuple(outs.get("grad_" + n) for n in module.input_names)
 
@@ -117,8 +119,10 @@ class CompiledModule:
             self.backward_session = self.backward_exe.session()
             fwd_outputs = [o.name for o in self.forward_exe.outputs]
             self.saved_names = fwd_outputs[len(outputs):]
+            # The backward names a saved result "bn:0" of a multi-result op "bn_0".
+            self.saved_inputs = [n.replace(":", "_") for n in self.saved_names]
             self.backward_primals = [i.name for i in self.backward_exe.inputs
-                                     if i.name in sources and i.name not in self.saved_names]
+                                     if i.name in sources and i.name not in self.saved_inputs]
 
     def _flat_inputs(self, inputs):
         flat = []
