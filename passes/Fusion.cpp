@@ -100,6 +100,13 @@ bool isBroadcastInto(Value operand, Value result) {
 // [N,C] tensor in memory between a gather and a softmax kernel.)
 llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
   llvm::DenseSet<Operation *> cheap;
+  auto isFree = [&](Operation *d) { // recomputed already, or a creation op
+    return cheap.contains(d) || (d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation);
+  };
+  auto sameShape = [](Value a, Value b) {
+    auto x = llvm::cast<tc::TcTensorType>(a.getType()), y = llvm::cast<tc::TcTensorType>(b.getType());
+    return x.getSizes() == y.getSizes() && x.getSymbols() == y.getSymbols();
+  };
   for (Operation &op : fn.getBody().front().getOperations()) {
     if (!op.getName().getStringRef().starts_with("tc.") || op.getNumResults() != 1 ||
         op.getNumOperands() == 0)
@@ -113,10 +120,8 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
     for (Value v : op.getOperands()) {
       Operation *d = v.getDefiningOp();
       if (!d)
-        inputs += llvm::cast<tc::TcTensorType>(v.getType()).getSizes() ==
-                  llvm::cast<tc::TcTensorType>(op.getResult(0).getType()).getSizes();
-      else if (!(cheap.contains(d) ||
-                 (d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation)))
+        inputs += sameShape(v, op.getResult(0));
+      else if (!isFree(d))
         ++others;
     }
     if (k == Kind::Elementwise && inputs == 1 && others == 0) {
@@ -126,9 +131,7 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
     bool ok = true;
     for (Value v : op.getOperands()) {
       Operation *d = v.getDefiningOp();
-      bool free = d && (cheap.contains(d) || (d->getName().getStringRef().starts_with("tc.") &&
-                                               classify(d) == Kind::Creation));
-      ok &= free || isBroadcastInto(v, op.getResult(0));
+      ok &= (d && isFree(d)) || isBroadcastInto(v, op.getResult(0));
     }
     if (ok)
       cheap.insert(&op);

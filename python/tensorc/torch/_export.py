@@ -52,8 +52,6 @@ class _ConcreteProxy(fx.Proxy):
         return len(self.value)
 
     def __iter__(self):
-        if isinstance(self.value, torch.Tensor):
-            return iter([self[i] for i in range(len(self.value))])
         return iter([self[i] for i in range(len(self.value))])
 
     def __bool__(self):
