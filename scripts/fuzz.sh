@@ -12,14 +12,14 @@ if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang-19 CXX=clang++-19 cmake -G Ninja -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTENSORC_FUZZERS=ON -DTENSORC_SANITIZE=ON > build-fuzz.log 2>&1 || { cat build-fuzz.log; echo "fuzz: 0 targets, 1 failed"; exit 1; }
 fi
-targets=(FuzzGraphFile FuzzArtifact FuzzNpy FuzzKernelCacheEntry)
+targets=(FuzzGraphFile FuzzArtifact FuzzNpy FuzzKernelCacheEntry FuzzSafetensors)
 if ! ninja -C build-fuzz "${targets[@]}"; then
   echo "fuzz: 0 targets, 1 failed"; exit 1
 fi
 
 # Seed corpora.
 corpus=build-fuzz/corpus
-rm -rf "$corpus" && mkdir -p "$corpus"/{graph,artifact,npy,cache} build-fuzz/artifacts
+rm -rf "$corpus" && mkdir -p "$corpus"/{graph,artifact,npy,cache,safetensors} build-fuzz/artifacts
 cp examples/*.json test/graph/Inputs/*.json test/hardening/Inputs/*.json "$corpus/graph/" 2>/dev/null
 cp test/hardening/Inputs/*.npy "$corpus/npy/" 2>/dev/null
 if [ -x build/bin/tensorc ]; then
@@ -28,6 +28,7 @@ if [ -x build/bin/tensorc ]; then
   build/bin/tensorc run examples/mlp.json --output-dir "$corpus/npy" > /dev/null 2>&1
 fi
 printf 'TCKC' > "$corpus/cache/minimal"
+cp test/runtime/Inputs/*.safetensors "$corpus/safetensors/" 2>/dev/null
 
 failed=0
 run() { # target corpus
@@ -44,5 +45,6 @@ run FuzzGraphFile graph
 run FuzzArtifact artifact
 run FuzzNpy npy
 run FuzzKernelCacheEntry cache
+run FuzzSafetensors safetensors
 echo "fuzz: ${#targets[@]} targets, $failed failed"
 [ "$failed" -eq 0 ]

@@ -69,9 +69,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     std::string c;
     if (reducedDims.size() < rank)
       c += indent + "long long rest = " + linear + ";\n";
+    // The outermost parallel dim takes what is left (linear < total): no modulo.
+    size_t outermost = rank;
+    for (size_t d = 0; d < rank && outermost == rank; ++d)
+      if (!spec.reduced[d])
+        outermost = d;
     for (size_t d = rank; d-- > 0;)
       if (!spec.reduced[d])
-        c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+        c += indent + "const long long i" + std::to_string(d) +
+             (d == outermost ? " = rest;\n" : " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n");
     return c;
   };
   std::string identity;
@@ -128,7 +134,9 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // Cooperative reductions: one thread's share of the reduced iterations
   // (from `first`, every `stride`), and one xor-butterfly exchange step.
   auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
-    std::string c = indent + "for (long long r = " + first + "; r < reduced; r += " + stride + ") {\n";
+    // Unrolled so that several iterations' loads are in flight at once.
+    std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + first + "; r < reduced; r += " +
+                    stride + ") {\n";
     if (reducedDims.size() == 1) {
       c += indent + "  const long long i" + std::to_string(reducedDims[0]) + " = r;\n";
     } else {
@@ -257,9 +265,14 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
         any = any || !spec.reduced[d];
       if (any)
         c += indent + "long long rest = " + linear + ";\n";
+      size_t outermost = rank;
+      for (size_t d = 1; d < rank && outermost == rank; ++d)
+        if (!spec.reduced[d])
+          outermost = d;
       for (size_t d = rank; d-- > 1;)
         if (!spec.reduced[d])
-          c += indent + "const long long i" + std::to_string(d) + " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n";
+          c += indent + "const long long i" + std::to_string(d) +
+               (d == outermost ? " = rest;\n" : " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n");
       return c;
     };
     // No __restrict__ here: in a chain kernel a nest reads what an earlier
@@ -271,9 +284,23 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
     if (reducedDims.empty()) {
-      os << "  for (long long p = threadIdx.x; p < inner; p += BLOCK) {\n";
-      os << innerIndices("p", "    ");
-      os << "    " << store << "  }\n}\n";
+      // Four outputs per thread per round, every load before any store: the
+      // operands may alias (no __restrict__), so a load after a store could
+      // not be issued early, and one load in flight per thread leaves HBM
+      // underused (1.9 of 2.9 TB/s on an H100 for a read + write chain).
+      os << "  for (long long p0 = threadIdx.x; p0 < inner; p0 += 4LL * BLOCK) {\n";
+      os << "    " << outT << " v[4];\n    long long at[4];\n";
+      os << "#pragma unroll\n    for (int u = 0; u < 4; ++u) {\n";
+      os << "      const long long p = p0 + (long long)u * BLOCK;\n";
+      os << "      at[u] = -1;\n";
+      os << "      if (p >= inner) continue;\n";
+      os << innerIndices("p", "      ");
+      os << "      v[u] = " << value << ";\n";
+      os << "      at[u] = " << index << ";\n";
+      os << "    }\n";
+      os << "#pragma unroll\n    for (int u = 0; u < 4; ++u)\n";
+      os << "      if (at[u] >= 0) m0[at[u]] = v[u];\n";
+      os << "  }\n}\n";
     } else {
       std::string reducedLoop = reducedIterations("first", "stride", "      ");
       os << "  const long long reduced = " << reducedTotal << ";\n";

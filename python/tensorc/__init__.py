@@ -15,11 +15,12 @@ copied. Outputs are returned as `tensorc.Tensor` (runtime-owned, with
 `__dlpack__`) on the executable's device, or written into `outputs=`. See
 docs/python.md."""
 import ctypes
+import os
 
 from . import _dlpack
 from ._lib import lib, tc_runtime_options_t, tc_tensor_t
 
-__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor"]
+__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights"]
 
 
 class Error(RuntimeError):
@@ -183,6 +184,28 @@ def _tensor_struct(b, keep):
     return t
 
 
+class Weights:
+    """A .safetensors file, memory-mapped and checked (see docs/runtime.md)."""
+
+    def __init__(self, path):
+        self._handle = ctypes.c_void_p()
+        _check(lib.tc_weights_open(os.fsencode(path), ctypes.byref(self._handle)))
+
+    @property
+    def names(self):
+        out = []
+        for i in range(lib.tc_weights_count(self._handle)):
+            name = ctypes.c_char_p()
+            _check(lib.tc_weights_tensor(self._handle, i, ctypes.byref(name), None))
+            out.append(name.value.decode())
+        return out
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            lib.tc_weights_release(self._handle)
+            self._handle = None
+
+
 class Session:
     """One run's state (bound sizes, the memory arena); one thread at a time."""
 
@@ -314,6 +337,22 @@ class Session:
         self._keep = (keep, names_in, names_out)
         _check(lib.tc_session_enqueue_step(self._handle, names_in, arr_in, n, names_out, arr_out, m))
         return outputs
+
+    def bind(self, name, value):
+        """Copies `value` (any DLPack tensor) into session memory as input
+        `name`: step() uses it whenever `name` is not given (parameters)."""
+        keep = []
+        arr, _ = self._structs([value], keep)
+        _check(lib.tc_session_bind_input(self._handle, name.encode(), arr))
+
+    def bind_weights(self, weights):
+        """Binds every input that `weights` (a Weights or a .safetensors
+        path) has a tensor for; returns how many were bound."""
+        if not isinstance(weights, Weights):
+            weights = Weights(weights)
+        bound = ctypes.c_int32()
+        _check(lib.tc_session_bind_weights(self._handle, weights._handle, ctypes.byref(bound)))
+        return bound.value
 
     @property
     def arena_bytes(self):

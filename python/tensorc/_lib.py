@@ -103,3 +103,10 @@ _declare("tc_session_read_state", _status, _p, ctypes.c_char_p, ctypes.POINTER(t
 _declare("tc_session_enqueue_step", _status, _p, ctypes.POINTER(ctypes.c_char_p),
          ctypes.POINTER(tc_tensor_t), _i32, ctypes.POINTER(ctypes.c_char_p),
          ctypes.POINTER(tc_tensor_t), _i32)
+_declare("tc_weights_open", _status, ctypes.c_char_p, ctypes.POINTER(_p))
+_declare("tc_weights_release", None, _p)
+_declare("tc_weights_count", _i32, _p)
+_declare("tc_weights_tensor", _status, _p, _i32, ctypes.POINTER(ctypes.c_char_p),
+         ctypes.POINTER(tc_tensor_t))
+_declare("tc_session_bind_input", _status, _p, ctypes.c_char_p, ctypes.POINTER(tc_tensor_t))
+_declare("tc_session_bind_weights", _status, _p, _p, ctypes.POINTER(_i32))

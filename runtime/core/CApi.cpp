@@ -39,6 +39,11 @@ struct tc_executable_s {
   std::map<void *, Tensor> allocations;
 };
 
+struct tc_weights_s {
+  std::shared_ptr<const Weights> weights;
+  std::vector<std::vector<int64_t>> shapes; // per tensor, for tc_tensor_t.shape
+};
+
 struct tc_session_s {
   tc_executable_t *executable;
   Session session;
@@ -416,6 +421,65 @@ tc_status_t tc_session_enqueue_step(tc_session_t *s, const char *const *input_na
     };
     s->session.enqueueStep(named(input_names, inputs, input_count),
                            named(output_names, outputs, output_count));
+  });
+}
+
+tc_status_t tc_weights_open(const char *path, tc_weights_t **out) {
+  if (!out)
+    return nullArgument("out_weights");
+  *out = nullptr;
+  if (!path)
+    return nullArgument("path");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    auto w = std::make_unique<tc_weights_s>();
+    w->weights = Weights::open(path);
+    for (const TensorInfo &t : w->weights->tensors())
+      w->shapes.push_back(w->weights->view(t.name).shape);
+    *out = w.release();
+  });
+}
+
+void tc_weights_release(tc_weights_t *w) { delete w; }
+
+int32_t tc_weights_count(const tc_weights_t *w) { return w ? int32_t(w->shapes.size()) : 0; }
+
+tc_status_t tc_weights_tensor(const tc_weights_t *w, int32_t index, const char **out_name,
+                              tc_tensor_t *out_tensor) {
+  if (!w)
+    return nullArgument("weights");
+  if (index < 0 || index >= int32_t(w->shapes.size()))
+    return makeStatus(TC_STATUS_INVALID_ARGUMENT, "weights: no tensor " + std::to_string(index));
+  const TensorInfo &t = w->weights->tensors()[size_t(index)];
+  if (out_name)
+    *out_name = t.name.c_str();
+  if (out_tensor) {
+    TensorView v = w->weights->view(t.name);
+    const std::vector<int64_t> &shape = w->shapes[size_t(index)];
+    *out_tensor = tc_tensor_t{tc_element_type_t(int(v.dtype)), int32_t(shape.size()), shape.data(), v.data,
+                              TC_DEVICE_HOST, 0, nullptr, 0};
+  }
+  return nullptr;
+}
+
+tc_status_t tc_session_bind_input(tc_session_t *s, const char *name, const tc_tensor_t *value) {
+  if (!s)
+    return nullArgument("session");
+  if (!name)
+    return nullArgument("name");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.bindInput(name, views(value, 1).at(0)); });
+}
+
+tc_status_t tc_session_bind_weights(tc_session_t *s, const tc_weights_t *w, int32_t *out_bound) {
+  if (out_bound)
+    *out_bound = 0;
+  if (!s)
+    return nullArgument("session");
+  if (!w)
+    return nullArgument("weights");
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    size_t n = s->session.bindWeights(*w->weights).size();
+    if (out_bound)
+      *out_bound = int32_t(n);
   });
 }
 

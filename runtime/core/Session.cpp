@@ -39,6 +39,7 @@ struct Session::State {
   std::map<std::string, std::array<std::optional<Tensor>, 2>> state;
   int current = 0;
   std::map<std::string, Tensor> scratch; // outputs enqueueStep was not given
+  std::map<std::string, Tensor> bound;   // bound inputs (bindInput)
 };
 
 Session::Session(std::shared_ptr<const Executable> executable)
@@ -374,6 +375,47 @@ void Session::readState(const std::string &name, const TensorView &out) {
   });
 }
 
+void Session::bindInput(const std::string &name, const TensorView &value) {
+  std::vector<std::string> states = stateNames();
+  if (std::find(states.begin(), states.end(), name) != states.end())
+    return setState(name, value);
+  rethrow([&] {
+    const Executable::Impl &x = executable_->impl();
+    const artifact::TensorDecl &d = declaredInput(x, name);
+    std::string what = x.where + ": bound input '" + name + "'";
+    check(toDType(value.dtype) == d.dtype,
+          what + ": expected " + std::string(dtypeName(d.dtype)) + ", got " + elementTypeName(value.dtype));
+    bool fits = d.shape.size() == value.shape.size();
+    for (size_t k = 0; fits && k < d.shape.size(); ++k)
+      fits = value.shape[k] >= 0 && (!d.shape[k].isStatic() || d.shape[k].value() == value.shape[k]);
+    check(fits, what + ": expected shape " + shapeStr(d.shape) + ", got " + dimsStr(value.shape));
+    checkPlacement(x, value, what);
+    State &st = *state_;
+    Tensor t = executable_->newTensor(value.dtype, value.shape);
+    check(t.nbytes() == 0 || value.data, what + ": null data");
+    transfer(*st.backend, x.backend->device(), value, Address(t.data()), t.nbytes(), true);
+    st.bound.insert_or_assign(name, std::move(t));
+    st.resolved = false;
+  });
+}
+
+std::vector<std::string> Session::bindWeights(const Weights &weights) {
+  std::vector<std::string> names;
+  for (const TensorInfo &in : executable_->inputs())
+    if (weights.contains(in.name)) {
+      bindInput(in.name, weights.view(in.name));
+      names.push_back(in.name);
+    }
+  return names;
+}
+
+std::vector<std::string> Session::boundInputNames() const {
+  std::vector<std::string> names;
+  for (const auto &[name, t] : state_->bound)
+    names.push_back(name);
+  return names;
+}
+
 void Session::enqueueStep(const std::map<std::string, TensorView> &inputs,
                           const std::map<std::string, TensorView> &outputs) {
   std::vector<TensorView> in, out;
@@ -389,11 +431,18 @@ void Session::enqueueStep(const std::map<std::string, TensorView> &inputs,
         continue;
       }
       auto given = inputs.find(d.name);
-      check(given != inputs.end(), x.where + ": input '" + d.name + "' is neither given nor state");
+      if (given == inputs.end()) {
+        auto b = st.bound.find(d.name);
+        check(b != st.bound.end(), x.where + ": input '" + d.name + "' is neither given, bound nor state");
+        in.push_back(b->second.view());
+        continue;
+      }
       in.push_back(given->second);
     }
-    check(inputs.size() + st.state.size() == x.art.inputs.size(),
-          x.where + ": an input given to enqueueStep is not an input of the artifact");
+    for (const auto &[name, v] : inputs)
+      check(std::any_of(x.art.inputs.begin(), x.art.inputs.end(),
+                        [&](const artifact::TensorDecl &d) { return d.name == name; }),
+            x.where + ": no input named '" + name + "'");
     std::vector<std::vector<int64_t>> shapes = outputShapes(in);
     for (size_t i = 0; i < x.art.outputs.size(); ++i) {
       const std::string &name = x.art.outputs[i].name;

@@ -121,7 +121,7 @@ for n in state:
     ts.read_state(n, current)
     assert np.array_equal(current, by_hand[n]), n
 expect_error("'x' is not state", lambda: ts.set_state("x", batches[0][0]))
-expect_error("input 'labels' is neither given nor state", lambda: ts.step(x=batches[0][0]))
+expect_error("input 'labels' is neither given, bound nor state", lambda: ts.step(x=batches[0][0]))
 # Autotuning through the binding: max-autotune fills the cache (same
 # outputs as the heuristics), strict then loads from it; a bad mode is an error.
 db = os.path.join(work, "tune.sqlite")

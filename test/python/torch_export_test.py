@@ -90,8 +90,17 @@ def check(name, model, inputs):
     want = want if isinstance(want, tuple) else (want,)
     path = os.path.join(work, name + ".json")
     graph, tensors = tt.export_with_weights(model, inputs, path)
-    args = []
+    # The parameters and buffers come from the .safetensors file the
+    # exporter writes beside the graph; the example inputs from .npy files.
+    weights = os.path.join(work, name + ".safetensors")
+    saved = tt.load_safetensors(weights)
+    state = dict(model.named_parameters(), **dict(model.named_buffers()))
+    assert sorted(saved) == sorted(k for k in tensors if k in state), (sorted(saved), list(tensors))
+    assert all(torch.equal(saved[k], state[k]) for k in saved)
+    args = ["--weights", weights]
     for k, t in tensors.items():
+        if k in saved:
+            continue
         f = os.path.join(work, f"{name}-{k}.npy")
         np.save(f, t.detach().numpy())
         args += ["--input", f"{k}={f}"]
@@ -173,6 +182,36 @@ if "--compile" in sys.argv:
         want_logits, want_loss = mlp(x, t)
     assert (logits - want_logits).abs().max() < 1e-4 and abs(loss.item() - want_loss.item()) < 1e-4
     print("torch compile: ok")
+
+    # The runtime binds parameters by name from the exporter's .safetensors
+    # (memory-mapped, checked) and takes new ones without recompiling.
+    import tensorc as runtime
+    block = Block().eval()
+    ids = torch.randint(0, 50, (3, 5))
+    graph = tt.export(block, (ids,), os.path.join(work, "bound.json"))
+    art = os.path.join(work, "bound.tcx")
+    subprocess.run([tensorc, "compile", os.path.join(work, "bound.json"), "--target", "cpu", "-o", art],
+                   check=True)
+    session = runtime.Executable.load(art).session()
+    assert session.bind_weights(os.path.join(work, "bound.safetensors")) == len(graph["inputs"]) - 1
+    for scale in (1.0, -2.0):
+        with torch.no_grad():
+            block.head.weight.mul_(scale)
+        tt.save_safetensors(dict(block.named_parameters()), os.path.join(work, "new.safetensors"))
+        if scale != 1.0:
+            assert session.bind_weights(os.path.join(work, "new.safetensors")) == len(graph["inputs"]) - 2
+        out = torch.empty(3, 1)
+        session.step(outputs={graph["outputs"][0]: out}, ids=ids)
+        session.synchronize()
+        with torch.no_grad():
+            err = (out - block(ids)).abs().max().item()
+        assert err < 1e-4, (scale, err, seed)
+    try:
+        session.bind("head.weight", torch.zeros(3, 3))
+        raise AssertionError("bound a tensor of the wrong shape")
+    except runtime.Error as e:
+        assert "bound input 'head.weight': expected shape" in str(e), e
+    print("torch weights: bound from .safetensors, swapped without recompiling")
 
 if "--compile" in sys.argv:
     # train=True: tensorc's own backward (autodiff + partition) behind

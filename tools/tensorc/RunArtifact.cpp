@@ -95,6 +95,10 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
       ->required();
   cmd.add_option("--input", args.inputs,
                  "NAME=PATH.npy for an input (repeatable); missing inputs are drawn from --seed");
+  cmd.add_option("--weights", args.weights,
+                 "FILE.safetensors: inputs by name (e.g. a model's parameters) not given by --input "
+                 "(repeatable)")
+      ->check(CLI::ExistingFile);
   cmd.add_option("--dim", args.dims,
                  "SYMBOL=SIZE for a symbolic dim of generated inputs (repeatable; default 4)");
   cmd.add_option("--seed", args.seed, "seed for generated inputs (default 0)");
@@ -138,15 +142,34 @@ bool isArtifactFile(const std::string &path) {
 }
 
 std::map<std::string, HostTensor>
-readGivenInputs(const std::vector<std::string> &options,
-                const std::vector<std::pair<std::string, DType>> &declared) {
+readGivenInputs(const RunArgs &args, const std::vector<std::pair<std::string, DType>> &declared) {
   std::map<std::string, HostTensor> given;
-  for (const std::string &s : options) {
+  for (const std::string &s : args.inputs) {
     auto [name, path] = splitAssignment(s, "--input");
     auto it = std::find_if(declared.begin(), declared.end(), [&](const auto &d) { return d.first == name; });
     check(it != declared.end(), "--input " + name + ": the model has no input named \"" + name + "\"");
     check(!given.count(name), "--input " + name + " is given twice");
     given.emplace(name, readNpy(path, it->second));
+  }
+  for (const std::string &path : args.weights) {
+    std::shared_ptr<const runtime::Weights> w;
+    try {
+      w = runtime::Weights::open(path);
+    } catch (const runtime::Error &e) {
+      fail(e.what());
+    }
+    for (const auto &[name, dtype] : declared) {
+      if (given.count(name) || !w->contains(name))
+        continue;
+      runtime::TensorView v = w->view(name);
+      check(DType(int(v.dtype)) == dtype, "--weights " + path + ": tensor '" + name + "' is " +
+                                              runtime::elementTypeName(v.dtype) + ", but the input is " +
+                                              std::string(dtypeName(dtype)));
+      HostTensor t(dtype, v.shape);
+      if (t.nbytes())
+        std::memcpy(t.data(), v.data, t.nbytes());
+      given.emplace(name, std::move(t));
+    }
   }
   return given;
 }
@@ -246,7 +269,7 @@ void runArtifact(const RunArgs &args) {
   for (const runtime::TensorInfo &i : exe->inputs())
     declared.emplace_back(i.name, DType(int(i.dtype)));
   std::map<std::string, HostTensor> inputs = artifactInputs(
-      *exe, readGivenInputs(args.inputs, declared), args.seed, parseDimAssignments(args.dims));
+      *exe, readGivenInputs(args, declared), args.seed, parseDimAssignments(args.dims));
   std::map<std::string, int64_t> bindings;
   std::vector<HostTensor> outputs = runExecutable(exe, inputs, args.bench, bindings);
   std::vector<std::string> names;

@@ -17,7 +17,7 @@ namespace tensorc::cli {
 
 struct RunArgs {
   std::string file, outputDir;
-  std::vector<std::string> inputs, dims;
+  std::vector<std::string> inputs, dims, weights;
   std::string target;
   uint64_t seed = 0;
   int showValues = 6;
@@ -29,7 +29,7 @@ struct RunArgs {
   std::string autotune, tuneDb;
 };
 
-// The options every `run` takes (FILE, --input, --dim, --seed, --output-dir,
+// The options every `run` takes (FILE, --input, --weights, --dim, --seed, --output-dir,
 // --show, --bench, --threads, --variant, --expect-sha256, --mode,
 // --autotune, --tune-db).
 void addRunOptions(CLI::App &cmd, RunArgs &args);
@@ -37,11 +37,12 @@ void addRunOptions(CLI::App &cmd, RunArgs &args);
 // Whether `path` starts with the artifact magic.
 bool isArtifactFile(const std::string &path);
 
-// --input NAME=PATH.npy options read with the declared dtypes; throws Error
-// for unknown or repeated names.
+// --input NAME=PATH.npy options read with the declared dtypes, then every
+// declared input not given there that a --weights FILE.safetensors has
+// (the first file that has it); throws Error for unknown or repeated
+// names and for a weights tensor of another dtype.
 std::map<std::string, HostTensor>
-readGivenInputs(const std::vector<std::string> &options,
-                const std::vector<std::pair<std::string, DType>> &declared);
+readGivenInputs(const RunArgs &args, const std::vector<std::pair<std::string, DType>> &declared);
 
 // Runs `exe` on `inputs` (by name); with bench > 0 also times `bench` runs
 // after warm-up and prints the median and spread (and, for GPU artifacts,

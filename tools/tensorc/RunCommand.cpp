@@ -72,7 +72,7 @@ void addRunCommand(CLI::App &app) {
     for (const GraphInput &i : model->graph.inputs)
       declared.emplace_back(i.name, i.spec.dtype);
     std::map<std::string, HostTensor> inputs =
-        completeInputs(model->graph, model->analysis, readGivenInputs(args->inputs, declared), args->seed,
+        completeInputs(model->graph, model->analysis, readGivenInputs(*args, declared), args->seed,
                        parseDimAssignments(args->dims));
     InterpreterResult result;
     if (!args->target.empty()) {

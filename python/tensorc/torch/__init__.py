@@ -15,5 +15,7 @@ the source line; `explain` lists them all.
 """
 from ._compile import CompiledModule, compile
 from ._export import UnsupportedOp, explain, export, export_with_weights
+from ._safetensors import load_file as load_safetensors, save_file as save_safetensors
 
-__all__ = ["CompiledModule", "UnsupportedOp", "compile", "explain", "export", "export_with_weights"]
+__all__ = ["CompiledModule", "UnsupportedOp", "compile", "explain", "export", "export_with_weights",
+           "load_safetensors", "save_safetensors"]

@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import operator
+import os
 import re
 from collections import OrderedDict
 
@@ -17,6 +18,7 @@ import torch
 import torch.fx as fx
 from torch.fx import _symbolic_trace
 
+from . import _safetensors
 from ._common import DTYPES, UnsupportedOp, literal as _literal
 from ._ops import _FUNCTIONS, _MODULES
 
@@ -395,14 +397,16 @@ def _prepare(model, example_inputs):
     return gm, runner.values
 
 
-def export(model, example_inputs, path=None, name=None):
+def export(model, example_inputs, path=None, name=None, weights=None):
     """Exports `model` called on `example_inputs` as a tensorc graph (a dict,
-    also written to `path` when given). Raises UnsupportedOp for the first
-    op that has no mapping."""
-    return export_with_weights(model, example_inputs, path, name)[0]
+    also written to `path` when given, with the parameters and buffers the
+    graph uses in a .safetensors file beside it: `weights`, or the path with
+    the suffix .safetensors). Raises UnsupportedOp for the first op that
+    has no mapping."""
+    return export_with_weights(model, example_inputs, path, name, weights)[0]
 
 
-def export_with_weights(model, example_inputs, path=None, name=None):
+def export_with_weights(model, example_inputs, path=None, name=None, weights=None):
     """export(), plus every graph input's tensor by name (the example inputs,
     the parameters and buffers), in the graph's input order."""
     gm, values = _prepare(model, example_inputs)
@@ -411,6 +415,9 @@ def export_with_weights(model, example_inputs, path=None, name=None):
     if path:
         with open(path, "w") as f:
             json.dump(graph, f, indent=1)
+        params = OrderedDict((n, t) for n, t in g.tensors.items() if g.sources[n][0] == "param")
+        _safetensors.save_file(params, weights or os.path.splitext(path)[0] + ".safetensors",
+                               {"format": "pt", "producer": "tensorc.torch.export"})
     return graph, OrderedDict(g.tensors)
 
 

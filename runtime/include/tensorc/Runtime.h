@@ -123,6 +123,32 @@ struct LoadOptions {
   std::string tuneDb;
 };
 
+// Tensors of a .safetensors file, e.g. a model's parameters (docs/runtime.md,
+// "Weights"): the file is memory-mapped and checked when opened (header
+// bounds, JSON, dtypes, shapes against byte sizes, offsets, overlaps) and
+// stays mapped while the object lives.
+class Weights {
+public:
+  // Throws Error naming the file and the problem.
+  static std::shared_ptr<const Weights> open(const std::string &path);
+  ~Weights();
+  const std::string &path() const;
+  // Every tensor in the file (names, dtypes, shapes; dims as numbers).
+  const std::vector<TensorInfo> &tensors() const;
+  // The tensor named `name` as a host view into the file (read-only, valid
+  // while this object lives); throws Error if the file has none.
+  TensorView view(const std::string &name) const;
+  bool contains(const std::string &name) const;
+  // The file's "__metadata__" (string to string).
+  const std::map<std::string, std::string> &metadata() const;
+
+  struct Impl;
+
+private:
+  explicit Weights(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class Executable {
 public:
   // Loads and checks an artifact; throws Error naming the file and problem
@@ -202,10 +228,24 @@ public:
   std::vector<std::string> stateNames() const;
   void setState(const std::string &name, const TensorView &value);
   void readState(const std::string &name, const TensorView &out);
-  // Inputs not in the state, and any outputs wanted, by name (other
-  // outputs go to session memory). Queued like enqueue(); synchronize().
+  // Inputs neither in the state nor bound, and any outputs wanted, by
+  // name (other outputs go to session memory; a given input overrides a
+  // bound one). Queued like enqueue(); synchronize().
   void enqueueStep(const std::map<std::string, TensorView> &inputs,
                    const std::map<std::string, TensorView> &outputs = {});
+
+  // Bound inputs: a value copied once into session memory (on the
+  // executable's device) that enqueueStep uses for the input of that name
+  // whenever it is not given, e.g. a model's parameters. bindInput checks
+  // the dtype and the declared static sizes (symbolic ones bind at run
+  // time); binding a state input sets the state. bindWeights binds every
+  // input the file has a tensor for (tensors the artifact has no input for
+  // are skipped) and returns the names bound; a tensor whose dtype or shape
+  // does not match is an Error naming both. Binding again replaces the
+  // value: new weights without recompiling.
+  void bindInput(const std::string &name, const TensorView &value);
+  std::vector<std::string> bindWeights(const Weights &weights);
+  std::vector<std::string> boundInputNames() const;
 
   // Output shapes for these input shapes, without running.
   std::vector<std::vector<int64_t>> outputShapes(const std::vector<TensorView> &inputs);

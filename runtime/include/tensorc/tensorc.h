@@ -196,6 +196,32 @@ tc_status_t tc_session_enqueue_step(tc_session_t *session, const char *const *in
                                     const char *const *output_names, const tc_tensor_t *outputs,
                                     int32_t output_count);
 
+/* ------------------------------------------------------------- weights */
+
+/* A .safetensors file, memory-mapped and checked when opened (header
+ * bounds, JSON, dtypes, shapes against byte sizes, offsets, overlaps):
+ * a model's parameters by name. Thread-safe; immutable. */
+typedef struct tc_weights_s tc_weights_t;
+
+tc_status_t tc_weights_open(const char *path, tc_weights_t **out_weights);
+void tc_weights_release(tc_weights_t *weights);
+int32_t tc_weights_count(const tc_weights_t *weights);
+/* Tensor `index` (file order): its name and a host view into the mapping
+ * (read-only; shape and data live as long as the weights). */
+tc_status_t tc_weights_tensor(const tc_weights_t *weights, int32_t index, const char **out_name,
+                              tc_tensor_t *out_tensor);
+
+/* Bound inputs: a value copied once into session memory that
+ * tc_session_enqueue_step uses for the input of that name whenever it is
+ * not given (binding a state input sets the state). bind_weights binds
+ * every input `weights` has a tensor for (others in the file are skipped)
+ * and writes how many to out_bound (may be NULL); a dtype or shape that does
+ * not match the input is TC_STATUS_INVALID_ARGUMENT naming both. Binding
+ * again replaces the value (new weights, no recompilation). */
+tc_status_t tc_session_bind_input(tc_session_t *session, const char *name, const tc_tensor_t *value);
+tc_status_t tc_session_bind_weights(tc_session_t *session, const tc_weights_t *weights,
+                                    int32_t *out_bound);
+
 /* Bytes of the arena the last run planned (the session's intermediates). */
 int64_t tc_session_arena_bytes(const tc_session_t *session);
 

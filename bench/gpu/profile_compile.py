@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Where torch.compile's step spends device time, kernel by kernel (the
+counterpart of trace_steps.py for tensorc), for one public workload:
+
+    python3 profile_compile.py gpt2block_f32_fb [--mode default]
+"""
+import os
+import sys
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "pytorch"))
+import workloads as W  # noqa: E402
+
+
+def main():
+    name = sys.argv[1]
+    mode = sys.argv[sys.argv.index("--mode") + 1] if "--mode" in sys.argv else "default"
+    mod, make, train, _, _ = W.workloads()[name]
+    mod = mod.to(W.DEV)
+    inputs = make()
+    run = W.step_fn(torch.compile(mod, mode=mode), inputs, train)
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_time_total > 0]
+    events.sort(key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in events)
+    print(f"{name} torch.compile {mode}: {total / 1000:.3f} ms device time in {sum(e.count for e in events)} launches")
+    for e in events[:25]:
+        print(f"{e.device_time_total / 1000:8.3f} ms  x{e.count:<3} {e.key[:110]}")
+
+
+if __name__ == "__main__":
+    main()
