@@ -115,8 +115,10 @@ public:
       if (auto fused = dyn_cast<tc::FusedOp>(op)) {
         label_ = fused.getKernel().str();
         Block &body = fused.getBody().front();
-        for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs()))
+        for (auto [arg, outer] : llvm::zip(body.getArguments(), fused.getInputs())) {
           setLazy(arg, Lazy(lazy_.at(outer)));
+          outerOf_[arg] = outer;
+        }
         for (Operation &inner : body) {
           if (inner.getName().getStringRef() == "tc.yield") {
             for (auto [res, y] : llvm::zip(fused.getResults(), inner.getOperands())) {
@@ -1089,6 +1091,14 @@ private:
 
   // Makes `v` a contiguous stored value (a loop nest if it is not one yet).
   int materialize(Value v) {
+    // A kernel's input is materialized as the value outside, once: the
+    // forward and backward attention reading the same head-split q get one
+    // copy (and the backward can reuse the forward's saved results).
+    if (auto it = outerOf_.find(v); it != outerOf_.end()) {
+      int out = materialize(it->second);
+      lazy_[v] = lazy_.at(it->second);
+      return out;
+    }
     const Lazy &l = lazy_.at(v);
     TensorSpec s = specOf(v);
     if (isIdentity(l, s))
@@ -1548,6 +1558,7 @@ private:
   std::vector<bool> produced_;
   std::vector<std::string> symbolNames_;
   llvm::DenseMap<Value, Lazy> lazy_;
+  llvm::DenseMap<Value, Value> outerOf_; // a fused kernel's block argument -> its input outside
   std::string label_;
 };
 

@@ -128,10 +128,15 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
       cheap.insert(&op);
       continue;
     }
+    // Only ops that broadcast (numpy alignment) read smaller data: a
+    // reshape to a higher rank is not a broadcast, and copying the
+    // head-split transposes of q, k, v per user gave the forward and the
+    // backward attention different (duplicated) operands.
+    bool broadcasts = k == Kind::Elementwise || op.getName().getStringRef() == "tc.broadcast_to";
     bool ok = true;
     for (Value v : op.getOperands()) {
       Operation *d = v.getDefiningOp();
-      ok &= (d && isFree(d)) || isBroadcastInto(v, op.getResult(0));
+      ok &= (d && isFree(d)) || (broadcasts && isBroadcastInto(v, op.getResult(0)));
     }
     if (ok)
       cheap.insert(&op);

@@ -16,7 +16,7 @@ mkdir -p "$out/bin" "$out/lib"
 cp build/bin/tensorc-check build/bin/tensorc-tune "$out/bin/"
 cp build/bin/tensorc-run "$out/bin/tensorc"  # the runtime-only `tensorc run`
 cp -L build/lib/libtensorc_runtime.so.0 "$out/lib/"  # the soname, as a file (no links)
-build/bin/tensorc-gpu-cases "$out/cases" --random 150  # + random graphs: differential fuzzing on the GPU
+build/bin/tensorc-gpu-cases "$out/cases" --random 80  # + random graphs: differential fuzzing on the GPU
 cp scripts/gpu-test.sh scripts/gpu-bench.sh "$out/"
 # Run-time index checks (test/hardening/run-checks.test) on the GPU.
 mkdir -p "$out/checks"

@@ -109,6 +109,12 @@ std::string linkSharedLibrary(const std::vector<std::string> &objects) {
     writeFileAtomically(path, objects[i]);
     args.push_back(path);
   }
+#ifdef TENSORC_CLANG_RT_BUILTINS
+  // Only the helpers the code calls are taken (e.g. __truncsfbf2; see
+  // codegen/CMakeLists.txt): the library keeps no dependency on them.
+  if (std::filesystem::exists(TENSORC_CLANG_RT_BUILTINS))
+    args.push_back(TENSORC_CLANG_RT_BUILTINS);
+#endif
   args.push_back("-lm");
   std::string logPath = (dir / "link.log").string();
   posix_spawn_file_actions_t actions;

@@ -1,4 +1,5 @@
-// The fused attention kernels' configurations (kernels/Attention.cuh): which
+// The fused attention kernels' configurations (kernels/Attention.cuh,
+// kernels/AttentionF32.cuh): which
 // instantiations of its macros a program's source holds.
 #include "codegen/cuda/CudaKernel.h"
 #include "codegen/cuda/PointPrinter.h"
@@ -9,13 +10,16 @@ namespace tensorc::codegen::cuda {
 
 std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, int paddedHeadDim,
                                             bool causal) {
-  check(dtype == DType::F16 || dtype == DType::BF16, "cuda codegen: fused attention takes f16 or bf16");
+  check(dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32,
+        "cuda codegen: fused attention takes f16, bf16 or f32");
   check(paddedHeadDim % 16 == 0 && paddedHeadDim >= 16 && paddedHeadDim <= 128,
         "cuda codegen: fused attention head dim out of range");
   std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + "_d" +
                      std::to_string(paddedHeadDim) + (causal ? "_causal" : "");
-  attention_[name].arguments =
-      storageCType(dtype) + ", " + std::to_string(paddedHeadDim) + ", " + (causal ? "true" : "false");
+  AttentionConfig &config = attention_[name];
+  config.f32 = dtype == DType::F32;
+  config.arguments = (config.f32 ? "" : storageCType(dtype) + ", ") + std::to_string(paddedHeadDim) + ", " +
+                     (causal ? "true" : "false");
   return name;
 }
 

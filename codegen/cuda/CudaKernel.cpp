@@ -35,12 +35,18 @@ std::string CudaSourceBuilder::source() const {
   // The helpers, the attention kernels' definitions if used, the generated
   // kernels, then the instantiations of the attention kernels used.
   std::string text = cudaPrelude();
+  bool f32 = false;
+  for (const auto &[name, config] : attention_)
+    f32 = f32 || config.f32;
   if (!attention_.empty())
     text += attentionKernelSource();
+  if (f32)
+    text += attentionF32KernelSource();
   text += kernels_;
   for (const auto &[name, config] : attention_)
     for (const std::string &kernel : config.kernels)
-      text += "TC_ATTENTION_" + kernel + "(" + name + ", " + config.arguments + ")\n";
+      text += std::string(config.f32 ? "TC_ATTENTION_F32_" : "TC_ATTENTION_") + kernel + "(" + name + ", " +
+              config.arguments + ")\n";
   return text;
 }
 

@@ -55,7 +55,8 @@ public:
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.
   void addColumnSums(const std::string &prefix, DType dtype);
-  // A configuration of the fused attention kernels (kernels/Attention.cuh);
+  // A configuration of the fused attention kernels (kernels/Attention.cuh;
+  // kernels/AttentionF32.cuh for f32);
   // returns their symbol prefix. Only the kernels required after the
   // program is built are instantiated (NVRTC takes ~1 s per kernel).
   std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal);
@@ -70,7 +71,8 @@ private:
   mlir::MLIRContext &ctx_;
   std::string kernels_;
   struct AttentionConfig {
-    std::string arguments;       // "T, DP, CAUSAL" of the macros
+    std::string arguments;       // "T, DP, CAUSAL" of the macros ("DP, CAUSAL" for f32)
+    bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)
     std::set<std::string> kernels; // required
   };
   std::map<std::string, AttentionConfig> attention_; // by symbol prefix

@@ -12,8 +12,8 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
     if (!args[i])
       return "missing operands";
   const TensorSpec &q = *args[first], &k = *args[first + 1], &v = *args[first + 2];
-  if (q.dtype != DType::F16 && q.dtype != DType::BF16)
-    return "dtype " + std::string(dtypeName(q.dtype)) + " (the fused kernels take f16 and bf16)";
+  if (q.dtype != DType::F16 && q.dtype != DType::BF16 && q.dtype != DType::F32)
+    return "dtype " + std::string(dtypeName(q.dtype)) + " (the fused kernels take f16, bf16 and f32)";
   for (size_t i = 0; i < first + 3; ++i)
     if (args[i]->dtype != q.dtype || args[i]->rank() != q.rank())
       return "operands of different dtypes or ranks";

@@ -17,7 +17,7 @@ inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
 
 // Why attention with these operand types (forward: q, k, v, mask;
 // backward: the cotangent, then those; absent operands nullopt) cannot run
-// fused, or "" when it can: f16/bf16 operands of one dtype, no mask, equal
+// fused, or "" when it can: f16/bf16/f32 operands of one dtype, no mask, equal
 // batch dims, one static head dim <= 128 shared by q, k and v.
 std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &args, bool backward);
 

@@ -284,8 +284,9 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
   const ValueDecl &q = a.values[size_t(s.operands[first])], &k = a.values[size_t(s.operands[first + 1])],
                   &v = a.values[size_t(s.operands[first + 2])];
   check(!s.symbol.empty(), what + ": no kernel symbol");
-  check((q.dtype == DType::F16 || q.dtype == DType::BF16) && k.dtype == q.dtype && v.dtype == q.dtype,
-        what + ": attention operands must be f16 or bf16, one dtype");
+  check((q.dtype == DType::F16 || q.dtype == DType::BF16 || q.dtype == DType::F32) && k.dtype == q.dtype &&
+            v.dtype == q.dtype,
+        what + ": attention operands must be f16, bf16 or f32, one dtype");
   size_t r = q.shape.size();
   check(r >= 2 && k.shape.size() == r && v.shape.size() == r, what + ": attention operands of different ranks");
   for (size_t d = 0; d + 2 < r; ++d)

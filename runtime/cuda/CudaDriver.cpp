@@ -18,6 +18,7 @@ struct Driver::Api {
   int (*ctxSynchronize)();
   int (*moduleLoadData)(void **, const void *);
   int (*moduleGetFunction)(void **, void *, const char *);
+  int (*funcSetAttribute)(void *, int, int);
   int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                       void *, void **, void **);
   int (*memAlloc)(DevicePtr *, size_t);
@@ -78,6 +79,7 @@ const Loaded &load() {
     sym(api->moduleLoadData, "cuModuleLoadData");
     sym(api->moduleGetFunction, "cuModuleGetFunction");
     sym(api->launchKernel, "cuLaunchKernel");
+    sym(api->funcSetAttribute, "cuFuncSetAttribute");
     sym(api->memAlloc, "cuMemAlloc_v2");
     sym(api->memFree, "cuMemFree_v2");
     sym(api->memAllocHost, "cuMemAllocHost_v2");
@@ -176,8 +178,13 @@ void *Driver::function(void *module, const std::string &name) const {
 }
 
 void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args, Stream stream,
-                    unsigned gridY) const {
-  TC_CU(launchKernel(f, gridX, gridY, 1, blockX, 1, 1, 0, stream, args, nullptr));
+                    unsigned gridY, unsigned sharedBytes) const {
+  TC_CU(launchKernel(f, gridX, gridY, 1, blockX, 1, 1, sharedBytes, stream, args, nullptr));
+}
+
+void Driver::allowSharedMemory(void *f, unsigned bytes) const {
+  constexpr int kMaxDynamicSharedSizeBytes = 8; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  TC_CU(funcSetAttribute(f, kMaxDynamicSharedSizeBytes, int(bytes)));
 }
 
 DevicePtr Driver::allocate(size_t bytes) const {

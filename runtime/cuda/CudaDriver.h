@@ -31,7 +31,10 @@ public:
   // pageable host memory are staged by the driver: the host side is done
   // when the call returns, the device side in stream order).
   void launch(void *function, unsigned gridX, unsigned blockX, void **args,
-              Stream stream = nullptr, unsigned gridY = 1) const;
+              Stream stream = nullptr, unsigned gridY = 1, unsigned sharedBytes = 0) const;
+  // Lets `function` be launched with up to `bytes` of dynamic shared
+  // memory (beyond the default 48 KiB where the GPU has it).
+  void allowSharedMemory(void *function, unsigned bytes) const;
   DevicePtr allocate(size_t bytes) const;
   void free(DevicePtr p) const;
   // Page-locked host memory (device copies into it are asynchronous).

@@ -18,6 +18,23 @@
 namespace tensorc::cuda {
 
 using artifact::Step;
+
+namespace {
+
+// Dynamic shared memory of the f32 attention kernels in bytes, kernel 0
+// forward, 1 dq, 2 dkv: tc_attention_f32::sharedFloats of
+// codegen/cuda/kernels/AttentionF32.cuh, mirrored (keep the two in step: a
+// kernel launched with less traps). The f16/bf16 kernels use static shared memory.
+unsigned f32AttentionSharedBytes(int kernel, int paddedHeadDim) {
+  const int dp = (paddedHeadDim + 31) / 32 * 32, rowStride = 68, colStride = 36, cols = 32;
+  const int floats = kernel == 0   ? dp * (rowStride + colStride) + cols * (dp + 4) + cols * rowStride
+                     : kernel == 1 ? 2 * dp * (rowStride + colStride) + cols * rowStride + cols * (dp + 4)
+                                   : 2 * dp * (rowStride + colStride) + 2 * cols * (dp + 4) +
+                                         2 * cols * rowStride + 2 * cols;
+  return unsigned(floats) * 4u;
+}
+
+} // namespace
 using artifact::Storage;
 
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
@@ -66,12 +83,25 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
     std::vector<void *> attention;
-    if (s.kind == Step::Kind::Attention)
+    std::vector<unsigned> shared;
+    if (s.kind == Step::Kind::Attention) {
+      const bool f32 = a.values[size_t(s.operands.back())].dtype == DType::F32;
       for (const char *part : !s.attention.backward      ? std::vector<const char *>{"_fwd"}
                               : s.attention.savedForward ? std::vector<const char *>{"_bwd_q_saved", "_bwd_kv"}
-                                                         : std::vector<const char *>{"_bwd_q", "_bwd_kv"})
-        attention.push_back(driver_.function(module_, s.symbol + part));
+                                                         : std::vector<const char *>{"_bwd_q", "_bwd_kv"}) {
+        void *f = driver_.function(module_, s.symbol + part);
+        unsigned bytes = 0;
+        if (f32) {
+          bytes = f32AttentionSharedBytes(!s.attention.backward ? 0 : attention.empty() ? 1 : 2,
+                                          s.attention.paddedHeadDim);
+          driver_.allowSharedMemory(f, bytes);
+        }
+        attention.push_back(f);
+        shared.push_back(bytes);
+      }
+    }
     attentionKernels_.push_back(std::move(attention));
+    attentionShared_.push_back(std::move(shared));
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
@@ -184,7 +214,7 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   float scale = float(at.scale);
   auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
   unsigned queryTiles = unsigned((L + kRows - 1) / kRows), keyTiles = unsigned((S + kRows - 1) / kRows);
-  auto launch = [&](void *function, std::vector<DevicePtr> tensors, unsigned tiles) {
+  auto launch = [&](size_t kernel, std::vector<DevicePtr> tensors, unsigned tiles) {
     std::vector<void *> params;
     for (DevicePtr &p : tensors)
       params.push_back(&p);
@@ -192,28 +222,29 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
       params.push_back(&x);
     params.push_back(&scale);
     if (tiles > 0) // no query rows: nothing to write (dk, dv still are: zeros)
-      driver_.launch(function, tiles, 128, params.data(), stream, unsigned(bh));
+      driver_.launch(attentionKernels_[si][kernel], tiles, 128, params.data(), stream, unsigned(bh),
+                     attentionShared_[si][kernel]);
   };
   if (!at.backward) {
-    launch(attentionKernels_[si][0],
+    launch(0,
            {pointer(first), pointer(first + 1), pointer(first + 2), pointer(0), at.saveLse ? pointer(1) : 0},
            queryTiles);
     return "attention " + s.symbol + "_fwd";
   }
   if (at.savedForward) {
     // dout, q, k, v, out, lse -> dq, delta; then as below.
-    launch(attentionKernels_[si][0],
+    launch(0,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(9), pointer(3), pointer(0), pointer(4)},
            queryTiles);
-    launch(attentionKernels_[si][1],
+    launch(1,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
            keyTiles);
     return "attention " + s.symbol + "_bwd_q_saved + _bwd_kv";
   }
   // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
-  launch(attentionKernels_[si][0], {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)},
+  launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)},
          queryTiles);
-  launch(attentionKernels_[si][1], {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
+  launch(1, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
            keyTiles);
   return "attention " + s.symbol + "_bwd_q + _bwd_kv";
 }

@@ -91,6 +91,7 @@ private:
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   std::vector<std::vector<void *>> attentionKernels_; // per step: fwd, or bwd_q and bwd_kv
+  std::vector<std::vector<unsigned>> attentionShared_; // their dynamic shared memory, bytes
   DevicePtr constants_ = 0;
   int variantCount_ = 0;
   bool hasMatmul_ = false;

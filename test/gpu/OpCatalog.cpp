@@ -177,21 +177,25 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
                         {{"axes", Attr(std::vector<int64_t>{0, 1})}, {"keepdim", Attr(true)}}));
     }
   push_back(opGraph("sum", {{DType::I32, {4096, 3}}}, {{"axes", Attr(std::vector<int64_t>{0})}}));
-  // The fused attention kernels (codegen/cuda/kernels/Attention.cuh): f16
-  // and bf16, lengths of 1, odd, past one tile and many tiles, head dims
+  // The fused attention kernels (codegen/cuda/kernels/Attention.cuh,
+  // AttentionF32.cuh): f16, bf16 and f32, lengths of 1, odd, past one tile and many tiles, head dims
   // padded (80) and full (64, 128), causal or not, a symbolic batch;
   // forward and backward.
   struct AttentionCase {
     Shape_ batch;
     int64_t L, S, E;
   };
-  for (DType d : {DType::BF16, DType::F16})
-    for (const AttentionCase &c : std::vector<AttentionCase>{{{2, 3}, 1, 1, 64},
-                                                            {{"B", 2}, 7, 7, 64},
-                                                            {{2, 1}, 5, 130, 80},
-                                                            {{1, 1}, 130, 130, 128},
-                                                            {{1, 1}, 257, 257, 64},
-                                                            {{3}, 67, 33, 16}})
+  // f16 shares bf16's code but the mma instruction: its small cases only;
+  // f32 (another kernel) at sizes that keep the GPU bundle small: several
+  // 64-row and 32-key tiles, head dims 16, 64, 80 and 128.
+  const std::vector<AttentionCase> wide = {{{2, 3}, 1, 1, 64},      {{"B", 2}, 7, 7, 64},
+                                           {{2, 1}, 5, 130, 80},    {{1, 1}, 130, 130, 128},
+                                           {{1, 1}, 160, 97, 64},  {{3}, 67, 33, 16}};
+  const std::vector<AttentionCase> small = {{{2, 3}, 1, 1, 64}, {{"B", 2}, 7, 7, 64}, {{3}, 67, 33, 16}};
+  const std::vector<AttentionCase> f32 = {{{2, 3}, 1, 1, 64},    {{"B", 2}, 7, 7, 64},     {{2, 1}, 5, 70, 80},
+                                          {{1, 1}, 70, 40, 128},  {{1, 1}, 130, 97, 64}, {{3}, 67, 33, 16}};
+  for (DType d : {DType::BF16, DType::F16, DType::F32})
+    for (const AttentionCase &c : d == DType::BF16 ? wide : d == DType::F16 ? small : f32)
       for (bool causal : {false, true}) {
         auto shape = [&](int64_t rows) {
           Shape_ s = c.batch;

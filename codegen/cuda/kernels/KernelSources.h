@@ -11,5 +11,8 @@ const char *preludeSource();
 const char *columnSumsSource();
 // codegen/cuda/kernels/Attention.cuh: fused attention, forward and backward.
 const char *attentionKernelSource();
+// codegen/cuda/kernels/AttentionF32.cuh: its f32 counterpart on CUDA cores
+// (pasted after Attention.cuh, whose helpers it uses).
+const char *attentionF32KernelSource();
 
 } // namespace tensorc::codegen::cuda
