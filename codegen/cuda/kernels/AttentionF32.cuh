@@ -105,38 +105,59 @@ template <int R, int C> __device__ __forceinline__ void zero(float (&x)[R][C]) {
       x[i][j] = 0.0f;
 }
 
+// Four floats of row `gr` from column c of a [rows, D] matrix (row stride
+// ld): zero past `rows` and D; one 16-byte load where the layout allows.
+__device__ __forceinline__ void load4(float (&v)[4], const float *src, long long gr, long long rows, int c,
+                                      int D, long long ld, bool vector) {
+  v[0] = v[1] = v[2] = v[3] = 0.0f;
+  if (gr >= rows)
+    return;
+  const float *p = src + gr * ld + c;
+  if (vector && c < D) {
+    const float4 x = *reinterpret_cast<const float4 *>(p);
+    v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (c + e < D)
+        v[e] = p[e];
+  }
+}
+
 // Stages rows first..first+ROWS of a [rows, D] matrix (row stride ld) into
 // shared memory, zero past `rows` and D (up to DPF columns): transposed
 // (t[c][r], row stride ldt) and/or row-major (m[r][c], row stride ldm); a
-// null destination is skipped. Rows run fastest across threads so the
-// transposed stores hit distinct banks.
+// null destination is skipped. Consecutive threads read along a row
+// (coalesced); a transposed copy goes through 4 x 4 blocks transposed in
+// registers and stored as 16-byte columns.
 template <int ROWS, int DPF>
 __device__ __forceinline__ void stage(const float *src, long long first, long long rows, int D, long long ld,
                                       float *t, int ldt, float *m, int ldm) {
   const bool vector = (reinterpret_cast<unsigned long long>(src) & 15) == 0 && (ld & 3) == 0 && (D & 3) == 0;
-  for (int i = threadIdx.x; i < ROWS * (DPF / 4); i += kThreads) {
-    const int r = i % ROWS, c = (i / ROWS) * 4;
-    const long long gr = first + r;
-    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (gr < rows) {
-      const float *p = src + gr * ld + c;
-      if (vector && c < D) {
-        const float4 x = *reinterpret_cast<const float4 *>(p);
-        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (c + e < D)
-            v[e] = p[e];
-      }
-    }
-    if (t) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        t[(c + e) * ldt + r] = v[e];
-    }
-    if (m)
+  constexpr int chunks = DPF / 4;
+  if (!t) {
+    for (int i = threadIdx.x; i < ROWS * chunks; i += kThreads) {
+      const int r = i / chunks, c = (i % chunks) * 4;
+      float v[4];
+      load4(v, src, first + r, rows, c, D, ld, vector);
       *reinterpret_cast<float4 *>(m + r * ldm + c) = make_float4(v[0], v[1], v[2], v[3]);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < (ROWS / 4) * chunks; i += kThreads) {
+    const int r = (i / chunks) * 4, c = (i % chunks) * 4;
+    float v[4][4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      load4(v[q], src, first + r + q, rows, c, D, ld, vector);
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      *reinterpret_cast<float4 *>(t + (c + e) * ldt + r) = make_float4(v[0][e], v[1][e], v[2][e], v[3][e]);
+    if (m) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        *reinterpret_cast<float4 *>(m + (r + q) * ldm + c) = make_float4(v[q][0], v[q][1], v[q][2], v[q][3]);
+    }
   }
 }
 
