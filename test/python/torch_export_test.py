@@ -83,6 +83,15 @@ class Cnn(nn.Module):
         return self.fc(torch.flatten(self.gap(x), 1)).softmax(-1)
 
 
+class MaxMin(nn.Module):
+    """max/min along a dim: (values, indices), unpacked or as fields."""
+
+    def forward(self, x):
+        v, i = torch.max(x, 1)
+        w = x.min(dim=-1, keepdim=True).values
+        return v + w.squeeze(-1), i, torch.min(x, 0).indices, x.max(0)[0]
+
+
 def check(name, model, inputs):
     model.eval()
     with torch.no_grad():
@@ -124,6 +133,7 @@ with torch.no_grad():  # running statistics that are not the defaults
     cnn.bn.running_mean.uniform_(-0.5, 0.5)
     cnn.bn.running_var.uniform_(0.5, 2.0)
 check("cnn", cnn, (torch.randn(2, 3, 13, 13),))
+check("maxmin", MaxMin(), (torch.randn(5, 7),))
 
 graph = tt.export(Mlp().eval(), (torch.randn(2, 20), torch.randint(0, 7, (2,))))
 names = [(i["name"], i.get("trainable", False)) for i in graph["inputs"]]

@@ -6,6 +6,7 @@ shape and (for shape arithmetic) concrete value is known. Values computed
 from no input at all (a causal mask from torch.ones(...).tril()) become
 constants; every other op must map to tensorc's op set.
 """
+import builtins
 import contextlib
 import json
 import math
@@ -58,6 +59,16 @@ class _ConcreteProxy(fx.Proxy):
 
     def __bool__(self):
         return bool(self.value)
+
+    # The fields of torch.max/min along a dim, (values, indices): traced as
+    # getattr calls with concrete values (fx's lazy attribute proxies have none).
+    @property
+    def values(self):
+        return self.tracer.create_proxy("call_function", builtins.getattr, (self, "values"), {})
+
+    @property
+    def indices(self):
+        return self.tracer.create_proxy("call_function", builtins.getattr, (self, "indices"), {})
 
 
 def _lookup(root, qualname):

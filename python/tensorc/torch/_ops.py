@@ -2,6 +2,7 @@
 tensorc ops (the exporter's rules; docs/pytorch.md has the table). A rule
 takes the exporter and the fx node (and the module) and returns the
 value's reference."""
+import builtins
 import operator
 
 import torch
@@ -132,10 +133,24 @@ def _max_or_min(op):
     def rule(e, n):
         if len(n.args) == 2 and isinstance(n.args[1], fx.Node):  # elementwise torch.max(a, b)
             return e.elementwise(n, "maximum" if op == "max" else "minimum", [n.args[0], n.args[1]])
-        if len(n.args) > 1 or "dim" in n.kwargs:
-            raise e.unsupported(f"{op} along a dim returns (values, indices): use amax/amin or argmax")
-        return e.g.add(op, [e.ref(n.args[0])], None, n.name)
+        dim = e.arg(n, 1, "dim")
+        if dim is None:
+            return e.g.add(op, [e.ref(n.args[0])], None, n.name)
+        # Along a dim: (values, indices), indexed or read as .values/.indices
+        # (the first extreme's index on ties, as PyTorch).
+        axis = _norm_axis(int(dim), e.val(n.args[0]).dim())
+        keep = {"keepdim": True} if e.arg(n, 2, "keepdim", False) else {}
+        values = e.g.add(op, [e.ref(n.args[0])], {"axes": [axis], **keep}, n.name + "_values")
+        indices = e.g.add("arg" + op, [e.ref(n.args[0])], {"axis": axis, **keep}, n.name + "_indices")
+        return [values, indices]
     return rule
+
+
+def _attribute(e, n):
+    obj, name = n.args[0], n.args[1]
+    if isinstance(e.env.get(obj), list) and name in ("values", "indices"):  # max/min along a dim
+        return e.env[obj][0 if name == "values" else 1]
+    raise e.unsupported(f"attribute '{name}'")
 
 
 def _var(e, n):
@@ -550,6 +565,7 @@ _register(_cat, torch.cat, getattr(torch, "concat", torch.cat))
 _register(_stack, torch.stack)
 _register(_split, torch.split, _m("split"), torch.chunk, _m("chunk"))
 _register(_getitem, operator.getitem)
+_register(_attribute, builtins.getattr)
 _register(_max_pool_fn, F.max_pool2d)
 _register(_avg_pool_fn, F.avg_pool2d)
 _register(_adaptive_avg_pool, F.adaptive_avg_pool2d)
