@@ -22,15 +22,18 @@ using artifact::Step;
 namespace {
 
 // Dynamic shared memory of the f32 attention kernels in bytes, kernel 0
-// forward, 1 dq, 2 dkv: tc_attention_f32::sharedFloats of
+// forward, 1 dq from the saved forward, 2 dkv, 3 dq recomputing the
+// forward: tc_attention_f32::sharedFloats of
 // codegen/cuda/kernels/AttentionF32.cuh, mirrored (keep the two in step: a
 // kernel launched with less traps). The f16/bf16 kernels use static shared memory.
 unsigned f32AttentionSharedBytes(int kernel, int paddedHeadDim) {
   const int dp = (paddedHeadDim + 31) / 32 * 32, rowStride = 68, colStride = 36, cols = 32;
+  const int tileThenScores = std::max(dp * colStride, cols * rowStride);
+  const int tileThenRows = std::max(dp * colStride, cols * (dp + 4));
   const int floats = kernel == 0   ? dp * (rowStride + colStride) + cols * (dp + 4) + cols * rowStride
-                     : kernel == 1 ? 2 * dp * (rowStride + colStride) + cols * rowStride + cols * (dp + 4)
-                                   : 2 * dp * (rowStride + colStride) + 2 * cols * (dp + 4) +
-                                         2 * cols * rowStride + 2 * cols;
+                     : kernel == 2 ? 2 * dp * rowStride + 2 * tileThenScores + 2 * cols * (dp + 4) + 2 * cols
+                                   : 2 * dp * rowStride + tileThenScores + tileThenRows +
+                                         (kernel == 3 ? cols * rowStride : 0);
   return unsigned(floats) * 4u;
 }
 
@@ -92,7 +95,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
         void *f = driver_.function(module_, s.symbol + part);
         unsigned bytes = 0;
         if (f32) {
-          bytes = f32AttentionSharedBytes(!s.attention.backward ? 0 : attention.empty() ? 1 : 2,
+          bytes = f32AttentionSharedBytes(!s.attention.backward ? 0
+                                          : !attention.empty()       ? 2
+                                          : s.attention.savedForward ? 1
+                                                                     : 3,
                                           s.attention.paddedHeadDim);
           driver_.allowSharedMemory(f, bytes);
         }

@@ -36,13 +36,24 @@ constexpr int kColStride = kCols + 4; // [k][kCols] layouts, padded
 
 // The head dim the products run over: DP rounded up to 32 (zero columns past D).
 __host__ __device__ constexpr int paddedDim(int dp) { return (dp + 31) / 32 * 32; }
-// Floats of dynamic shared memory per kernel: 0 forward, 1 dq, 2 dkv.
+__host__ __device__ constexpr int maxOf(int a, int b) { return a > b ? a : b; }
+// Regions that hold a [DPF][kCols] tile and then, after a barrier, a
+// [kCols][kRows] or [kCols][DPF + 4] one (the backward reuses them: less
+// shared memory, more blocks per SM).
+__host__ __device__ constexpr int tileThenScores(int dp) {
+  return maxOf(paddedDim(dp) * kColStride, kCols * kRowStride);
+}
+__host__ __device__ constexpr int tileThenRows(int dp) {
+  return maxOf(paddedDim(dp) * kColStride, kCols * (paddedDim(dp) + 4));
+}
+// Floats of dynamic shared memory per kernel: 0 forward, 1 dq from the
+// saved forward, 2 dkv, 3 dq recomputing the forward.
 __host__ __device__ constexpr int sharedFloats(int kernel, int dp) {
   return kernel == 0   ? paddedDim(dp) * (kRowStride + kColStride) + kCols * (paddedDim(dp) + 4) + kCols * kRowStride
-         : kernel == 1 ? 2 * paddedDim(dp) * (kRowStride + kColStride) + kCols * kRowStride +
-                             kCols * (paddedDim(dp) + 4)
-                       : 2 * paddedDim(dp) * (kRowStride + kColStride) + 2 * kCols * (paddedDim(dp) + 4) +
-                             2 * kCols * kRowStride + 2 * kCols;
+         : kernel == 2 ? 2 * paddedDim(dp) * kRowStride + 2 * tileThenScores(dp) + 2 * kCols * (paddedDim(dp) + 4) +
+                             2 * kCols
+                       : 2 * paddedDim(dp) * kRowStride + tileThenScores(dp) + tileThenRows(dp) +
+                             (kernel == 3 ? kCols * kRowStride : 0);
 }
 
 extern __shared__ __align__(16) float tc_attention_f32_shared[];
@@ -300,9 +311,12 @@ template <int DP, bool CAUSAL, bool SAVED>
 __device__ void backwardQuery(const float *dout, const float *q, const float *k, const float *v, const float *o,
                               float *dq, float *lse, float *delta, Shape s) {
   constexpr int DPF = paddedDim(DP), NC = DPF / 32;
-  requireShared(sharedFloats(1, DP));
+  requireShared(sharedFloats(SAVED ? 1 : 3, DP));
+  // kt then dS^T share a region, vt then K (row-major) another: each tile
+  // stages K and V transposed, computes S and dP, and after a barrier writes
+  // dS^T over kt and stages K again (from L2) over vt for dQ = dS K.
   float *qt = tc_attention_f32_shared, *dot = qt + DPF * kRowStride, *kt = dot + DPF * kRowStride,
-        *vt = kt + DPF * kColStride, *dst = vt + DPF * kColStride, *ks = dst + kCols * kRowStride;
+        *vt = kt + tileThenScores(DP), *dst = kt, *ks = vt;
   const long long bh = blockIdx.y, row0 = firstQueryRow<CAUSAL>(s);
   q += bh * s.bhq;
   k += bh * s.bhk;
@@ -331,13 +345,14 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
       lse2[i] = r < s.L ? lse[r] : infinity();
     }
   } else {
-    // The forward's scratch aliases the backward's: kt is kt, vs is ks, pt is dst.
+    // The forward pass's scratch: kt, vt (as its row-major V) and a region
+    // of its own for P (it needs K, V and P at once).
     float acc[4][DPF / 8], m[4], l[4];
     zero(acc);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       m[i] = -infinity(), l[i] = 0.0f;
-    forwardRows<DPF, CAUSAL>(qt, kt, ks, dst, acc, m, l, k, v, s, row0);
+    forwardRows<DPF, CAUSAL>(qt, kt, vt, vt + tileThenRows(DP), acc, m, l, k, v, s, row0);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const float sum = rowSum(l[i]);
@@ -369,7 +384,7 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
   for (long long tile = 0; tile < tiles; ++tile) {
     const long long n0 = tile * kCols;
     __syncthreads(); // the previous tile (or the forward pass) is used up
-    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, kt, kColStride, ks, DPF + 4);
+    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, kt, kColStride, nullptr, 0);
     stage<kCols, DPF>(v, n0, s.S, s.D, s.ldv, vt, kColStride, nullptr, 0);
     __syncthreads();
     float p[4][4], dp[4][4];
@@ -386,7 +401,9 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
             tc_attention::visible<CAUSAL>(row, col, s.S) ? exp2f(p[i][j] * s.scaleLog2 - lse2[i]) : 0.0f;
         p[i][j] = pr * (dp[i][j] - d[i]); // dS
       }
+    __syncthreads(); // kt and vt are read: dS^T and K take their places
     storeTransposed(dst, p);
+    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, nullptr, 0, ks, DPF + 4);
     __syncthreads();
     product<kCols, NC>(acc, dst, kRowStride, ks, DPF + 4); // dQ += dS K
   }
@@ -402,10 +419,10 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
                             const float *delta, float *dk, float *dv, Shape s) {
   constexpr int DPF = paddedDim(DP), NC = DPF / 32;
   requireShared(sharedFloats(2, DP));
+  // qt then P^T share a region, dot then dS^T another (after a barrier).
   float *kt = tc_attention_f32_shared, *vt = kt + DPF * kRowStride, *qt = vt + DPF * kRowStride,
-        *dot = qt + DPF * kColStride, *qs = dot + DPF * kColStride, *dos = qs + kCols * (DPF + 4),
-        *ps = dos + kCols * (DPF + 4), *dss = ps + kCols * kRowStride, *lseS = dss + kCols * kRowStride,
-        *deltaS = lseS + kCols;
+        *dot = qt + tileThenScores(DP), *qs = dot + tileThenScores(DP), *dos = qs + kCols * (DPF + 4),
+        *ps = qt, *dss = dot, *lseS = dos + kCols * (DPF + 4), *deltaS = lseS + kCols;
   const long long bh = blockIdx.y, key0 = (long long)blockIdx.x * kRows;
   q += bh * s.bhq;
   k += bh * s.bhk;
@@ -450,6 +467,7 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
         p[i][j] = pr;
         dp[i][j] = pr * (dp[i][j] - deltaS[4 * tx + j]);
       }
+    __syncthreads();          // qt and dot are read: P^T and dS^T take their places
     storeTransposed(ps, p);   // ps[query][key]
     storeTransposed(dss, dp); // dss[query][key]
     __syncthreads();
@@ -465,7 +483,7 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
 
 // The kernels of one f32 attention configuration, named and launched as
 // Attention.cuh's (NAME_fwd, NAME_bwd_q, NAME_bwd_q_saved, NAME_bwd_kv),
-// each with sharedFloats(0 / 1 / 1 / 2, DP) floats of dynamic shared memory.
+// each with sharedFloats(0 / 3 / 1 / 2, DP) floats of dynamic shared memory.
 #define TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL)                                                     \
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_fwd(const float *q, const float *k, const float *v, float *o, float *lse,            \
