@@ -77,6 +77,17 @@ const std::set<std::string> &generatorOps() {
   static const std::set<std::string> r = {"full", "zeros", "ones", "iota"};
   return r;
 }
+// Whether two shapes are equal once their leading unit dims are dropped
+// ([C] and [1, 1, C]): right-aligned indexing maps them element for element.
+bool sameUpToLeadingOnes(const Shape &a, const Shape &b) {
+  auto strip = [](const Shape &s) {
+    size_t k = 0;
+    while (k < s.size() && s[k] == Dim::of(1))
+      ++k;
+    return Shape(s.begin() + long(k), s.end());
+  };
+  return strip(a) == strip(b);
+}
 const std::set<std::string> &viewOps() {
   static const std::set<std::string> r = {"transpose", "permute", "broadcast_to", "slice", "split"};
   return r;
@@ -238,6 +249,18 @@ private:
       return;
     }
     if (reshapeOps().count(name)) {
+      // Adding or dropping leading unit dims of a value not in memory (an
+      // iota, a fill, a recomputed broadcast) keeps it lazy: right-aligned
+      // indexing reads the same elements. Materialized, every consumer read
+      // it from memory (the cross-entropy gradient's one-hot compared each
+      // logit's class with an i64 iota [1, C] stored in memory).
+      if (!lazy_.at(op->getOperand(0)).stored &&
+          sameUpToLeadingOnes(specOf(op->getOperand(0)).shape, specOf(op->getResult(0)).shape)) {
+        Lazy l;
+        l.op = op;
+        lazy_[op->getResult(0)] = l;
+        return;
+      }
       int base = materialize(op->getOperand(0));
       int v = newValue(specOf(op->getResult(0)), {Storage::Kind::Alias, base});
       lazy_[op->getResult(0)] = storedIdentity(v);
@@ -1310,6 +1333,8 @@ private:
     Location loc = n.loc;
     std::string name = opName(op);
     AttrMap attrs = completeAttrs(*tc::schemaOf(op), tc::coreAttrs(op, *tc::schemaOf(op)));
+    if (reshapeOps().count(name)) // leading unit dims only (lower): the same element
+      return emit(op->getOperand(0));
     if (name == "full" || name == "zeros" || name == "ones")
       return scalarConstant(b, loc, name == "zeros" ? 0 : name == "ones" ? 1 : getFloat(attrs, "value"),
                             s.dtype);
