@@ -249,12 +249,15 @@ private:
       return;
     }
     if (reshapeOps().count(name)) {
-      // Adding or dropping leading unit dims of a value not in memory (an
+      // Adding leading unit dims to a value not in memory (an
       // iota, a fill, a recomputed broadcast) keeps it lazy: right-aligned
       // indexing reads the same elements. Materialized, every consumer read
       // it from memory (the cross-entropy gradient's one-hot compared each
       // logit's class with an i64 iota [1, C] stored in memory).
+      // Only adding them: an operand of higher rank than its consumers'
+      // loop space would index outside it.
       if (!lazy_.at(op->getOperand(0)).stored &&
+          specOf(op->getResult(0)).rank() >= specOf(op->getOperand(0)).rank() &&
           sameUpToLeadingOnes(specOf(op->getOperand(0)).shape, specOf(op->getResult(0)).shape)) {
         Lazy l;
         l.op = op;
@@ -1333,7 +1336,7 @@ private:
     Location loc = n.loc;
     std::string name = opName(op);
     AttrMap attrs = completeAttrs(*tc::schemaOf(op), tc::coreAttrs(op, *tc::schemaOf(op)));
-    if (reshapeOps().count(name)) // leading unit dims only (lower): the same element
+    if (reshapeOps().count(name)) // leading unit dims added (lower): the same element
       return emit(op->getOperand(0));
     if (name == "full" || name == "zeros" || name == "ones")
       return scalarConstant(b, loc, name == "zeros" ? 0 : name == "ones" ? 1 : getFloat(attrs, "value"),
