@@ -163,7 +163,7 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string &
   f->header_ = parseSafetensorsHeader(f->map_, f->mapBytes_, f->mapBytes_, path);
   for (const SafetensorsEntry &e : f->header_.entries) {
     const uint8_t *p = f->map_ + f->header_.dataStart + e.begin;
-    if (reinterpret_cast<uintptr_t>(p) % dtypeSize(e.dtype) != 0) {
+    if (e.bytes && reinterpret_cast<uintptr_t>(p) % dtypeSize(e.dtype) != 0) {
       std::vector<uint64_t> copy((e.bytes + 7) / 8);
       std::memcpy(copy.data(), p, size_t(e.bytes));
       f->aligned_[e.name] = std::move(copy);
