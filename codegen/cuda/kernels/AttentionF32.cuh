@@ -262,6 +262,14 @@ __device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, fl
   }
 }
 
+// The forward pass's state before any key: no output, max -inf, sum 0.
+template <int C> __device__ __forceinline__ void startRows(float (&o)[4][C], float (&m)[4], float (&l)[4]) {
+  zero(o);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    m[i] = -infinity(), l[i] = 0.0f;
+}
+
 // This block's first query row: causal grids take the longest rows first.
 template <bool CAUSAL> __device__ __forceinline__ long long firstQueryRow(const Shape &s) {
   const long long tiles = (s.L + kRows - 1) / kRows;
@@ -287,10 +295,7 @@ __device__ void forward(const float *q, const float *k, const float *v, float *o
   o += bh * s.bho;
   stage<kRows, DPF>(q, row0, s.L, s.D, s.ldq, qt, kRowStride, nullptr, 0);
   float acc[4][DPF / 8], m[4], l[4], inv[4];
-  zero(acc);
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    m[i] = -infinity(), l[i] = 0.0f;
+  startRows(acc, m, l);
   forwardRows<DPF, CAUSAL>(qt, kt, vs, pt, acc, m, l, k, v, s, row0);
   const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
 #pragma unroll
@@ -348,10 +353,7 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
     // The forward pass's scratch: kt, vt (as its row-major V) and a region
     // of its own for P (it needs K, V and P at once).
     float acc[4][DPF / 8], m[4], l[4];
-    zero(acc);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      m[i] = -infinity(), l[i] = 0.0f;
+    startRows(acc, m, l);
     forwardRows<DPF, CAUSAL>(qt, kt, vt, vt + tileThenRows(DP), acc, m, l, k, v, s, row0);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
