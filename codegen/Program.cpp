@@ -4,6 +4,7 @@
 #include "codegen/cpu/ScalarOps.h"
 #include "ir/core/Error.h"
 #include "ir/core/FusedAttention.h"
+#include "ir/core/ReductionSplit.h"
 #include "ir/core/ShapeInference.h"
 #include "ir/dialect/Conversion.h"
 #include "runtime/host/FloatBits.h"
@@ -130,16 +131,30 @@ public:
           setLazy(arg, Lazy(lazy_.at(outer)));
           outerOf_[arg] = outer;
         }
+        // Full reductions only the kernel's results read (a summed loss)
+        // run last, after the other results are stored: their second stage
+        // (one block) would split the row chain of the rest in two, each
+        // part reading the rows again.
+        std::vector<Operation *> last;
         for (Operation &inner : body) {
-          if (inner.getName().getStringRef() == "tc.yield") {
-            for (auto [res, y] : llvm::zip(fused.getResults(), inner.getOperands())) {
-              if (!lazy_.at(y).stored)
-                materialize(y);
-              setLazy(res, Lazy(lazy_.at(y)));
-            }
+          if (isTwoStageResult(&inner)) {
+            last.push_back(&inner);
             continue;
           }
-          lower(&inner);
+          if (inner.getName().getStringRef() != "tc.yield") {
+            lower(&inner);
+            continue;
+          }
+          for (Value y : inner.getOperands())
+            if (lazy_.count(y) && !lazy_.at(y).stored)
+              materialize(y);
+          for (Operation *deferred : last)
+            lower(deferred);
+          for (auto [res, y] : llvm::zip(fused.getResults(), inner.getOperands())) {
+            if (!lazy_.at(y).stored)
+              materialize(y);
+            setLazy(res, Lazy(lazy_.at(y)));
+          }
         }
         continue;
       }
@@ -153,6 +168,19 @@ public:
   }
 
 private:
+  // A reduction over every axis, in two stages (lowerFullReduction), whose
+  // result only its fused kernel's yield reads.
+  static bool isTwoStageResult(Operation *op) {
+    if (!reductionOps().count(opName(op)) || op->getNumResults() != 1)
+      return false;
+    auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+    TensorSpec in = specOf(op->getOperand(0));
+    if ((axes && int64_t(axes.size()) != in.rank()) || fullReductionKeptDims(in.shape) == 0)
+      return false;
+    return llvm::all_of(op->getResult(0).getUsers(),
+                        [](Operation *u) { return u->getName().getStringRef() == "tc.yield"; });
+  }
+
   // ------------------------------------------------------------- values
 
   int newValue(const TensorSpec &s, Storage storage) {
@@ -230,7 +258,7 @@ private:
         reduced[size_t(a)] = true;
       bool keepdim = getBool(attrs, "keepdim");
       bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
-      if (full && in.rank() >= 2 && in.shape[0] != Dim::of(1)) {
+      if (full && fullReductionKeptDims(in.shape) > 0) {
         lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
         return;
       }
@@ -267,6 +295,17 @@ private:
       int base = materialize(op->getOperand(0));
       int v = newValue(specOf(op->getResult(0)), {Storage::Kind::Alias, base});
       lazy_[op->getResult(0)] = storedIdentity(v);
+      return;
+    }
+    if (name == "broadcast_to" && !lazy_.at(op->getOperand(0)).stored) {
+      // A broadcast of a value not in memory (a splat constant, a
+      // recomputed expression) stays lazy: numpy broadcasting composes, so
+      // every nest reads the operand right-aligned at its own indices.
+      // Materialized, a [1, 1] constant of ones became a kernel of its own
+      // between the passes of a layer norm's backward, splitting its chain.
+      Lazy l;
+      l.op = op;
+      lazy_[op->getResult(0)] = l;
       return;
     }
     if (viewOps().count(name)) {
@@ -468,12 +507,7 @@ private:
   int lowerFullReduction(Value x, const std::string &name, bool keepdim, const TensorSpec &out) {
     TensorSpec in = specOf(x);
     DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
-    size_t lead = 1;
-    int64_t partials = in.shape[0].isStatic() ? in.shape[0].value() : 1024;
-    while (partials < 1024 && lead + 1 < size_t(in.rank())) {
-      const Dim &d = in.shape[lead++];
-      partials = d.isStatic() ? partials * d.value() : 1024;
-    }
+    size_t lead = fullReductionKeptDims(in.shape);
     Shape partialShape(in.shape.begin(), in.shape.begin() + long(lead));
     int partial = newProducedValue({acc, partialShape});
     std::vector<bool> firstStage(size_t(in.rank()), true);
@@ -1336,7 +1370,7 @@ private:
     Location loc = n.loc;
     std::string name = opName(op);
     AttrMap attrs = completeAttrs(*tc::schemaOf(op), tc::coreAttrs(op, *tc::schemaOf(op)));
-    if (reshapeOps().count(name)) // leading unit dims added (lower): the same element
+    if (reshapeOps().count(name) || name == "broadcast_to") // leading unit dims added, or a broadcast (lower)
       return emit(op->getOperand(0));
     if (name == "full" || name == "zeros" || name == "ones")
       return scalarConstant(b, loc, name == "zeros" ? 0 : name == "ones" ? 1 : getFloat(attrs, "value"),

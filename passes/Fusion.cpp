@@ -19,6 +19,9 @@
 // unfused producer/consumer pair was not fused.
 #include "passes/Passes.h"
 
+#include "ir/core/ReductionSplit.h"
+#include "ir/dialect/Conversion.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -194,6 +197,13 @@ std::string rowSpace(Operation *op) {
     else
       for (int64_t x = 0; x < rank; ++x)
         axes.push_back(x);
+    // A reduction over every axis runs in two stages, the first over the
+    // trailing dims of each leading slice: that stage shares the rows of a
+    // row-wise kernel (a summed loss joins the layer norm it sums).
+    if (int64_t(axes.size()) == rank && name != "var")
+      if (std::optional<TensorSpec> spec = tc::toTensorSpec(type))
+        if (size_t kept = fullReductionKeptDims(spec->shape); kept > 0)
+          axes.erase(axes.begin(), axes.begin() + int64_t(kept));
   } else if (name == "softmax" || name == "log_softmax") {
     auto a = op->getAttrOfType<IntegerAttr>("axis");
     axes.push_back(norm(a ? a.getInt() : -1));
@@ -365,6 +375,21 @@ struct Fusion {
       }
     parent.resize(ops.size());
     std::iota(parent.begin(), parent.end(), 0);
+    // Recomputed broadcasts join their one consumer first (consumers
+    // first, so a copied chain follows): left as groups of their own while
+    // the consumer's other producers merge, they made a path between those
+    // groups that read as a cycle (a softmax's backward, 1 - rowsum, kept
+    // its consumer out of the softmax's kernel and the probabilities in memory).
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      Operation *p = *it;
+      if (!recomputed.contains(p) || !p->hasOneUse())
+        continue;
+      Operation *c = *p->getUsers().begin();
+      if (!index.count(c) || find(index[p]) == find(index[c]))
+        continue;
+      if (refuse(p, c).empty())
+        parent[find(index[p])] = find(index[c]);
+    }
     // Vertical: producer/consumer pairs in program order.
     for (Operation *c : ops) {
       for (Value v : c->getOperands()) {

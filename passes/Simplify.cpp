@@ -3,7 +3,8 @@
 // folders (canonicalization) and dead-code removal.
 //
 // Exactness: x * 1, x / 1, x - 0, x + (-0.0) and neg(neg(x)) are exact for
-// every float including nan, inf and -0. x + 0.0 is NOT folded for floats:
+// every float including nan, inf and -0 (one rewrite rounds differently, and
+// better: a sum of a broadcast, ReduceOfBroadcast). x + 0.0 is NOT folded for floats:
 // (-0.0) + 0.0 is +0.0. Widening casts followed by the narrowing cast back
 // are exact; the reverse order rounds and is kept.
 #include "passes/Passes.h"
@@ -183,6 +184,87 @@ struct SameBranches : OpRewritePattern<WhereOp> {
   }
 };
 
+// sum/mean/max/min along axes where the operand is a broadcast: N equal
+// values reduce to the value (times N for sum), computed on the small
+// operand. mean, max and min are exact; sum rounds once instead of N times
+// (closer to the exact result, not bit-identical to a summation). The
+// backward of a summed loss took a bias gradient as the column sums of a
+// [rows, C] tensor of ones: materialized and summed, 0.3 ms of an H100's
+// layer-norm training step. Reduced extents must be static and non-zero
+// (an empty mean or max is not the value).
+struct ReduceOfBroadcast : RewritePattern {
+  explicit ReduceOfBroadcast(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    StringRef name = op->getName().getStringRef();
+    if (name != "tc.sum" && name != "tc.mean" && name != "tc.max" && name != "tc.min")
+      return failure();
+    auto broadcast = op->getOperand(0).getDefiningOp<BroadcastToOp>();
+    if (!broadcast)
+      return failure();
+    std::optional<TensorSpec> in = toTensorSpec(broadcast.getX().getType());
+    std::optional<TensorSpec> full = toTensorSpec(broadcast.getType());
+    std::optional<TensorSpec> result = toTensorSpec(op->getResult(0).getType());
+    if (!in || !full || !result || in->dtype != result->dtype || in->rank() > full->rank())
+      return failure();
+    int64_t rank = full->rank(), lead = rank - in->rank();
+    std::vector<bool> reduced(size_t(rank), true);
+    if (auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes")) {
+      std::fill(reduced.begin(), reduced.end(), false);
+      for (int64_t a : axes.asArrayRef())
+        reduced[size_t(a < 0 ? a + rank : a)] = true;
+    }
+    auto keepdimAttr = op->getAttrOfType<BoolAttr>("keepdim");
+    bool keepdim = keepdimAttr && keepdimAttr.getValue();
+    int64_t count = 1;
+    Shape kept = full->shape;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!reduced[size_t(d)])
+        continue;
+      const Dim &extent = full->shape[size_t(d)];
+      if (!extent.isStatic() || extent.value() == 0 ||
+          (d >= lead && in->shape[size_t(d - lead)] != Dim::of(1)))
+        return failure();
+      count *= extent.value();
+      kept[size_t(d)] = Dim::of(1);
+    }
+    Location loc = op->getLoc();
+    auto build = [&](StringRef opName, ValueRange operands, const TensorSpec &type,
+                     std::vector<std::pair<std::string, Attr>> attrs = {}) {
+      OperationState state(loc, opName);
+      state.addOperands(operands);
+      for (const auto &[n, a] : attrs)
+        state.addAttribute(n, toMlirAttr(op->getContext(), a));
+      state.addTypes(toMlirType(op->getContext(), type));
+      return rewriter.create(state)->getResult(0);
+    };
+    Value v = broadcast.getX();
+    TensorSpec at = *in;
+    if (lead > 0) {
+      at.shape.insert(at.shape.begin(), size_t(lead), Dim::of(1));
+      v = build("tc.reshape", v, at, {{"shape", Attr(at.shape)}});
+    }
+    if (at.shape != kept) {
+      at.shape = kept;
+      v = build("tc.broadcast_to", v, at, {{"shape", Attr(at.shape)}});
+    }
+    if (name == "tc.sum" && count != 1) {
+      DenseValue n;
+      n.dtype = at.dtype;
+      isFloat(at.dtype) ? n.floats.push_back(double(count)) : n.ints.push_back(count);
+      Value c = build("tc.constant", {}, TensorSpec{at.dtype, {}}, {{"value", Attr(n)}});
+      v = build("tc.mul", {v, c}, at);
+    }
+    if (!keepdim && at.shape != result->shape) {
+      at.shape = result->shape;
+      v = build("tc.reshape", v, at, {{"shape", Attr(at.shape)}});
+    }
+    if (v.getType() != op->getResult(0).getType())
+      return failure();
+    rewriter.replaceOp(op, v);
+    return success();
+  }
+};
+
 struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
   using SimplifyPassBase::SimplifyPassBase;
   void runOnOperation() override {
@@ -192,7 +274,7 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<DivOp>>(ctx, 1.0, false);
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
-    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches>(ctx);
+    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast>(ctx);
     patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(
         ctx);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())

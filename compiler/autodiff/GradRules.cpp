@@ -36,6 +36,24 @@ Tensor GradContext::grad(size_t i) const {
   return gradOutputs[i] ? *gradOutputs[i] : zerosLike(tracer, outputs[i].spec());
 }
 
+Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes) {
+  std::vector<int64_t> starts, ends;
+  bool shiftable = !axes.empty() && isFloat(x.dtype());
+  for (int64_t a : axes) {
+    shiftable &= x.shape()[size_t(a)].isStatic();
+    starts.push_back(0);
+    ends.push_back(1);
+  }
+  if (!shiftable) {
+    Tensor m = mean(x, axes, true);
+    return {x - m, std::nullopt, m};
+  }
+  Tensor shift = slice(x, axes, starts, ends);
+  Tensor d = x - shift;
+  Tensor m = mean(d, axes, true);
+  return {d - m, shift, m};
+}
+
 Operand countOver(Tracer &t, const Tensor &x, const std::vector<int64_t> &axes) {
   Shape dims;
   for (int64_t a : axes)
@@ -341,7 +359,7 @@ Grads normalizeBackward(const GradContext &c, const std::vector<int64_t> &axes, 
                         std::function<Tensor(const Tensor &, const Shape &)> reduceAffine) {
   const Tensor &x = c.in(0);
   Tensor g = c.grad();
-  Tensor centered = x - mean(x, axes, true);
+  Tensor centered = centerAroundShift(x, axes).centered;
   Tensor rstd = rsqrt(add(mean(centered * centered, axes, true), eps));
   Tensor xhat = centered * rstd;
   Tensor gw = weight ? g * affineView(*weight) : g;

@@ -48,4 +48,20 @@ trace::DimSpec dimSpec(const Shape &shape);
 // tensor computed from the symbols' run-time sizes.
 Operand countOver(trace::Tracer &t, const Tensor &x, const std::vector<int64_t> &axes);
 
+// x - mean(x) over `axes` (keepdim), computed around a shift: x's first
+// element of each reduced slice. With d = x - shift, x - mean(x) is
+// d - mean(d): d is exact in f32 when x's values are close, and neither the
+// sum nor the result carries the rounding of a large mean (x = 1e4 + U(-1, 1)
+// lost 3 digits with the plain form, beyond the f32 tolerance). Symbolic
+// reduced axes cannot be sliced statically: they keep the plain form. The
+// normalizations' decompositions and their gradients center alike, so the
+// backward's statistics are the forward's (one computation after CSE).
+struct Centered {
+  Tensor centered;             // x - mean(x)
+  std::optional<Tensor> shift; // mean(x) = shift + meanOfShifted (no shift: symbolic axes)
+  Tensor meanOfShifted;
+  Tensor mean() const { return shift ? *shift + meanOfShifted : meanOfShifted; }
+};
+Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes);
+
 } // namespace tensorc::autodiff

@@ -15,6 +15,8 @@
 
 namespace tensorc::transforms {
 
+using autodiff::Centered;
+using autodiff::centerAroundShift;
 using autodiff::countOver;
 using autodiff::dimSpec;
 using trace::Operand;
@@ -66,36 +68,6 @@ std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   std::vector<int64_t> axes(rank - from);
   std::iota(axes.begin(), axes.end(), from);
   return axes;
-}
-
-// x - mean(x) over `axes` (keepdim), computed around a shift: x's first
-// element of each reduced slice. With d = x - shift, x - mean(x) is
-// d - mean(d): d is exact in f32 when x's values are close, and neither the
-// sum nor the result carries the rounding of a large mean (x = 1e4 + U(-1, 1)
-// lost 3 digits with the plain form, beyond the f32 tolerance). Symbolic
-// reduced axes cannot be sliced statically: they keep the plain form.
-struct Centered {
-  Tensor centered;         // x - mean(x)
-  std::optional<Tensor> shift; // mean(x) = shift + meanOfShifted (no shift: symbolic axes)
-  Tensor meanOfShifted;
-  Tensor mean() const { return shift ? *shift + meanOfShifted : meanOfShifted; }
-};
-Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes) {
-  std::vector<int64_t> starts, ends;
-  bool shiftable = !axes.empty() && isFloat(x.dtype());
-  for (int64_t a : axes) {
-    shiftable &= x.shape()[size_t(a)].isStatic();
-    starts.push_back(0);
-    ends.push_back(1);
-  }
-  if (!shiftable) {
-    Tensor m = mean(x, axes, true);
-    return {x - m, std::nullopt, m};
-  }
-  Tensor shift = slice(x, axes, starts, ends);
-  Tensor d = x - shift;
-  Tensor m = mean(d, axes, true);
-  return {d - m, shift, m};
 }
 
 Tensor softmaxOf(const Tensor &x, int64_t axis) {

@@ -117,3 +117,28 @@ func.func @xent_grad(%x: !tc.tensor<[8, 16], f32>, %t: !tc.tensor<[8], i64>) -> 
   %oh2 = tc.mul %oh, %oh : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("oh2")
   return %loss, %g, %oh2 : !tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>
 }
+
+// -----
+
+// A training step of a summed softmax is one kernel: the loss (a sum over
+// every axis, whose first stage runs over the softmax's rows) joins the
+// softmax, and the backward's recomputed 1 - rowsum joins the gradient
+// before the gradient joins the softmax (its own group first, it made a
+// path between the two that read as a cycle).
+// CHECK-LABEL: func.func @softmax_step
+// CHECK: tc.fused "k0"
+// CHECK-NOT: tc.fused
+// CHECK: return
+// REPORT-LABEL: fusion of @softmax_step: 1 kernels
+// REPORT-NEXT: kernel k0 (reduction): p (softmax), loss (sum), {{.*}}s (sum), d (sub), g (mul)
+func.func @softmax_step(%x: !tc.tensor<[64, 32], f32>) -> (!tc.tensor<[], f32>, !tc.tensor<[64, 32], f32>) {
+  %one = tc.constant {value = dense<1.0> : tensor<1x1xf32>} : () -> !tc.tensor<[1, 1], f32>
+  %p = tc.softmax %x : (!tc.tensor<[64, 32], f32>) -> !tc.tensor<[64, 32], f32> loc("p")
+  %loss = tc.sum %p : (!tc.tensor<[64, 32], f32>) -> !tc.tensor<[], f32> loc("loss")
+  %dy = tc.broadcast_to %one {shape = [64, 32]} : (!tc.tensor<[1, 1], f32>) -> !tc.tensor<[64, 32], f32> loc("dy")
+  %py = tc.mul %dy, %p : (!tc.tensor<[64, 32], f32>, !tc.tensor<[64, 32], f32>) -> !tc.tensor<[64, 32], f32> loc("py")
+  %s = tc.sum %py {axes = array<i64: -1>, keepdim = true} : (!tc.tensor<[64, 32], f32>) -> !tc.tensor<[64, 1], f32> loc("s")
+  %d = tc.sub %dy, %s : (!tc.tensor<[64, 32], f32>, !tc.tensor<[64, 1], f32>) -> !tc.tensor<[64, 32], f32> loc("d")
+  %g = tc.mul %p, %d : (!tc.tensor<[64, 32], f32>, !tc.tensor<[64, 32], f32>) -> !tc.tensor<[64, 32], f32> loc("g")
+  return %loss, %g : !tc.tensor<[], f32>, !tc.tensor<[64, 32], f32>
+}

@@ -67,3 +67,31 @@ func.func @dead(%c: !tc.tensor<[3], i1>, %x: !tc.tensor<[3], f32>) -> !tc.tensor
   %w = tc.where %c, %x, %x : (!tc.tensor<[3], i1>, !tc.tensor<[3], f32>, !tc.tensor<[3], f32>) -> !tc.tensor<[3], f32>
   return %w : !tc.tensor<[3], f32>
 }
+
+// -----
+
+// A reduction along axes where its operand is a broadcast reduces the small
+// operand: a sum multiplies by the count (a bias gradient of a summed loss
+// summed a [16, 3] tensor of ones), a mean is the value; a reduction along
+// an axis that is not broadcast, or of a symbolic extent, stays.
+// CHECK-LABEL: func.func @reduce_of_broadcast
+// CHECK-SAME: (%[[B:[^:]*]]: !tc.tensor<[3], f32>, %[[C:[^:]*]]: !tc.tensor<[1], f32>)
+// CHECK-DAG: %[[N:.*]] = tc.constant {value = dense<1.600000e+01> : tensor<f32>}
+// CHECK-DAG: %[[WIDE:.*]] = tc.broadcast_to %{{.*}} {shape = [1, 3]}
+// CHECK: %[[SUM:.*]] = tc.mul %[[WIDE]], %[[N]]
+// CHECK: %[[S:.*]] = tc.reshape %[[SUM]] {shape = [3]}
+// CHECK: %[[M:.*]] = tc.reshape %[[B]] {shape = [1, 1, 3]}
+// CHECK: %[[MX:.*]] = tc.max
+// CHECK: %[[SYM:.*]] = tc.sum
+// CHECK: return %[[S]], %[[M]], %[[MX]], %[[SYM]]
+func.func @reduce_of_broadcast(%b: !tc.tensor<[3], f32>, %c: !tc.tensor<[1], f32>) -> (!tc.tensor<[3], f32>, !tc.tensor<[1, 1, 3], f32>, !tc.tensor<[4, 5], f32>, !tc.tensor<[], f32>) {
+  %ones = tc.constant {value = dense<1.0> : tensor<1x1xf32>} : () -> !tc.tensor<[1, 1], f32>
+  %bo = tc.broadcast_to %ones {shape = [16, 3]} : (!tc.tensor<[1, 1], f32>) -> !tc.tensor<[16, 3], f32>
+  %s = tc.sum %bo {axes = array<i64: 0>} : (!tc.tensor<[16, 3], f32>) -> !tc.tensor<[3], f32>
+  %x = tc.broadcast_to %b {shape = [4, 5, 3]} : (!tc.tensor<[3], f32>) -> !tc.tensor<[4, 5, 3], f32>
+  %m = tc.mean %x {axes = array<i64: 0, 1>, keepdim = true} : (!tc.tensor<[4, 5, 3], f32>) -> !tc.tensor<[1, 1, 3], f32>
+  %mx = tc.max %x {axes = array<i64: 2>} : (!tc.tensor<[4, 5, 3], f32>) -> !tc.tensor<[4, 5], f32>
+  %y = tc.broadcast_to %c {shape = ["N"]} : (!tc.tensor<[1], f32>) -> !tc.tensor<[N], f32>
+  %sym = tc.sum %y : (!tc.tensor<[N], f32>) -> !tc.tensor<[], f32>
+  return %s, %m, %mx, %sym : !tc.tensor<[3], f32>, !tc.tensor<[1, 1, 3], f32>, !tc.tensor<[4, 5], f32>, !tc.tensor<[], f32>
+}
