@@ -198,6 +198,8 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
     return vs[cuda::CudaProgram::defaultVariant(vs, outputs, reduced)].name();
   };
   EXPECT_EQ(pick(elementwise, 1 << 20, 1), "b256_i1");
+  EXPECT_EQ(pick(elementwise, 1 << 24, 1), "b256_i4");
+  EXPECT_EQ(pick(reduction, 1 << 24, 8), "b256_i4");
   EXPECT_EQ(pick(elementwise, 10, 100000), "b256_i1"); // no cooperative variants: the first
   EXPECT_EQ(pick(reduction, 1000, 7), "b256_i1");
   EXPECT_EQ(pick(reduction, 1000, 64), "b256_l8");
