@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <set>
 
 using namespace mlir;
@@ -1173,6 +1174,60 @@ private:
 
   // ------------------------------------------------------------- nests
 
+  // How many leading dims of a nest's space run as one row dim: its
+  // leading parallel dims (all but the last of an elementwise nest), when
+  // there are at least two, all but the first static, and the output's
+  // leading dims are those dims (not a concat's slice); 1 otherwise.
+  static size_t collapsibleRowDims(const NestSpec &s) {
+    if (!s.outputOffset.empty() || s.space.size() < 3 || s.operands.empty())
+      return 1;
+    size_t k = 0;
+    while (k < s.space.size() && !s.reduced[k])
+      ++k;
+    if (k == s.space.size())
+      --k;
+    if (k < 2)
+      return 1;
+    const Shape &out = s.operands[0].shape;
+    if (out.size() < k)
+      return 1;
+    for (size_t j = 0; j < k; ++j)
+      if ((j > 0 && !s.space[j].isStatic()) || out[j] != s.space[j])
+        return 1;
+    return k;
+  }
+
+  static void collapseRowDims(NestSpec &s, size_t k) {
+    auto collapse = [k](const Shape &shape) {
+      Dim rows = shape[0];
+      for (size_t j = 1; j < k; ++j)
+        rows = rows * shape[j];
+      Shape r = {rows};
+      r.insert(r.end(), shape.begin() + long(k), shape.end());
+      return r;
+    };
+    s.space = collapse(s.space);
+    s.reduced.erase(s.reduced.begin() + 1, s.reduced.begin() + long(k));
+    s.operands[0].shape = collapse(s.operands[0].shape);
+  }
+
+  // The original indices of a nest whose leading `k` dims run as one
+  // (collapseRowDims): the row index unflattened, then the rest. Kept
+  // alive with the program builder (the nest context refers to them).
+  ArrayRef<Value> collapsedIndices(NestContext &n, const Shape &space, size_t k) {
+    OpBuilder &b = n.b;
+    SmallVector<Value> &ivs = *collapsedIvs_.emplace_back(std::make_unique<SmallVector<Value>>(k));
+    Value row = n.ivs[0];
+    for (size_t j = k; j-- > 1;) {
+      Value extent = b.create<arith::ConstantIndexOp>(n.loc, space[j].value());
+      ivs[j] = b.create<arith::RemSIOp>(n.loc, row, extent);
+      row = b.create<arith::DivSIOp>(n.loc, row, extent);
+    }
+    ivs[0] = row;
+    ivs.append(n.ivs.begin() + 1, n.ivs.end());
+    return ivs;
+  }
+
   void collectLeaves(Value v, std::vector<int> &leaves, llvm::DenseSet<Value> &seen) {
     if (!seen.insert(v).second)
       return;
@@ -1227,15 +1282,29 @@ private:
       spec.operands.push_back({art_.values[o].dtype, art_.values[o].shape});
     const Shape space = spec.space;
     int64_t R = int64_t(space.size());
+    // Leading parallel dims run as one: the rows of a [batch, sequence,
+    // features] layer norm are batch * sequence rows, as for a 2-D one, so
+    // its passes chain (one row per block) instead of running as kernels
+    // over `batch` rows each. The point function gets the original indices
+    // back (collapsedIndices).
+    size_t rowDims = collapsibleRowDims(spec);
+    if (rowDims > 1)
+      collapseRowDims(spec, rowDims);
     // Everything captured by value or through pointers to the caller's
     // context, memo and emit: the closures outlive this lambda's frame.
     std::set<int> scattered; // values read somewhere other than at the outer loop's row
     std::set<int> *sp = &scattered;
-    auto makePoint = [this, operands, space, R, sp](NestContext &n, llvm::DenseMap<Value, Value> &memo,
-                                                     std::function<Value(Value)> &emit) {
+    auto makePoint = [this, operands, space, R, sp, rowDims](NestContext &n, llvm::DenseMap<Value, Value> &memo,
+                                                              std::function<Value(Value)> &emit) {
       NestContext *np = &n;
-      auto noteRow = [np, sp](int value, ArrayRef<Value> idx) {
-        if (idx.empty() || np->ivs.empty() || idx[0] != np->ivs[0])
+      if (rowDims > 1)
+        n.ivs = collapsedIndices(n, space, rowDims);
+      // A read "at the row" indexes the row's leading dims with the row's own indices.
+      auto noteRow = [np, sp, rowDims](int value, ArrayRef<Value> idx) {
+        bool atRow = idx.size() >= rowDims && np->ivs.size() >= rowDims;
+        for (size_t j = 0; atRow && j < rowDims; ++j)
+          atRow = idx[j] == np->ivs[j];
+        if (!atRow)
           sp->insert(value);
       };
       llvm::DenseMap<Value, Value> *mp = &memo;
@@ -1621,6 +1690,7 @@ private:
   std::vector<std::string> symbolNames_;
   llvm::DenseMap<Value, Lazy> lazy_;
   llvm::DenseMap<Value, Value> outerOf_; // a fused kernel's block argument -> its input outside
+  std::vector<std::unique_ptr<SmallVector<Value>>> collapsedIvs_; // see collapsedIndices
   std::string label_;
 };
 
