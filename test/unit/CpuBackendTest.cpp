@@ -7,6 +7,7 @@
 #include "TestUtil.h"
 
 #include "codegen/cpu/CpuProgram.h"
+#include "compiler/autodiff/Autodiff.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
 #include "compiler/driver/RandomInputs.h"
@@ -212,6 +213,35 @@ TEST(CpuBackend, NormalizationOfLargeMeans) {
     SCOPED_TRACE(op);
     checkGraph(t.graph());
   }
+}
+
+// Training steps of row-wise ops over [batch, sequence, features] with a
+// summed loss, as the CPU and GPU programs build them: leading dims run as
+// one row dim, the loss's first stage and the softmax gradient join the row
+// kernel, and the layer-norm gradient shares the forward's centered
+// statistics (its input far from zero: 1e4 + U(-1, 1)).
+TEST(CpuBackend, RowKernelsOfTrainingSteps) {
+  codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true,
+                              /*splitColumnReductions=*/true};
+  for (const char *op : {"layer_norm", "softmax", "log_softmax", "rms_norm"})
+    for (bool symbolic : {false, true}) {
+      trace::Tracer t("rows");
+      std::variant<int64_t, std::string> batch = symbolic ? std::variant<int64_t, std::string>("B") : int64_t(4);
+      trace::Tensor x = t.parameter("x", DType::F32, {batch, 6, 130});
+      std::vector<trace::Operand> args = {std::string(op) == "layer_norm" ? trace::add(x, 1e4) : x};
+      if (std::string(op) == "layer_norm" || std::string(op) == "rms_norm")
+        args.push_back(t.parameter("w", DType::F32, {130}));
+      if (std::string(op) == "layer_norm")
+        args.push_back(t.parameter("b", DType::F32, {130}));
+      t.output(t.call("sum", {t.call(op, args)[0]}, {}, "loss")[0]);
+      Graph step = autodiff::buildJointGraph(t.graph()).graph;
+      SCOPED_TRACE(std::string(op) + (symbolic ? " [B, 6, 130]" : " [4, 6, 130]"));
+      std::vector<std::map<std::string, int64_t>> dims = symbolic ? std::vector<std::map<std::string, int64_t>>{
+                                                                        {{"B", 1}}, {{"B", 5}}}
+                                                                  : std::vector<std::map<std::string, int64_t>>{{}};
+      checkGraph(step, dims);
+      checkGraph(step, dims, gpu);
+    }
 }
 
 TEST(CpuBackend, Reductions) {
