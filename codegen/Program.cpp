@@ -169,17 +169,22 @@ public:
   }
 
 private:
-  // A reduction over every axis, in two stages (lowerFullReduction), whose
-  // result only its fused kernel's yield reads.
-  static bool isTwoStageResult(Operation *op) {
-    if (!reductionOps().count(opName(op)) || op->getNumResults() != 1)
+  // A reduction over every axis that runs in two stages (lowerFullReduction).
+  static bool isTwoStageReduction(Operation *op) {
+    if (!reductionOps().count(opName(op)))
       return false;
     auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
     TensorSpec in = specOf(op->getOperand(0));
-    if ((axes && int64_t(axes.size()) != in.rank()) || fullReductionKeptDims(in.shape) == 0)
-      return false;
-    return llvm::all_of(op->getResult(0).getUsers(),
-                        [](Operation *u) { return u->getName().getStringRef() == "tc.yield"; });
+    return (!axes || std::set<int64_t>(axes.asArrayRef().begin(), axes.asArrayRef().end()).size() ==
+                         size_t(in.rank())) &&
+           fullReductionKeptDims(in.shape) > 0;
+  }
+
+  // ... whose result only its fused kernel's yield reads.
+  static bool isTwoStageResult(Operation *op) {
+    return isTwoStageReduction(op) && llvm::all_of(op->getResult(0).getUsers(), [](Operation *u) {
+             return u->getName().getStringRef() == "tc.yield";
+           });
   }
 
   // ------------------------------------------------------------- values
@@ -258,8 +263,7 @@ private:
       for (int64_t a : axes)
         reduced[size_t(a)] = true;
       bool keepdim = getBool(attrs, "keepdim");
-      bool full = std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; });
-      if (full && fullReductionKeptDims(in.shape) > 0) {
+      if (isTwoStageReduction(op)) {
         lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
         return;
       }

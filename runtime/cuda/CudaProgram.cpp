@@ -171,8 +171,8 @@ struct KernelArgs {
 
 size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &variants, int64_t outputs,
                                    int64_t reduced) {
-  auto find = [&](int block, int lanes) {
-    auto it = std::find(variants.begin(), variants.end(), artifact::KernelVariant{block, 1, lanes, false});
+  auto find = [&](int block, int lanes, int items = 1) {
+    auto it = std::find(variants.begin(), variants.end(), artifact::KernelVariant{block, items, lanes, false});
     return it == variants.end() ? std::nullopt : std::optional<size_t>(size_t(it - variants.begin()));
   };
   std::optional<size_t> pick;
@@ -180,12 +180,9 @@ size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &v
   // apart) put more loads in flight and share the index arithmetic.
   // Measured on an H100 (pointwise_f32, 8192 x 8192): b256_i4 0.263 ms,
   // b256_i1 0.293, b512_i2 0.285, b128_i1 0.353.
-  if (reduced < 16 && outputs >= (int64_t(1) << 22)) {
-    auto it = std::find(variants.begin(), variants.end(), artifact::KernelVariant{256, 4, 1, false});
-    if (it != variants.end())
-      return size_t(it - variants.begin());
-  }
-  if (reduced >= 4096 || (reduced >= 512 && outputs < 4096))
+  if (reduced < 16 && outputs >= (int64_t(1) << 22))
+    pick = find(256, 1, 4);
+  else if (reduced >= 4096 || (reduced >= 512 && outputs < 4096))
     pick = find(512, 512);
   else if (reduced >= 128)
     pick = find(256, 32);
