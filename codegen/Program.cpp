@@ -68,7 +68,7 @@ TensorSpec specOf(Value v) {
 std::string opName(Operation *op) { return op->getName().getStringRef().drop_front(3).str(); }
 
 const std::set<std::string> &reductionOps() {
-  static const std::set<std::string> r = {"sum", "mean", "max", "min", "prod"};
+  static const std::set<std::string> r = {"sum", "mean", "max", "min", "prod", "logsumexp"};
   return r;
 }
 const std::set<std::string> &reshapeOps() {

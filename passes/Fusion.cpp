@@ -50,7 +50,7 @@ Kind classify(Operation *op) {
   static const std::set<std::string> creation = {"constant", "full", "zeros", "ones", "iota"};
   static const std::set<std::string> reductions = {
       "sum",        "mean",          "max",        "min",         "prod",       "var",
-      "argmax",     "argmin",        "softmax",    "log_softmax", "layer_norm", "rms_norm",
+      "logsumexp",  "argmax",     "argmin",        "softmax",    "log_softmax", "layer_norm", "rms_norm",
       "batch_norm", "cross_entropy", "max_pool2d", "avg_pool2d"};
   static const std::set<std::string> gathers = {"embedding", "gather", "index_select", "concat",
                                                 "split"};
@@ -189,7 +189,8 @@ std::string rowSpace(Operation *op) {
   int64_t rank = int64_t(type.getSizes().size());
   auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
   std::vector<int64_t> axes;
-  static const std::set<std::string> reductions = {"sum", "mean", "max", "min", "prod", "var"};
+  static const std::set<std::string> reductions = {"sum",  "mean", "max",      "min",
+                                                   "prod", "var",  "logsumexp"};
   if (reductions.count(name)) {
     if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("axes"))
       for (int64_t x : a.asArrayRef())

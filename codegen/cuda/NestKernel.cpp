@@ -80,18 +80,34 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
              (d == outermost ? " = rest;\n" : " = rest % " + dims(d) + "; rest /= " + dims(d) + ";\n");
     return c;
   };
-  std::string identity;
-  if (spec.reduction == "sum" || spec.reduction == "mean")
-    identity = "0";
-  else if (spec.reduction == "prod")
-    identity = "1";
-  else if (spec.reduction == "max")
-    identity = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
-  else
-    identity = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
+  // The accumulator: one value, (best, bestIndex) for argmax/argmin, or
+  // (max, rescaled sum) for logsumexp; each field with its identity.
+  struct Field {
+    std::string type, name, identity;
+  };
+  bool lse = spec.reduction == "logsumexp";
+  std::vector<Field> fields;
+  if (arg) {
+    fields = {{acct, "best", "0"}, {"long long", "bestIndex", "-1LL"}};
+  } else if (lse) {
+    fields = {{acct, "acc", "-TC_INFINITY"}, {acct, "accS", "0"}};
+  } else {
+    std::string identity;
+    if (spec.reduction == "sum" || spec.reduction == "mean")
+      identity = "0";
+    else if (spec.reduction == "prod")
+      identity = "1";
+    else if (spec.reduction == "max")
+      identity = isF ? "-TC_INFINITY" : "tc_lowest<" + acct + ">()";
+    else
+      identity = isF ? "TC_INFINITY" : "tc_highest<" + acct + ">()";
+    fields = {{acct, "acc", identity}};
+  }
   auto accInit = [&](const std::string &indent) {
-    return arg ? indent + acct + " best = 0; long long bestIndex = -1;\n"
-               : indent + acct + " acc = (" + acct + ")(" + identity + ");\n";
+    std::string c;
+    for (const Field &f : fields)
+      c += indent + f.type + " " + f.name + " = (" + f.type + ")(" + f.identity + ");\n";
+    return c;
   };
   // Combines (x, position) into the accumulator; positions arrive in
   // increasing order per thread (the first max/min wins, nan counts as the
@@ -100,16 +116,28 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     if (arg)
       return std::string("tc_arg_combine<") + (spec.reduction == "argmax" ? "true" : "false") +
              ">(best, bestIndex, " + x + ", " + position + ");";
+    if (lse)
+      return "tc_lse_combine(acc, accS, " + x + ");";
     if (spec.reduction == "sum" || spec.reduction == "mean")
       return "acc = acc + " + x + ";";
     if (spec.reduction == "prod")
       return "acc = acc * " + x + ";";
     return "acc = " + std::string(spec.reduction == "max" ? "tc_maximum" : "tc_minimum") + "(acc, " + x + ");";
   };
+  // Merges another thread's accumulator (its fields named other0, other1).
+  auto merge = [&]() {
+    if (arg)
+      return combine("other0", "other1");
+    if (lse)
+      return std::string("tc_lse_merge(acc, accS, other0, other1);");
+    return combine("other0", "");
+  };
   auto finish = [&](const std::string &indent) {
     std::string c;
     if (spec.reduction == "mean")
       c += indent + "acc = acc / (" + acct + ")(" + reducedTotal + ");\n";
+    if (lse)
+      c += indent + "acc = tc_lse_finish(acc, accS);\n";
     if (spec.epilogue)
       c += indent + "acc = " + sym + "_epilogue(" + epilogueArgs + ", acc);\n";
     return c;
@@ -151,10 +179,11 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     c += indent + "  " + combine("x", "r") + "\n" + indent + "}\n";
     return c;
   };
-  std::string shuffleStep =
-      arg ? "{ const " + acct + " ob = tc_shfl_xor(best, o); const long long oi = tc_shfl_xor(bestIndex, o); " +
-                combine("ob", "oi") + " }"
-          : "{ const " + acct + " other = tc_shfl_xor(acc, o); " + combine("other", "") + " }";
+  std::string shuffleStep = "{ ";
+  for (size_t f = 0; f < fields.size(); ++f)
+    shuffleStep += "const " + fields[f].type + " other" + std::to_string(f) + " = tc_shfl_xor(" +
+                   fields[f].name + ", o); ";
+  shuffleStep += merge() + " }";
   // A full-warp xor butterfly, and the combine across the warps of a block
   // (each warp's lane 0 leaves its result in shared memory; after a barrier
   // warp 0 reloads and combines them). Uses threadIdx only, so any caller's
@@ -163,20 +192,23 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     return indent + "#pragma unroll\n" + indent + "for (int o = 16; o > 0; o >>= 1) " + shuffleStep + "\n";
   };
   auto declarePartials = [&](const std::string &indent) {
-    return indent + "__shared__ " + acct + " partial[BLOCK / 32];\n" +
-           (arg ? indent + "__shared__ long long partialIndex[BLOCK / 32];\n" : std::string());
+    std::string c;
+    for (size_t f = 0; f < fields.size(); ++f)
+      c += indent + "__shared__ " + fields[f].type + " partial" + std::to_string(f) + "[BLOCK / 32];\n";
+    return c;
   };
   auto storePartial = [&](const std::string &indent) {
-    return indent + "if (threadIdx.x % 32 == 0) { partial[threadIdx.x / 32] = " +
-           (arg ? "best; partialIndex[threadIdx.x / 32] = bestIndex;" : "acc;") + " }\n" + indent +
-           "__syncthreads();\n";
+    std::string c = indent + "if (threadIdx.x % 32 == 0) {";
+    for (size_t f = 0; f < fields.size(); ++f)
+      c += " partial" + std::to_string(f) + "[threadIdx.x / 32] = " + fields[f].name + ";";
+    return c + " }\n" + indent + "__syncthreads();\n";
   };
   auto reloadPartials = [&](const std::string &indent) { // in warp 0
-    return (arg ? indent + "best = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct +
-                      ")0; bestIndex = threadIdx.x < BLOCK / 32 ? partialIndex[threadIdx.x] : -1LL;\n"
-                : indent + "acc = threadIdx.x < BLOCK / 32 ? partial[threadIdx.x] : (" + acct + ")(" + identity +
-                      ");\n") +
-           warpCombine(indent);
+    std::string c;
+    for (size_t f = 0; f < fields.size(); ++f)
+      c += indent + fields[f].name + " = threadIdx.x < BLOCK / 32 ? partial" + std::to_string(f) +
+           "[threadIdx.x] : (" + fields[f].type + ")(" + fields[f].identity + ");\n";
+    return c + warpCombine(indent);
   };
 
   // Elementwise (and sequential reduction) template: each thread computes

@@ -294,6 +294,8 @@ Grads reductionRule(const GradContext &c) {
   Tensor yb = expandReduced(y, x, axes, keepdim);
   if (op == "prod")
     return {g * yb / x};
+  if (op == "logsumexp") // d lse / dx = softmax(x) = exp(x - lse)
+    return {g * exp(x - yb)};
   if (op == "max" || op == "min") {
     // Ties share the cotangent evenly (the amax/amin convention).
     Tensor hit = floatMask(eq(x, yb), x.dtype());
@@ -785,7 +787,7 @@ const std::unordered_map<std::string, GradRule> &table() {
     r["where"] = whereRule;
     r["cast"] = castRule;
     r["clamp"] = clampRule;
-    for (const char *op : {"sum", "mean", "max", "min", "prod", "var"})
+    for (const char *op : {"sum", "mean", "max", "min", "prod", "var", "logsumexp"})
       r[op] = reductionRule;
     r["matmul"] = matmulRule;
     r["softmax"] = r["log_softmax"] = softmaxRule;

@@ -107,7 +107,7 @@ int recomputeCost(const std::string &op) {
   static const std::set<std::string> level2 = {"matmul", "conv2d", "scaled_dot_product_attention"};
   static const std::set<std::string> level1 = {
       "sum",        "mean",         "max",        "min",           "prod",
-      "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
+      "logsumexp",  "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
       "layer_norm", "rms_norm",     "batch_norm", "cross_entropy", "embedding",
       "gather",     "index_select", "max_pool2d", "avg_pool2d"};
   if (level2.count(op))

@@ -96,6 +96,34 @@ std::vector<HostTensor> reduce(const OpCall &c) {
   return {std::move(out)};
 }
 
+// log(sum(exp(x))) per output, around each group's maximum (no overflow):
+// -inf for an empty group or one of -inf only, +inf if any element is +inf,
+// nan if any is nan.
+std::vector<HostTensor> logSumExp(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  ReductionMap m = mapReduction(x.shape(), normalizeAxes(c.attrs(), "axes", x.rank()));
+  std::vector<double> top(m.outCount, -INFINITY), sum(m.outCount, 0.0);
+  std::vector<bool> nan(m.outCount, false);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = x.getF(i);
+    int64_t o = m.outIndex[i];
+    if (std::isnan(v))
+      nan[o] = true;
+    else if (v > top[o])
+      top[o] = v;
+  }
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t o = m.outIndex[i];
+    double v = x.getF(i);
+    if (!nan[o] && std::isfinite(top[o]))
+      sum[o] += std::exp(v - top[o]);
+  }
+  HostTensor out = c.result();
+  for (int64_t o = 0; o < m.outCount; ++o)
+    out.setF(o, nan[o] ? NAN : std::isfinite(top[o]) ? top[o] + std::log(sum[o]) : top[o]);
+  return {std::move(out)};
+}
+
 std::vector<HostTensor> argReduce(const OpCall &c) {
   const HostTensor &x = c.arg(0);
   bool isMax = c.node.node->op == "argmax";
@@ -142,6 +170,7 @@ void addReductionKernels(KernelTable &t) {
   for (const char *n : {"sum", "mean", "max", "min", "prod", "var"})
     t[n] = reduce;
   t["argmax"] = t["argmin"] = argReduce;
+  t["logsumexp"] = logSumExp;
 }
 
 } // namespace tensorc::interp

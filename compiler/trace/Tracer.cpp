@@ -292,6 +292,9 @@ Tensor mean(const Tensor &x, std::vector<int64_t> axes, bool k) {
 Tensor max(const Tensor &x, std::vector<int64_t> axes, bool k) {
   return reduction("max", x, axes, k);
 }
+Tensor logsumexp(const Tensor &x, std::vector<int64_t> axes, bool k) {
+  return reduction("logsumexp", x, axes, k);
+}
 Tensor min(const Tensor &x, std::vector<int64_t> axes, bool k) {
   return reduction("min", x, axes, k);
 }

@@ -158,6 +158,7 @@ Tensor clamp(const Tensor &x, std::optional<double> min, std::optional<double> m
 Tensor sum(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor mean(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor max(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor min(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor prod(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor var(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdim = false,

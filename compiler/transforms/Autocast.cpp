@@ -17,7 +17,7 @@ AutocastPolicy autocastPolicy(const std::string &op) {
   static const std::set<std::string> f32 = {"exp",      "log",        "pow",           "reciprocal",
                                             "rsqrt",    "softmax",    "log_softmax",   "layer_norm",
                                             "rms_norm", "batch_norm", "cross_entropy", "sum",
-                                            "mean",     "var",        "prod"};
+                                            "mean",     "var",        "prod",          "logsumexp"};
   if (low.count(op))
     return AutocastPolicy::LowPrecision;
   if (f32.count(op))

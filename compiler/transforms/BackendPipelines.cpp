@@ -37,10 +37,12 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   // gelu stays whole: GEMM epilogues absorb gelu(tanh); both forms are scalar ops.
+  // logsumexp too: its nests keep the max and the rescaled sum in one pass
+  // (online), and softmax, log_softmax and cross_entropy decompose into it.
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v;
     for (const std::string &op : transforms::decomposableOps())
-      if (op != "gelu")
+      if (op != "gelu" && op != "logsumexp")
         v.push_back(op);
     return v;
   }();

@@ -30,6 +30,7 @@ struct Context {
   Tracer &t;
   const TypedNode &node;
   std::vector<Operand> args;
+  bool onlineLogSumExp = false; // see decomposeGraph
   const AttrMap &attrs() const { return node.attrs; }
   const Tensor &in(size_t i) const { return std::get<Tensor>(args.at(i)); }
   bool has(size_t i) const { return i < args.size() && std::holds_alternative<Tensor>(args[i]); }
@@ -44,7 +45,7 @@ double attentionScale(const Context &c, const Tensor &q) {
                                      : 1.0 / std::sqrt(double(q.shape().back().value()));
 }
 
-Tensor softmaxOf(const Tensor &x, int64_t axis);
+Tensor softmaxOf(const Context &c, const Tensor &x, int64_t axis);
 
 // softmax(q k^T * scale + masks): q, k, v and the optional mask are operands
 // first .. first + 3 (attention: 0; its backward: 1, after the cotangent).
@@ -61,7 +62,7 @@ Tensor attentionProbabilities(const Context &c, size_t first) {
     const Tensor &mask = c.in(first + 3);
     s = isBool(mask.dtype()) ? where(mask, s, -INFINITY) : s + mask;
   }
-  return softmaxOf(s, -1);
+  return softmaxOf(c, s, -1);
 }
 
 std::vector<int64_t> trailing(int64_t from, int64_t rank) {
@@ -70,23 +71,76 @@ std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   return axes;
 }
 
-Tensor softmaxOf(const Tensor &x, int64_t axis) {
-  Tensor e = exp(x - max(x, {axis}, true));
-  return e / sum(e, {axis}, true);
+// t where finite, else 0: the shift of a log-sum-exp. Around a finite
+// maximum no exp overflows; a row of -inf only then gives -inf, one holding
+// +inf gives +inf and one holding nan gives nan (shifting by an infinite
+// maximum would make -inf - -inf = nan of the first two).
+Tensor finiteOrZero(const Tensor &t) { return where(lt(abs(t), INFINITY), t, 0.0); }
+
+// log(sum(exp(x))) over `axes`, around the maximum (keepdim).
+Tensor logSumExpOf(const Tensor &x, const std::vector<int64_t> &axes) {
+  Tensor shift = finiteOrZero(max(x, axes, true));
+  return shift + log(sum(exp(x - shift), axes, true));
 }
 
-Tensor logSoftmaxOf(const Tensor &x, int64_t axis) {
-  Tensor z = x - max(x, {axis}, true);
-  return z - log(sum(exp(z), {axis}, true));
+// A row's log-sum-exp in the form softmax, log_softmax and cross_entropy
+// share (CSE merges the forward's with the gradient's): `z` = x - shift,
+// `lse` = log(sum(exp(z))), so log_softmax = z - lse and softmax =
+// exp(z - lse).
+struct RowLogSumExp {
+  Tensor shift, z, lse;
+};
+
+// Classic (three passes over the row: max, sum of exp, then the result):
+// shift = the row's max. Online (Context::onlineLogSumExp, for backends
+// that keep the logsumexp op: max and rescaled sum in one pass, so one pass
+// fewer): shift = the row's first element (x - lse would lose the digits of
+// a large lse: ulp(1e4) = 1e-3 in f32, where x - max is exact; with the
+// first element the lse of a row near it is small), and the lse made nan
+// where it is +inf or -inf (the classic form's x - max is nan there: a row
+// holding +inf or of -inf only is nan throughout, as in PyTorch).
+RowLogSumExp rowLogSumExp(const Context &c, const Tensor &x, int64_t axis) {
+  axis = normalizeAxis(axis, x.rank());
+  if (!c.onlineLogSumExp || !x.shape()[size_t(axis)].isStatic()) {
+    Tensor m = max(x, {axis}, true);
+    Tensor z = x - m;
+    return {m, z, log(sum(exp(z), {axis}, true))};
+  }
+  Tensor first = slice(x, {axis}, {0}, {1});
+  Tensor shift = finiteOrZero(first);
+  Tensor z = x - shift;
+  Tensor lse = logsumexp(z, {axis}, true);
+  return {shift, z, lse + (lse - lse)};
+}
+
+Tensor softmaxOf(const Context &c, const Tensor &x, int64_t axis) {
+  if (!c.onlineLogSumExp) {
+    Tensor e = exp(x - max(x, {axis}, true));
+    return e / sum(e, {axis}, true);
+  }
+  RowLogSumExp r = rowLogSumExp(c, x, axis);
+  return exp(r.z - r.lse);
+}
+
+Tensor logSoftmaxOf(const Context &c, const Tensor &x, int64_t axis) {
+  RowLogSumExp r = rowLogSumExp(c, x, axis);
+  return r.z - r.lse;
 }
 
 const std::map<std::string, Rule> &rules() {
   static const std::map<std::string, Rule> r = {
       {"softmax",
-       [](const Context &c) { return std::vector{softmaxOf(c.in(0), getInt(c.attrs(), "axis"))}; }},
+       [](const Context &c) { return std::vector{softmaxOf(c, c.in(0), getInt(c.attrs(), "axis"))}; }},
       {"log_softmax",
        [](const Context &c) {
-         return std::vector{logSoftmaxOf(c.in(0), getInt(c.attrs(), "axis"))};
+         return std::vector{logSoftmaxOf(c, c.in(0), getInt(c.attrs(), "axis"))};
+       }},
+      {"logsumexp",
+       [](const Context &c) {
+         const Tensor &x = c.in(0);
+         std::vector<int64_t> axes = normalizeAxes(c.attrs(), "axes", x.rank());
+         Tensor lse = logSumExpOf(x, axes);
+         return std::vector{getBool(c.attrs(), "keepdim") ? lse : squeeze(lse, axes)};
        }},
       {"gelu",
        [](const Context &c) {
@@ -175,21 +229,21 @@ const std::map<std::string, Rule> &rules() {
        [](const Context &c) {
          const Tensor &logits = c.in(0), &target = c.in(1);
          int64_t classAxis = logits.rank() >= 2 ? 1 : 0;
-         // log p[target] = x[target] - max - log(sum(exp(x - max))): the
+         // -log p[target] = lse - z[target] with z = x - shift: the
          // target's logit is gathered (one element per row; a one-hot
          // product would be one more pass over every row), the row statistics
          // are log_softmax's (CSE shares them with the gradient's softmax).
-         Tensor m = max(logits, {classAxis}, true);
-         Tensor logSumExp = log(sum(exp(logits - m), {classAxis}, true));
+         RowLogSumExp r = rowLogSumExp(c, logits, classAxis);
          // Indices out of range (ignore_index) are clamped by gather's
-         // lowering; their rows are masked out below.
+         // lowering; their rows are masked out below. z[target] is gathered
+         // from the stored logits, not from z (which stays in registers).
          Tensor picked = gather(logits, unsqueeze(target, classAxis), classAxis);
-         Tensor nll = squeeze(m + logSumExp - picked, {classAxis});
+         Tensor nll = squeeze(r.lse - (picked - r.shift), {classAxis});
          double s = getFloat(c.attrs(), "label_smoothing");
          Tensor loss = nll;
          if (s != 0.0) {
            Operand n = countOver(c.t, logits, {classAxis});
-           Tensor smooth = -sum(logSoftmaxOf(logits, classAxis), {classAxis});
+           Tensor smooth = -sum(r.z - r.lse, {classAxis});
            loss = nll * (1 - s) + (std::holds_alternative<double>(n)
                                        ? smooth * (s / std::get<double>(n))
                                        : smooth * s / n);
@@ -275,7 +329,8 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested,
                           fusedAttentionRefusal(n.argTypes, n.node->op != "scaled_dot_product_attention").empty();
     if (ops.count(n.node->op) && !fusedAttention) {
       try {
-        results = rules().at(n.node->op)(Context{t, n, args});
+        // A backend that keeps logsumexp gets the online row statistics.
+        results = rules().at(n.node->op)(Context{t, n, args, !ops.count("logsumexp")});
       } catch (const Error &e) {
         fail("decompose: node \"" + n.node->name + "\" (" + n.node->op + "): " + e.what());
       }

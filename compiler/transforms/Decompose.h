@@ -17,7 +17,9 @@ const std::set<std::string> &decomposableOps();
 // Rewrites every node whose op is in `ops` (default: all decomposable ops).
 // Nodes keep their names for their final value, so references stay valid.
 // `keepFusedAttention`: attention the CUDA backend's fused kernels take
-// stays whole (ir/core/FusedAttention.h).
+// stays whole (ir/core/FusedAttention.h). Where `ops` leaves logsumexp out
+// (the backend reduces it in one pass), softmax, log_softmax and
+// cross_entropy decompose into it instead of into max + sum(exp).
 Graph decomposeGraph(const Graph &graph, const std::set<std::string> &ops = {},
                      bool keepFusedAttention = false);
 

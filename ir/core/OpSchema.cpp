@@ -60,6 +60,7 @@ std::vector<OpSchema> buildTable() {
   for (const char *n : {"argmax", "argmin"})
     add(n, "reduction", {in("x")}, {optional("axis", AttrKind::Int), dflt("keepdim", b(false))},
         false);
+  add("logsumexp", "reduction", {in("x")}, {optional("axes", AttrKind::Ints), dflt("keepdim", b(false))});
   add("var", "reduction", {in("x")},
       {optional("axes", AttrKind::Ints), dflt("keepdim", b(false)), dflt("correction", i(1))});
 

@@ -650,7 +650,7 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["clamp"] = inferClamp;
     for (const char *n : {"sum", "max", "min", "prod"})
       r[n] = reduction(false);
-    r["mean"] = reduction(true);
+    r["mean"] = r["logsumexp"] = reduction(true);
     r["argmax"] = r["argmin"] = inferArgReduction;
     r["var"] = inferVar;
     r["matmul"] = inferMatmul;

@@ -172,6 +172,7 @@ def TC_MeanOp : TC_ReductionOp<"mean", "the arithmetic mean (nan over an empty r
 def TC_MaxOp : TC_ReductionOp<"max", "the largest element (nan if any is nan; an empty range is a run-time error)", "numeric">;
 def TC_MinOp : TC_ReductionOp<"min", "the smallest element (nan if any is nan; an empty range is a run-time error)", "numeric">;
 def TC_ProdOp : TC_ReductionOp<"prod", "the product (1 over an empty range)", "numeric">;
+def TC_LogsumexpOp : TC_ReductionOp<"logsumexp", "log(sum(exp(x))), computed around the maximum so that no exp overflows (-inf where every element is -inf; +inf if any is +inf; nan if any is nan; -inf over an empty range, except on backends that decompose it into max and sum (the CPU backend), where it is max's run-time error). The CUDA backend reduces it in one pass (the running maximum rescales the running sum), and decomposes softmax, log_softmax and cross_entropy into it", "float">;
 def TC_VarOp : TC_ReductionOp<"var", "the variance sum((x - mean)^2) / (n - correction), computed in two passes (inf or nan when n <= correction)", "float"> {
   let arguments = (ins TC_Tensor:$x, OptionalAttr<DenseI64ArrayAttr>:$axes,
                        DefaultValuedAttr<BoolAttr, "false">:$keepdim,

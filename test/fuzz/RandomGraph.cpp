@@ -312,8 +312,8 @@ private:
       if (chance(0.5))
         attrs["keepdim"] = true;
       if (kind < 5) {
-        std::string op = oneOf<std::string>({"sum", "mean", "max", "min", "prod"});
-        if (!fl && op == "mean")
+        std::string op = oneOf<std::string>({"sum", "mean", "max", "min", "prod", "logsumexp"});
+        if (!fl && (op == "mean" || op == "logsumexp"))
           op = "sum";
         if (op == "prod" && numel(staticShape(x->t)) > 16)
           op = "max"; // prod of many values overflows to inf in one engine and not another

@@ -56,6 +56,24 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
       push_back(opGraph(op, {{d, {"B", 7, 9}}}, {{"axes", Attr(std::vector<int64_t>{1})}, {"keepdim", Attr(true)}}));
       push_back(opGraph(op, {{d, {"B", 7}}}));
     }
+  for (DType d : {DType::F32, DType::BF16, DType::F16}) { // the online (max, rescaled sum) nests
+    push_back(opGraph("logsumexp", {{d, {"B", 7, 9}}}, {{"axes", Attr(std::vector<int64_t>{1})}, {"keepdim", Attr(true)}}));
+    push_back(opGraph("logsumexp", {{d, {"B", 1037}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
+    push_back(opGraph("logsumexp", {{d, {"B", 7}}}));
+  }
+  // Rows far from 0 (x + 1e4: one f32 ulp is 1e-3 there): the online row
+  // statistics are taken around the row's first element, so log_softmax,
+  // softmax and cross-entropy (and its gradient) keep the digits of x - max.
+  for (const char *op : {"log_softmax", "softmax", "cross_entropy"}) {
+    trace::Tracer t(std::string("offset_") + op);
+    trace::Tensor x = t.parameter("x", DType::F32, {"B", 1003});
+    trace::Tensor shifted = t.call("add", {x, 1e4})[0];
+    trace::Tensor y = std::string(op) == "cross_entropy"
+                          ? t.call(op, {shifted, t.input("target", DType::I64, {"B"})})[0]
+                          : t.call(op, {shifted})[0];
+    t.output(std::string(op) == "cross_entropy" ? y : t.call("sum", {t.call("mul", {y, y})[0]})[0]);
+    gs.emplace_back(std::string("offset_") + op, autodiff::buildJointGraph(t.graph()).graph);
+  }
   for (const char *op : {"argmax", "argmin"}) {
     push_back(opGraph(op, {{DType::F16, {5, 7}}}, {{"axis", Attr(int64_t(1))}}));
     push_back(opGraph(op, {{DType::I32, {5, 7}}}));

@@ -246,9 +246,9 @@ TEST(CpuBackend, RowKernelsOfTrainingSteps) {
 
 TEST(CpuBackend, Reductions) {
   std::vector<std::vector<int64_t>> axesSets = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
-  for (const char *op : {"sum", "mean", "max", "min", "prod"})
+  for (const char *op : {"sum", "mean", "max", "min", "prod", "logsumexp"})
     for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}) {
-      if (!isFloat(d) && std::string(op) == "mean")
+      if (!isFloat(d) && (std::string(op) == "mean" || std::string(op) == "logsumexp"))
         continue;
       for (const auto &axes : axesSets)
         for (bool keepdim : {false, true})

@@ -167,7 +167,7 @@ TEST(GradCheck, SelectAndClamp) {
 }
 
 TEST(GradCheck, Reductions) {
-  for (const char *op : {"sum", "mean", "max", "min", "prod", "var"}) {
+  for (const char *op : {"sum", "mean", "max", "min", "prod", "var", "logsumexp"}) {
     gradcheck(std::string(op) + " all", {floats("x", {2, 3}, 0.5, 1.5)},
               [op](Tracer &t, auto &a) { return t.call(op, {a[0]})[0]; });
     gradcheck(std::string(op) + " axes", {floats("x", {2, 3, 4}, 0.5, 1.5)},

@@ -147,6 +147,17 @@ TEST(Interpreter, Reductions) {
   expectValues(runOp1("var", {x}, {{"correction", int64_t(0)}}), {}, {17.5 / 6});
   expectValues(runOp1("var", {f64({1}, {3})}), {}, {kNaN});
   expectValues(runOp1("max", {f64({3}, {1, kNaN, 2})}), {}, {kNaN});
+  // logsumexp around the maximum: no overflow at 1000; -inf, +inf and nan
+  // propagate as log(sum(exp(x))) would.
+  expectValues(runOp1("logsumexp", {x}, {{"axes", std::vector<int64_t>{1}}}), {2},
+               {3 + std::log(1 + std::exp(-1.0) + std::exp(-2.0)),
+                6 + std::log(1 + std::exp(-1.0) + std::exp(-2.0))});
+  expectValues(runOp1("logsumexp", {f64({2}, {1000, 1000})}), {}, {1000 + std::log(2.0)});
+  const double inf = std::numeric_limits<double>::infinity();
+  expectValues(runOp1("logsumexp", {f64({2}, {-inf, -inf})}), {}, {-inf});
+  expectValues(runOp1("logsumexp", {f64({2}, {1, inf})}), {}, {inf});
+  expectValues(runOp1("logsumexp", {f64({3}, {inf, kNaN, 1})}), {}, {kNaN});
+  expectValues(runOp1("logsumexp", {f64({2}, {-inf, 0})}), {}, {0});
   expectValues(runOp1("sum", {i64({3}, {1, 2, 3})}), {}, {6});
   // Three axes of a (2, 2, 2) tensor, listed out of order.
   HostTensor cube = f64({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
@@ -546,7 +557,7 @@ TEST(Interpreter, EveryFloatDTypeMatchesF64) {
     cases.push_back({op, false, {}, 2});
   cases.push_back({"div", true, {}, 2});
   cases.push_back({"pow", true, {}, 2});
-  for (const char *op : {"sum", "mean", "max", "min", "prod", "var"})
+  for (const char *op : {"sum", "mean", "max", "min", "prod", "var", "logsumexp"})
     cases.push_back({op, false, {{"axes", std::vector<int64_t>{1}}}, 1});
   cases.push_back({"softmax", false, {}, 1});
   cases.push_back({"log_softmax", false, {}, 1});

@@ -46,6 +46,10 @@ std::vector<std::string> pipelines() {
           "tensorc-fuse",
           "tensorc-kernel-pipeline",
           "tensorc-decompose,tensorc-kernel-pipeline",
+          // logsumexp kept (the CUDA backend's choice): softmax, log_softmax
+          // and cross_entropy decompose into it (the online row statistics).
+          "tensorc-decompose{ops=softmax,log_softmax,cross_entropy,scaled_dot_product_attention}",
+          "tensorc-decompose{ops=softmax,log_softmax,cross_entropy},tensorc-kernel-pipeline",
           "tensorc-plan-memory",
           "tensorc-fold-constants",
           "tensorc-recognize-attention",

@@ -43,3 +43,24 @@ __device__ __forceinline__ void tc_arg_combine(T &best, long long &index, T x, l
   if (take) { best = x; index = xi; }
 }
 
+// logsumexp in one pass (online): the accumulator is (m, s) with the sum s of
+// exp(x - m) over what was seen, m the largest x so far. A larger x rescales
+// s; -inf adds nothing (and never forms -inf - -inf); nan poisons m. The
+// result is m + log(s), or m itself where m is infinite: -inf for a range of
+// -inf only (or an empty one), +inf if any x is +inf.
+__device__ __forceinline__ float tc_exp_of(float v) { return expf(v); }
+__device__ __forceinline__ double tc_exp_of(double v) { return exp(v); }
+template <typename T> __device__ __forceinline__ void tc_lse_combine(T &m, T &s, T x) {
+  if (x > m) { s = s * tc_exp_of(m - x) + (T)1; m = x; }
+  else if (x != x) m = x;
+  else if (x > -(T)TC_INFINITY) s += tc_exp_of(x - m);
+}
+// Merges another accumulator (om, os) into (m, s).
+template <typename T> __device__ __forceinline__ void tc_lse_merge(T &m, T &s, T om, T os) {
+  if (om != om || m != m) { m = om + m; return; }
+  if (om > m) { s = (m > -(T)TC_INFINITY ? s * tc_exp_of(m - om) : (T)0) + os; m = om; }
+  else if (om > -(T)TC_INFINITY) s += os * tc_exp_of(om - m);
+}
+template <typename T> __device__ __forceinline__ T tc_lse_finish(T m, T s) {
+  return (m == (T)TC_INFINITY || m == -(T)TC_INFINITY) ? m : m + log(s);
+}
