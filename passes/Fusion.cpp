@@ -96,6 +96,11 @@ bool isBroadcastInto(Value operand, Value result) {
   return false;
 }
 
+bool isPureReshape(Operation *op) {
+  StringRef n = op->getName().getStringRef();
+  return n == "tc.reshape" || n == "tc.squeeze" || n == "tc.unsqueeze" || n == "tc.flatten";
+}
+
 // Elementwise ops and views computed from creation ops and broadcasts of
 // smaller data only: recomputing them in each consumer's kernel reads little,
 // materializing them writes and reads a full tensor. (A one-hot
@@ -128,6 +133,16 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
         ++others;
     }
     if (k == Kind::Elementwise && inputs == 1 && others == 0) {
+      cheap.insert(&op);
+      continue;
+    }
+    // A reshape of a graph input is an alias of it: one copy per user, so
+    // that it ties no kernels together. Shared, the cross-entropy's
+    // target[N, 1] (gathered in one kernel, compared with the classes in the
+    // gradient's) made the gradient's kernel depend on the gather's, which
+    // depends on the row statistics: the softmax could not join the
+    // gradient and went to memory ([N, C] written and read once more).
+    if (isPureReshape(&op) && !op.getOperand(0).getDefiningOp()) {
       cheap.insert(&op);
       continue;
     }
@@ -170,11 +185,6 @@ void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
       copies.insert(copy);
     }
   }
-}
-
-bool isPureReshape(Operation *op) {
-  StringRef n = op->getName().getStringRef();
-  return n == "tc.reshape" || n == "tc.squeeze" || n == "tc.unsqueeze" || n == "tc.flatten";
 }
 
 // The "row space" of a reduction-like op: its input type and the axes it

@@ -75,20 +75,22 @@ func.func @attention(%q: !tc.tensor<[2, 8, 4], f32>, %w: !tc.tensor<[4, 4], f32>
 
 // A cross-entropy forward + gradient after decomposition. The one-hot
 // eq(target[8,1], iota[1,16]) is recomputed in each kernel that reads it
-// (never an [8,16] tensor in memory; the reshape of the target is one alias), and the count of valid targets is an
-// early kernel of its own, so the gradient's scale rides in the softmax
-// kernel: one kernel reads the logits.
+// (never an [8,16] tensor in memory; the reshape of the target, an alias of
+// a graph input, is copied into each kernel so that it ties none together),
+// and the count of valid targets is an early kernel of its own, so the
+// gradient's scale rides in the softmax kernel: one kernel reads the logits.
 // CHECK-LABEL: func.func @xent_grad
 // CHECK-NEXT: %[[CNT:.*]] = tc.fused "k0"(%arg1) {kind = "reduction"} : (!tc.tensor<[8], i64>) -> !tc.tensor<[], f32>
-// CHECK: %[[TR:.*]] = tc.reshape %arg1
-// CHECK: %[[ROWS:.*]]:2 = tc.fused "k1"(%arg0, %arg1, %[[TR]], %[[CNT]]) {kind = "reduction"} : {{.*}} -> (!tc.tensor<[8], f32>, !tc.tensor<[8, 16], f32>)
+// CHECK: %[[ROWS:.*]]:2 = tc.fused "k1"(%arg0, %arg1, %[[CNT]]) {kind = "reduction"} : {{.*}} -> (!tc.tensor<[8], f32>, !tc.tensor<[8, 16], f32>)
+// CHECK: tc.reshape %{{.*}} {shape = [8, 1]} : (!tc.tensor<[8], i64>)
 // CHECK: tc.fused "k2"(%[[ROWS]]#0, %[[CNT]]) {kind = "reduction"}
-// CHECK: tc.fused "k3"(%[[TR]]) {kind = "elementwise"} : (!tc.tensor<[8, 1], i64>) -> !tc.tensor<[8, 16], f32>
+// CHECK: tc.fused "k3"(%arg1) {kind = "elementwise"} : (!tc.tensor<[8], i64>) -> !tc.tensor<[8, 16], f32>
+// CHECK: tc.reshape %{{.*}} {shape = [8, 1]} : (!tc.tensor<[8], i64>)
 // REPORT-LABEL: fusion of @xent_grad: 4 kernels
 // REPORT-NEXT: kernel k0 (reduction): v (ne), vf (cast), cnt (sum)
-// REPORT-NEXT: kernel k1 (reduction): m (max), {{.*}}, ir (reshape), eq (eq), oh (cast), d (sub), sc (div), sr (reshape), g (mul)
+// REPORT-NEXT: kernel k1 (reduction): m (max), {{.*}}, tr (reshape), ir (reshape), eq (eq), oh (cast), d (sub), sc (div), sr (reshape), g (mul)
 // REPORT-NEXT: kernel k2 (reduction): ls (sum), loss (div)
-// REPORT-NEXT: kernel k3 (elementwise): {{.*}}eq (eq), oh (cast), oh2 (mul)
+// REPORT-NEXT: kernel k3 (elementwise): {{.*}}tr (reshape), {{.*}}eq (eq), oh (cast), oh2 (mul)
 // REPORT: not fused: cnt (sum) -> loss (div): a reduction of graph inputs (cnt (sum)) stays independent of ls (sum), which waits for other kernels
 func.func @xent_grad(%x: !tc.tensor<[8, 16], f32>, %t: !tc.tensor<[8], i64>) -> (!tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>, !tc.tensor<[8, 16], f32>) {
   %ig = tc.constant {tc.literal, value = dense<-100> : tensor<i64>} : () -> !tc.tensor<[], i64>
