@@ -109,28 +109,30 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       c += indent + f.type + " " + f.name + " = (" + f.type + ")(" + f.identity + ");\n";
     return c;
   };
-  // Combines (x, position) into the accumulator; positions arrive in
-  // increasing order per thread (the first max/min wins, nan counts as the
-  // largest, as in the interpreter).
-  auto combine = [&](const std::string &x, const std::string &position) {
+  // Combines (x, position) into the accumulator (its fields' names + `sfx`:
+  // the loops below keep several); positions arrive in increasing order per
+  // accumulator (the first max/min wins, nan counts as the largest, as in
+  // the interpreter).
+  auto combine = [&](const std::string &x, const std::string &position, const std::string &sfx = "") {
+    std::string a = "acc" + sfx;
     if (arg)
       return std::string("tc_arg_combine<") + (spec.reduction == "argmax" ? "true" : "false") +
              ">(best, bestIndex, " + x + ", " + position + ");";
     if (lse)
-      return "tc_lse_combine(acc, accS, " + x + ");";
+      return "tc_lse_combine(" + a + ", accS" + sfx + ", " + x + ");";
     if (spec.reduction == "sum" || spec.reduction == "mean")
-      return "acc = acc + " + x + ";";
+      return a + " = " + a + " + " + x + ";";
     if (spec.reduction == "prod")
-      return "acc = acc * " + x + ";";
-    return "acc = " + std::string(spec.reduction == "max" ? "tc_maximum" : "tc_minimum") + "(acc, " + x + ");";
+      return a + " = " + a + " * " + x + ";";
+    return a + " = " + std::string(spec.reduction == "max" ? "tc_maximum" : "tc_minimum") + "(" + a + ", " + x + ");";
   };
-  // Merges another thread's accumulator (its fields named other0, other1).
-  auto merge = [&]() {
+  // Merges another accumulator (its fields named o0, o1: `o` + index).
+  auto merge = [&](const std::string &o) {
     if (arg)
-      return combine("other0", "other1");
+      return combine(o + "0", o + "1");
     if (lse)
-      return std::string("tc_lse_merge(acc, accS, other0, other1);");
-    return combine("other0", "");
+      return "tc_lse_merge(acc, accS, " + o + "0, " + o + "1);";
+    return combine(o + "0", "");
   };
   auto finish = [&](const std::string &indent) {
     std::string c;
@@ -162,28 +164,60 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // Cooperative reductions: one thread's share of the reduced iterations
   // (from `first`, every `stride`), and one xor-butterfly exchange step.
   auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
-    // Unrolled so that several iterations' loads are in flight at once.
-    std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + first + "; r < reduced; r += " +
-                    stride + ") {\n";
-    if (reducedDims.size() == 1) {
-      c += indent + "  const long long i" + std::to_string(reducedDims[0]) + " = r;\n";
-    } else {
-      c += indent + "  long long rr = r;\n";
+    auto indices = [&](const std::string &r, const std::string &in) {
+      if (reducedDims.size() == 1)
+        return in + "const long long i" + std::to_string(reducedDims[0]) + " = " + r + ";\n";
+      std::string c = in + "long long rr = " + r + ";\n";
       for (size_t k = reducedDims.size(); k-- > 0;) {
         std::string d = std::to_string(reducedDims[k]);
-        c += indent + "  const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " +
-             dims(reducedDims[k]) + ";\n";
+        c += in + "const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " + dims(reducedDims[k]) +
+             ";\n";
       }
+      return c;
+    };
+    if (arg) { // one accumulator: positions in order
+      std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + first +
+                      "; r < reduced; r += " + stride + ") {\n";
+      c += indices("r", indent + "  ");
+      c += indent + "  const " + acct + " x = " + pointCall + ";\n";
+      return c + indent + "  " + combine("x", "r") + "\n" + indent + "}\n";
     }
-    c += indent + "  const " + acct + " x = " + pointCall + ";\n";
-    c += indent + "  " + combine("x", "r") + "\n" + indent + "}\n";
-    return c;
+    // Four accumulators, four iterations' loads issued before any combine:
+    // one accumulator made every combine wait for the previous one (an
+    // online log-sum-exp's exp and branch per element: the row pass ran at
+    // half the bandwidth), and a dependent chain leaves few loads in flight.
+    std::string c = indent + "{\n";
+    std::string in = indent + "  ";
+    for (int k = 1; k < 4; ++k)
+      for (const Field &f : fields)
+        c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
+    c += in + "long long r = " + first + ";\n";
+    c += in + "for (; r + 3 * (" + stride + ") < reduced; r += 4 * (" + stride + ")) {\n";
+    c += in + "  " + acct + " x[4];\n";
+    c += in + "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u) {\n";
+    c += indices("r + u * (" + stride + ")", in + "    ");
+    c += in + "    x[u] = " + pointCall + ";\n" + in + "  }\n";
+    c += in + "  " + combine("x[0]", "") + " " + combine("x[1]", "", "_1") + " " + combine("x[2]", "", "_2") + " " +
+         combine("x[3]", "", "_3") + "\n";
+    c += in + "}\n";
+    c += in + "for (; r < reduced; r += " + stride + ") {\n";
+    c += indices("r", in + "  ");
+    c += in + "  const " + acct + " x = " + pointCall + ";\n";
+    c += in + "  " + combine("x", "") + "\n" + in + "}\n";
+    for (int k = 1; k < 4; ++k) {
+      std::string o = "o" + std::to_string(k) + "_";
+      c += in + "{ ";
+      for (size_t f = 0; f < fields.size(); ++f)
+        c += "const " + fields[f].type + " " + o + std::to_string(f) + " = " + fields[f].name + "_" + std::to_string(k) + "; ";
+      c += merge(o) + " }\n";
+    }
+    return c + indent + "}\n";
   };
   std::string shuffleStep = "{ ";
   for (size_t f = 0; f < fields.size(); ++f)
     shuffleStep += "const " + fields[f].type + " other" + std::to_string(f) + " = tc_shfl_xor(" +
                    fields[f].name + ", o); ";
-  shuffleStep += merge() + " }";
+  shuffleStep += merge("other") + " }";
   // A full-warp xor butterfly, and the combine across the warps of a block
   // (each warp's lane 0 leaves its result in shared memory; after a barrier
   // warp 0 reloads and combines them). Uses threadIdx only, so any caller's
