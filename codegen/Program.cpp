@@ -102,6 +102,8 @@ public:
       : emitNest_(std::move(emitNest)), prefix_(prefix), options_(options),
         emitAttention_(std::move(emitAttention)) {}
 
+  const ProgramNotes &notes() const { return notes_; }
+
   artifact::Artifact build(func::FuncOp fn) {
     art_.function = fn.getName().str();
     collectSymbols(fn);
@@ -1397,6 +1399,11 @@ private:
     bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
                        (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
     chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);
+    notes_.readAtRowOnly.resize(art_.steps.size() + 1);
+    if (rowParallel)
+      for (int v : leaves)
+        if (!scattered.count(v))
+          notes_.readAtRowOnly.back().push_back(v);
     art_.steps.push_back(st);
   }
 
@@ -1428,6 +1435,8 @@ private:
     }
     chain_.written.insert(out);
   }
+
+  ProgramNotes notes_;
 
   struct Chain {
     bool open = false;
@@ -1714,8 +1723,15 @@ bool supportsOp(const std::string &op) {
 }
 
 artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit,
-                                const ProgramOptions &options, const AttentionEmitter &emitAttention) {
-  return ProgramBuilder(emit, prefix, options, emitAttention).build(fn);
+                                const ProgramOptions &options, const AttentionEmitter &emitAttention,
+                                ProgramNotes *notes) {
+  ProgramBuilder builder(emit, prefix, options, emitAttention);
+  artifact::Artifact a = builder.build(fn);
+  if (notes) {
+    *notes = builder.notes();
+    notes->readAtRowOnly.resize(a.steps.size());
+  }
+  return a;
 }
 
 func::FuncOp singleFunction(ModuleOp module) {

@@ -46,14 +46,23 @@ struct ProgramOptions {
   bool splitColumnReductions = false;
 };
 
+// What the program builder knows about its steps beyond the artifact.
+struct ProgramNotes {
+  // Per step (loop steps; empty for others): the values it reads only at
+  // the row it computes (the leading, unreduced index of its nest), such as
+  // a softmax's input; not values read at other rows or broadcast across
+  // rows. A chain kernel may keep those rows in shared memory.
+  std::vector<std::vector<int>> readAtRowOnly;
+};
+
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for
 // anything the backends cannot run.
 // `emitAttention`: the backend's fused attention (attention the pipeline kept
 // whole becomes an attention step); without one, attention must have been
-// decomposed.
+// decomposed. `notes`, if given, is filled in.
 artifact::Artifact buildProgram(mlir::func::FuncOp fn, const std::string &prefix,
                                 const NestEmitter &emit, const ProgramOptions &options = {},
-                                const AttentionEmitter &emitAttention = {});
+                                const AttentionEmitter &emitAttention = {}, ProgramNotes *notes = nullptr);
 
 // Whether the code generators run `op` (for `tensorc ops`).
 bool supportsOp(const std::string &op);

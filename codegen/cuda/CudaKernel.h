@@ -38,6 +38,15 @@ struct ChainedNest {
   std::string symbol;
   std::vector<DType> operands;
 };
+// A chain's row cache: an operand the chained nests read only at their row
+// (and more than once), whose row of `inner` elements a chain kernel variant
+// copies into shared memory first; `params` are the chain kernel's
+// parameters (pointers) that hold it.
+struct RowCacheOperand {
+  std::vector<size_t> params;
+  int64_t inner = 0;
+  DType dtype = DType::F32;
+};
 
 class CudaSourceBuilder {
 public:
@@ -49,8 +58,11 @@ public:
   // each nest's row template in order, __syncthreads between. Its
   // parameters are every nest's operands in order, then the symbols.
   // Returns its variants.
+  // With a non-empty `cache`, also the variants that keep those rows in
+  // shared memory (KernelVariant::cacheBytes).
   std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
-                                    const std::vector<std::string> &symbols, const Dim &rows);
+                                    const std::vector<std::string> &symbols, const Dim &rows,
+                                    const std::vector<RowCacheOperand> &cache = {});
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c]
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.

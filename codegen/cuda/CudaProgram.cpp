@@ -4,17 +4,84 @@
 #include "codegen/cpu/Lowering.h"
 #include "codegen/cuda/CudaKernel.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 using namespace mlir;
 
 namespace tensorc::codegen::cuda {
 
+namespace {
+
+// Shared memory a row cache may take: under the 227 KiB an H100 block may
+// opt in to, leaving room for the nests' own (a few partial sums).
+constexpr int64_t kMaxRowCacheBytes = 224 * 1024;
+
+// The operands of chain steps first..last worth a row cache: read by at
+// least two of its steps, each reading it only at its row, written by none,
+// laid out as [rows, inner] (leading dims multiplying to the chain's rows,
+// the rest static) with at least 256 elements per row.
+std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const ProgramNotes &notes, size_t first,
+                                      size_t last) {
+  std::set<int> written;
+  for (size_t i = first; i <= last; ++i)
+    written.insert(art.steps[i].operands[0]);
+  std::map<int, RowCacheOperand> byValue;
+  std::map<int, int> readers;
+  std::set<int> refused;
+  size_t param = 0;
+  for (size_t i = first; i <= last; ++i) {
+    const std::vector<int> &atRow = notes.readAtRowOnly[i];
+    const std::vector<int> &ops = art.steps[i].operands;
+    std::set<int> seen;
+    for (size_t o = 0; o < ops.size(); ++o, ++param) {
+      int v = ops[o];
+      if (o == 0)
+        continue;
+      if (written.count(v) || std::find(atRow.begin(), atRow.end(), v) == atRow.end())
+        refused.insert(v);
+      byValue[v].params.push_back(param);
+      if (seen.insert(v).second)
+        ++readers[v];
+    }
+  }
+  std::vector<RowCacheOperand> cache;
+  int64_t total = 0;
+  const Dim &rows = art.steps[first].extent;
+  for (auto &[v, r] : byValue) {
+    if (refused.count(v) || readers[v] < 2)
+      continue;
+    const artifact::ValueDecl &value = art.values[size_t(v)];
+    Dim lead = Dim::of(1);
+    size_t d = 0;
+    while (d < value.shape.size() && lead != rows)
+      lead = lead * value.shape[d++];
+    int64_t inner = 1;
+    bool staticInner = lead == rows;
+    for (; d < value.shape.size() && staticInner; ++d) {
+      staticInner = value.shape[d].isStatic();
+      inner *= staticInner ? value.shape[d].value() : 1;
+    }
+    int64_t bytes = (inner * int64_t(dtypeSize(value.dtype)) + 15) / 16 * 16;
+    if (!staticInner || inner < 256 || total + bytes > kMaxRowCacheBytes)
+      continue;
+    total += bytes;
+    r.inner = inner;
+    r.dtype = value.dtype;
+    cache.push_back(r);
+  }
+  return cache;
+}
+
+} // namespace
+
 artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions &options) {
   func::FuncOp fn = singleFunction(module);
   MLIRContext *ctx = module.getContext();
   cpu::loadCpuDialects(*ctx);
   CudaSourceBuilder source(*ctx);
+  ProgramNotes notes;
   artifact::Artifact art =
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
@@ -22,7 +89,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
                                   /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true},
                    [&](DType dtype, int paddedHeadDim, bool causal) {
                      return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal);
-                   });
+                   },
+                   &notes);
   for (const artifact::Step &st : art.steps)
     if (st.kind == artifact::Step::Kind::Attention) {
       if (!st.attention.backward) {
@@ -51,7 +119,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       }
       artifact::Step &head = art.steps[first];
       head.chainKernel = head.symbol + "_chain";
-      head.chainVariants = source.addChain(head.chainKernel, nests, symbols, head.extent);
+      head.chainVariants =
+          source.addChain(head.chainKernel, nests, symbols, head.extent, rowCache(art, notes, first, last));
     }
     first = last + 1;
   }

@@ -102,25 +102,28 @@ json variantsJson(const std::vector<KernelVariant> &variants) {
     json j = {{"block", v.block}};
     if (!v.row)
       j[v.lanes > 1 ? "lanes" : "items"] = v.lanes > 1 ? v.lanes : v.items;
+    if (v.cacheBytes)
+      j["cache_bytes"] = v.cacheBytes;
     arr.push_back(j);
   }
   return arr;
 }
 
 // A variant from {"block": B, "items": I} / {"block": B, "lanes": L}, or a
-// chain kernel's {"block": B}.
+// chain kernel's {"block": B} / {"block": B, "cache_bytes": N}.
 std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
   std::vector<KernelVariant> variants;
   for (const json &j : arr) {
     check(j.is_object(), "a kernel variant is not an object");
     for (const auto &[key, value] : j.items())
-      check(key == "block" || (!row && (key == "items" || key == "lanes")),
+      check(key == "block" || (!row && (key == "items" || key == "lanes")) || (row && key == "cache_bytes"),
             "unknown kernel variant field '" + key + "'");
     KernelVariant v;
     v.row = row;
     v.block = j.at("block").get<int>();
     v.items = j.value("items", 1);
     v.lanes = j.value("lanes", 1);
+    v.cacheBytes = j.value("cache_bytes", int64_t(0));
     check(!(j.contains("items") && j.contains("lanes")), "a kernel variant has both items and lanes");
     variants.push_back(v);
   }
@@ -491,7 +494,7 @@ void validate(const Artifact &a) {
 
 std::string KernelVariant::name() const {
   return "b" + std::to_string(block) +
-         (row ? std::string("_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
+         (row ? std::string(cacheBytes ? "_r1c" : "_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
 }
 
 std::string variantProblem(const KernelVariant &v) {
@@ -505,6 +508,8 @@ std::string variantProblem(const KernelVariant &v) {
     return "both items and lanes";
   if (v.row && (v.items != 1 || v.lanes != 1))
     return "a chain kernel with items or lanes";
+  if (v.cacheBytes < 0 || v.cacheBytes > (int64_t(1) << 20) || (v.cacheBytes && !v.row))
+    return std::to_string(v.cacheBytes) + " bytes of row cache";
   return "";
 }
 

@@ -17,7 +17,8 @@
 namespace tensorc::artifact {
 
 // 2: kernel variants and matmul epilogues are typed manifest fields.
-inline constexpr uint32_t kFormatVersion = 2;
+// 3: chain kernel variants may keep rows in shared memory (cache_bytes).
+inline constexpr uint32_t kFormatVersion = 3;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -84,12 +85,17 @@ struct KernelVariant {
   int items = 1;
   int lanes = 1;
   bool row = false;
-  // The kernel's symbol suffix: bB_iI, bB_lL or bB_r1 (the kernel is
+  // A chain kernel's variant that first copies the row of the operands its
+  // steps read only at that row (and more than once) into dynamic shared
+  // memory, then runs the steps on that copy: this many bytes per block
+  // (0: none; the runtime skips it where the GPU has less).
+  int64_t cacheBytes = 0;
+  // The kernel's symbol suffix: bB_iI, bB_lL, bB_r1 or bB_r1c (the kernel is
   // `symbol + "_" + name()`).
   std::string name() const;
   int64_t outputsPerBlock() const { return row ? 1 : lanes > 1 ? block / lanes : int64_t(block) * items; }
   bool operator==(const KernelVariant &o) const {
-    return block == o.block && items == o.items && lanes == o.lanes && row == o.row;
+    return block == o.block && items == o.items && lanes == o.lanes && row == o.row && cacheBytes == o.cacheBytes;
   }
 };
 // Why a variant cannot be launched (empty: it can).

@@ -155,6 +155,7 @@ Driver::Driver() : api_(load().api.get()) {
   TC_CU(deviceGetAttribute(&major_, 75, device)); // COMPUTE_CAPABILITY_MAJOR
   TC_CU(deviceGetAttribute(&minor_, 76, device)); // COMPUTE_CAPABILITY_MINOR
   TC_CU(deviceGetAttribute(&multiprocessors_, 16, device)); // MULTIPROCESSOR_COUNT
+  TC_CU(deviceGetAttribute(&maxSharedOptIn_, 97, device)); // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
   char name[256] = {};
   TC_CU(deviceGetName(name, sizeof name, device));
   name_ = name;

@@ -23,6 +23,8 @@ public:
   int computeCapability() const { return major_ * 10 + minor_; } // 90 for sm_90
   std::string deviceName() const { return name_; }
   int multiprocessors() const { return multiprocessors_; }
+  // Dynamic shared memory one block may opt in to (227 KiB on an H100).
+  int maxSharedMemoryPerBlock() const { return maxSharedOptIn_; }
   void makeCurrent() const; // on the calling thread
 
   void *loadModule(const std::string &image) const;
@@ -69,7 +71,7 @@ private:
   Driver();
   const Api *api_;
   void *context_ = nullptr;
-  int major_ = 0, minor_ = 0, multiprocessors_ = 1;
+  int major_ = 0, minor_ = 0, multiprocessors_ = 1, maxSharedOptIn_ = 48 * 1024;
   std::string name_;
 };
 

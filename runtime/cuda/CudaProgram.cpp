@@ -81,8 +81,13 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
-    for (const artifact::KernelVariant &v : s.chainVariants)
-      chain.push_back({driver_.function(module_, s.chainKernel + "_" + v.name()), v});
+    for (const artifact::KernelVariant &v : s.chainVariants) {
+      void *f = driver_.function(module_, s.chainKernel + "_" + v.name());
+      // A row cache larger than the GPU allows is never launched (chainVariant).
+      if (v.cacheBytes > 0 && v.cacheBytes <= driver_.maxSharedMemoryPerBlock())
+        driver_.allowSharedMemory(f, unsigned(v.cacheBytes));
+      chain.push_back({f, v});
+    }
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
     std::vector<void *> attention;
@@ -192,14 +197,20 @@ size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &v
 }
 
 int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
-                              int multiprocessors) {
+                              int multiprocessors, int64_t maxSharedBytes) {
   // One block per row pays when rows fill the GPU and each row has work
   // for a block; otherwise the steps' own kernels spread better.
   if (variants.empty() || rows < 2 * int64_t(multiprocessors) || rowWork < 256)
     return -1;
   // Measured on an H100 (softmax/layer norm, 4096-wide rows): 256 threads
   // per row beat 512 (0.239 vs 0.254 ms).
-  artifact::KernelVariant want{rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024, 1, 1, true};
+  int block = rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
+  // The row cache reads each cached operand's row from memory once instead
+  // of once per chained step.
+  for (const artifact::KernelVariant &v : variants)
+    if (v.block == block && v.cacheBytes > 0 && v.cacheBytes <= maxSharedBytes)
+      return int(&v - variants.data());
+  artifact::KernelVariant want{block, 1, 1, true};
   auto it = std::find(variants.begin(), variants.end(), want);
   return it == variants.end() ? 0 : int(it - variants.begin());
 }
@@ -427,12 +438,16 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
                                         *a.steps[k].reduced.evaluate(bindings) / rows);
       int v = forcedVariant_ >= 0
                   ? (size_t(forcedVariant_) < s.chainVariants.size() ? forcedVariant_ : -1)
-                  : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors());
+                  : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors(),
+                                 driver_.maxSharedMemoryPerBlock());
+      if (v >= 0 && s.chainVariants[size_t(v)].cacheBytes > driver_.maxSharedMemoryPerBlock())
+        v = -1; // forced, but more shared memory than this GPU has: the steps' own kernels
       if (v >= 0 && rows > 0) {
         KernelArgs args(a, si, last, ptr, symbolValues);
         const Launchable &k = chainKernels_[si][size_t(v)];
         check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
-        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream);
+        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream, 1,
+                       unsigned(k.shape.cacheBytes));
         if (trace_)
           std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
                        s.label.c_str(), s.chainVariants[size_t(v)].name().c_str(), (long long)rows);

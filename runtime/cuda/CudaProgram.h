@@ -76,9 +76,10 @@ public:
   // Whether to run a chain of steps as its fused kernel (one row per
   // block) and which variant: an index into `variants`, or -1 for the
   // steps' own kernels. `rowWork`: the most iterations a chained step has
-  // per row.
+  // per row. A variant with a row cache is preferred where the GPU has
+  // the shared memory it needs (`maxSharedBytes` per block).
   static int chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
-                          int multiprocessors);
+                          int multiprocessors, int64_t maxSharedBytes = 0);
 
 private:
   struct Launchable {

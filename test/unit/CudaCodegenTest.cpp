@@ -217,6 +217,46 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 100, 4096, 132), -1);  // too few rows
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10, 132), -1);  // rows too short
   EXPECT_EQ(cuda::CudaProgram::chainVariant({}, 16384, 4096, 132), -1);
+  // With row-cache variants (after the plain ones): preferred at the same
+  // block size where the GPU has the shared memory, else the plain one.
+  std::vector<KernelVariant> cached = chain;
+  for (KernelVariant v : chain) {
+    v.cacheBytes = 201216;
+    cached.push_back(v);
+  }
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 232448), 5);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 16384, 4096, 132, 232448), 3);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 166912), 2); // an A100's 163 KiB
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132), 2);
+}
+
+// A chain whose steps read the same operand at their row keeps that row in
+// shared memory in its cached variants: the layer norm's input (4096 floats
+// a row), not its weight and bias (read at every row: broadcast).
+TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
+  trace::Tracer t("ln");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 4096});
+  trace::Tensor w = t.input("w", DType::F32, {4096}), b = t.input("b", DType::F32, {4096});
+  t.output(t.call("layer_norm", {x, w, b})[0]);
+  artifact::Artifact a = cudaArtifact(t.graph(), "cache");
+  size_t heads = 0;
+  for (const artifact::Step &s : a.steps) {
+    if (s.chainKernel.empty())
+      continue;
+    ++heads;
+    std::vector<std::string> names;
+    for (const artifact::KernelVariant &v : s.chainVariants) {
+      names.push_back(v.name());
+      EXPECT_EQ(v.cacheBytes, v.name().back() == 'c' ? 4096 * 4 : 0) << v.name();
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1", "b256_r1c", "b512_r1c", "b1024_r1c"}));
+    EXPECT_NE(a.code.find("void __launch_bounds__(256) " + s.chainKernel + "_b256_r1c("), std::string::npos);
+    EXPECT_NE(a.code.find("tc_copy_row<BLOCK>(c0, "), std::string::npos);
+  }
+  EXPECT_EQ(heads, 1u);
+  artifact::Artifact back = artifact::parse(artifact::serialize(a), "cache.tcx");
+  for (size_t i = 0; i < a.steps.size(); ++i)
+    EXPECT_EQ(back.steps[i].chainVariants, a.steps[i].chainVariants);
 }
 
 TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
@@ -264,6 +304,11 @@ TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
           "bad kernel variant b256_l48: 48 lanes");
   refused([&](artifact::Artifact &a) { a.steps[loop].variants.push_back({256, 1, 1, true}); },
           "bad kernel variant b256_r1: a chain kernel's variant");
+  refused([&](artifact::Artifact &a) {
+    artifact::KernelVariant v{256, 1, 1, false};
+    v.cacheBytes = 4096;
+    a.steps[loop].variants.push_back(v);
+  }, "4096 bytes of row cache");
   refused([&](artifact::Artifact &a) { a.steps[loop].epilogue.bias = true; }, "an epilogue on a step that is not a matmul");
   refused([&](artifact::Artifact &a) { a.steps[mm].epilogue.bias = true; }, "wrong number of operands");
   refused(

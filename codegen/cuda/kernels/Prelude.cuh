@@ -64,3 +64,35 @@ template <typename T> __device__ __forceinline__ void tc_lse_merge(T &m, T &s, T
 template <typename T> __device__ __forceinline__ T tc_lse_finish(T m, T s) {
   return (m == (T)TC_INFINITY || m == -(T)TC_INFINITY) ? m : m + log(s);
 }
+// A chain kernel's row cache: the block copies n elements from src (device
+// memory) to dst (shared memory), 16 bytes per load where both are aligned,
+// four loads per thread in flight before their stores.
+template <int BLOCK, typename T>
+__device__ __forceinline__ void tc_copy_row(T *dst, const T *src, long long n) {
+  const long long bytes = n * (long long)sizeof(T);
+  if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) == 0 &&
+      bytes % 16 == 0) {
+    const uint4 *s = reinterpret_cast<const uint4 *>(src);
+    uint4 *d = reinterpret_cast<uint4 *>(dst);
+    const long long m = bytes / 16;
+    for (long long e = threadIdx.x; e < m; e += 4LL * BLOCK) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (e + u * BLOCK < m) v[u] = s[e + u * BLOCK];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (e + u * BLOCK < m) d[e + u * BLOCK] = v[u];
+    }
+    return;
+  }
+  for (long long e = threadIdx.x; e < n; e += 4LL * BLOCK) {
+    T v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (e + u * BLOCK < n) v[u] = src[e + u * BLOCK];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (e + u * BLOCK < n) dst[e + u * BLOCK] = v[u];
+  }
+}
