@@ -67,27 +67,10 @@ template <typename T> __device__ __forceinline__ T tc_lse_finish(T m, T s) {
 // A chain kernel's row cache: the block copies n elements from src (device
 // memory) to dst (shared memory), 16 bytes per load where both are aligned,
 // four loads per thread in flight before their stores.
-template <int BLOCK, typename T>
-__device__ __forceinline__ void tc_copy_row(T *dst, const T *src, long long n) {
-  const long long bytes = n * (long long)sizeof(T);
-  if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) == 0 &&
-      bytes % 16 == 0) {
-    const uint4 *s = reinterpret_cast<const uint4 *>(src);
-    uint4 *d = reinterpret_cast<uint4 *>(dst);
-    const long long m = bytes / 16;
-    for (long long e = threadIdx.x; e < m; e += 4LL * BLOCK) {
-      uint4 v[4];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (e + u * BLOCK < m) v[u] = s[e + u * BLOCK];
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (e + u * BLOCK < m) d[e + u * BLOCK] = v[u];
-    }
-    return;
-  }
+template <int BLOCK, typename U>
+__device__ __forceinline__ void tc_copy_in_rounds(U *dst, const U *src, long long n) {
   for (long long e = threadIdx.x; e < n; e += 4LL * BLOCK) {
-    T v[4];
+    U v[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u)
       if (e + u * BLOCK < n) v[u] = src[e + u * BLOCK];
@@ -95,4 +78,13 @@ __device__ __forceinline__ void tc_copy_row(T *dst, const T *src, long long n) {
     for (int u = 0; u < 4; ++u)
       if (e + u * BLOCK < n) dst[e + u * BLOCK] = v[u];
   }
+}
+template <int BLOCK, typename T>
+__device__ __forceinline__ void tc_copy_row(T *dst, const T *src, long long n) {
+  const long long bytes = n * (long long)sizeof(T);
+  if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) == 0 &&
+      bytes % 16 == 0)
+    tc_copy_in_rounds<BLOCK>(reinterpret_cast<uint4 *>(dst), reinterpret_cast<const uint4 *>(src), bytes / 16);
+  else
+    tc_copy_in_rounds<BLOCK>(dst, src, n);
 }
