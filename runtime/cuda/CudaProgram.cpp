@@ -282,69 +282,61 @@ std::string CudaProgram::tuningDevice() const {
   return driver_.deviceName() + " " + arch_ + " " + std::to_string(driver_.multiprocessors()) + " SMs";
 }
 
-size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t heuristic, int64_t threads,
-                                 int64_t reduced, const std::vector<std::vector<int64_t>> &shapes,
-                                 const std::vector<DevicePtr> &ptr, Stream stream, void **params,
-                                 bool mayMeasure) const {
-  const Step &s = a.steps[si];
-  const std::vector<Launchable> &ks = kernels_[si];
-  // The output (operand 0) and what it reads: a step writing over its own
-  // inputs cannot run twice with the same result, and keeps the heuristic.
+size_t CudaProgram::tuneChoice(const artifact::Artifact &a, runtime::TuneSite site, const std::vector<size_t> &order,
+                               const std::vector<int> &outputs, const std::vector<int> &inputs,
+                               const std::function<void(size_t)> &launchCandidate,
+                               const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                               Stream stream, bool mayMeasure) const {
   auto bytesOf = [&](int v) {
     size_t n = dtypeSize(a.values[size_t(v)].dtype);
     for (int64_t d : shapes[size_t(v)])
       n *= size_t(d);
     return n;
   };
-  int out = s.operands[0];
-  DevicePtr outPtr = ptr[size_t(out)];
-  size_t outBytes = bytesOf(out);
-  for (size_t o = 1; o < s.operands.size(); ++o) {
-    DevicePtr p = ptr[size_t(s.operands[o])];
-    size_t b = bytesOf(s.operands[o]);
-    if (b && outBytes && p < outPtr + outBytes && outPtr < p + b)
-      return heuristic;
-  }
-  // Candidates: the heuristic's first, then the others in artifact order.
-  std::vector<size_t> order = {heuristic};
-  for (size_t k = 0; k < ks.size(); ++k)
-    if (k != heuristic)
-      order.push_back(k);
-  runtime::TuneSite site;
-  site.kernel = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
-  site.label = s.label;
-  site.bucket = "outputs=" + runtime::powerOfTwoBucket(threads) + ",reduced=" + runtime::powerOfTwoBucket(reduced);
-  site.dtype = dtypeName(a.values[size_t(out)].dtype);
-  for (size_t k : order)
-    site.candidates.push_back(ks[k].shape.name());
-
+  // Steps writing over what they read cannot run twice with the same
+  // result: they keep the heuristic.
+  for (int out : outputs)
+    for (int in : inputs) {
+      DevicePtr o = ptr[size_t(out)], p = ptr[size_t(in)];
+      size_t ob = bytesOf(out), b = bytesOf(in);
+      if (b && ob && p < o + ob && o < p + b)
+        return order[0];
+    }
   // Allocated only when measuring (snapshot), never on a known choice.
-  HostTensor reference;
+  std::vector<HostTensor> reference;
   runtime::TrialHooks hooks;
   hooks.run = [&](size_t k) {
     if (!mayMeasure)
       fail("cuda: autotuning cannot measure while a CUDA graph is captured");
-    const Launchable &l = ks[order[k]];
-    int64_t perBlock = l.shape.outputsPerBlock();
-    driver_.launch(l.function, unsigned((threads + perBlock - 1) / perBlock), unsigned(l.shape.block), params,
-                   stream);
+    launchCandidate(order[k]);
     driver_.synchronize(stream);
   };
   hooks.snapshot = [&] {
-    reference = HostTensor(a.values[size_t(out)].dtype, shapes[size_t(out)]);
-    driver_.copyToHost(reference.data(), outPtr, outBytes, stream);
+    reference.clear();
+    for (int out : outputs) {
+      reference.emplace_back(a.values[size_t(out)].dtype, shapes[size_t(out)]);
+      driver_.copyToHost(reference.back().data(), ptr[size_t(out)], bytesOf(out), stream);
+    }
     driver_.synchronize(stream);
   };
-  hooks.poison = [&] { driver_.fill(outPtr, 0xff, outBytes, stream); };
+  hooks.poison = [&] {
+    for (int out : outputs)
+      driver_.fill(ptr[size_t(out)], 0xff, bytesOf(out), stream);
+  };
   hooks.compare = [&]() -> std::string {
-    HostTensor got(reference.dtype(), reference.shape());
-    driver_.copyToHost(got.data(), outPtr, outBytes, stream);
-    driver_.synchronize(stream);
-    std::string why = parityMismatch(got, reference);
-    return why.empty() ? "" : "wrong output: " + why;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      HostTensor got(reference[i].dtype(), reference[i].shape());
+      driver_.copyToHost(got.data(), ptr[size_t(outputs[i])], bytesOf(outputs[i]), stream);
+      driver_.synchronize(stream);
+      std::string why = parityMismatch(got, reference[i]);
+      if (!why.empty())
+        return "wrong output: " + why;
+    }
+    return "";
   };
   hooks.restore = [&] {
-    driver_.copyToDevice(outPtr, reference.data(), outBytes, stream);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      driver_.copyToDevice(ptr[size_t(outputs[i])], reference[i].data(), bytesOf(outputs[i]), stream);
     driver_.synchronize(stream);
   };
   hooks.nowUs = [&] {
@@ -360,10 +352,78 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
     } catch (const Error &e) {
       if (std::string(e.what()).find("autotune (strict)") != std::string::npos)
         throw;
-      return heuristic;
+      return order[0];
     }
   }
   return order[tuner_->choose(site, hooks)];
+}
+
+size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t heuristic, int64_t threads,
+                                 int64_t reduced, const std::vector<std::vector<int64_t>> &shapes,
+                                 const std::vector<DevicePtr> &ptr, Stream stream, void **params,
+                                 bool mayMeasure) const {
+  const Step &s = a.steps[si];
+  const std::vector<Launchable> &ks = kernels_[si];
+  // Candidates: the heuristic's first, then the others in artifact order.
+  std::vector<size_t> order = {heuristic};
+  for (size_t k = 0; k < ks.size(); ++k)
+    if (k != heuristic)
+      order.push_back(k);
+  int out = s.operands[0];
+  runtime::TuneSite site;
+  site.kernel = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
+  site.label = s.label;
+  site.bucket = "outputs=" + runtime::powerOfTwoBucket(threads) + ",reduced=" + runtime::powerOfTwoBucket(reduced);
+  site.dtype = dtypeName(a.values[size_t(out)].dtype);
+  for (size_t k : order)
+    site.candidates.push_back(ks[k].shape.name());
+  return tuneChoice(
+      a, site, order, {out}, std::vector<int>(s.operands.begin() + 1, s.operands.end()),
+      [&](size_t k) {
+        const Launchable &l = ks[k];
+        int64_t perBlock = l.shape.outputsPerBlock();
+        driver_.launch(l.function, unsigned((threads + perBlock - 1) / perBlock), unsigned(l.shape.block), params,
+                       stream);
+      },
+      shapes, ptr, stream, mayMeasure);
+}
+
+int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
+                                   int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
+                                   const std::vector<DevicePtr> &ptr, Stream stream, void **params,
+                                   bool mayMeasure) const {
+  const Step &s = a.steps[si];
+  const std::vector<Launchable> &ks = chainKernels_[si];
+  // Candidates: the heuristic's first, then every other variant this GPU
+  // can launch (row caches that fit its shared memory).
+  std::vector<size_t> order = {size_t(heuristic)};
+  for (size_t k = 0; k < ks.size(); ++k)
+    if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock())
+      order.push_back(k);
+  if (order.size() < 2)
+    return heuristic;
+  // Every step's output; the inputs are what the chain reads from outside.
+  std::vector<int> outputs, inputs;
+  for (size_t k = si; k <= last; ++k)
+    outputs.push_back(a.steps[k].operands[0]);
+  for (size_t k = si; k <= last; ++k)
+    for (size_t o = 1; o < a.steps[k].operands.size(); ++o)
+      if (std::find(outputs.begin(), outputs.end(), a.steps[k].operands[o]) == outputs.end())
+        inputs.push_back(a.steps[k].operands[o]);
+  runtime::TuneSite site;
+  site.kernel = sha256Hex(sourceHash_ + ":" + s.chainKernel).substr(0, 32);
+  site.label = s.label + " (chain)";
+  site.bucket = "rows=" + runtime::powerOfTwoBucket(rows) + ",row=" + runtime::powerOfTwoBucket(rowWork);
+  site.dtype = dtypeName(a.values[size_t(outputs.back())].dtype);
+  for (size_t k : order)
+    site.candidates.push_back(ks[k].shape.name());
+  return int(tuneChoice(
+      a, site, order, outputs, inputs,
+      [&](size_t k) {
+        driver_.launch(ks[k].function, unsigned(rows), unsigned(ks[k].shape.block), params, stream, 1,
+                       unsigned(ks[k].shape.cacheBytes));
+      },
+      shapes, ptr, stream, mayMeasure));
 }
 
 CudaProgram::~CudaProgram() {
@@ -444,6 +504,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         v = -1; // forced, but more shared memory than this GPU has: the steps' own kernels
       if (v >= 0 && rows > 0) {
         KernelArgs args(a, si, last, ptr, symbolValues);
+        if (tuner_ && forcedVariant_ < 0)
+          v = tunedChainVariant(a, si, last, v, rows, rowWork, shapes, ptr, stream, args.params.data(), mayMeasure);
         const Launchable &k = chainKernels_[si][size_t(v)];
         check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
         driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream, 1,

@@ -16,6 +16,7 @@
 
 namespace tensorc::runtime {
 class Autotuner;
+struct TuneSite;
 }
 
 namespace tensorc::cuda {
@@ -110,6 +111,20 @@ private:
   size_t tunedVariant(const artifact::Artifact &a, size_t si, size_t heuristic, int64_t threads, int64_t reduced,
                       const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
                       Stream stream, void **params, bool mayMeasure) const;
+  // The chain kernel variant of steps si..last the autotuner chooses, from
+  // `heuristic` (the row cache or not, block sizes); `params`: its arguments.
+  int tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
+                        int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
+                        const std::vector<DevicePtr> &ptr, Stream stream, void **params, bool mayMeasure) const;
+  // The autotuner's choice among the candidates `order` (the heuristic's
+  // first) of a site writing `outputs` and reading `inputs`: each trial
+  // runs launchCandidate(k) and is checked against the first candidate's
+  // outputs (snapshot, poison, compare, restore).
+  size_t tuneChoice(const artifact::Artifact &a, runtime::TuneSite site, const std::vector<size_t> &order,
+                    const std::vector<int> &outputs, const std::vector<int> &inputs,
+                    const std::function<void(size_t)> &launchCandidate,
+                    const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                    Stream stream, bool mayMeasure) const;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };
