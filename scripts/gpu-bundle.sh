@@ -24,6 +24,11 @@ build/bin/tensorc compile test/hardening/Inputs/index-checks.json --target cuda 
 cp test/hardening/Inputs/{target,ids,cols}-*.npy "$out/checks/"
 build/bin/tensorc compile examples/mlp.json --target cuda -o "$out/checks/mlp.tcx"
 build/bin/tensorc compile examples/mlp.json --train --optimizer adamw --target cuda -o "$out/checks/mlp_step.tcx"
+# A layer norm's forward + backward: one chain kernel (autotuned: block
+# sizes, the row cache).
+build/bin/tensorc grad test/gpu/Inputs/layernorm_step.json --emit json -o "$out/checks/layernorm_step.json"
+build/bin/tensorc compile "$out/checks/layernorm_step.json" --target cuda -o "$out/checks/layernorm_step.tcx"
+rm "$out/checks/layernorm_step.json"
 cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.

@@ -29,7 +29,7 @@ fi
 echo "== autotuning: max-autotune (variants checked against the default), then strict from the cache"
 rm -f autotune-test.sqlite*
 tune_ok=1
-for model in checks/mlp.tcx checks/mlp_step.tcx; do
+for model in checks/mlp.tcx checks/mlp_step.tcx checks/layernorm_step.tcx; do
   out=autotune-out/$(basename "$model" .tcx)
   rm -rf "$out" && mkdir -p "$out"/heuristic "$out"/tuned "$out"/strict
   bin/tensorc run "$model" --dim B=4096 --output-dir "$out"/heuristic > /dev/null 2>> autotune.log &&
@@ -62,6 +62,8 @@ PY
   fi
 done
 bin/tensorc-tune --db autotune-test.sqlite list >> autotune.log 2>&1
+# The layer norm's chain kernel was a site (its variants: block sizes, row cache).
+grep -q "(chain)" autotune.log || { echo "no chain kernel was tuned" >> autotune.log; tune_ok=0; }
 if [ "$tune_ok" = 1 ] && bin/tensorc-tune --db autotune-test.sqlite --json stats | grep -q '"entries": [1-9]'; then
   echo "autotuning: passed"; tail -5 autotune.log
 else
