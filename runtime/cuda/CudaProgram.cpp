@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 namespace tensorc::cuda {
 
@@ -402,13 +403,22 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
       order.push_back(k);
   if (order.size() < 2)
     return heuristic;
-  // Every step's output; the inputs are what the chain reads from outside.
+  // Every step's output; the inputs are what the chain reads from outside
+  // (not an output, nor a view of one: a reshape aliases its value).
+  auto storageOf = [&](int v) {
+    while (a.values[size_t(v)].storage.kind == artifact::Storage::Kind::Alias)
+      v = a.values[size_t(v)].storage.index;
+    return v;
+  };
   std::vector<int> outputs, inputs;
-  for (size_t k = si; k <= last; ++k)
+  std::set<int> written;
+  for (size_t k = si; k <= last; ++k) {
     outputs.push_back(a.steps[k].operands[0]);
+    written.insert(storageOf(a.steps[k].operands[0]));
+  }
   for (size_t k = si; k <= last; ++k)
     for (size_t o = 1; o < a.steps[k].operands.size(); ++o)
-      if (std::find(outputs.begin(), outputs.end(), a.steps[k].operands[o]) == outputs.end())
+      if (!written.count(storageOf(a.steps[k].operands[o])))
         inputs.push_back(a.steps[k].operands[o]);
   runtime::TuneSite site;
   site.kernel = sha256Hex(sourceHash_ + ":" + s.chainKernel).substr(0, 32);
