@@ -257,6 +257,22 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
   artifact::Artifact back = artifact::parse(artifact::serialize(a), "cache.tcx");
   for (size_t i = 0; i < a.steps.size(); ++i)
     EXPECT_EQ(back.steps[i].chainVariants, a.steps[i].chainVariants);
+
+  // softmax(x) * x^T: the chain's last nest reads x at another row (column
+  // `row` of row `c`), which a copy of the row would not hold: no cache.
+  trace::Tracer u("tr");
+  trace::Tensor v = u.input("x", DType::F32, {512, 512});
+  trace::Tensor s = u.call("softmax", {v}, {{"axis", Attr(int64_t(-1))}})[0];
+  trace::Tensor vt = u.call("transpose", {v}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+  u.output(u.call("mul", {s, vt})[0]);
+  artifact::Artifact transposed = cudaArtifact(u.graph(), "nocache");
+  size_t chains = 0;
+  for (const artifact::Step &st : transposed.steps) {
+    chains += !st.chainKernel.empty();
+    for (const artifact::KernelVariant &var : st.chainVariants)
+      EXPECT_EQ(var.cacheBytes, 0) << var.name();
+  }
+  EXPECT_EQ(chains, 1u);
 }
 
 TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
