@@ -19,14 +19,20 @@ namespace {
 constexpr int64_t kMaxRowCacheBytes = 224 * 1024;
 
 // The operands of chain steps first..last worth a row cache: read by at
-// least two of its steps, each reading it only at its row, written by none,
-// laid out as [rows, inner] (leading dims multiplying to the chain's rows,
-// the rest static) with at least 256 elements per row.
+// least two of its steps, each reading it only at its row, written by none
+// (nor a view of what one writes: the copy is made before the first step
+// runs), laid out as [rows, inner] (leading dims multiplying to the chain's
+// rows, the rest static) with at least 256 elements per row.
 std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const ProgramNotes &notes, size_t first,
                                       size_t last) {
+  auto storageOf = [&](int v) {
+    while (art.values[size_t(v)].storage.kind == artifact::Storage::Kind::Alias)
+      v = art.values[size_t(v)].storage.index;
+    return v;
+  };
   std::set<int> written;
   for (size_t i = first; i <= last; ++i)
-    written.insert(art.steps[i].operands[0]);
+    written.insert(storageOf(art.steps[i].operands[0]));
   std::map<int, RowCacheOperand> byValue;
   std::map<int, int> readers;
   std::set<int> refused;
@@ -39,7 +45,7 @@ std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const Progr
       int v = ops[o];
       if (o == 0)
         continue;
-      if (written.count(v) || std::find(atRow.begin(), atRow.end(), v) == atRow.end())
+      if (written.count(storageOf(v)) || std::find(atRow.begin(), atRow.end(), v) == atRow.end())
         refused.insert(v);
       byValue[v].params.push_back(param);
       if (seen.insert(v).second)
