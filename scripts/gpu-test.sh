@@ -6,6 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 export TENSORC_CACHE_DIR="${TENSORC_CACHE_DIR:-$PWD/kernel-cache}"
+# The bundle carries the cases packed (scripts/gpu-bundle.sh).
+if [ -f cases.tar.gz ]; then rm -rf cases && tar xzf cases.tar.gz; fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 status=0
 echo "== parity: every case, every kernel variant"

@@ -9,7 +9,17 @@ namespace {
 KernelVariant items(int block, int items) { return {block, items, 1, false}; }
 KernelVariant lanes(int block, int lanes) { return {block, 1, lanes, false}; }
 KernelVariant row(int block) { return {block, 1, 1, true}; }
+KernelVariant vectors(int block, int items) {
+  KernelVariant v = {block, items, 1, false};
+  v.vector = 4;
+  return v;
+}
 } // namespace
+
+const std::vector<KernelVariant> &vectorVariants() {
+  static const std::vector<KernelVariant> v = {vectors(256, 1), vectors(256, 2)};
+  return v;
+}
 
 const std::vector<KernelVariant> &kernelVariants() {
   static const std::vector<KernelVariant> v = {items(256, 1), items(128, 1), items(256, 4), items(512, 2)};

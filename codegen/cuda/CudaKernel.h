@@ -24,6 +24,9 @@ namespace tensorc::codegen::cuda {
 using artifact::KernelVariant;
 // The variants every loop kernel is instantiated with; the first is the default.
 const std::vector<KernelVariant> &kernelVariants();
+// The variants elementwise nests whose innermost dim is a static multiple
+// of 4 are also instantiated with: four consecutive outputs per item.
+const std::vector<KernelVariant> &vectorVariants();
 // The cooperative variants reductions are also instantiated with.
 const std::vector<KernelVariant> &rowVariants();
 // The variants of chain kernels (one row per block).

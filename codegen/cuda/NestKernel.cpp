@@ -16,6 +16,41 @@ namespace tensorc::codegen::cuda {
 using cpu::NestContext;
 using cpu::NestSpec;
 
+namespace {
+
+bool multipleOf4(const Dim &d) { return d.isStatic() && d.value() % 4 == 0 && d.value() > 0; }
+
+// Whether an elementwise nest can compute four consecutive outputs per item:
+// its innermost dim (the output's too, at no offset) a static multiple of 4.
+bool vectorizable(const NestSpec &spec) {
+  if (spec.space.empty() || !spec.reduction.empty() || !multipleOf4(spec.space.back()))
+    return false;
+  for (bool r : spec.reduced)
+    if (r)
+      return false;
+  const Shape &out = spec.operands[0].shape;
+  if (out.size() != spec.space.size() || !multipleOf4(out.back()))
+    return false;
+  return spec.outputOffset.empty() || spec.outputOffset.back() == Dim::of(0) ||
+         (spec.outputOffset.back().isStatic() && spec.outputOffset.back().value() % 4 == 0);
+}
+
+// Whether a reduction's threads can read four consecutive reduced positions
+// at once: it reduces only its innermost dim, a static multiple of 4, and
+// keeps no position (argmax/argmin combine positions in order, one
+// accumulator).
+bool reducesRowsBy4(const NestSpec &spec) {
+  if (spec.space.empty() || spec.reduction.empty() || spec.reduction == "argmax" || spec.reduction == "argmin" ||
+      !multipleOf4(spec.space.back()) || !spec.reduced.back())
+    return false;
+  for (size_t d = 0; d + 1 < spec.reduced.size(); ++d)
+    if (spec.reduced[d])
+      return false;
+  return true;
+}
+
+} // namespace
+
 std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, const cpu::PointFn &point) {
   std::ostringstream os;
   const std::string &sym = spec.symbol;
@@ -25,6 +60,13 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   os << ")" << (spec.reduction.empty() ? "" : " " + spec.reduction) << "\n";
   os << deviceFunction(ctx_, spec, sym + "_point", std::nullopt,
                        [&](NestContext &n, std::optional<Value>) { return point(n); });
+  // Elementwise nests whose innermost dim (in the space and the output) is
+  // a static multiple of 4 also get a vector point function.
+  std::optional<VectorFunction> vector;
+  bool elementwiseVectors = vectorizable(spec), reductionVectors = reducesRowsBy4(spec);
+  if (elementwiseVectors || reductionVectors)
+    vector = vectorDeviceFunction(ctx_, spec, sym + "_point4",
+                                  [&](NestContext &n, std::optional<Value>) { return point(n); });
   if (spec.epilogue)
     os << deviceFunction(ctx_, spec, sym + "_epilogue", spec.valueDtype,
                          [&](NestContext &n, std::optional<Value> acc) { return spec.epilogue(n, *acc); });
@@ -163,18 +205,18 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
 
   // Cooperative reductions: one thread's share of the reduced iterations
   // (from `first`, every `stride`), and one xor-butterfly exchange step.
-  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
-    auto indices = [&](const std::string &r, const std::string &in) {
-      if (reducedDims.size() == 1)
-        return in + "const long long i" + std::to_string(reducedDims[0]) + " = " + r + ";\n";
-      std::string c = in + "long long rr = " + r + ";\n";
-      for (size_t k = reducedDims.size(); k-- > 0;) {
-        std::string d = std::to_string(reducedDims[k]);
-        c += in + "const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " + dims(reducedDims[k]) +
-             ";\n";
-      }
-      return c;
-    };
+  auto indices = [&](const std::string &r, const std::string &in) {
+    if (reducedDims.size() == 1)
+      return in + "const long long i" + std::to_string(reducedDims[0]) + " = " + r + ";\n";
+    std::string c = in + "long long rr = " + r + ";\n";
+    for (size_t k = reducedDims.size(); k-- > 0;) {
+      std::string d = std::to_string(reducedDims[k]);
+      c += in + "const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " + dims(reducedDims[k]) +
+           ";\n";
+    }
+    return c;
+  };
+  auto scalarIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
     if (arg) { // one accumulator: positions in order
       std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + first +
                       "; r < reduced; r += " + stride + ") {\n";
@@ -212,6 +254,43 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       c += merge(o) + " }\n";
     }
     return c + indent + "}\n";
+  };
+  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
+    if (reductionVectors) {
+      // Four consecutive positions per load (a vector), two loads before
+      // the combines, one accumulator per lane; where an operand's pointer
+      // is not aligned, the loop below.
+      std::string aligned = "true";
+      for (size_t k : vector->operands)
+        aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
+      std::string last = "i" + std::to_string(rank - 1), in = indent + "  ";
+      std::string c = indent + "if (" + aligned + ") {\n";
+      for (int k = 1; k < 4; ++k)
+        for (const Field &f : fields)
+          c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
+      auto lanesOf = [&](const std::string &x) {
+        return in + "  " + combine(x + "[0]", "") + " " + combine(x + "[1]", "", "_1") + " " +
+               combine(x + "[2]", "", "_2") + " " + combine(x + "[3]", "", "_3") + "\n";
+      };
+      auto pointAt = [&](const std::string &r, const std::string &x) {
+        return in + "  " + vector->resultType + " " + x + "[4];\n" + in + "  { const long long " + last + " = " + r + "; " + sym +
+               "_point4(" + callArgs + ", " + x + "); }\n";
+      };
+      c += in + "long long r = 4 * (" + first + ");\n";
+      c += in + "for (; r + 4 * (" + stride + ") < reduced; r += 8 * (" + stride + ")) {\n";
+      c += pointAt("r", "xa") + pointAt("r + 4 * (" + stride + ")", "xb") + lanesOf("xa") + lanesOf("xb");
+      c += in + "}\n";
+      c += in + "if (r < reduced) {\n" + pointAt("r", "xa") + lanesOf("xa") + in + "}\n";
+      for (int k = 1; k < 4; ++k) {
+        std::string o = "o" + std::to_string(k) + "_";
+        c += in + "{ ";
+        for (size_t f = 0; f < fields.size(); ++f)
+          c += "const " + fields[f].type + " " + o + std::to_string(f) + " = " + fields[f].name + "_" + std::to_string(k) + "; ";
+        c += merge(o) + " }\n";
+      }
+      return c + indent + "} else\n" + scalarIterations(first, stride, indent);
+    }
+    return scalarIterations(first, stride, indent);
   };
   std::string shuffleStep = "{ ";
   for (size_t f = 0; f < fields.size(); ++f)
@@ -281,6 +360,44 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
        << memList.substr(2) << symList << "); }\n";
     variants.push_back(v);
   }
+  // Vector template: each item is four consecutive outputs along the
+  // innermost dim, its loads and its store one aligned vector each where the
+  // pointers allow (fewer instructions per element: the index arithmetic
+  // and the load/store issue are shared by four; measured on an H100,
+  // pointwise_f32 8192 x 8192: 0.210 ms vs 0.262 for b256_i4).
+  if (vector)
+    os << vector->text;
+  if (elementwiseVectors) {
+    std::string aligned = "tc_aligned4(m0)";
+    for (size_t k : vector->operands)
+      if (k != 0)
+        aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
+    os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_vbody(" << params << ") {\n";
+    os << "  const long long total = " << total << ";\n";
+    os << "  const long long base = ((long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x) * 4;\n";
+    os << "  if (" << aligned << ") {\n";
+    os << "#pragma unroll\n    for (int item = 0; item < ITEMS; ++item) {\n";
+    os << "      const long long linear = base + (long long)item * BLOCK * 4;\n";
+    os << "      if (linear >= total) return;\n";
+    os << parallelIndices("linear", "      ");
+    os << "      " << vector->resultType << " r[4];\n";
+    os << "      " << sym << "_point4(" << callArgs << ", r);\n";
+    os << "      tc_vec4<" << outT << "> o;\n";
+    os << "#pragma unroll\n      for (int j = 0; j < 4; ++j) o.v[j] = tc_store<" << outT << ">(r[j]);\n";
+    os << "      tc_store4(m0 + " << index << ", o);\n";
+    os << "    }\n  } else {\n";
+    os << "    for (int e = 0; e < ITEMS * 4; ++e) {\n";
+    os << "      const long long linear = base + (long long)(e / 4) * BLOCK * 4 + e % 4;\n";
+    os << "      if (linear >= total) return;\n";
+    os << parallelIndices("linear", "      ");
+    os << "      " << store << "    }\n  }\n}\n";
+    for (const KernelVariant &v : vectorVariants()) {
+      os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
+         << "(" << params << ") { " << sym << "_vbody<" << v.block << ", " << v.items << ">("
+         << memList.substr(2) << symList << "); }\n";
+      variants.push_back(v);
+    }
+  }
 
   // Cooperative reduction template: LANES threads share each output (a
   // warp-part or the whole block), striding over the reduced iterations,
@@ -349,6 +466,30 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       plain.erase(at, 13);
     os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
+    if (reducedDims.empty() && elementwiseVectors && rank >= 2) {
+      // Four rounds of four consecutive outputs (vectors) per thread where
+      // the pointers are aligned.
+      std::string aligned = "tc_aligned4(m0)";
+      for (size_t k : vector->operands)
+        if (k != 0)
+          aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
+      os << "  if (" << aligned << ") {\n";
+      os << "    for (long long p0 = 4LL * threadIdx.x; p0 < inner; p0 += 16LL * BLOCK) {\n";
+      os << "      tc_vec4<" << outT << "> v[4];\n      long long at[4];\n";
+      os << "#pragma unroll\n      for (int u = 0; u < 4; ++u) {\n";
+      os << "        const long long p = p0 + 4LL * u * BLOCK;\n";
+      os << "        at[u] = -1;\n";
+      os << "        if (p >= inner) continue;\n";
+      os << innerIndices("p", "        ");
+      os << "        " << vector->resultType << " r[4];\n";
+      os << "        " << sym << "_point4(" << callArgs << ", r);\n";
+      os << "#pragma unroll\n        for (int j = 0; j < 4; ++j) v[u].v[j] = tc_store<" << outT << ">(r[j]);\n";
+      os << "        at[u] = " << index << ";\n";
+      os << "      }\n";
+      os << "#pragma unroll\n      for (int u = 0; u < 4; ++u)\n";
+      os << "        if (at[u] >= 0) tc_store4(m0 + at[u], v[u]);\n";
+      os << "    }\n    return;\n  }\n";
+    }
     if (reducedDims.empty()) {
       // Four outputs per thread per round, every load before any store: the
       // operands may alias (no __restrict__), so a load after a store could

@@ -11,7 +11,9 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstring>
+#include <array>
 #include <map>
+#include <set>
 #include <sstream>
 
 using namespace mlir;
@@ -83,6 +85,22 @@ public:
   ScalarPrinter(std::ostream &os, const NestSpec &spec) : os_(os), spec_(spec) {}
 
   void name(Value v, std::string n) { names_[v.getAsOpaquePointer()] = std::move(n); }
+  // Prints the function at four consecutive values of `iv` (lanes: iv,
+  // iv + 1, iv + 2, iv + 3; iv a multiple of 4): what depends on it four
+  // times, the rest once; a load of a row that `iv` indexes contiguously
+  // as one vector (tc_load4).
+  void vectorize(Value iv, const std::string &ivName) {
+    std::array<std::string, 4> l;
+    for (int j = 0; j < 4; ++j)
+      l[j] = j == 0 ? ivName : "(" + ivName + " + " + std::to_string(j) + "LL)";
+    lanes_[iv.getAsOpaquePointer()] = l;
+    vectorIv_ = iv;
+  }
+  // The operands read as vectors (vectorize): their pointers must be 16-byte
+  // aligned (4 elements) for the function to run.
+  const std::set<size_t> &vectorOperands() const { return vectorOperands_; }
+  // The returned value per lane (print's result for lane 0).
+  std::array<std::string, 4> returnedLanes() const { return returned_; }
   // Memref block argument `m` is operand `k` of the nest.
   void memref(Value m, size_t k) { memrefs_[m.getAsOpaquePointer()] = k; }
 
@@ -99,26 +117,84 @@ public:
         live.insert(&op);
     }
     for (Operation &op : block) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op))
-        return at(ret.getOperand(0));
-      if (live.count(&op))
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (lane_ = 0; lane_ < 4; ++lane_)
+          returned_[size_t(lane_)] = at(ret.getOperand(0));
+        lane_ = 0;
+        return returned_[0];
+      }
+      if (!live.count(&op))
+        continue;
+      if (!varies(op)) {
         printOp(op);
+        continue;
+      }
+      if (auto load = dyn_cast<memref::LoadOp>(op); load && printVectorLoad(load))
+        continue;
+      for (lane_ = 0; lane_ < 4; ++lane_)
+        printOp(op);
+      lane_ = 0;
     }
     fail("cuda codegen: point function without return");
   }
 
 private:
+  bool varying(Value v) const { return lanes_.count(v.getAsOpaquePointer()) != 0; }
+  bool varies(Operation &op) const {
+    return llvm::any_of(op.getOperands(), [&](Value v) { return varying(v); });
+  }
+
   std::string at(Value v) {
+    if (auto l = lanes_.find(v.getAsOpaquePointer()); l != lanes_.end())
+      return l->second[size_t(lane_)];
     auto it = names_.find(v.getAsOpaquePointer());
     check(it != names_.end(), "cuda codegen: value used before definition");
     return it->second;
   }
 
+  // Defines `v` (in the current lane where it varies with the vector index).
   std::string define(Value v, const std::string &expr) {
     std::string n = "v" + std::to_string(next_++);
     os_ << "  const " << cType(v.getType()) << " " << n << " = " << expr << ";\n";
-    name(v, n);
+    if (vectorIv_ && varies(*v.getDefiningOp()))
+      lanes_[v.getAsOpaquePointer()][size_t(lane_)] = n;
+    else
+      name(v, n);
     return n;
+  }
+
+  // A load whose last index is the vector index itself (its other indices
+  // the same in every lane) from an operand whose rows hold a multiple of 4
+  // elements: the four lanes are four consecutive elements, one aligned
+  // vector load. Returns false for any other load (printed per lane).
+  bool printVectorLoad(memref::LoadOp load) {
+    size_t k = memrefs_.at(load.getMemRef().getAsOpaquePointer());
+    const Shape &shape = spec_.operands[k].shape;
+    auto indices = load.getIndices();
+    if (shape.empty() || !shape.back().isStatic() || shape.back().value() % 4 != 0 ||
+        indices.back() != vectorIv_)
+      return false;
+    for (size_t d = 0; d + 1 < indices.size(); ++d)
+      if (varying(indices[d]))
+        return false;
+    std::string index = loadIndex(load, k);
+    std::string n = "v" + std::to_string(next_++);
+    os_ << "  const tc_vec4<" << storageCType(spec_.operands[k].dtype) << "> " << n << " = tc_load4(m"
+        << std::to_string(k) << " + " << index << ");\n";
+    std::array<std::string, 4> l;
+    for (int j = 0; j < 4; ++j)
+      l[size_t(j)] = n + ".v[" + std::to_string(j) + "]";
+    lanes_[load.getResult().getAsOpaquePointer()] = l;
+    vectorOperands_.insert(k);
+    return true;
+  }
+
+  std::string loadIndex(memref::LoadOp load, size_t k) {
+    const Shape &shape = spec_.operands[k].shape;
+    std::string index = "0LL";
+    for (size_t d = 0; d < shape.size(); ++d)
+      index = "(" + index + " * " + dimExpr(shape[d], spec_.symbols) + " + " + at(load.getIndices()[d]) + ")";
+    return index;
   }
 
   static std::string floatLiteral(const APFloat &f, Type t) {
@@ -304,11 +380,7 @@ private:
     }
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
       size_t k = memrefs_.at(load.getMemRef().getAsOpaquePointer());
-      const Shape &shape = spec_.operands[k].shape;
-      std::string index = "0LL";
-      for (size_t d = 0; d < shape.size(); ++d)
-        index = "(" + index + " * " + dimExpr(shape[d], spec_.symbols) + " + " + at(load.getIndices()[d]) + ")";
-      define(r, "m" + std::to_string(k) + "[" + index + "]");
+      define(r, "m" + std::to_string(k) + "[" + loadIndex(load, k) + "]");
       return;
     }
     fail("cuda codegen: cannot print '" + n + "'");
@@ -319,13 +391,23 @@ private:
   std::map<const void *, std::string> names_;
   std::map<const void *, size_t> memrefs_;
   int next_ = 0;
+  // Vectorized printing: each varying value's name per lane.
+  std::map<const void *, std::array<std::string, 4>> lanes_;
+  Value vectorIv_;
+  int lane_ = 0;
+  std::set<size_t> vectorOperands_;
+  std::array<std::string, 4> returned_;
 };
 
 } // namespace
 
-std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
-                           std::optional<DType> accumulator,
-                           const std::function<Value(NestContext &, std::optional<Value>)> &body) {
+namespace {
+
+// deviceFunction, or with `vectorOperands` vectorDeviceFunction.
+std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
+                          std::optional<DType> accumulator,
+                          const std::function<Value(NestContext &, std::optional<Value>)> &body,
+                          VectorFunction *vector) {
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -386,11 +468,42 @@ std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::st
     printer.name(*acc, "acc");
     params += ", " + cType(acc->getType()) + " acc";
   }
+  if (vector) {
+    check(rank > 0, "cuda codegen: a vector point function needs an index");
+    printer.vectorize(ivs[rank - 1], "i" + std::to_string(rank - 1));
+  }
   std::string ret = printer.print(*entry);
-  os << "__device__ __forceinline__ " << cType(result.getType()) << " " << name << "(" << params
-     << ") {\n"
-     << body_os.str() << "  return " << ret << ";\n}\n";
-  return os.str();
+  if (!vector) {
+    os << "__device__ __forceinline__ " << cType(result.getType()) << " " << name << "(" << params << ") {\n"
+       << body_os.str() << "  return " << ret << ";\n}\n";
+    return os.str();
+  }
+  vector->operands = printer.vectorOperands();
+  vector->resultType = cType(result.getType());
+  os << "__device__ __forceinline__ void " << name << "(" << params << ", " << cType(result.getType())
+     << " (&r)[4]) {\n"
+     << body_os.str();
+  std::array<std::string, 4> lanes = printer.returnedLanes();
+  for (size_t j = 0; j < 4; ++j)
+    os << "  r[" << j << "] = " << lanes[j] << ";\n";
+  os << "}\n";
+  vector->text = os.str();
+  return vector->text;
+}
+
+} // namespace
+
+std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
+                           std::optional<DType> accumulator,
+                           const std::function<Value(NestContext &, std::optional<Value>)> &body) {
+  return printFunction(ctx, spec, name, accumulator, body, nullptr);
+}
+
+VectorFunction vectorDeviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
+                                    const std::function<Value(NestContext &, std::optional<Value>)> &body) {
+  VectorFunction f;
+  printFunction(ctx, spec, name, std::nullopt, body, &f);
+  return f;
 }
 
 } // namespace tensorc::codegen::cuda

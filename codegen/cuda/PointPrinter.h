@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,21 @@ std::string dimExpr(const Dim &d, const std::vector<std::string> &symbols);
 std::string deviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
                            std::optional<DType> accumulator,
                            const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body);
+
+// The same function at four consecutive values of the innermost index
+// (i{rank-1}, a multiple of 4, the other indices fixed), printed as
+// `__device__ void name(long long i0.., long long s0.., m0.., T (&r)[4])`:
+// what depends on that index is computed per lane; a load whose last index
+// is that index, from an operand with a static last dim that is a multiple
+// of 4, is one aligned vector load (tc_load4). Those operands are returned
+// in `operands`: the caller runs the function only where their pointers
+// are aligned to 4 elements. Throws Error.
+struct VectorFunction {
+  std::string text;
+  std::set<size_t> operands; // read as vectors
+  std::string resultType;    // T
+};
+VectorFunction vectorDeviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
+                                    const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body);
 
 } // namespace tensorc::codegen::cuda

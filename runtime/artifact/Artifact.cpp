@@ -104,19 +104,22 @@ json variantsJson(const std::vector<KernelVariant> &variants) {
       j[v.lanes > 1 ? "lanes" : "items"] = v.lanes > 1 ? v.lanes : v.items;
     if (v.cacheBytes)
       j["cache_bytes"] = v.cacheBytes;
+    if (v.vector > 1)
+      j["vector"] = v.vector;
     arr.push_back(j);
   }
   return arr;
 }
 
-// A variant from {"block": B, "items": I} / {"block": B, "lanes": L}, or a
-// chain kernel's {"block": B} / {"block": B, "cache_bytes": N}.
+// A variant from {"block": B, "items": I[, "vector": 4]} / {"block": B,
+// "lanes": L}, or a chain kernel's {"block": B} / {"block": B,
+// "cache_bytes": N}.
 std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
   std::vector<KernelVariant> variants;
   for (const json &j : arr) {
     check(j.is_object(), "a kernel variant is not an object");
     for (const auto &[key, value] : j.items())
-      check(key == "block" || (!row && (key == "items" || key == "lanes")) || (row && key == "cache_bytes"),
+      check(key == "block" || (!row && (key == "items" || key == "lanes" || key == "vector")) || (row && key == "cache_bytes"),
             "unknown kernel variant field '" + key + "'");
     KernelVariant v;
     v.row = row;
@@ -124,6 +127,7 @@ std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
     v.items = j.value("items", 1);
     v.lanes = j.value("lanes", 1);
     v.cacheBytes = j.value("cache_bytes", int64_t(0));
+    v.vector = j.value("vector", 1);
     check(!(j.contains("items") && j.contains("lanes")), "a kernel variant has both items and lanes");
     variants.push_back(v);
   }
@@ -494,7 +498,8 @@ void validate(const Artifact &a) {
 
 std::string KernelVariant::name() const {
   return "b" + std::to_string(block) +
-         (row ? std::string(cacheBytes ? "_r1c" : "_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items));
+         (row ? std::string(cacheBytes ? "_r1c" : "_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items)) +
+         (vector > 1 ? "_v" + std::to_string(vector) : "");
 }
 
 std::string variantProblem(const KernelVariant &v) {
@@ -510,6 +515,8 @@ std::string variantProblem(const KernelVariant &v) {
     return "a chain kernel with items or lanes";
   if (v.cacheBytes < 0 || v.cacheBytes > (int64_t(1) << 20) || (v.cacheBytes && !v.row))
     return std::to_string(v.cacheBytes) + " bytes of row cache";
+  if (!(v.vector == 1 || (v.vector == 4 && !v.row && v.lanes == 1)))
+    return "vectors of " + std::to_string(v.vector) + " (1, or 4 for an elementwise kernel)";
   return "";
 }
 

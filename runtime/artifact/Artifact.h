@@ -18,7 +18,7 @@ namespace tensorc::artifact {
 
 // 2: kernel variants and matmul epilogues are typed manifest fields.
 // 3: chain kernel variants may keep rows in shared memory (cache_bytes).
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -90,12 +90,19 @@ struct KernelVariant {
   // memory, then runs the steps on that copy: this many bytes per block
   // (0: none; the runtime skips it where the GPU has less).
   int64_t cacheBytes = 0;
-  // The kernel's symbol suffix: bB_iI, bB_lL, bB_r1 or bB_r1c (the kernel is
-  // `symbol + "_" + name()`).
+  // An elementwise kernel's variant whose threads compute `vector` (4)
+  // consecutive outputs per item, read and written as aligned vectors
+  // where the pointers allow (1: one output per item).
+  int vector = 1;
+  // The kernel's symbol suffix: bB_iI, bB_iI_v4, bB_lL, bB_r1 or bB_r1c (the
+  // kernel is `symbol + "_" + name()`).
   std::string name() const;
-  int64_t outputsPerBlock() const { return row ? 1 : lanes > 1 ? block / lanes : int64_t(block) * items; }
+  int64_t outputsPerBlock() const {
+    return row ? 1 : lanes > 1 ? block / lanes : int64_t(block) * items * vector;
+  }
   bool operator==(const KernelVariant &o) const {
-    return block == o.block && items == o.items && lanes == o.lanes && row == o.row && cacheBytes == o.cacheBytes;
+    return block == o.block && items == o.items && lanes == o.lanes && row == o.row && cacheBytes == o.cacheBytes &&
+           vector == o.vector;
   }
 };
 // Why a variant cannot be launched (empty: it can).

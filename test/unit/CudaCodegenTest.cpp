@@ -198,6 +198,19 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
     return vs[cuda::CudaProgram::defaultVariant(vs, outputs, reduced)].name();
   };
   EXPECT_EQ(pick(elementwise, 1 << 20, 1), "b256_i1");
+  std::vector<KernelVariant> vectors = elementwise;
+  for (const KernelVariant &v : codegen::cuda::vectorVariants())
+    vectors.push_back(v);
+  EXPECT_EQ(pick(vectors, 1 << 20, 1), "b256_i1_v4");
+  EXPECT_EQ(pick(vectors, 1 << 12, 1), "b256_i1");
+  EXPECT_EQ(vectors.back().name(), "b256_i2_v4");
+  EXPECT_EQ(vectors.back().outputsPerBlock(), 2048);
+  EXPECT_EQ(artifact::variantProblem(vectors.back()), "");
+  KernelVariant vectorLanes = lanes(256, 32), vectorRow{256, 1, 1, true}, wide = items(256, 1);
+  vectorLanes.vector = vectorRow.vector = 4;
+  wide.vector = 8;
+  for (const KernelVariant &bad : {vectorLanes, vectorRow, wide})
+    EXPECT_NE(artifact::variantProblem(bad), "") << bad.name();
   EXPECT_EQ(pick(elementwise, 1 << 24, 1), "b256_i4");
   EXPECT_EQ(pick(reduction, 1 << 24, 8), "b256_i4");
   EXPECT_EQ(pick(elementwise, 10, 100000), "b256_i1"); // no cooperative variants: the first
@@ -233,6 +246,58 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
 // A chain whose steps read the same operand at their row keeps that row in
 // shared memory in its cached variants: the layer norm's input (4096 floats
 // a row), not its weight and bias (read at every row: broadcast).
+// Elementwise nests whose innermost dim is a static multiple of 4 get
+// variants that compute four consecutive outputs per item: one vector load
+// per operand indexed contiguously there, scalar loads per lane for the
+// rest (a transposed read), one vector store. Rows reduced along such a
+// dim (softmax's sums) read four positions per load.
+TEST(CudaCodegen, NestsReadAndWriteFourConsecutiveElements) {
+  auto loopVariants = [](const artifact::Artifact &a) {
+    std::vector<std::vector<std::string>> names;
+    for (const artifact::Step &s : a.steps)
+      if (s.kind == artifact::Step::Kind::Loop) {
+        names.emplace_back();
+        for (const artifact::KernelVariant &v : s.variants)
+          names.back().push_back(v.name());
+      }
+    return names;
+  };
+  trace::Tracer t("vec");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 64, 64}), a = t.input("a", DType::F32, {64});
+  trace::Tensor sq = t.input("s", DType::F32, {64, 64});
+  trace::Tensor st = t.call("transpose", {sq}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+  t.output(t.call("add", {t.call("gelu", {t.call("mul", {x, a})[0]})[0], t.call("exp", {st})[0]})[0]);
+  artifact::Artifact vec = cudaArtifact(t.graph(), "vec");
+  std::vector<std::vector<std::string>> names = loopVariants(vec);
+  ASSERT_FALSE(names.empty());
+  for (const std::vector<std::string> &n : names)
+    EXPECT_EQ(std::vector<std::string>(n.end() - 2, n.end()), (std::vector<std::string>{"b256_i1_v4", "b256_i2_v4"}));
+  EXPECT_NE(vec.code.find("tc_load4(m1 + "), std::string::npos);   // x, contiguous
+  EXPECT_NE(vec.code.find("tc_store4(m0 + "), std::string::npos);
+  for (const artifact::Step &s : vec.steps)
+    for (const artifact::KernelVariant &v : s.variants)
+      EXPECT_NE(vec.code.find(s.symbol + "_" + v.name() + "("), std::string::npos) << v.name();
+  artifact::Artifact back = artifact::parse(artifact::serialize(vec), "vec.tcx");
+  EXPECT_EQ(loopVariants(back), names);
+
+  // 63 columns: no vectors.
+  trace::Tracer u("odd");
+  trace::Tensor y = u.input("x", DType::F32, {"B", 63});
+  u.output(u.call("gelu", {y})[0]);
+  for (const std::vector<std::string> &n : loopVariants(cudaArtifact(u.graph(), "odd")))
+    for (const std::string &v : n)
+      EXPECT_EQ(v.find("_v4"), std::string::npos) << v;
+
+  // A row sum of 4096 (softmax): the row template reads vectors, with the
+  // scalar loop for unaligned pointers.
+  trace::Tracer w("rows");
+  trace::Tensor r = w.input("x", DType::F32, {"B", 4096});
+  w.output(w.call("softmax", {r}, {{"axis", Attr(int64_t(-1))}})[0]);
+  std::string code = cudaArtifact(w.graph(), "rows").code;
+  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, xa); }"), std::string::npos);
+  EXPECT_NE(code.find("if (true && tc_aligned4(m1)) {"), std::string::npos);
+}
+
 TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
   trace::Tracer t("ln");
   trace::Tensor x = t.input("x", DType::F32, {"B", 4096});

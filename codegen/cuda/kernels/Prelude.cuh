@@ -24,6 +24,21 @@ template <typename S, typename T> __device__ __forceinline__ S tc_store(T v) { r
 template <> __device__ __forceinline__ __half tc_store<__half, float>(float v) { return __float2half(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 tc_store<__nv_bfloat16, float>(float v) { return __float2bfloat16(v); }
 template <> __device__ __forceinline__ unsigned char tc_store<unsigned char, bool>(bool v) { return v ? 1 : 0; }
+// Four consecutive elements, moved as one aligned vector (16 bytes for
+// f32, 8 for f16/bf16): vectorized nests read and write rows this way.
+template <typename T> struct alignas(4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16) tc_vec4 { T v[4]; };
+template <typename T> __device__ __forceinline__ tc_vec4<T> tc_load4(const T *p) {
+  return *reinterpret_cast<const tc_vec4<T> *>(p);
+}
+template <typename T> __device__ __forceinline__ void tc_store4(T *p, const tc_vec4<T> &x) {
+  *reinterpret_cast<tc_vec4<T> *>(p) = x;
+}
+// Whether p can be read or written as tc_vec4 (its element offset from the
+// base pointer a multiple of 4 is the caller's part).
+template <typename T> __device__ __forceinline__ bool tc_aligned4(const T *p) {
+  constexpr unsigned long long a = 4 * sizeof(T) < 16 ? 4 * sizeof(T) : 16;
+  return (reinterpret_cast<unsigned long long>(p) & (a - 1)) == 0;
+}
 // Warp exchange for every accumulator type (bool travels as int).
 template <typename T> __device__ __forceinline__ T tc_shfl_xor(T v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
@@ -48,7 +63,11 @@ __device__ __forceinline__ void tc_arg_combine(T &best, long long &index, T x, l
 // s; -inf adds nothing (and never forms -inf - -inf); nan poisons m. The
 // result is m + log(s), or m itself where m is infinite: -inf for a range of
 // -inf only (or an empty one), +inf if any x is +inf.
-__device__ __forceinline__ float tc_exp_of(float v) { return expf(v); }
+// Every exp here is of a difference <= 0 (x - m with m the largest), so
+// the fast exp's error (~2 ulp plus ~|v| * 2^-24 from scaling v by log2 e)
+// is largest only where exp(v), the term's share of s, is tiny: s and the
+// log-sum-exp keep ~1e-7 relative accuracy, at a third of expf's cost.
+__device__ __forceinline__ float tc_exp_of(float v) { return __expf(v); }
 __device__ __forceinline__ double tc_exp_of(double v) { return exp(v); }
 template <typename T> __device__ __forceinline__ void tc_lse_combine(T &m, T &s, T x) {
   if (x > m) { s = s * tc_exp_of(m - x) + (T)1; m = x; }
@@ -79,9 +98,55 @@ __device__ __forceinline__ void tc_copy_in_rounds(U *dst, const U *src, long lon
       if (e + u * BLOCK < n) dst[e + u * BLOCK] = v[u];
   }
 }
+// A row of at least 32 KiB on sm_90+: one thread hands the copy to the
+// tensor memory accelerator (cp.async.bulk, 32 KiB per request, completion
+// counted on an mbarrier) and the block waits for it. Such rows leave room
+// for one to three blocks per SM, whose threads could keep only 16 KiB or
+// so in flight: on an H100 the cross-entropy chain (201 KB rows) ran
+// 1.007 -> 0.909 ms; rows of 16 KiB (softmax, layer norm) gained nothing.
+template <typename T> __device__ __forceinline__ bool tc_copy_row_in_bulk(T *dst, const T *src, long long bytes) {
+#if __CUDA_ARCH__ >= 900
+  if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) != 0 ||
+      bytes % 16 != 0 || bytes < (32LL << 10) || bytes >= (1LL << 20))
+    return false;
+  __shared__ __align__(8) unsigned long long barrier;
+  const unsigned bar = (unsigned)__cvta_generic_to_shared(&barrier);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)bytes) : "memory");
+    const unsigned to = (unsigned)__cvta_generic_to_shared(dst);
+    for (long long at = 0; at < bytes; at += 32768) {
+      const unsigned size = (unsigned)(bytes - at < 32768 ? bytes - at : 32768);
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                       to + (unsigned)at),
+                   "l"(reinterpret_cast<const char *>(src) + at), "r"(size), "r"(bar)
+                   : "memory");
+    }
+  }
+  // Phase 0 completes when every byte has landed.
+  asm volatile("{\n .reg .pred done;\n TC_WAIT_ROW:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+               " @!done bra TC_WAIT_ROW;\n}\n" ::"r"(bar)
+               : "memory");
+  // Invalidated once every thread has seen it complete: another row copy of
+  // the same kernel initializes it again.
+  __syncthreads();
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+  return true;
+#else
+  (void)dst, (void)src, (void)bytes;
+  return false;
+#endif
+}
 template <int BLOCK, typename T>
 __device__ __forceinline__ void tc_copy_row(T *dst, const T *src, long long n) {
   const long long bytes = n * (long long)sizeof(T);
+  if (tc_copy_row_in_bulk(dst, src, bytes))
+    return;
   if (((reinterpret_cast<unsigned long long>(src) | reinterpret_cast<unsigned long long>(dst)) & 15) == 0 &&
       bytes % 16 == 0)
     tc_copy_in_rounds<BLOCK>(reinterpret_cast<uint4 *>(dst), reinterpret_cast<const uint4 *>(src), bytes / 16);
