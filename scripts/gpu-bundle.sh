@@ -33,6 +33,9 @@ build/bin/tensorc compile examples/mlp.json --train --optimizer adamw --target c
 build/bin/tensorc grad test/gpu/Inputs/layernorm_step.json --emit json -o "$out/checks/layernorm_step.json"
 build/bin/tensorc compile "$out/checks/layernorm_step.json" --target cuda -o "$out/checks/layernorm_step.tcx"
 rm "$out/checks/layernorm_step.json"
+# Elementwise, row-reduction and chain kernels that read vectors, run by the
+# binding test with tensors at aligned and odd offsets.
+build/bin/tensorc compile test/gpu/Inputs/vector_rows.json --target cuda -o "$out/checks/vector_rows.tcx"
 cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.

@@ -17,7 +17,7 @@ KernelVariant vectors(int block, int items) {
 } // namespace
 
 const std::vector<KernelVariant> &vectorVariants() {
-  static const std::vector<KernelVariant> v = {vectors(256, 1), vectors(256, 2)};
+  static const std::vector<KernelVariant> v = {vectors(256, 1)};
   return v;
 }
 

@@ -25,7 +25,8 @@ using artifact::KernelVariant;
 // The variants every loop kernel is instantiated with; the first is the default.
 const std::vector<KernelVariant> &kernelVariants();
 // The variants elementwise nests whose innermost dim is a static multiple
-// of 4 are also instantiated with: four consecutive outputs per item.
+// of 4 are instantiated with instead of those with several items per
+// thread: four consecutive outputs per item.
 const std::vector<KernelVariant> &vectorVariants();
 // The cooperative variants reductions are also instantiated with.
 const std::vector<KernelVariant> &rowVariants();

@@ -4,7 +4,9 @@ tensors copied give the same results as PyTorch in f64; runtime-owned device
 outputs export through DLPack; PyTorch's stream; clear errors for a host
 pointer passed as a device one, a non-contiguous tensor, another device.
 Resident training state on the GPU equals feeding X.next back by hand.
-usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx"""
+Tensors 4 bytes off a 16-byte boundary (views at an odd offset) take the
+scalar paths of vectorized kernels, with the same results as aligned ones.
+usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx [VECTOR_ROWS.tcx]"""
 import sys
 
 import torch
@@ -89,4 +91,30 @@ for n in state:
     current = torch.empty_like(state[n])
     ts.read_state(n, current)
     assert torch.equal(current, by_hand[n]), n
+
+if len(sys.argv) > 3:
+    # h = gelu(x * a), p = softmax(h) over 256-wide rows (test/gpu/Inputs/
+    # vector_rows.json): elementwise kernels, a row reduction and a chain
+    # kernel that read and write four elements at once where aligned.
+    vec = tensorc.Executable.load(sys.argv[3]).session()
+    vec.set_stream(torch.cuda.current_stream().cuda_stream)
+    rows = 4099
+    x = torch.randn(rows * 256 + 1, generator=g).cuda()
+    a = torch.randn(257, generator=g).cuda()
+    aligned = {"x": x[:-1].view(rows, 256), "a": a[:-1]}
+    odd = {"x": torch.empty_like(x).copy_(x)[1:].view(rows, 256), "a": torch.empty_like(a).copy_(a)[1:]}
+    odd["x"].copy_(aligned["x"])
+    odd["a"].copy_(aligned["a"])
+    assert odd["x"].data_ptr() % 16 == 4 and odd["a"].data_ptr() % 16 == 4
+    want_h = torch.nn.functional.gelu(aligned["x"].double() * aligned["a"].double())
+    want_p = torch.softmax(want_h, dim=-1)
+    for inputs in (aligned, odd):
+        for offset in (0, 1):
+            store = torch.full((2, rows * 256 + 1), float("nan"), device="cuda")
+            got = {"h": store[0, offset:offset + rows * 256].view(rows, 256),
+                   "p": store[1, offset:offset + rows * 256].view(rows, 256)}
+            vec.run(**inputs, outputs=got)
+            vec.synchronize()
+            assert torch.allclose(got["h"].double(), want_h, rtol=1e-5, atol=1e-6), (offset, (got["h"] - want_h).abs().max())
+            assert torch.allclose(got["p"].double(), want_p, rtol=1e-5, atol=1e-7), (offset, (got["p"] - want_p).abs().max())
 print("cuda python binding: ok")
