@@ -187,6 +187,89 @@ void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
   }
 }
 
+// A column reduction (over leading axes, the last kept: a layer norm's
+// weight gradient, sum over rows of x_hat * dy) cannot share the row-wise
+// kernel that computes its operand, so that operand went to memory: a full
+// [rows, C] tensor written by one kernel and read back by the next. Where
+// the operand is an elementwise function of at most one full-size value
+// already in memory (a graph input or another kernel's result) and of small
+// ones (row statistics, broadcast vectors), the reduction's kernel
+// recomputes it instead (reading that one value: what it read before),
+// and the row-wise kernel no longer writes it. Returns the copies (each
+// joins only its consumer's kernel, as recomputed broadcasts do).
+void recomputeIntoColumnReductions(func::FuncOp fn, llvm::DenseSet<Operation *> &copies) {
+  auto sameShape = [](Value a, Value b) {
+    auto x = llvm::cast<tc::TcTensorType>(a.getType()), y = llvm::cast<tc::TcTensorType>(b.getType());
+    return x.getSizes() == y.getSizes() && x.getSymbols() == y.getSymbols();
+  };
+  static const std::set<std::string> columnReductions = {"sum", "mean", "max", "min", "prod"};
+  std::vector<Operation *> reductions;
+  for (Operation &op : fn.getBody().front().getOperations()) {
+    std::string name = op.getName().getStringRef().str();
+    if (!op.getName().getStringRef().starts_with("tc.") || !columnReductions.count(name.substr(3)) ||
+        op.getNumOperands() != 1)
+      continue;
+    auto type = llvm::dyn_cast<tc::TcTensorType>(op.getOperand(0).getType());
+    auto axes = op.getAttrOfType<DenseI64ArrayAttr>("axes");
+    if (!type || !axes || type.getSizes().size() < 2)
+      continue;
+    int64_t rank = int64_t(type.getSizes().size());
+    bool lastKept = llvm::none_of(axes.asArrayRef(), [&](int64_t a) { return a == -1 || a == rank - 1; });
+    if (lastKept)
+      reductions.push_back(&op);
+  }
+  for (Operation *r : reductions) {
+    Value operand = r->getOperand(0);
+    Operation *e = operand.getDefiningOp();
+    if (!e || !e->getName().getStringRef().starts_with("tc.") || classify(e) != Kind::Elementwise ||
+        e->getNumResults() != 1)
+      continue;
+    // The cone to recompute: full-size elementwise ops and views (program
+    // order), and how many full-size values it reads from memory.
+    std::vector<Operation *> cone;
+    llvm::DenseSet<Operation *> inCone;
+    llvm::DenseSet<Value> fullLeaves;
+    bool ok = true;
+    std::vector<Operation *> work = {e};
+    while (!work.empty() && ok) {
+      Operation *op = work.back();
+      work.pop_back();
+      if (!inCone.insert(op).second)
+        continue;
+      cone.push_back(op);
+      for (Value v : op->getOperands()) {
+        Operation *d = v.getDefiningOp();
+        bool full = sameShape(v, operand);
+        if (d && d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation)
+          continue;
+        if (full && d && d->getNumResults() == 1 && d->getName().getStringRef().starts_with("tc.") &&
+            (classify(d) == Kind::Elementwise || classify(d) == Kind::View) && !isPureReshape(d)) {
+          work.push_back(d);
+          continue;
+        }
+        if (full)
+          fullLeaves.insert(v);
+      }
+      ok = cone.size() <= 16 && fullLeaves.size() <= 1;
+    }
+    // The recomputation reads no more than the materialized operand would.
+    if (!ok || fullLeaves.size() != 1)
+      continue;
+    llvm::sort(cone, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    OpBuilder b(r);
+    IRMapping map;
+    for (Operation *op : cone) {
+      Operation *copy = b.clone(*op, map);
+      copies.insert(copy);
+    }
+    r->setOperand(0, map.lookup(operand));
+    // What only the reduction read is gone.
+    for (auto it = cone.rbegin(); it != cone.rend(); ++it)
+      if ((*it)->use_empty())
+        (*it)->erase();
+  }
+}
+
 // The "row space" of a reduction-like op: its input type and the axes it
 // reduces. Reductions with equal row spaces can run in one row-wise kernel
 // even when one depends on another (layer_norm's backward: mean, variance,
@@ -379,6 +462,7 @@ struct Fusion {
 
   void run(func::FuncOp fn) {
     copyPerUser(fn, recomputedBroadcasts(fn), recomputed);
+    recomputeIntoColumnReductions(fn, recomputed);
     for (Operation &op : fn.getBody().front().getOperations())
       if (op.getName().getStringRef().starts_with("tc.") && classify(&op) != Kind::Creation) {
         index[&op] = int(ops.size());

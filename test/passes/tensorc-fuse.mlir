@@ -144,3 +144,28 @@ func.func @softmax_step(%x: !tc.tensor<[64, 32], f32>) -> (!tc.tensor<[], f32>, 
   %g = tc.mul %p, %d : (!tc.tensor<[64, 32], f32>, !tc.tensor<[64, 32], f32>) -> !tc.tensor<[64, 32], f32> loc("g")
   return %loss, %g : !tc.tensor<[], f32>, !tc.tensor<[64, 32], f32>
 }
+
+// -----
+
+// A column reduction (a norm's weight gradient) of an elementwise function
+// of x and row statistics recomputes that function from x in its own
+// kernel: the row-wise kernel does not write it to memory for the next.
+// CHECK-LABEL: func.func @norm_weight_grad
+// CHECK: tc.fused "k0"
+// CHECK: tc.fused "k1"
+// CHECK-NOT: tc.fused
+// CHECK: return
+// REPORT-LABEL: fusion of @norm_weight_grad: 2 kernels
+// REPORT-NEXT: kernel k0 (reduction): m (mean), xc (sub), v (mul), s (sum), gx (mul)
+// REPORT-NEXT: kernel k1 (reduction): xc (sub), h (mul), dw (sum)
+// REPORT-NOT: not fused
+func.func @norm_weight_grad(%x: !tc.tensor<[B, 8], f32>, %dy: !tc.tensor<[8], f32>) -> (!tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>) {
+  %m = tc.mean %x {axes = array<i64: -1>, keepdim = true} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 1], f32> loc("m")
+  %xc = tc.sub %x, %m : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 1], f32>) -> !tc.tensor<[B, 8], f32> loc("xc")
+  %v = tc.mul %xc, %xc : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("v")
+  %s = tc.sum %v {axes = array<i64: -1>, keepdim = true} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 1], f32> loc("s")
+  %gx = tc.mul %xc, %s : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 1], f32>) -> !tc.tensor<[B, 8], f32> loc("gx")
+  %h = tc.mul %xc, %dy : (!tc.tensor<[B, 8], f32>, !tc.tensor<[8], f32>) -> !tc.tensor<[B, 8], f32> loc("h")
+  %dw = tc.sum %h {axes = array<i64: 0>} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8], f32> loc("dw")
+  return %dw, %gx : !tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>
+}
