@@ -564,7 +564,13 @@ private:
     constexpr int64_t kChunk = 8;
     if (rows < 4096 || rows % kChunk)
       return -1;
-    int xs = materialize(x);
+    // x is computed in the first stage's point function (its index: the
+    // row unflattened, then the kept dims) where it is not in memory
+    // (fusion recomputes a layer norm's x_hat * dy for its weight gradient),
+    // as long as x's rank fits the stage's space (right-aligned indices):
+    // at most two leading dims. Else it is materialized first.
+    const int64_t stageRank = 2 + int64_t(in.shape.size() - p);
+    const bool inlined = stageRank >= in.rank();
     std::vector<int64_t> leading;
     for (size_t d = 0; d < p; ++d)
       leading.push_back(in.shape[d].value());
@@ -580,7 +586,10 @@ private:
     first.reduced[1] = true;
     first.reduction = name;
     first.valueDtype = in.dtype;
-    emitNestWith({}, first, partial, [xs, leading, p](Point &pt) {
+    int xs = inlined ? -1 : materialize(x);
+    const int64_t rank = in.rank();
+    emitNestWith(inlined ? std::vector<Value>{x} : std::vector<Value>{}, first, partial,
+                 [x, xs, leading, p, stageRank, rank](Point &pt) {
       OpBuilder &b = pt.n.b;
       Location loc = pt.n.loc;
       auto constant = [&](int64_t c) { return b.create<arith::ConstantIndexOp>(loc, c).getResult(); };
@@ -597,8 +606,17 @@ private:
         row = b.create<arith::DivSIOp>(loc, row, constant(leading[d]));
       }
       index.append(pt.n.ivs.begin() + 2, pt.n.ivs.end());
-      return pt.load(xs, index);
-    }, {}, {xs});
+      if (xs >= 0)
+        return pt.load(xs, index);
+      // emit reads x's dims right-aligned against the stage's indices.
+      SmallVector<Value> at(size_t(stageRank - rank), constant(0));
+      at.append(index.begin(), index.end());
+      ArrayRef<Value> stage = pt.n.ivs;
+      pt.n.ivs = at;
+      Value v = pt.emit(x);
+      pt.n.ivs = stage;
+      return v;
+    }, {}, xs >= 0 ? std::vector<int>{xs} : std::vector<int>{});
     NestSpec second;
     second.space = partialShape;
     second.reduced.assign(second.space.size(), false);

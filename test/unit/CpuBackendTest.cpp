@@ -320,6 +320,19 @@ TEST(CpuBackend, GpuProgramChoices) {
     t.output(t.call("sum", {t.call("mul", {x, y})[0]}, {{"axes", Attr(std::vector<int64_t>{0, 1})}})[0]);
     checkGraph(t.graph(), {{}}, gpu);
   }
+  // A layer norm's training step over 4096 rows: fusion recomputes x_hat *
+  // dy in the weight gradient's kernel, whose first stage computes it from x
+  // and the row statistics (one leading dim, then two).
+  for (const Shape &shape : {Shape{Dim::of(4096), Dim::of(12)}, Shape{Dim::of(8), Dim::of(512), Dim::of(12)}}) {
+    trace::Tracer t("lnstep");
+    std::vector<std::variant<int64_t, std::string>> dims;
+    for (const Dim &d : shape)
+      dims.push_back(d.value());
+    trace::Tensor x = t.parameter("x", DType::F32, dims);
+    trace::Tensor w = t.parameter("w", DType::F32, {12}), b = t.parameter("b", DType::F32, {12});
+    t.output(t.call("sum", {t.call("mul", {t.call("layer_norm", {trace::add(x, 3.0), w, b})[0], x})[0]}, {}, "loss")[0]);
+    checkGraph(autodiff::buildJointGraph(t.graph()).graph, {{}}, gpu);
+  }
   for (DType d : {DType::I32, DType::I64}) {
     checkOp("matmul", {{d, {7, 13}}, {d, {13, 5}}}, {}, {{}}, gpu);
     checkOp("matmul", {{d, {2, 1, 3, 4}}, {d, {5, 4, 6}}}, {}, {{}}, gpu);
