@@ -202,6 +202,22 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     ++od;
   }
   std::string store = "m0[" + index + "] = " + value + ";\n";
+  // Vector paths: the run-time check that every pointer read (and, with
+  // `output`, written) as a vector is aligned; the point function's four
+  // lanes at the current indices, rounded into `dest` (a tc_vec4 of the
+  // output type).
+  auto vectorsAligned = [&](bool output) {
+    std::string c = output ? "tc_aligned4(m0)" : "true";
+    for (size_t k : vector->operands)
+      if (k != 0 || !output)
+        c += " && tc_aligned4(m" + std::to_string(k) + ")";
+    return c;
+  };
+  auto vectorOutputs = [&](const std::string &dest, const std::string &indent) {
+    return indent + vector->resultType + " r[4];\n" + indent + sym + "_point4(" + callArgs + ", r);\n" +
+           "#pragma unroll\n" + indent + "for (int j = 0; j < 4; ++j) " + dest + ".v[j] = tc_store<" + outT +
+           ">(r[j]);\n";
+  };
 
   // Cooperative reductions: one thread's share of the reduced iterations
   // (from `first`, every `stride`), and one xor-butterfly exchange step.
@@ -213,6 +229,26 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       std::string d = std::to_string(reducedDims[k]);
       c += in + "const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " + dims(reducedDims[k]) +
            ";\n";
+    }
+    return c;
+  };
+  // Accumulators 1-3 beside the caller's (fields + "_k"), and their merge
+  // into it.
+  auto extraAccumulators = [&](const std::string &in) {
+    std::string c;
+    for (int k = 1; k < 4; ++k)
+      for (const Field &f : fields)
+        c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
+    return c;
+  };
+  auto mergeExtraAccumulators = [&](const std::string &in) {
+    std::string c;
+    for (int k = 1; k < 4; ++k) {
+      std::string o = "o" + std::to_string(k) + "_";
+      c += in + "{ ";
+      for (size_t f = 0; f < fields.size(); ++f)
+        c += "const " + fields[f].type + " " + o + std::to_string(f) + " = " + fields[f].name + "_" + std::to_string(k) + "; ";
+      c += merge(o) + " }\n";
     }
     return c;
   };
@@ -230,9 +266,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     // half the bandwidth), and a dependent chain leaves few loads in flight.
     std::string c = indent + "{\n";
     std::string in = indent + "  ";
-    for (int k = 1; k < 4; ++k)
-      for (const Field &f : fields)
-        c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
+    c += extraAccumulators(in);
     c += in + "long long r = " + first + ";\n";
     c += in + "for (; r + 3 * (" + stride + ") < reduced; r += 4 * (" + stride + ")) {\n";
     c += in + "  " + acct + " x[4];\n";
@@ -246,13 +280,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     c += indices("r", in + "  ");
     c += in + "  const " + acct + " x = " + pointCall + ";\n";
     c += in + "  " + combine("x", "") + "\n" + in + "}\n";
-    for (int k = 1; k < 4; ++k) {
-      std::string o = "o" + std::to_string(k) + "_";
-      c += in + "{ ";
-      for (size_t f = 0; f < fields.size(); ++f)
-        c += "const " + fields[f].type + " " + o + std::to_string(f) + " = " + fields[f].name + "_" + std::to_string(k) + "; ";
-      c += merge(o) + " }\n";
-    }
+    c += mergeExtraAccumulators(in);
     return c + indent + "}\n";
   };
   auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
@@ -260,14 +288,9 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       // Four consecutive positions per load (a vector), two loads before
       // the combines, one accumulator per lane; where an operand's pointer
       // is not aligned, the loop below.
-      std::string aligned = "true";
-      for (size_t k : vector->operands)
-        aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
       std::string last = "i" + std::to_string(rank - 1), in = indent + "  ";
-      std::string c = indent + "if (" + aligned + ") {\n";
-      for (int k = 1; k < 4; ++k)
-        for (const Field &f : fields)
-          c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
+      std::string c = indent + "if (" + vectorsAligned(false) + ") {\n";
+      c += extraAccumulators(in);
       auto lanesOf = [&](const std::string &x) {
         return in + "  " + combine(x + "[0]", "") + " " + combine(x + "[1]", "", "_1") + " " +
                combine(x + "[2]", "", "_2") + " " + combine(x + "[3]", "", "_3") + "\n";
@@ -281,13 +304,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       c += pointAt("r", "xa") + pointAt("r + 4 * (" + stride + ")", "xb") + lanesOf("xa") + lanesOf("xb");
       c += in + "}\n";
       c += in + "if (r < reduced) {\n" + pointAt("r", "xa") + lanesOf("xa") + in + "}\n";
-      for (int k = 1; k < 4; ++k) {
-        std::string o = "o" + std::to_string(k) + "_";
-        c += in + "{ ";
-        for (size_t f = 0; f < fields.size(); ++f)
-          c += "const " + fields[f].type + " " + o + std::to_string(f) + " = " + fields[f].name + "_" + std::to_string(k) + "; ";
-        c += merge(o) + " }\n";
-      }
+      c += mergeExtraAccumulators(in);
       return c + indent + "} else\n" + scalarIterations(first, stride, indent);
     }
     return scalarIterations(first, stride, indent);
@@ -373,22 +390,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   if (vector)
     os << vector->text;
   if (elementwiseVectors) {
-    std::string aligned = "tc_aligned4(m0)";
-    for (size_t k : vector->operands)
-      if (k != 0)
-        aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
     os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_vbody(" << params << ") {\n";
     os << "  const long long total = " << total << ";\n";
     os << "  const long long base = ((long long)blockIdx.x * (BLOCK * ITEMS) + threadIdx.x) * 4;\n";
-    os << "  if (" << aligned << ") {\n";
+    os << "  if (" << vectorsAligned(true) << ") {\n";
     os << "#pragma unroll\n    for (int item = 0; item < ITEMS; ++item) {\n";
     os << "      const long long linear = base + (long long)item * BLOCK * 4;\n";
     os << "      if (linear >= total) return;\n";
     os << parallelIndices("linear", "      ");
-    os << "      " << vector->resultType << " r[4];\n";
-    os << "      " << sym << "_point4(" << callArgs << ", r);\n";
-    os << "      tc_vec4<" << outT << "> o;\n";
-    os << "#pragma unroll\n      for (int j = 0; j < 4; ++j) o.v[j] = tc_store<" << outT << ">(r[j]);\n";
+    os << "      tc_vec4<" << outT << "> o;\n" << vectorOutputs("o", "      ");
     os << "      tc_store4(m0 + " << index << ", o);\n";
     os << "    }\n  } else {\n";
     os << "    for (int e = 0; e < ITEMS * 4; ++e) {\n";
@@ -471,48 +481,30 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       plain.erase(at, 13);
     os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
-    if (reducedDims.empty() && elementwiseVectors && rank >= 2) {
-      // Four rounds of four consecutive outputs (vectors) per thread where
-      // the pointers are aligned.
-      std::string aligned = "tc_aligned4(m0)";
-      for (size_t k : vector->operands)
-        if (k != 0)
-          aligned += " && tc_aligned4(m" + std::to_string(k) + ")";
-      os << "  if (" << aligned << ") {\n";
-      os << "    for (long long p0 = 4LL * threadIdx.x; p0 < inner; p0 += 16LL * BLOCK) {\n";
-      os << "      tc_vec4<" << outT << "> v[4];\n      long long at[4];\n";
-      os << "#pragma unroll\n      for (int u = 0; u < 4; ++u) {\n";
-      os << "        const long long p = p0 + 4LL * u * BLOCK;\n";
-      os << "        at[u] = -1;\n";
-      os << "        if (p >= inner) continue;\n";
-      os << innerIndices("p", "        ");
-      os << "        " << vector->resultType << " r[4];\n";
-      os << "        " << sym << "_point4(" << callArgs << ", r);\n";
-      os << "#pragma unroll\n        for (int j = 0; j < 4; ++j) v[u].v[j] = tc_store<" << outT << ">(r[j]);\n";
-      os << "        at[u] = " << index << ";\n";
-      os << "      }\n";
-      os << "#pragma unroll\n      for (int u = 0; u < 4; ++u)\n";
-      os << "        if (at[u] >= 0) tc_store4(m0 + at[u], v[u]);\n";
-      os << "    }\n    return;\n  }\n";
-    }
     if (reducedDims.empty()) {
-      // Four outputs per thread per round, every load before any store: the
-      // operands may alias (no __restrict__), so a load after a store could
-      // not be issued early, and one load in flight per thread leaves HBM
-      // underused (1.9 of 2.9 TB/s on an H100 for a read + write chain).
-      os << "  for (long long p0 = threadIdx.x; p0 < inner; p0 += 4LL * BLOCK) {\n";
-      os << "    " << outT << " v[4];\n    long long at[4];\n";
-      os << "#pragma unroll\n    for (int u = 0; u < 4; ++u) {\n";
-      os << "      const long long p = p0 + (long long)u * BLOCK;\n";
-      os << "      at[u] = -1;\n";
-      os << "      if (p >= inner) continue;\n";
-      os << innerIndices("p", "      ");
-      os << "      v[u] = " << value << ";\n";
-      os << "      at[u] = " << index << ";\n";
-      os << "    }\n";
-      os << "#pragma unroll\n    for (int u = 0; u < 4; ++u)\n";
-      os << "      if (at[u] >= 0) m0[at[u]] = v[u];\n";
-      os << "  }\n}\n";
+      // Four rounds per thread, every load before any store: the operands
+      // may alias (no __restrict__), so a load after a store could not be
+      // issued early, and one load in flight per thread leaves HBM underused
+      // (1.9 of 2.9 TB/s on an H100 for a read + write chain). A round is
+      // one output, or four consecutive ones (vectors) where the nest has
+      // them and the pointers are aligned.
+      auto rounds = [&](bool vectors, const std::string &in) {
+        std::string w = vectors ? "4LL * " : "";
+        std::string c = in + "for (long long p0 = " + w + "threadIdx.x; p0 < inner; p0 += " + w + "4LL * BLOCK) {\n";
+        c += in + "  " + (vectors ? "tc_vec4<" + outT + ">" : outT) + " v[4];\n" + in + "  long long at[4];\n";
+        c += "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u) {\n";
+        c += in + "    const long long p = p0 + " + w + "(long long)u * BLOCK;\n";
+        c += in + "    at[u] = -1;\n" + in + "    if (p >= inner) continue;\n";
+        c += innerIndices("p", in + "    ");
+        c += vectors ? vectorOutputs("v[u]", in + "    ") : in + "    v[u] = " + value + ";\n";
+        c += in + "    at[u] = " + index + ";\n" + in + "  }\n";
+        c += "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u)\n";
+        c += in + "    if (at[u] >= 0) " + (vectors ? "tc_store4(m0 + at[u], v[u]);\n" : "m0[at[u]] = v[u];\n");
+        return c + in + "}\n";
+      };
+      if (elementwiseVectors && rank >= 2)
+        os << "  if (" << vectorsAligned(true) << ") {\n" << rounds(true, "    ") << "    return;\n  }\n";
+      os << rounds(false, "  ") << "}\n";
     } else {
       std::string reducedLoop = reducedIterations("first", "stride", "      ");
       os << "  const long long reduced = " << reducedTotal << ";\n";
