@@ -1436,9 +1436,7 @@ private:
                  !art_.steps.empty() && art_.steps.back().kind == Step::Kind::Loop;
     for (int v : reads) {
       // Through an alias (a reshape), rows match only if dim 0 is kept.
-      int b = v;
-      while (art_.values[b].storage.kind == Storage::Kind::Alias)
-        b = art_.values[b].storage.index;
+      int b = artifact::storageValue(art_, v);
       bool sameRows = !art_.values[v].shape.empty() && !art_.values[b].shape.empty() &&
                       art_.values[v].shape[0] == art_.values[b].shape[0];
       if (chain_.written.count(b) && (scattered.count(v) || !sameRows))
@@ -1667,11 +1665,7 @@ private:
   void finalize() {
     int n = int(art_.values.size());
     std::vector<int> first(size_t(n), -1), last(size_t(n), -1);
-    auto base = [&](int v) {
-      while (art_.values[v].storage.kind == Storage::Kind::Alias)
-        v = art_.values[v].storage.index;
-      return v;
-    };
+    auto base = [&](int v) { return artifact::storageValue(art_, v); };
     // A chain of loops runs interleaved block by block, so whatever any of
     // its steps uses is live from the chain's first step to its last.
     size_t nsteps = art_.steps.size();

@@ -25,11 +25,7 @@ constexpr int64_t kMaxRowCacheBytes = 224 * 1024;
 // rows, the rest static) with at least 256 elements per row.
 std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const ProgramNotes &notes, size_t first,
                                       size_t last) {
-  auto storageOf = [&](int v) {
-    while (art.values[size_t(v)].storage.kind == artifact::Storage::Kind::Alias)
-      v = art.values[size_t(v)].storage.index;
-    return v;
-  };
+  auto storageOf = [&](int v) { return artifact::storageValue(art, v); };
   std::set<int> written;
   for (size_t i = first; i <= last; ++i)
     written.insert(storageOf(art.steps[i].operands[0]));

@@ -705,4 +705,10 @@ bool writesOperand(const Step &step, size_t operand) {
   return operand == 0 || (step.epilogue.biasGradient && operand == 3);
 }
 
+int storageValue(const Artifact &artifact, int value) {
+  while (artifact.values[size_t(value)].storage.kind == Storage::Kind::Alias)
+    value = artifact.values[size_t(value)].storage.index;
+  return value;
+}
+
 } // namespace tensorc::artifact

@@ -203,6 +203,10 @@ struct Artifact {
   std::string data; // bytes of constants
 };
 
+// The value whose storage holds `value`: itself, or the value its aliases
+// (views: a reshape) lead to.
+int storageValue(const Artifact &artifact, int value);
+
 // The file's bytes.
 std::string serialize(const Artifact &artifact);
 // Parses and checks an artifact (magic, version, sizes, checksum, manifest

@@ -410,11 +410,7 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
     return heuristic;
   // Every step's output; the inputs are what the chain reads from outside
   // (not an output, nor a view of one: a reshape aliases its value).
-  auto storageOf = [&](int v) {
-    while (a.values[size_t(v)].storage.kind == artifact::Storage::Kind::Alias)
-      v = a.values[size_t(v)].storage.index;
-    return v;
-  };
+  auto storageOf = [&](int v) { return artifact::storageValue(a, v); };
   std::vector<int> outputs, inputs;
   std::set<int> written;
   for (size_t k = si; k <= last; ++k) {
