@@ -537,12 +537,15 @@ private:
   // A reduction over the leading dims [0, p) of x (static, R elements, a
   // multiple of 8 and at least 4096), keeping the rest (K per row), in two
   // stages (ProgramOptions::splitColumnReductions): partial[c, k] reduces
-  // rows 8c .. 8c+7 (one thread per (c, k): a warp reads adjacent k), then
-  // the R/8 partials per k. sum/max/min/prod regroup exactly; mean of
+  // rows C c .. C c + C-1 (one thread per (c, k): a warp reads adjacent k),
+  // then the R/C partials per k. sum/max/min/prod regroup exactly; mean of
   // equal-sized means is the mean. Returns the result's value, or -1 when
   // this does not apply. Measured on an H100 (GPT-2 block, 8192 x 768
   // bf16): the one-stage nest took ~0.2 ms per layer-norm parameter
-  // gradient, one strided column per block.
+  // gradient, one strided column per block; two stages with C = 8 took
+  // 17-20 us, half of it the second stage's 1024 strided partials per
+  // column. So C is the largest of 64, 32, 16, 8 that divides R and still
+  // leaves the first stage 2^17 threads (about half an H100's).
   int lowerColumnReduction(Value x, const std::string &name, const std::vector<bool> &reduced,
                            bool keepdim, const TensorSpec &out) {
     static const std::set<std::string> regroupable = {"sum", "mean", "max", "min", "prod"};
@@ -561,9 +564,14 @@ private:
         return -1;
       rows *= in.shape[d].value();
     }
-    constexpr int64_t kChunk = 8;
-    if (rows < 4096 || rows % kChunk)
+    if (rows < 4096 || rows % 8)
       return -1;
+    int64_t keptElements = 1;
+    for (size_t d = p; d < in.shape.size(); ++d)
+      keptElements *= in.shape[d].isStatic() ? in.shape[d].value() : 1024; // symbolic: assume wide
+    int64_t chunk = 64;
+    while (chunk > 8 && (rows % chunk || (rows / chunk) * keptElements < (int64_t(1) << 17)))
+      chunk /= 2;
     // x is computed in the first stage's point function (its index: the
     // row unflattened, then the kept dims) where it is not in memory
     // (fusion recomputes a layer norm's x_hat * dy for its weight gradient),
@@ -576,11 +584,11 @@ private:
       leading.push_back(in.shape[d].value());
     Shape kept(in.shape.begin() + long(p), in.shape.end());
     DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
-    Shape partialShape = {Dim::of(rows / kChunk)};
+    Shape partialShape = {Dim::of(rows / chunk)};
     partialShape.insert(partialShape.end(), kept.begin(), kept.end());
     int partial = newProducedValue({acc, partialShape});
     NestSpec first;
-    first.space = {Dim::of(rows / kChunk), Dim::of(kChunk)};
+    first.space = {Dim::of(rows / chunk), Dim::of(chunk)};
     first.space.insert(first.space.end(), kept.begin(), kept.end());
     first.reduced.assign(first.space.size(), false);
     first.reduced[1] = true;
@@ -589,12 +597,12 @@ private:
     int xs = inlined ? -1 : materialize(x);
     const int64_t rank = in.rank();
     emitNestWith(inlined ? std::vector<Value>{x} : std::vector<Value>{}, first, partial,
-                 [x, xs, leading, p, stageRank, rank](Point &pt) {
+                 [x, xs, leading, p, stageRank, rank, chunk](Point &pt) {
       OpBuilder &b = pt.n.b;
       Location loc = pt.n.loc;
       auto constant = [&](int64_t c) { return b.create<arith::ConstantIndexOp>(loc, c).getResult(); };
-      // row = 8 c + m, unflattened into the leading dims.
-      Value row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, pt.n.ivs[0], constant(kChunk)),
+      // row = C c + m, unflattened into the leading dims.
+      Value row = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, pt.n.ivs[0], constant(chunk)),
                                           pt.n.ivs[1]);
       SmallVector<Value> index(p);
       for (size_t d = p; d-- > 0;) {

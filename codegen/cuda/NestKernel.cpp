@@ -417,7 +417,21 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // Cooperative reduction template: LANES threads share each output (a
   // warp-part or the whole block), striding over the reduced iterations,
   // then combine through warp shuffles (and shared memory across warps).
-  if (!reducedDims.empty()) {
+  // Not where the innermost dim is kept and outputs are many (a split
+  // column reduction's first stage): there a warp's lanes would read rows
+  // a whole row apart, where one thread per output reads along the row with
+  // its neighbours (coalesced) and there are threads enough.
+  bool stridedWithManyOutputs = !reducedDims.empty() && rank >= 2 && !spec.reduced[rank - 1];
+  int64_t keptElements = 1;
+  for (size_t d = 0; d < rank && stridedWithManyOutputs; ++d)
+    if (!spec.reduced[d]) {
+      if (spec.space[d].isStatic())
+        keptElements *= spec.space[d].value();
+      else
+        stridedWithManyOutputs = false;
+    }
+  stridedWithManyOutputs = stridedWithManyOutputs && keptElements >= (int64_t(1) << 15);
+  if (!reducedDims.empty() && !stridedWithManyOutputs) {
     os << "template <int BLOCK, int LANES>\n__device__ __forceinline__ void " << sym << "_rows(" << params << ") {\n";
     os << "  static_assert(LANES <= 32 || LANES == BLOCK, \"lanes: part of a warp or the whole block\");\n";
     os << "  const long long total = " << total << ";\n";

@@ -18,6 +18,7 @@ struct Driver::Api {
   int (*ctxSynchronize)();
   int (*moduleLoadData)(void **, const void *);
   int (*moduleGetFunction)(void **, void *, const char *);
+  int (*moduleGetGlobal)(DevicePtr *, size_t *, void *, const char *);
   int (*funcSetAttribute)(void *, int, int);
   int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                       void *, void **, void **);
@@ -78,6 +79,7 @@ const Loaded &load() {
     sym(api->ctxSynchronize, "cuCtxSynchronize");
     sym(api->moduleLoadData, "cuModuleLoadData");
     sym(api->moduleGetFunction, "cuModuleGetFunction");
+    sym(api->moduleGetGlobal, "cuModuleGetGlobal_v2");
     sym(api->launchKernel, "cuLaunchKernel");
     sym(api->funcSetAttribute, "cuFuncSetAttribute");
     sym(api->memAlloc, "cuMemAlloc_v2");
@@ -176,6 +178,17 @@ void *Driver::function(void *module, const std::string &name) const {
   int rc = api_->moduleGetFunction(&f, module, name.c_str());
   check(rc == 0, "cuda: the kernel module has no function '" + name + "'");
   return f;
+}
+
+void Driver::readGlobal(void *module, const std::string &name, void *dst, size_t bytes) const {
+  DevicePtr p = 0;
+  size_t size = 0;
+  int rc = api_->moduleGetGlobal(&p, &size, module, name.c_str());
+  check(rc == 0, "cuda: the kernel module has no variable '" + name + "'");
+  check(size == bytes, "cuda: the kernel module's variable '" + name + "' has " + std::to_string(size) +
+                           " bytes, not " + std::to_string(bytes));
+  copyToHost(dst, p, bytes);
+  synchronize(nullptr);
 }
 
 void Driver::launch(void *f, unsigned gridX, unsigned blockX, void **args, Stream stream,

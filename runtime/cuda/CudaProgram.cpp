@@ -22,22 +22,6 @@ using artifact::Step;
 
 namespace {
 
-// Dynamic shared memory of the f32 attention kernels in bytes, kernel 0
-// forward, 1 dq from the saved forward, 2 dkv, 3 dq recomputing the
-// forward: tc_attention_f32::sharedFloats of
-// codegen/cuda/kernels/AttentionF32.cuh, mirrored (keep the two in step: a
-// kernel launched with less traps). The f16/bf16 kernels use static shared memory.
-unsigned f32AttentionSharedBytes(int kernel, int paddedHeadDim) {
-  const int dp = (paddedHeadDim + 31) / 32 * 32, rowStride = 68, colStride = 36, cols = 32;
-  const int tileThenScores = std::max(dp * colStride, cols * rowStride);
-  const int tileThenRows = std::max(dp * colStride, cols * (dp + 4));
-  const int floats = kernel == 0   ? dp * (rowStride + colStride) + cols * (dp + 4) + cols * rowStride
-                     : kernel == 2 ? 2 * dp * rowStride + 2 * tileThenScores + 2 * cols * (dp + 4) + 2 * cols
-                                   : 2 * dp * rowStride + tileThenScores + tileThenRows +
-                                         (kernel == 3 ? cols * rowStride : 0);
-  return unsigned(floats) * 4u;
-}
-
 } // namespace
 using artifact::Storage;
 
@@ -91,29 +75,26 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     }
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
-    std::vector<void *> attention;
-    std::vector<unsigned> shared;
+    std::vector<AttentionKernel> attention;
     if (s.kind == Step::Kind::Attention) {
-      const bool f32 = a.values[size_t(s.operands.back())].dtype == DType::F32;
       for (const char *part : !s.attention.backward      ? std::vector<const char *>{"_fwd"}
                               : s.attention.savedForward ? std::vector<const char *>{"_bwd_q_saved", "_bwd_kv"}
                                                          : std::vector<const char *>{"_bwd_q", "_bwd_kv"}) {
-        void *f = driver_.function(module_, s.symbol + part);
-        unsigned bytes = 0;
-        if (f32) {
-          bytes = f32AttentionSharedBytes(!s.attention.backward ? 0
-                                          : !attention.empty()       ? 2
-                                          : s.attention.savedForward ? 1
-                                                                     : 3,
-                                          s.attention.paddedHeadDim);
-          driver_.allowSharedMemory(f, bytes);
-        }
-        attention.push_back(f);
-        shared.push_back(bytes);
+        AttentionKernel k{driver_.function(module_, s.symbol + part), 0, 0};
+        int launch[2];
+        driver_.readGlobal(module_, s.symbol + part + "_launch", launch, sizeof launch);
+        k.rows = launch[0];
+        k.sharedBytes = launch[1];
+        check(k.rows > 0 && k.sharedBytes >= 0 && k.sharedBytes <= driver_.maxSharedMemoryPerBlock(),
+              "cuda: attention kernel '" + s.symbol + part + "' asks for " + std::to_string(k.sharedBytes) +
+                  " bytes of shared memory; this GPU gives a block at most " +
+                  std::to_string(driver_.maxSharedMemoryPerBlock()));
+        if (k.sharedBytes > 0)
+          driver_.allowSharedMemory(k.function, unsigned(k.sharedBytes));
+        attention.push_back(k);
       }
     }
     attentionKernels_.push_back(std::move(attention));
-    attentionShared_.push_back(std::move(shared));
     std::vector<Launchable> variants;
     if (s.kind == Step::Kind::Loop) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
@@ -210,7 +191,10 @@ int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &varian
     return -1;
   // Measured on an H100 (softmax/layer norm, 4096-wide rows): 256 threads
   // per row beat 512 (0.239 vs 0.254 ms).
-  int block = rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
+  // Rows shorter than 4096 (a GPT-2 block's 768 and 3072) take 64: a row's
+  // passes are a chain of latencies (load, reduce, barrier, ...), and 64
+  // threads per row keep 32 rows in flight per SM where 256 keep 8.
+  int block = rowWork < 4096 ? 64 : rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
   // The row cache reads each cached operand's row from memory once instead
   // of once per chained step.
   for (const artifact::KernelVariant &v : variants)
@@ -236,13 +220,17 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   long long L = qs[qs.size() - 2], S = ks[ks.size() - 2], D = qs.back();
   if (bh == 0)
     return "attention (empty)";
-  constexpr long long kRows = 64; // Attention.cuh's tile rows
-  check(bh <= 65535 && (L + kRows - 1) / kRows <= 0x7fffffff,
-        "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
+  const std::vector<AttentionKernel> &kernels = attentionKernels_[si];
+  check(bh <= 65535, "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
   long long shape[11] = {L, S, D, D, D, D, D, L * D, S * D, S * D, L * D};
   float scale = float(at.scale);
   auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
-  unsigned queryTiles = unsigned((L + kRows - 1) / kRows), keyTiles = unsigned((S + kRows - 1) / kRows);
+  // Blocks of query rows (forward, dq) or key rows (dk, dv).
+  auto tiles = [&](size_t kernel, long long rows) {
+    const long long n = (rows + kernels[kernel].rows - 1) / kernels[kernel].rows;
+    check(n <= 0x7fffffff, "cuda: step '" + s.label + "': attention over " + std::to_string(rows) + " rows");
+    return unsigned(n);
+  };
   auto launch = [&](size_t kernel, std::vector<DevicePtr> tensors, unsigned tiles) {
     std::vector<void *> params;
     for (DevicePtr &p : tensors)
@@ -251,30 +239,29 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
       params.push_back(&x);
     params.push_back(&scale);
     if (tiles > 0) // no query rows: nothing to write (dk, dv still are: zeros)
-      driver_.launch(attentionKernels_[si][kernel], tiles, 128, params.data(), stream, unsigned(bh),
-                     attentionShared_[si][kernel]);
+      driver_.launch(kernels[kernel].function, tiles, 128, params.data(), stream, unsigned(bh),
+                     unsigned(kernels[kernel].sharedBytes));
   };
   if (!at.backward) {
     launch(0,
            {pointer(first), pointer(first + 1), pointer(first + 2), pointer(0), at.saveLse ? pointer(1) : 0},
-           queryTiles);
+           tiles(0, L));
     return "attention " + s.symbol + "_fwd";
   }
   if (at.savedForward) {
     // dout, q, k, v, out, lse -> dq, delta; then as below.
     launch(0,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(9), pointer(3), pointer(0), pointer(4)},
-           queryTiles);
+           tiles(0, L));
     launch(1,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           keyTiles);
+           tiles(1, S));
     return "attention " + s.symbol + "_bwd_q_saved + _bwd_kv";
   }
   // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
-  launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)},
-         queryTiles);
+  launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)}, tiles(0, L));
   launch(1, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           keyTiles);
+           tiles(1, S));
   return "attention " + s.symbol + "_bwd_q + _bwd_kv";
 }
 

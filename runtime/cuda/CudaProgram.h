@@ -92,8 +92,13 @@ private:
   void *module_ = nullptr;
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
-  std::vector<std::vector<void *>> attentionKernels_; // per step: fwd, or bwd_q and bwd_kv
-  std::vector<std::vector<unsigned>> attentionShared_; // their dynamic shared memory, bytes
+  // An attention kernel and its launch constant (Attention.cuh's
+  // KERNEL_launch): rows per block, bytes of dynamic shared memory.
+  struct AttentionKernel {
+    void *function;
+    int rows, sharedBytes;
+  };
+  std::vector<std::vector<AttentionKernel>> attentionKernels_; // per step: fwd, or bwd_q and bwd_kv
   DevicePtr constants_ = 0;
   int variantCount_ = 0;
   bool hasMatmul_ = false;

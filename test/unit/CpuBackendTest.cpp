@@ -320,6 +320,16 @@ TEST(CpuBackend, GpuProgramChoices) {
     t.output(t.call("sum", {t.call("mul", {x, y})[0]}, {{"axes", Attr(std::vector<int64_t>{0, 1})}})[0]);
     checkGraph(t.graph(), {{}}, gpu);
   }
+  // Column sums whose first stage reduces 16 and 64 rows per partial (wide
+  // enough rows: 2^17 first-stage threads), with and without a fused operand.
+  for (const Shape &shape : {Shape{Dim::of(4096), Dim::of(512)}, Shape{Dim::of(8192), Dim::of(1024)}}) {
+    trace::Tracer t("colsum");
+    trace::Tensor x = t.input("x", DType::F32, {shape[0].value(), shape[1].value()});
+    trace::Tensor y = t.input("y", DType::F32, {shape[1].value()});
+    t.output(t.call("sum", {t.call("mul", {x, y})[0]}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
+    t.output(t.call("max", {x}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
+    checkGraph(t.graph(), {{}}, gpu);
+  }
   // A layer norm's training step over 4096 rows: fusion recomputes x_hat *
   // dy in the weight gradient's kernel, whose first stage computes it from x
   // and the row statistics (one leading dim, then two).

@@ -225,7 +225,8 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   const std::vector<KernelVariant> &chain = codegen::cuda::chainVariants();
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 4096, 132), 0);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10000, 132), 1);
-  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 0);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 3);  // short rows: 64 threads
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 8192, 768, 132), 3);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 50000, 132), 2);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 100, 4096, 132), -1);  // too few rows
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10, 132), -1);  // rows too short
@@ -237,8 +238,9 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
     v.cacheBytes = 201216;
     cached.push_back(v);
   }
-  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 232448), 5);
-  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 16384, 4096, 132, 232448), 3);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 232448), 6);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 16384, 4096, 132, 232448), 4);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 8192, 768, 132, 232448), 7);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 166912), 2); // an A100's 163 KiB
   EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132), 2);
 }
@@ -314,7 +316,8 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
       names.push_back(v.name());
       EXPECT_EQ(v.cacheBytes, v.name().back() == 'c' ? 4096 * 4 : 0) << v.name();
     }
-    EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1", "b256_r1c", "b512_r1c", "b1024_r1c"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1", "b64_r1", "b256_r1c", "b512_r1c",
+                                               "b1024_r1c", "b64_r1c"}));
     EXPECT_NE(a.code.find("void __launch_bounds__(256) " + s.chainKernel + "_b256_r1c("), std::string::npos);
     EXPECT_NE(a.code.find("tc_copy_row<BLOCK>(c0, "), std::string::npos);
   }
@@ -353,7 +356,7 @@ TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
       std::vector<std::string> names;
       for (const artifact::KernelVariant &v : s.chainVariants)
         names.push_back(v.name());
-      EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1"}));
+      EXPECT_EQ(names, (std::vector<std::string>{"b256_r1", "b512_r1", "b1024_r1", "b64_r1"}));
       EXPECT_NE(a.code.find("void __launch_bounds__(512) " + s.chainKernel + "_b512_r1("), std::string::npos);
     }
   }

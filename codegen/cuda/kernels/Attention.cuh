@@ -630,14 +630,19 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 // its own macro so an artifact compiles only those it launches (NVRTC takes
 // ~1 s per kernel): NAME_fwd (grid: query tiles x BH; lse may be null),
 // NAME_bwd_q or NAME_bwd_q_saved (query tiles x BH; the latter reads O and
-// the forward's lse) and NAME_bwd_kv (key tiles x BH), 128 threads each.
-// Tiles are 64 rows.
+// the forward's lse) and NAME_bwd_kv (key tiles x BH), 128 threads each,
+// and beside each its launch constant KERNEL_launch = {rows per block,
+// bytes of dynamic shared memory} that the runtime reads: tiles of 64 rows,
+// static shared memory only.
+#define TC_ATTENTION_LAUNCH(KERNEL) extern "C" __constant__ int KERNEL##_launch[2] = {tc_attention::kRows, 0};
 #define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL)                                                      \
+  TC_ATTENTION_LAUNCH(NAME##_fwd)                                                                  \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
     tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                     \
   }
 #define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL)                                                    \
+  TC_ATTENTION_LAUNCH(NAME##_bwd_q)                                                                \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
                    float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
@@ -645,6 +650,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
                                                       TC_ATTENTION_SHAPE);                         \
   }
 #define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL)                                              \
+  TC_ATTENTION_LAUNCH(NAME##_bwd_q_saved)                                                          \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,           \
                          const float *lse, T *dq, float *delta, TC_ATTENTION_SHAPE_PARAMS) {       \
@@ -652,6 +658,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
                                                      delta, TC_ATTENTION_SHAPE);                   \
   }
 #define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL)                                                   \
+  TC_ATTENTION_LAUNCH(NAME##_bwd_kv)                                                               \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
                     const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {                 \

@@ -3,18 +3,22 @@
 // "Attention").
 //
 // Tensor cores keep no f32 accuracy (TF32 rounds the inputs to 10 bits), so
-// these kernels are register-tiled SIMT products: 128 threads as 16 x 8
-// (ty, tx), each owning a 4 x 4 block of scores (rows 4 ty + i, columns
-// 4 tx + j) and 4 rows x DPF/8 columns of its output (columns
-// 4 tx + 32 c + j). Operands are staged in shared memory with the reduction
-// index outermost ([k][row], rows padded by 4 floats), so each step of a
-// product is two 16-byte loads and 16 or 32 FMAs. Never the L x S scores in
-// global memory: the forward keeps a running max and sum per row (online
-// softmax); the backward recomputes P from the log-sum-exp.
+// these kernels are register-tiled SIMT products, as an SGEMM is: 128
+// threads as 16 x 8 (ty, tx); a block's tiling (Tiles<RA, CB>) gives thread
+// (ty, tx) rows 4 ty + 64 a + i (a < RA, i < 4) and columns 4 tx + 32 b + j
+// (b < CB, j < 4) of each product. Operands are staged in shared memory with
+// the reduction index outermost ([k][row], rows padded by 4 floats), so
+// each step of a product is RA + CB 16-byte loads for 16 RA CB FMAs. Larger
+// thread tiles save shared-memory bandwidth but cost registers and so blocks
+// per SM; ncu on an H100 shows 8 x 8 tiles latency bound at 2 blocks per SM
+// (issue slots 48%), hence the choices below. Never the
+// L x S scores in global memory: the forward keeps a running max and sum
+// per row (online softmax); the backward recomputes P from the log-sum-exp.
 //
-// The same launch as Attention.cuh (64-row tiles x BH, 128 threads, the
-// same parameters), plus dynamic shared memory: sharedFloats() of it, which
-// runtime/cuda/CudaProgram.cpp mirrors; a kernel given less traps.
+// Grids as Attention.cuh's (row tiles x BH, 128 threads, the same
+// parameters), with each kernel's rows per block and dynamic shared memory
+// in a constant beside it (NAME_launch: {rows, bytes}) that the runtime
+// reads; a kernel given less shared memory traps.
 // Include guard, not #pragma once: the text is also pasted into sources
 // (after Attention.cuh, whose Shape and parameter macros it uses).
 #ifndef TENSORC_ATTENTION_F32_CUH
@@ -29,31 +33,47 @@ namespace tc_attention_f32 {
 using tc_attention::Shape;
 
 constexpr int kThreads = 128;
-constexpr int kRows = 64;             // query rows (forward, dq) or key rows (dkv) per block
-constexpr int kCols = 32;             // keys (forward, dq) or queries (dkv) per tile
-constexpr int kRowStride = kRows + 4; // [k][kRows] layouts, padded
-constexpr int kColStride = kCols + 4; // [k][kCols] layouts, padded
 
 // The head dim the products run over: DP rounded up to 32 (zero columns past D).
 __host__ __device__ constexpr int paddedDim(int dp) { return (dp + 31) / 32 * 32; }
 __host__ __device__ constexpr int maxOf(int a, int b) { return a > b ? a : b; }
-// Regions that hold a [DPF][kCols] tile and then, after a barrier, a
-// [kCols][kRows] or [kCols][DPF + 4] one (the backward reuses them: less
-// shared memory, more blocks per SM).
-__host__ __device__ constexpr int tileThenScores(int dp) {
-  return maxOf(paddedDim(dp) * kColStride, kCols * kRowStride);
+
+// A block's tiling: 64 RA rows (queries; keys in the dK/dV kernel) per
+// block, tiles of 32 CB columns (keys; queries) per step.
+template <int RA, int CB> struct Tiles {
+  static constexpr int ra = RA, cb = CB;
+  static constexpr int rows = 64 * RA, cols = 32 * CB;
+  static constexpr int rowStride = rows + 4; // [k][rows] layouts, padded
+  static constexpr int colStride = cols + 4; // [k][cols] layouts, padded
+  // Regions that hold a [DPF][cols] tile and then, after a barrier, a
+  // [cols][rows] or [cols][DPF + 4] one (the backward reuses them: less
+  // shared memory, more blocks per SM).
+  __host__ __device__ static constexpr int tileThenScores(int dpf) { return maxOf(dpf * colStride, cols * rowStride); }
+  __host__ __device__ static constexpr int tileThenRows(int dpf) { return maxOf(dpf * colStride, cols * (dpf + 4)); }
+};
+
+// Each kernel's tiling by padded head dim. Accumulators per thread: the
+// forward 16 RA CB scores + 4 RA DPF/32 outputs; dQ two score tiles + the
+// dQ rows; dK/dV two score tiles + dK and dV rows.
+// Measured (H100, B x H = 96, L = S = 1024, causal): at head dim 64, 64 x 64
+// tiles (4 x 8 per thread) beat 64 x 32 by 4-7% and 128-row tiles lose
+// (fewer blocks per SM: register and shared-memory bound); at 128, 64 x 32
+// (wider tiles need up to 203 KB of shared memory: more than an A100 has).
+template <int DPF> using ForwardTiles = Tiles<1, DPF <= 64 ? 2 : 1>;
+template <int DPF> using QueryTiles = Tiles<1, DPF <= 64 ? 2 : 1>;
+template <int DPF> using KeyTiles = Tiles<1, DPF <= 64 ? 2 : 1>;
+
+// Floats of dynamic shared memory: the forward, dQ (SAVED: from the saved
+// forward; else recomputing it), dK/dV.
+template <class TL> __host__ __device__ constexpr int forwardFloats(int dpf) {
+  return dpf * (TL::rowStride + TL::colStride) + TL::cols * (dpf + 4) + TL::cols * TL::rowStride;
 }
-__host__ __device__ constexpr int tileThenRows(int dp) {
-  return maxOf(paddedDim(dp) * kColStride, kCols * (paddedDim(dp) + 4));
+template <class TL> __host__ __device__ constexpr int queryFloats(int dpf, bool saved) {
+  return 2 * dpf * TL::rowStride + TL::tileThenScores(dpf) + TL::tileThenRows(dpf) +
+         (saved ? 0 : TL::cols * TL::rowStride);
 }
-// Floats of dynamic shared memory per kernel: 0 forward, 1 dq from the
-// saved forward, 2 dkv, 3 dq recomputing the forward.
-__host__ __device__ constexpr int sharedFloats(int kernel, int dp) {
-  return kernel == 0   ? paddedDim(dp) * (kRowStride + kColStride) + kCols * (paddedDim(dp) + 4) + kCols * kRowStride
-         : kernel == 2 ? 2 * paddedDim(dp) * kRowStride + 2 * tileThenScores(dp) + 2 * kCols * (paddedDim(dp) + 4) +
-                             2 * kCols
-                       : 2 * paddedDim(dp) * kRowStride + tileThenScores(dp) + tileThenRows(dp) +
-                             (kernel == 3 ? kCols * kRowStride : 0);
+template <class TL> __host__ __device__ constexpr int keyFloats(int dpf) {
+  return 2 * dpf * TL::rowStride + 2 * TL::tileThenScores(dpf) + 2 * TL::cols * (dpf + 4) + 2 * TL::cols;
 }
 
 extern __shared__ __align__(16) float tc_attention_f32_shared[];
@@ -68,8 +88,12 @@ __device__ __forceinline__ void requireShared(int floats) {
     __trap();
 }
 
-// Reductions over the 8 threads (tx) of one row group (ty): lanes
-// 8 (ty % 4) .. + 7 of a warp.
+// This thread's row i (< 4 RA) and column j (< 4 CB) within a tile.
+__device__ __forceinline__ int rowOf(int i) { return 4 * (threadIdx.x >> 3) + 64 * (i >> 2) + (i & 3); }
+__device__ __forceinline__ int colOf(int j) { return 4 * (threadIdx.x & 7) + 32 * (j >> 2) + (j & 3); }
+
+// Reductions over the 8 threads (tx) that share rows: lanes 8 (ty % 4) ..
+// + 7 of a warp.
 __device__ __forceinline__ float rowMax(float v) {
 #pragma unroll
   for (int o = 1; o < 8; o <<= 1)
@@ -83,28 +107,31 @@ __device__ __forceinline__ float rowSum(float v) {
   return v;
 }
 
-// acc[i][4 c + j] += sum_k at[k][4 ty + i] * b[k][4 tx + 32 c + j] over
-// k < K (row strides lda, ldb: multiples of 4).
-template <int K, int NC>
-__device__ __forceinline__ void product(float (&acc)[4][4 * NC], const float *at, int lda, const float *b,
+// acc[i][j] += sum_k at[k][rowOf(i)] * b[k][colOf(j)] over k < K (row
+// strides lda, ldb: multiples of 4).
+template <int K, int RA, int CB>
+__device__ __forceinline__ void product(float (&acc)[4 * RA][4 * CB], const float *at, int lda, const float *b,
                                         int ldb) {
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
-  at += 4 * ty;
-  b += 4 * tx;
+  at += 4 * (threadIdx.x >> 3);
+  b += 4 * (threadIdx.x & 7);
 #pragma unroll 4
   for (int k = 0; k < K; ++k) {
-    const float4 av = *reinterpret_cast<const float4 *>(at + k * lda);
-    const float a[4] = {av.x, av.y, av.z, av.w};
+    float a[4 * RA], bb[4 * CB];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const float4 bv = *reinterpret_cast<const float4 *>(b + k * ldb + 32 * c);
-      const float bb[4] = {bv.x, bv.y, bv.z, bv.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          acc[i][4 * c + j] = fmaf(a[i], bb[j], acc[i][4 * c + j]);
+    for (int r = 0; r < RA; ++r) {
+      const float4 v = *reinterpret_cast<const float4 *>(at + k * lda + 64 * r);
+      a[4 * r] = v.x, a[4 * r + 1] = v.y, a[4 * r + 2] = v.z, a[4 * r + 3] = v.w;
     }
+#pragma unroll
+    for (int c = 0; c < CB; ++c) {
+      const float4 v = *reinterpret_cast<const float4 *>(b + k * ldb + 32 * c);
+      bb[4 * c] = v.x, bb[4 * c + 1] = v.y, bb[4 * c + 2] = v.z, bb[4 * c + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 0; i < 4 * RA; ++i)
+#pragma unroll
+      for (int j = 0; j < 4 * CB; ++j)
+        acc[i][j] = fmaf(a[i], bb[j], acc[i][j]);
   }
 }
 
@@ -172,73 +199,78 @@ __device__ __forceinline__ void stage(const float *src, long long first, long lo
   }
 }
 
-// Stores x[i][0..3] (rows 4 ty + i, a column j) as column 4 tx + j of a
-// [k][row] layout: t[(4 tx + j) * kRowStride + 4 ty + i].
-__device__ __forceinline__ void storeTransposed(float *t, const float (&x)[4][4]) {
+// Stores a thread's tile x (rows rowOf(i), columns colOf(j)) transposed:
+// t[colOf(j) * ldt + rowOf(i)], 16 bytes at a time.
+template <int RA, int CB>
+__device__ __forceinline__ void storeTransposed(float *t, int ldt, const float (&x)[4 * RA][4 * CB]) {
   const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
 #pragma unroll
-  for (int j = 0; j < 4; ++j)
-    *reinterpret_cast<float4 *>(t + (4 * tx + j) * kRowStride + 4 * ty) = make_float4(x[0][j], x[1][j], x[2][j], x[3][j]);
+  for (int j = 0; j < 4 * CB; ++j)
+#pragma unroll
+    for (int r = 0; r < RA; ++r)
+      *reinterpret_cast<float4 *>(t + (4 * tx + 32 * (j >> 2) + (j & 3)) * ldt + 4 * ty + 64 * r) =
+          make_float4(x[4 * r][j], x[4 * r + 1][j], x[4 * r + 2][j], x[4 * r + 3][j]);
 }
 
-// Writes a thread's 4 x DPF/8 accumulator times `scale` to rows row0 + 4 ty
-// + i (< rows), columns < D.
-template <int NC>
-__device__ __forceinline__ void storeRows(float *out, const float (&acc)[4][4 * NC], long long ld, long long row0,
-                                          long long rows, int D, const float (&scale)[4]) {
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
+// Writes a thread's rows of a [rows, D] result times scale[i] (rows row0 +
+// rowOf(i) < rows, columns colOf(j) < D).
+template <int RA, int NC>
+__device__ __forceinline__ void storeRows(float *out, const float (&acc)[4 * RA][4 * NC], long long ld,
+                                          long long row0, long long rows, int D, const float (&scale)[4 * RA]) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const long long r = row0 + 4 * ty + i;
+  for (int i = 0; i < 4 * RA; ++i) {
+    const long long r = row0 + rowOf(i);
     if (r >= rows)
       continue;
 #pragma unroll
-    for (int c = 0; c < NC; ++c)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int col = 4 * tx + 32 * c + j;
-        if (col < D)
-          out[r * ld + col] = acc[i][4 * c + j] * scale[i];
-      }
+    for (int j = 0; j < 4 * NC; ++j) {
+      const int col = colOf(j);
+      if (col < D)
+        out[r * ld + col] = acc[i][j] * scale[i];
+    }
   }
 }
 
 // Key tiles the block of query rows from row0 sees (causal: up to its last row).
-template <bool CAUSAL> __device__ __forceinline__ long long keyTileCount(const Shape &s, long long row0) {
-  long long tiles = (s.S + kCols - 1) / kCols;
+template <class TL, bool CAUSAL> __device__ __forceinline__ long long keyTileCount(const Shape &s, long long row0) {
+  long long tiles = (s.S + TL::cols - 1) / TL::cols;
   if (CAUSAL) {
-    const long long last = (row0 + kRows - 1) / kCols + 1;
+    const long long last = (row0 + TL::rows - 1) / TL::cols + 1;
     tiles = tiles < last ? tiles : last;
   }
   return tiles;
 }
 
-// The forward pass of this block's 64 query rows (staged in qt, unscaled)
-// over the key tiles: o (unnormalized), m (the running max of the scaled
-// scores, base 2) and l (this thread's part of each row's sum). kt, vs, pt:
-// shared scratch of DPF x kColStride, kCols x (DPF + 4) and kCols x kRowStride.
-template <int DPF, bool CAUSAL>
-__device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, float (&o)[4][DPF / 8], float (&m)[4],
-                            float (&l)[4], const float *k, const float *v, const Shape &s, long long row0) {
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
-  const long long tiles = keyTileCount<CAUSAL>(s, row0);
+// The forward pass of this block's query rows (staged in qt, unscaled) over
+// the key tiles: o (unnormalized), m (the running max of the scaled scores,
+// base 2) and l (this thread's part of each row's sum). kt, vs, pt: shared
+// scratch of DPF x colStride, cols x (DPF + 4) and cols x rowStride.
+template <class TL, int DPF, bool CAUSAL>
+__device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, float (&o)[4 * TL::ra][DPF / 8],
+                            float (&m)[4 * TL::ra], float (&l)[4 * TL::ra], const float *k, const float *v,
+                            const Shape &s, long long row0) {
+  constexpr int RA = TL::ra, CB = TL::cb;
+  const long long tiles = keyTileCount<TL, CAUSAL>(s, row0);
   for (long long tile = 0; tile < tiles; ++tile) {
-    const long long n0 = tile * kCols;
+    const long long n0 = tile * TL::cols;
     __syncthreads(); // the previous tile is used up (and qt is staged)
-    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, kt, kColStride, nullptr, 0);
-    stage<kCols, DPF>(v, n0, s.S, s.D, s.ldv, nullptr, 0, vs, DPF + 4);
+    stage<TL::cols, DPF>(k, n0, s.S, s.D, s.ldk, kt, TL::colStride, nullptr, 0);
+    stage<TL::cols, DPF>(v, n0, s.S, s.D, s.ldv, nullptr, 0, vs, DPF + 4);
     __syncthreads();
-    float sc[4][4];
+    float sc[4 * RA][4 * CB];
     zero(sc);
-    product<DPF, 1>(sc, qt, kRowStride, kt, kColStride); // S = Q K^T
+    product<DPF, RA, CB>(sc, qt, TL::rowStride, kt, TL::colStride); // S = Q K^T
+    // Whole tiles left of the diagonal need no mask.
+    const bool masked = n0 + TL::cols > s.S || (CAUSAL && n0 + TL::cols - 1 > row0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const long long row = row0 + 4 * ty + i;
+    for (int i = 0; i < 4 * RA; ++i) {
+      const long long row = row0 + rowOf(i);
       float mx = -infinity();
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long long col = n0 + 4 * tx + j;
-        const float x = tc_attention::visible<CAUSAL>(row, col, s.S) ? sc[i][j] * s.scaleLog2 : -infinity();
+      for (int j = 0; j < 4 * CB; ++j) {
+        float x = sc[i][j] * s.scaleLog2;
+        if (masked && !tc_attention::visible<CAUSAL>(row, n0 + colOf(j), s.S))
+          x = -infinity();
         sc[i][j] = x;
         mx = fmaxf(mx, x);
       }
@@ -251,29 +283,29 @@ __device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, fl
       for (int c = 0; c < DPF / 8; ++c)
         o[i][c] *= alpha;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < 4 * CB; ++j) {
         sc[i][j] = exp2f(sc[i][j] - base);
         l[i] += sc[i][j];
       }
     }
-    storeTransposed(pt, sc);
+    storeTransposed<RA, CB>(pt, TL::rowStride, sc);
     __syncthreads();
-    product<kCols, DPF / 32>(o, pt, kRowStride, vs, DPF + 4); // O += P V
+    product<TL::cols, RA, DPF / 32>(o, pt, TL::rowStride, vs, DPF + 4); // O += P V
   }
 }
 
 // The forward pass's state before any key: no output, max -inf, sum 0.
-template <int C> __device__ __forceinline__ void startRows(float (&o)[4][C], float (&m)[4], float (&l)[4]) {
+template <int R, int C> __device__ __forceinline__ void startRows(float (&o)[R][C], float (&m)[R], float (&l)[R]) {
   zero(o);
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < R; ++i)
     m[i] = -infinity(), l[i] = 0.0f;
 }
 
 // This block's first query row: causal grids take the longest rows first.
-template <bool CAUSAL> __device__ __forceinline__ long long firstQueryRow(const Shape &s) {
-  const long long tiles = (s.L + kRows - 1) / kRows;
-  return (CAUSAL ? tiles - 1 - (long long)blockIdx.x : (long long)blockIdx.x) * kRows;
+template <class TL, bool CAUSAL> __device__ __forceinline__ long long firstQueryRow(const Shape &s) {
+  const long long tiles = (s.L + TL::rows - 1) / TL::rows;
+  return (CAUSAL ? tiles - 1 - (long long)blockIdx.x : (long long)blockIdx.x) * TL::rows;
 }
 
 // The log-sum-exp (base 2) of a row from its max and sum; +inf for a row
@@ -282,47 +314,47 @@ __device__ __forceinline__ float logSumExp(float m, float sum) {
   return sum > 0.0f ? (m == -infinity() ? 0.0f : m) + log2f(sum) : infinity();
 }
 
-template <int DP, bool CAUSAL>
+template <int DP, bool CAUSAL, class TL = ForwardTiles<paddedDim(DP)>>
 __device__ void forward(const float *q, const float *k, const float *v, float *o, float *lse, Shape s) {
-  constexpr int DPF = paddedDim(DP);
-  requireShared(sharedFloats(0, DP));
-  float *qt = tc_attention_f32_shared, *kt = qt + DPF * kRowStride, *vs = kt + DPF * kColStride,
-        *pt = vs + kCols * (DPF + 4);
-  const long long bh = blockIdx.y, row0 = firstQueryRow<CAUSAL>(s);
+  constexpr int DPF = paddedDim(DP), RA = TL::ra;
+  requireShared(forwardFloats<TL>(DPF));
+  float *qt = tc_attention_f32_shared, *kt = qt + DPF * TL::rowStride, *vs = kt + DPF * TL::colStride,
+        *pt = vs + TL::cols * (DPF + 4);
+  const long long bh = blockIdx.y, row0 = firstQueryRow<TL, CAUSAL>(s);
   q += bh * s.bhq;
   k += bh * s.bhk;
   v += bh * s.bhv;
   o += bh * s.bho;
-  stage<kRows, DPF>(q, row0, s.L, s.D, s.ldq, qt, kRowStride, nullptr, 0);
-  float acc[4][DPF / 8], m[4], l[4], inv[4];
+  stage<TL::rows, DPF>(q, row0, s.L, s.D, s.ldq, qt, TL::rowStride, nullptr, 0);
+  float acc[4 * RA][DPF / 8], m[4 * RA], l[4 * RA], inv[4 * RA];
   startRows(acc, m, l);
-  forwardRows<DPF, CAUSAL>(qt, kt, vs, pt, acc, m, l, k, v, s, row0);
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
+  forwardRows<TL, DPF, CAUSAL>(qt, kt, vs, pt, acc, m, l, k, v, s, row0);
+  const int tx = threadIdx.x & 7;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 4 * RA; ++i) {
     const float sum = rowSum(l[i]);
     inv[i] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
-    const long long r = row0 + 4 * ty + i;
+    const long long r = row0 + rowOf(i);
     if (lse && tx == 0 && r < s.L)
       lse[bh * s.L + r] = logSumExp(m[i], sum);
   }
-  storeRows<DPF / 32>(o, acc, s.ldo, row0, s.L, s.D, inv);
+  storeRows<RA, DPF / 32>(o, acc, s.ldo, row0, s.L, s.D, inv);
 }
 
 // dQ, and D = rowsum(dO * O) per query row for dkv; the log-sum-exp too,
 // recomputed with O by a forward pass, or (SAVED) read with O from the
 // forward kernel's results.
-template <int DP, bool CAUSAL, bool SAVED>
+template <int DP, bool CAUSAL, bool SAVED, class TL = QueryTiles<paddedDim(DP)>>
 __device__ void backwardQuery(const float *dout, const float *q, const float *k, const float *v, const float *o,
                               float *dq, float *lse, float *delta, Shape s) {
-  constexpr int DPF = paddedDim(DP), NC = DPF / 32;
-  requireShared(sharedFloats(SAVED ? 1 : 3, DP));
+  constexpr int DPF = paddedDim(DP), NC = DPF / 32, RA = TL::ra, CB = TL::cb;
+  requireShared(queryFloats<TL>(DPF, SAVED));
   // kt then dS^T share a region, vt then K (row-major) another: each tile
   // stages K and V transposed, computes S and dP, and after a barrier writes
   // dS^T over kt and stages K again (from L2) over vt for dQ = dS K.
-  float *qt = tc_attention_f32_shared, *dot = qt + DPF * kRowStride, *kt = dot + DPF * kRowStride,
-        *vt = kt + tileThenScores(DP), *dst = kt, *ks = vt;
-  const long long bh = blockIdx.y, row0 = firstQueryRow<CAUSAL>(s);
+  float *qt = tc_attention_f32_shared, *dot = qt + DPF * TL::rowStride, *kt = dot + DPF * TL::rowStride,
+        *vt = kt + TL::tileThenScores(DPF), *dst = kt, *ks = vt;
+  const long long bh = blockIdx.y, row0 = firstQueryRow<TL, CAUSAL>(s);
   q += bh * s.bhq;
   k += bh * s.bhk;
   v += bh * s.bhv;
@@ -330,15 +362,15 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
   dq += bh * s.bhq;
   lse += bh * s.L;
   delta += bh * s.L;
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
-  stage<kRows, DPF>(q, row0, s.L, s.D, s.ldq, qt, kRowStride, nullptr, 0);
-  stage<kRows, DPF>(dout, row0, s.L, s.D, s.ldo, dot, kRowStride, nullptr, 0);
-  float lse2[4], d[4];
+  const int tx = threadIdx.x & 7;
+  stage<TL::rows, DPF>(q, row0, s.L, s.D, s.ldq, qt, TL::rowStride, nullptr, 0);
+  stage<TL::rows, DPF>(dout, row0, s.L, s.D, s.ldo, dot, TL::rowStride, nullptr, 0);
+  float lse2[4 * RA], d[4 * RA];
   if constexpr (SAVED) {
     o += bh * s.bho;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const long long r = row0 + 4 * ty + i;
+    for (int i = 0; i < 4 * RA; ++i) {
+      const long long r = row0 + rowOf(i);
       float part = 0.0f;
       if (r < s.L)
         for (int col = 4 * tx; col < s.D; col += 32)
@@ -352,27 +384,25 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
   } else {
     // The forward pass's scratch: kt, vt (as its row-major V) and a region
     // of its own for P (it needs K, V and P at once).
-    float acc[4][DPF / 8], m[4], l[4];
+    float acc[4 * RA][DPF / 8], m[4 * RA], l[4 * RA];
     startRows(acc, m, l);
-    forwardRows<DPF, CAUSAL>(qt, kt, vt, vt + tileThenRows(DP), acc, m, l, k, v, s, row0);
+    forwardRows<TL, DPF, CAUSAL>(qt, kt, vt, vt + TL::tileThenRows(DPF), acc, m, l, k, v, s, row0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4 * RA; ++i) {
       const float sum = rowSum(l[i]);
       const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
       lse2[i] = logSumExp(m[i], sum);
       // D = rowsum(dO * O); dot is zero past D.
       float part = 0.0f;
 #pragma unroll
-      for (int c = 0; c < NC; ++c)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          part += acc[i][4 * c + j] * inv * dot[(4 * tx + 32 * c + j) * kRowStride + 4 * ty + i];
+      for (int j = 0; j < DPF / 8; ++j)
+        part += acc[i][j] * inv * dot[colOf(j) * TL::rowStride + rowOf(i)];
       d[i] = rowSum(part);
     }
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const long long r = row0 + 4 * ty + i;
+  for (int i = 0; i < 4 * RA; ++i) {
+    const long long r = row0 + rowOf(i);
     if (tx == 0 && r < s.L) {
       if (!SAVED)
         lse[r] = lse2[i];
@@ -380,52 +410,56 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
     }
   }
   // dQ = sum over key tiles of dS K, dS = P (dP - D), dP = dO V^T.
-  float acc[4][DPF / 8];
+  float acc[4 * RA][DPF / 8];
   zero(acc);
-  const long long tiles = keyTileCount<CAUSAL>(s, row0);
+  const long long tiles = keyTileCount<TL, CAUSAL>(s, row0);
   for (long long tile = 0; tile < tiles; ++tile) {
-    const long long n0 = tile * kCols;
+    const long long n0 = tile * TL::cols;
     __syncthreads(); // the previous tile (or the forward pass) is used up
-    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, kt, kColStride, nullptr, 0);
-    stage<kCols, DPF>(v, n0, s.S, s.D, s.ldv, vt, kColStride, nullptr, 0);
+    stage<TL::cols, DPF>(k, n0, s.S, s.D, s.ldk, kt, TL::colStride, nullptr, 0);
+    stage<TL::cols, DPF>(v, n0, s.S, s.D, s.ldv, vt, TL::colStride, nullptr, 0);
     __syncthreads();
-    float p[4][4], dp[4][4];
+    float p[4 * RA][4 * CB], dp[4 * RA][4 * CB];
     zero(p);
     zero(dp);
-    product<DPF, 1>(p, qt, kRowStride, kt, kColStride);   // S = Q K^T
-    product<DPF, 1>(dp, dot, kRowStride, vt, kColStride); // dP = dO V^T
+    product<DPF, RA, CB>(p, qt, TL::rowStride, kt, TL::colStride);   // S = Q K^T
+    product<DPF, RA, CB>(dp, dot, TL::rowStride, vt, TL::colStride); // dP = dO V^T
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 4 * RA; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long long row = row0 + 4 * ty + i, col = n0 + 4 * tx + j;
+      for (int j = 0; j < 4 * CB; ++j) {
+        const long long row = row0 + rowOf(i), col = n0 + colOf(j);
         const float pr =
             tc_attention::visible<CAUSAL>(row, col, s.S) ? exp2f(p[i][j] * s.scaleLog2 - lse2[i]) : 0.0f;
         p[i][j] = pr * (dp[i][j] - d[i]); // dS
       }
     __syncthreads(); // kt and vt are read: dS^T and K take their places
-    storeTransposed(dst, p);
-    stage<kCols, DPF>(k, n0, s.S, s.D, s.ldk, nullptr, 0, ks, DPF + 4);
+    storeTransposed<RA, CB>(dst, TL::rowStride, p);
+    stage<TL::cols, DPF>(k, n0, s.S, s.D, s.ldk, nullptr, 0, ks, DPF + 4);
     __syncthreads();
-    product<kCols, NC>(acc, dst, kRowStride, ks, DPF + 4); // dQ += dS K
+    product<TL::cols, RA, NC>(acc, dst, TL::rowStride, ks, DPF + 4); // dQ += dS K
   }
-  const float scale[4] = {s.scale, s.scale, s.scale, s.scale};
-  storeRows<NC>(dq, acc, s.ldq, row0, s.L, s.D, scale);
+  float scale[4 * RA];
+#pragma unroll
+  for (int i = 0; i < 4 * RA; ++i)
+    scale[i] = s.scale;
+  storeRows<RA, NC>(dq, acc, s.ldq, row0, s.L, s.D, scale);
 }
 
-// dK and dV of 64 key rows over the query tiles (of 32) that see them:
+// dK and dV of a block of key rows over the query tiles that see them:
 // S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
 // dS^T = P^T (dP^T - D), dK += dS^T Q.
-template <int DP, bool CAUSAL>
+template <int DP, bool CAUSAL, class TL = KeyTiles<paddedDim(DP)>>
 __device__ void backwardKey(const float *dout, const float *q, const float *k, const float *v, const float *lse,
                             const float *delta, float *dk, float *dv, Shape s) {
-  constexpr int DPF = paddedDim(DP), NC = DPF / 32;
-  requireShared(sharedFloats(2, DP));
+  constexpr int DPF = paddedDim(DP), NC = DPF / 32, RA = TL::ra, CB = TL::cb;
+  static_assert(TL::cols <= kThreads, "one thread per query row of a tile stages its lse and D");
+  requireShared(keyFloats<TL>(DPF));
   // qt then P^T share a region, dot then dS^T another (after a barrier).
-  float *kt = tc_attention_f32_shared, *vt = kt + DPF * kRowStride, *qt = vt + DPF * kRowStride,
-        *dot = qt + tileThenScores(DP), *qs = dot + tileThenScores(DP), *dos = qs + kCols * (DPF + 4),
-        *ps = qt, *dss = dot, *lseS = dos + kCols * (DPF + 4), *deltaS = lseS + kCols;
-  const long long bh = blockIdx.y, key0 = (long long)blockIdx.x * kRows;
+  float *kt = tc_attention_f32_shared, *vt = kt + DPF * TL::rowStride, *qt = vt + DPF * TL::rowStride,
+        *dot = qt + TL::tileThenScores(DPF), *qs = dot + TL::tileThenScores(DPF), *dos = qs + TL::cols * (DPF + 4),
+        *ps = qt, *dss = dot, *lseS = dos + TL::cols * (DPF + 4), *deltaS = lseS + TL::cols;
+  const long long bh = blockIdx.y, key0 = (long long)blockIdx.x * TL::rows;
   q += bh * s.bhq;
   k += bh * s.bhk;
   v += bh * s.bhv;
@@ -434,65 +468,78 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
   dv += bh * s.bhv;
   lse += bh * s.L;
   delta += bh * s.L;
-  const int ty = threadIdx.x >> 3, tx = threadIdx.x & 7;
-  stage<kRows, DPF>(k, key0, s.S, s.D, s.ldk, kt, kRowStride, nullptr, 0);
-  stage<kRows, DPF>(v, key0, s.S, s.D, s.ldv, vt, kRowStride, nullptr, 0);
-  float dka[4][DPF / 8], dva[4][DPF / 8];
+  stage<TL::rows, DPF>(k, key0, s.S, s.D, s.ldk, kt, TL::rowStride, nullptr, 0);
+  stage<TL::rows, DPF>(v, key0, s.S, s.D, s.ldv, vt, TL::rowStride, nullptr, 0);
+  float dka[4 * RA][DPF / 8], dva[4 * RA][DPF / 8];
   zero(dka);
   zero(dva);
-  const long long tiles = (s.L + kCols - 1) / kCols;
+  const long long tiles = (s.L + TL::cols - 1) / TL::cols;
   // Causal: query rows before the first key see none of these keys.
-  const long long firstTile = CAUSAL ? key0 / kCols : 0;
+  const long long firstTile = CAUSAL ? key0 / TL::cols : 0;
   for (long long tile = firstTile; tile < tiles; ++tile) {
-    const long long m0 = tile * kCols;
+    const long long m0 = tile * TL::cols;
     __syncthreads(); // the previous tile is used up
-    stage<kCols, DPF>(q, m0, s.L, s.D, s.ldq, qt, kColStride, qs, DPF + 4);
-    stage<kCols, DPF>(dout, m0, s.L, s.D, s.ldo, dot, kColStride, dos, DPF + 4);
-    if (threadIdx.x < kCols) {
+    stage<TL::cols, DPF>(q, m0, s.L, s.D, s.ldq, qt, TL::colStride, qs, DPF + 4);
+    stage<TL::cols, DPF>(dout, m0, s.L, s.D, s.ldo, dot, TL::colStride, dos, DPF + 4);
+    if (threadIdx.x < TL::cols) {
       const bool in = m0 + threadIdx.x < s.L;
       lseS[threadIdx.x] = in ? lse[m0 + threadIdx.x] : infinity();
       deltaS[threadIdx.x] = in ? delta[m0 + threadIdx.x] : 0.0f;
     }
     __syncthreads();
-    float p[4][4], dp[4][4];
+    float p[4 * RA][4 * CB], dp[4 * RA][4 * CB];
     zero(p);
     zero(dp);
-    product<DPF, 1>(p, kt, kRowStride, qt, kColStride);   // S^T = K Q^T (rows: keys)
-    product<DPF, 1>(dp, vt, kRowStride, dot, kColStride); // dP^T = V dO^T
+    product<DPF, RA, CB>(p, kt, TL::rowStride, qt, TL::colStride);   // S^T = K Q^T (rows: keys)
+    product<DPF, RA, CB>(dp, vt, TL::rowStride, dot, TL::colStride); // dP^T = V dO^T
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 4 * RA; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long long key = key0 + 4 * ty + i, query = m0 + 4 * tx + j;
+      for (int j = 0; j < 4 * CB; ++j) {
+        const long long key = key0 + rowOf(i), query = m0 + colOf(j);
         const bool seen = key < s.S && query < s.L && (!CAUSAL || key <= query);
-        const float pr = seen ? exp2f(p[i][j] * s.scaleLog2 - lseS[4 * tx + j]) : 0.0f;
+        const float pr = seen ? exp2f(p[i][j] * s.scaleLog2 - lseS[colOf(j)]) : 0.0f;
         p[i][j] = pr;
-        dp[i][j] = pr * (dp[i][j] - deltaS[4 * tx + j]);
+        dp[i][j] = pr * (dp[i][j] - deltaS[colOf(j)]);
       }
-    __syncthreads();          // qt and dot are read: P^T and dS^T take their places
-    storeTransposed(ps, p);   // ps[query][key]
-    storeTransposed(dss, dp); // dss[query][key]
+    __syncthreads();                                  // qt and dot are read: P^T and dS^T take their places
+    storeTransposed<RA, CB>(ps, TL::rowStride, p);   // ps[query][key]
+    storeTransposed<RA, CB>(dss, TL::rowStride, dp); // dss[query][key]
     __syncthreads();
-    product<kCols, NC>(dva, ps, kRowStride, dos, DPF + 4); // dV += P^T dO
-    product<kCols, NC>(dka, dss, kRowStride, qs, DPF + 4); // dK += dS^T Q
+    product<TL::cols, RA, NC>(dva, ps, TL::rowStride, dos, DPF + 4); // dV += P^T dO
+    product<TL::cols, RA, NC>(dka, dss, TL::rowStride, qs, DPF + 4); // dK += dS^T Q
   }
-  const float one[4] = {1.0f, 1.0f, 1.0f, 1.0f}, scale[4] = {s.scale, s.scale, s.scale, s.scale};
-  storeRows<NC>(dk, dka, s.ldk, key0, s.S, s.D, scale);
-  storeRows<NC>(dv, dva, s.ldv, key0, s.S, s.D, one);
+  float one[4 * RA], scale[4 * RA];
+#pragma unroll
+  for (int i = 0; i < 4 * RA; ++i)
+    one[i] = 1.0f, scale[i] = s.scale;
+  storeRows<RA, NC>(dk, dka, s.ldk, key0, s.S, s.D, scale);
+  storeRows<RA, NC>(dv, dva, s.ldv, key0, s.S, s.D, one);
 }
 
 } // namespace tc_attention_f32
 
 // The kernels of one f32 attention configuration, named and launched as
 // Attention.cuh's (NAME_fwd, NAME_bwd_q, NAME_bwd_q_saved, NAME_bwd_kv),
-// each with sharedFloats(0 / 3 / 1 / 2, DP) floats of dynamic shared memory.
+// each with its launch constant NAME_..._launch = {rows per block, bytes of
+// dynamic shared memory}.
+#define TC_ATTENTION_F32_LAUNCH(KERNEL, TILES, FLOATS)                                             \
+  extern "C" __constant__ int KERNEL##_launch[2] = {TILES::rows, 4 * (FLOATS)};
 #define TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL)                                                     \
+  TC_ATTENTION_F32_LAUNCH(NAME##_fwd, tc_attention_f32::ForwardTiles<tc_attention_f32::paddedDim(DP)>, \
+                          tc_attention_f32::forwardFloats<                                        \
+                              tc_attention_f32::ForwardTiles<tc_attention_f32::paddedDim(DP)>>(   \
+                              tc_attention_f32::paddedDim(DP)))                                    \
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_fwd(const float *q, const float *k, const float *v, float *o, float *lse,            \
                  TC_ATTENTION_SHAPE_PARAMS) {                                                      \
     tc_attention_f32::forward<DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                    \
   }
 #define TC_ATTENTION_F32_BWD_Q(NAME, DP, CAUSAL)                                                   \
+  TC_ATTENTION_F32_LAUNCH(NAME##_bwd_q, tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>, \
+                          tc_attention_f32::queryFloats<                                          \
+                              tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>>(     \
+                              tc_attention_f32::paddedDim(DP), false))                             \
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_bwd_q(const float *dout, const float *q, const float *k, const float *v, float *dq,   \
                    float *lse, float *delta, TC_ATTENTION_SHAPE_PARAMS) {                          \
@@ -500,6 +547,10 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
                                                        TC_ATTENTION_SHAPE);                        \
   }
 #define TC_ATTENTION_F32_BWD_Q_SAVED(NAME, DP, CAUSAL)                                             \
+  TC_ATTENTION_F32_LAUNCH(NAME##_bwd_q_saved, tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>, \
+                          tc_attention_f32::queryFloats<                                          \
+                              tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>>(     \
+                              tc_attention_f32::paddedDim(DP), true))                              \
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_bwd_q_saved(const float *dout, const float *q, const float *k, const float *v,        \
                          const float *o, const float *lse, float *dq, float *delta,                \
@@ -508,6 +559,10 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
                                                       delta, TC_ATTENTION_SHAPE);                  \
   }
 #define TC_ATTENTION_F32_BWD_KV(NAME, DP, CAUSAL)                                                  \
+  TC_ATTENTION_F32_LAUNCH(NAME##_bwd_kv, tc_attention_f32::KeyTiles<tc_attention_f32::paddedDim(DP)>, \
+                          tc_attention_f32::keyFloats<                                            \
+                              tc_attention_f32::KeyTiles<tc_attention_f32::paddedDim(DP)>>(       \
+                              tc_attention_f32::paddedDim(DP)))                                    \
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_bwd_kv(const float *dout, const float *q, const float *k, const float *v,             \
                     const float *lse, const float *delta, float *dk, float *dv,                    \
