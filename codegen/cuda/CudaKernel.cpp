@@ -33,7 +33,8 @@ const std::vector<KernelVariant> &rowVariants() {
 
 const std::vector<KernelVariant> &chainVariants() {
   // 64 threads for short rows (a GPT-2 layer norm's 768): 32 rows in flight
-  // per SM instead of 8; appended so the others keep their indices.
+  // per SM instead of 8 (CudaProgram::chainVariant); appended so the others
+  // keep their indices.
   static const std::vector<KernelVariant> v = {row(256), row(512), row(1024), row(64)};
   return v;
 }

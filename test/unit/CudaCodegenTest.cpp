@@ -227,6 +227,7 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10000, 132), 1);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 300, 132), 3);  // short rows: 64 threads
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 8192, 768, 132), 3);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 8192, 3072, 132), 0);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 50000, 132), 2);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 100, 4096, 132), -1);  // too few rows
   EXPECT_EQ(cuda::CudaProgram::chainVariant(chain, 16384, 10, 132), -1);  // rows too short
