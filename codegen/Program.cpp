@@ -545,10 +545,13 @@ private:
   // gradient, one strided column per block; two stages with C = 8 took
   // 17-20 us, half of it the second stage's 1024 strided partials per
   // column. C = 32 there (196K first-stage threads, under one wave of an
-  // H100's) took 5 + 6 us; but on 8192 x 3072 C = 64 (393K threads, one
-  // and a half waves of threads each looping over 64 rows) took 56 + 6 us
-  // where C = 8 took 29 + 29. So C is the largest of 64, 32, 16 that leaves
-  // the first stage between 2^17 and 2^18 threads, else 8 (many waves).
+  // H100's) took 5 + 6 us; but on 8192 x 3072 bf16 C = 64 (393K threads,
+  // one and a half waves of threads each looping over 64 rows) took 56 + 6
+  // us where C = 8 took 29 + 29, while layernorm_f32_fb's weight gradient
+  // (16384 x 4096, 1M threads at C = 64) ran 0.025 ms faster at 64 than at
+  // 8. So: C = 64 where that leaves at least 2^19 first-stage threads (two
+  // waves and more), else 32 or 16 where that leaves one wave (2^17 to 2^18
+  // threads), else 8.
   int lowerColumnReduction(Value x, const std::string &name, const std::vector<bool> &reduced,
                            bool keepdim, const TensorSpec &out) {
     static const std::set<std::string> regroupable = {"sum", "mean", "max", "min", "prod"};
@@ -573,13 +576,16 @@ private:
     for (size_t d = p; d < in.shape.size(); ++d)
       keptElements *= in.shape[d].isStatic() ? in.shape[d].value() : 1024; // symbolic: assume wide
     int64_t chunk = 8;
-    for (int64_t c : {64, 32, 16}) {
-      const int64_t threads = rows / c * keptElements;
-      if (rows % c == 0 && threads >= (int64_t(1) << 17) && threads <= (int64_t(1) << 18)) {
-        chunk = c;
-        break;
+    if (rows % 64 == 0 && rows / 64 * keptElements >= (int64_t(1) << 19))
+      chunk = 64;
+    else
+      for (int64_t c : {32, 16}) {
+        const int64_t threads = rows / c * keptElements;
+        if (rows % c == 0 && threads >= (int64_t(1) << 17) && threads <= (int64_t(1) << 18)) {
+          chunk = c;
+          break;
+        }
       }
-    }
     // x is computed in the first stage's point function (its index: the
     // row unflattened, then the kept dims) where it is not in memory
     // (fusion recomputes a layer norm's x_hat * dy for its weight gradient),

@@ -18,7 +18,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
                                                      const std::vector<ChainedNest> &nests,
                                                      const std::vector<std::string> &symbols,
                                                      const Dim &rows,
-                                                     const std::vector<RowCacheOperand> &cache) {
+                                                     const std::vector<RowCacheOperand> &cache,
+                                                     int64_t rowWork) {
   std::ostringstream os;
   std::string params;
   // Each nest's call, with the pointer name of each parameter left to fill
@@ -92,9 +93,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
   for (size_t i = 0; i < k; ++i)
     callArgs += (i ? ", p" : "p") + std::to_string(i);
   callArgs += symbolArgs;
-  std::vector<KernelVariant> variants = chainVariants();
+  // 256 threads first (the runtime's fallback) and the block size for the
+  // static row width, or every block size.
+  std::vector<KernelVariant> blocks;
+  for (const KernelVariant &v : chainVariants())
+    if (rowWork <= 0 || v.block == 256 || v.block == artifact::chainRowThreads(rowWork))
+      blocks.push_back(v);
+  std::vector<KernelVariant> variants = blocks;
   if (withCache)
-    for (const KernelVariant &v : chainVariants()) {
+    for (const KernelVariant &v : blocks) {
       KernelVariant c = v;
       c.cacheBytes = cacheBytes;
       variants.push_back(c);

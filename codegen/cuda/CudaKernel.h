@@ -63,10 +63,13 @@ public:
   // parameters are every nest's operands in order, then the symbols.
   // Returns its variants.
   // With a non-empty `cache`, also the variants that keep those rows in
-  // shared memory (KernelVariant::cacheBytes).
+  // shared memory (KernelVariant::cacheBytes). `rowWork`: the most
+  // iterations any nest computes per row where static (then only 256
+  // threads and artifact::chainRowThreads(rowWork): NVRTC compiles each
+  // variant at load), else 0 (every block size).
   std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows,
-                                    const std::vector<RowCacheOperand> &cache = {});
+                                    const std::vector<RowCacheOperand> &cache = {}, int64_t rowWork = 0);
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c]
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.

@@ -120,9 +120,20 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
         nests.push_back(n);
       }
       artifact::Step &head = art.steps[first];
+      // The most any chained step computes per row, where static (as the
+      // runtime reckons it: threads x reduced / rows).
+      int64_t rowWork = 0;
+      for (size_t i = first; i <= last && rowWork >= 0; ++i) {
+        const artifact::Step &st = art.steps[i];
+        if (!st.threads.isStatic() || !st.reduced.isStatic() || !head.extent.isStatic() ||
+            head.extent.value() <= 0)
+          rowWork = -1;
+        else
+          rowWork = std::max(rowWork, st.threads.value() * st.reduced.value() / head.extent.value());
+      }
       head.chainKernel = head.symbol + "_chain";
-      head.chainVariants =
-          source.addChain(head.chainKernel, nests, symbols, head.extent, rowCache(art, notes, first, last));
+      head.chainVariants = source.addChain(head.chainKernel, nests, symbols, head.extent,
+                                           rowCache(art, notes, first, last), std::max<int64_t>(rowWork, 0));
     }
     first = last + 1;
   }

@@ -502,6 +502,10 @@ std::string KernelVariant::name() const {
          (vector > 1 ? "_v" + std::to_string(vector) : "");
 }
 
+int chainRowThreads(int64_t rowWork) {
+  return rowWork <= 1024 ? 64 : rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
+}
+
 std::string variantProblem(const KernelVariant &v) {
   if (v.block < 32 || v.block > 1024 || v.block % 32 != 0)
     return "block of " + std::to_string(v.block) + " threads (a multiple of 32 up to 1024)";

@@ -189,14 +189,7 @@ int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &varian
   // for a block; otherwise the steps' own kernels spread better.
   if (variants.empty() || rows < 2 * int64_t(multiprocessors) || rowWork < 256)
     return -1;
-  // Measured on an H100 (softmax/layer norm, 4096-wide rows): 256 threads
-  // per row beat 512 (0.239 vs 0.254 ms).
-  // Rows of at most 1024 take 64 threads: a row's passes are a chain of
-  // latencies (load, reduce, barrier, ...), and 64 threads per row keep 32
-  // rows in flight per SM where 256 keep 8. Measured on an H100 (GPT-2
-  // block, 8192 rows): layer norms of 768 40-54 us instead of 49-78; the
-  // 3072-wide gelu chain 93 us instead of 89 (so not there).
-  int block = rowWork <= 1024 ? 64 : rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
+  int block = artifact::chainRowThreads(rowWork);
   // The row cache reads each cached operand's row from memory once instead
   // of once per chained step.
   for (const artifact::KernelVariant &v : variants)

@@ -320,7 +320,7 @@ TEST(CpuBackend, GpuProgramChoices) {
     t.output(t.call("sum", {t.call("mul", {x, y})[0]}, {{"axes", Attr(std::vector<int64_t>{0, 1})}})[0]);
     checkGraph(t.graph(), {{}}, gpu);
   }
-  // Column sums whose first stage reduces 16 and 64 rows per partial (wide
+  // Column sums whose first stage reduces 16 and 32 rows per partial (wide
   // enough rows: 2^17 first-stage threads), with and without a fused operand.
   for (const Shape &shape : {Shape{Dim::of(4096), Dim::of(512)}, Shape{Dim::of(8192), Dim::of(1024)}}) {
     trace::Tracer t("colsum");
