@@ -73,7 +73,11 @@ Tensor reduceToShape(const Tensor &g, const Shape &shape) {
   for (size_t i = 0; i < gs.size(); ++i)
     if (i < lead || (shape[i - lead] == Dim::of(1) && gs[i] != Dim::of(1)))
       axes.push_back(int64_t(i));
-  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdim=*/true);
+  // Only leading axes (a bias broadcast over rows): summed away, not kept
+  // and reshaped, so the sum is the result itself (an output of the
+  // program then needs no copy out of a view).
+  bool leadingOnly = !axes.empty() && size_t(axes.back()) < lead;
+  Tensor r = axes.empty() ? g : sum(g, axes, /*keepdim=*/!leadingOnly);
   return r.shape() == shape ? r : reshape(r, dimSpec(shape));
 }
 
@@ -327,8 +331,27 @@ Grads matmulRule(const GradContext &c) {
   Grads out(2);
   if (c.needsGrad[0])
     out[0] = reduceToShape(matmul(G, transpose(B, -1, -2)), a.rank() == 1 ? A.shape() : a.shape());
-  if (c.needsGrad[1])
+  if (c.needsGrad[1] && b.rank() == 2 && A.rank() >= 3) {
+    // A weight shared by every batch entry (a linear layer over [batch,
+    // sequence, features]): one product over the flattened rows, K = every
+    // row, instead of a batched product summed over the batch afterwards
+    // (batch x K x N partials written and read back, and f16/bf16 partials
+    // rounded before they are summed). A and G are contiguous in their rows,
+    // so the reshapes are views.
+    Dim rows = Dim::of(1);
+    for (int64_t d = 0; d + 1 < A.rank(); ++d)
+      rows = rows * A.shape()[size_t(d)];
+    auto flat = [&](const Tensor &t) {
+      trace::DimSpec spec;
+      rows.isStatic() ? spec.emplace_back(rows.value()) : spec.emplace_back(rows.str());
+      const Dim &last = t.shape().back();
+      last.isStatic() ? spec.emplace_back(last.value()) : spec.emplace_back(last.str());
+      return reshape(t, spec);
+    };
+    out[1] = matmul(transpose(flat(A), -1, -2), flat(G));
+  } else if (c.needsGrad[1]) {
     out[1] = reduceToShape(matmul(transpose(A, -1, -2), G), b.rank() == 1 ? B.shape() : b.shape());
+  }
   if (out[0] && a.rank() == 1)
     out[0] = reshape(*out[0], dimSpec(a.shape()));
   if (out[1] && b.rank() == 1)

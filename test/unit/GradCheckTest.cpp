@@ -200,6 +200,12 @@ TEST(GradCheck, Matmul) {
             [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
   gradcheck("symbolic batch", {symbolic("a", {"B", 3}, {4, 3}), floats("b", {3, 2})},
             [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  // A weight shared across batch entries: its gradient is one product over
+  // the flattened rows (static and symbolic batch dims).
+  gradcheck("shared weight", {floats("a", {2, 3, 4}), floats("b", {4, 5})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
+  gradcheck("shared weight, symbolic rows", {symbolic("a", {"B", "T", 4}, {2, 3, 4}), floats("b", {4, 2})},
+            [](Tracer &, auto &a) { return trace::matmul(a[0], a[1]); });
 }
 
 TEST(GradCheck, Normalization) {
