@@ -121,8 +121,23 @@ CublasLt::CublasLt() {
 }
 
 bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
-                      const MatmulDims &d, const GemmEpilogue &e, Stream stream,
+                      const MatmulDims &dims, const GemmEpilogue &e, Stream stream,
                       DevicePtr workspace) const {
+  // A weight shared by every batch (b broadcast: a linear layer over
+  // [batch, sequence, features]) with a's batches stacked rows (not
+  // transposed, contiguous): one GEMM of batches x M rows. The result's
+  // batches stack the same way. Measured on an H100 (GPT-2 block, f32
+  // 8192 x 768 @ 768 x 2304 with a bias epilogue, which ran as 8 GEMMs of
+  // 1024 rows): 0.793 ms as 8 calls, torch's one addmm 0.661.
+  MatmulDims d = dims;
+  if (d.batches > 1 && !ta && !d.aVector && !d.bVector && uniformStride(d, false) == int64_t(0) &&
+      uniformStride(d, true) == d.M * d.K) {
+    d.M *= d.batches;
+    d.batches = 1;
+    d.batch.clear();
+    d.aBatch.clear();
+    d.bBatch.clear();
+  }
   size_t workspaceBytes = kWorkspaceBytes;
   Driver &driver = Driver::get();
   size_t es = dtypeSize(dtype);
