@@ -20,9 +20,6 @@ namespace tensorc::cuda {
 
 using artifact::Step;
 
-namespace {
-
-} // namespace
 using artifact::Storage;
 
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
@@ -221,7 +218,7 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   float scale = float(at.scale);
   auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
   // Blocks of query rows (forward, dq) or key rows (dk, dv).
-  auto tiles = [&](size_t kernel, long long rows) {
+  auto blocks = [&](size_t kernel, long long rows) {
     const long long n = (rows + kernels[kernel].rows - 1) / kernels[kernel].rows;
     check(n <= 0x7fffffff, "cuda: step '" + s.label + "': attention over " + std::to_string(rows) + " rows");
     return unsigned(n);
@@ -240,23 +237,23 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   if (!at.backward) {
     launch(0,
            {pointer(first), pointer(first + 1), pointer(first + 2), pointer(0), at.saveLse ? pointer(1) : 0},
-           tiles(0, L));
+           blocks(0, L));
     return "attention " + s.symbol + "_fwd";
   }
   if (at.savedForward) {
     // dout, q, k, v, out, lse -> dq, delta; then as below.
     launch(0,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(9), pointer(3), pointer(0), pointer(4)},
-           tiles(0, L));
+           blocks(0, L));
     launch(1,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           tiles(1, S));
+           blocks(1, S));
     return "attention " + s.symbol + "_bwd_q_saved + _bwd_kv";
   }
   // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
-  launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)}, tiles(0, L));
+  launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)}, blocks(0, L));
   launch(1, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           tiles(1, S));
+           blocks(1, S));
   return "attention " + s.symbol + "_bwd_q + _bwd_kv";
 }
 
