@@ -259,8 +259,19 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
 
 void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &a) {
   tuner_ = tuner;
-  if (tuner_ && sourceHash_.empty())
-    sourceHash_ = sha256Hex(a.code);
+  if (!tuner_ || !sourceHash_.empty())
+    return;
+  sourceHash_ = sha256Hex(a.code);
+  tuneKernels_.assign(a.steps.size(), "");
+  tuneChainKernels_.assign(a.steps.size(), "");
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    const Step &s = a.steps[si];
+    if (s.kind != Step::Kind::Loop)
+      continue;
+    tuneKernels_[si] = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
+    if (!s.chainKernel.empty())
+      tuneChainKernels_[si] = sha256Hex(sourceHash_ + ":" + s.chainKernel).substr(0, 32);
+  }
 }
 
 std::string CudaProgram::tuningDevice() const {
@@ -356,7 +367,7 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
       order.push_back(k);
   int out = s.operands[0];
   runtime::TuneSite site;
-  site.kernel = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
+  site.kernel = tuneKernels_[si];
   site.label = s.label;
   site.bucket = "outputs=" + runtime::powerOfTwoBucket(threads) + ",reduced=" + runtime::powerOfTwoBucket(reduced);
   site.dtype = dtypeName(a.values[size_t(out)].dtype);
@@ -401,7 +412,7 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
       if (!written.count(storageOf(a.steps[k].operands[o])))
         inputs.push_back(a.steps[k].operands[o]);
   runtime::TuneSite site;
-  site.kernel = sha256Hex(sourceHash_ + ":" + s.chainKernel).substr(0, 32);
+  site.kernel = tuneChainKernels_[si];
   site.label = s.label + " (chain)";
   site.bucket = "rows=" + runtime::powerOfTwoBucket(rows) + ",row=" + runtime::powerOfTwoBucket(rowWork);
   site.dtype = dtypeName(a.values[size_t(outputs.back())].dtype);

@@ -110,6 +110,10 @@ private:
   int forcedVariant_ = -1;
   runtime::Autotuner *tuner_ = nullptr;
   std::string sourceHash_;      // SHA-256 of the CUDA source (tuning keys)
+  // Per step, with a tuner: the tuning key of its kernel and of the chain
+  // kernel it heads (SHA-256 of the source hash and the symbol), made once
+  // in setTuner, not at every launch.
+  std::vector<std::string> tuneKernels_, tuneChainKernels_;
   std::string compilerVersion_; // "nvrtc 13.0"
   // The variant of loop step `si` the autotuner chooses, from `heuristic`.
   // `threads`: its outputs; `params`: its kernel arguments.
