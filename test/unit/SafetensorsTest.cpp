@@ -66,8 +66,9 @@ TEST(Safetensors, RoundTripsEveryDType) {
     EXPECT_EQ(e->shape, ts[i].shape());
     ASSERT_EQ(e->bytes, ts[i].nbytes());
     EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data(*e)) % dtypeSize(e->dtype), 0u);
-    if (ts[i].nbytes()) // an empty tensor has no data to compare (memcmp takes no null pointers)
+    if (ts[i].nbytes()) { // an empty tensor has no data to compare (memcmp takes no null pointers)
       EXPECT_EQ(std::memcmp(f->data(*e), ts[i].data(), ts[i].nbytes()), 0) << named[i].first;
+    }
   }
   EXPECT_EQ(f->find("missing"), nullptr);
   std::filesystem::remove(path);
