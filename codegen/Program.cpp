@@ -115,7 +115,8 @@ public:
       art_.inputs.push_back({n, s.dtype, s.shape, v});
       lazy_[arg] = storedIdentity(v);
     }
-    for (Operation &op : fn.getBody().front()) {
+    for (Operation *opp : loweringOrder(fn)) {
+      Operation &op = *opp;
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           auto name = fn.getResultAttrOfType<StringAttr>(unsigned(i), "tc.name");
@@ -171,6 +172,107 @@ public:
   }
 
 private:
+  // Whether `axes` are exactly every axis of a rank-`rank` tensor but the
+  // last (rank >= 2).
+  static bool sumsLeadingAxes(DenseI64ArrayAttr axes, int64_t rank) {
+    if (!axes || rank < 2)
+      return false;
+    std::set<int64_t> set;
+    for (int64_t a : axes.asArrayRef())
+      set.insert(a < 0 ? a + rank : a);
+    return int64_t(set.size()) == rank - 1 && *set.begin() == 0 && *set.rbegin() == rank - 2;
+  }
+
+  // The value a column sum reads (a linear layer's bias gradient, the sum
+  // of dy over every axis but the last), bare or as a fused kernel of that sum
+  // alone; null for any other op.
+  static Value columnSumOperand(Operation *op) {
+    auto isColumnSum = [](Operation *o) {
+      return opName(o) == "sum" && sumsLeadingAxes(o->getAttrOfType<DenseI64ArrayAttr>("axes"),
+                                                   specOf(o->getOperand(0)).rank());
+    };
+    if (auto fused = dyn_cast<tc::FusedOp>(op)) {
+      Block &body = fused.getBody().front();
+      if (body.getOperations().size() != 2 || !isColumnSum(&body.front()))
+        return {};
+      auto arg = llvm::dyn_cast<BlockArgument>(body.front().getOperand(0));
+      return arg ? fused.getInputs()[arg.getArgNumber()] : Value();
+    }
+    return isColumnSum(op) ? op->getOperand(0) : Value();
+  }
+
+  // The value `v` is a reshape of (through reshapes, also those a fused
+  // kernel yields beside the value they reshape), or v.
+  static Value reshapeRoot(Value v) {
+    for (;;) {
+      Operation *def = v.getDefiningOp();
+      if (def && opName(def) == "reshape") {
+        v = def->getOperand(0);
+        continue;
+      }
+      auto fused = def ? dyn_cast<tc::FusedOp>(def) : tc::FusedOp();
+      if (!fused)
+        return v;
+      Operation *yield = fused.getBody().front().getTerminator();
+      Value y = yield->getOperand(llvm::cast<OpResult>(v).getResultNumber());
+      while (Operation *inner = y.getDefiningOp()) {
+        if (opName(inner) != "reshape")
+          break;
+        y = inner->getOperand(0);
+      }
+      if (auto arg = llvm::dyn_cast<BlockArgument>(y)) {
+        v = fused.getInputs()[arg.getArgNumber()];
+        continue;
+      }
+      for (OpOperand &o : yield->getOpOperands())
+        if (o.get() == y)
+          return fused.getResult(o.getOperandNumber());
+      return v;
+    }
+  }
+
+  // The function's ops in the order they are lowered: the body's order,
+  // except that a column sum of dy moves to just after a later matmul
+  // that reads dy as its right operand (the weight gradient x^T @ dy) when
+  // nothing reads the sum before it, so that the sum can ride in that
+  // GEMM's bias-gradient epilogue (biasGradientEpilogue looks back for
+  // the GEMM). Autodiff emits a layer's bias gradient first. The ops are
+  // pure: lowering one later than its place in the body changes nothing
+  // else.
+  std::vector<Operation *> loweringOrder(func::FuncOp fn) const {
+    std::vector<Operation *> order;
+    for (Operation &op : fn.getBody().front())
+      order.push_back(&op);
+    if (!options_.matmulEpilogues)
+      return order;
+    std::set<Operation *> moved;
+    for (size_t i = 0; i < order.size(); ++i) {
+      Operation *sum = order[i];
+      Value dy = columnSumOperand(sum);
+      if (!dy || moved.count(sum))
+        continue;
+      size_t firstUse = order.size();
+      for (size_t j = i + 1; j < order.size() && firstUse == order.size(); ++j)
+        for (Value r : sum->getResults())
+          for (Operation *u : r.getUsers())
+            if (u == order[j])
+              firstUse = j;
+      for (size_t j = i + 1; j < firstUse; ++j) {
+        Operation *mm = order[j];
+        if (opName(mm) != "matmul")
+          continue;
+        if (reshapeRoot(mm->getOperand(1)) != reshapeRoot(dy)) // dy or flat(dy)
+          continue;
+        order.erase(order.begin() + std::ptrdiff_t(i));
+        order.insert(order.begin() + std::ptrdiff_t(j), sum); // just after mm (shifted down by one)
+        moved.insert(sum);
+        --i; // order[i] is now the op that followed the sum (wraps at 0; ++i restores it)
+        break;
+      }
+    }
+    return order;
+  }
+
   // A reduction over every axis that runs in two stages (lowerFullReduction).
   static bool isTwoStageReduction(Operation *op) {
     if (!reductionOps().count(opName(op)))
@@ -269,7 +371,7 @@ private:
         lazy_[op->getResult(0)] = storedIdentity(lowerFullReduction(x, name, keepdim, out));
         return;
       }
-      if (name == "sum" && in.rank() == 2 && reduced[0] && !reduced[1])
+      if (name == "sum" && sumsLeadingAxes(op->getAttrOfType<DenseI64ArrayAttr>("axes"), in.rank()))
         if (int v = biasGradientEpilogue(x, out); v >= 0) {
           lazy_[op->getResult(0)] = storedIdentity(v);
           return;
@@ -1073,25 +1175,33 @@ private:
     lazy_[op->getResult(0)] = storedIdentity(v);
   }
 
-  // The column sums of dy [M, N] (a linear layer's bias gradient) as the
-  // epilogue of an earlier GEMM that reads dy as its right operand over the
+  // The column sums of dy [..., N] (a linear layer's bias gradient: the
+  // sum over every axis but the last) as the epilogue of an earlier GEMM
+  // that reads dy, or its flattening [M, N], as its right operand over the
   // same M (the weight gradient x^T @ dy): cuBLASLt reduces B over the
-  // GEMM's k while it multiplies (the bias-gradient epilogue, operand 3 written).
-  // Returns the value holding the sums, or -1.
+  // GEMM's k while it multiplies (the bias-gradient epilogue, operand 3
+  // written). Returns the value holding the sums, or -1.
   int biasGradientEpilogue(Value dy, const TensorSpec &out) {
     if (!options_.matmulEpilogues)
       return -1;
     const Lazy &l = lazy_.at(dy);
     TensorSpec ds = specOf(dy);
-    if (!isIdentity(l, ds) || !isFloat(ds.dtype) || out.dtype != ds.dtype)
+    if (!isIdentity(l, ds) || !isFloat(ds.dtype) || out.dtype != ds.dtype || ds.rank() < 2)
       return -1;
+    Dim rows = ds.shape[0];
+    for (int64_t d = 1; d + 1 < ds.rank(); ++d)
+      rows = rows * ds.shape[size_t(d)];
+    const int dyStorage = artifact::storageValue(art_, l.value);
     for (size_t si = art_.steps.size(); si-- > 0;) {
       Step &st = art_.steps[si];
-      if (st.kind != Step::Kind::Matmul || st.operands.size() != 3 || st.operands[2] != l.value ||
-          !st.epilogue.empty() || st.transposeB || !st.transposeA)
+      if (st.kind != Step::Kind::Matmul || st.operands.size() != 3 ||
+          artifact::storageValue(art_, st.operands[2]) != dyStorage || !st.epilogue.empty() || st.transposeB ||
+          !st.transposeA)
         continue;
       const artifact::ValueDecl &a = art_.values[size_t(st.operands[1])];
-      if (a.shape.size() != 2 || a.shape[0] != ds.shape[0] || a.dtype != ds.dtype)
+      const artifact::ValueDecl &b = art_.values[size_t(st.operands[2])];
+      if (a.shape.size() != 2 || a.shape[0] != rows || a.dtype != ds.dtype || b.shape.size() != 2 ||
+          b.shape[0] != rows || b.shape[1] != ds.shape.back())
         continue;
       int v = newProducedValue(out);
       st.epilogue.biasGradient = true;

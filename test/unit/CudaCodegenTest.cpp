@@ -154,6 +154,23 @@ TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
     EXPECT_EQ(matmulSteps(cudaArtifact(g.graph(), "bgrad" + std::to_string(axis))),
               (Pairs{{axis == 0 ? "bgrad" : "", axis == 0 ? 4u : 3u}}));
   }
+  // Autodiff's order (the bias gradient first) and batched rows: dy [B, T, 6]
+  // summed over (0, 1), the weight gradient flat(x)^T @ flat(dy). The sum is
+  // lowered after the GEMM unless something reads it before.
+  for (bool readEarly : {false, true}) {
+    trace::Tracer g("grad3");
+    trace::Tensor gx = g.input("x", DType::F32, {"B", 5, 8}), dy = g.input("dy", DType::F32, {"B", 5, 6});
+    trace::Tensor db = g.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0, 1})}})[0];
+    trace::Tensor flatDy = trace::flatten(dy, 0, 1);
+    if (readEarly) // the GEMM reads dy * db: the sum must come first
+      flatDy = g.call("mul", {flatDy, db})[0];
+    trace::Tensor flatX = trace::flatten(gx, 0, 1);
+    trace::Tensor xt = g.call("transpose", {flatX}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    g.output(db);
+    g.output(g.call("matmul", {xt, flatDy})[0]);
+    EXPECT_EQ(matmulSteps(cudaArtifact(g.graph(), "bgrad3")), (Pairs{{readEarly ? "" : "bgrad", readEarly ? 3u : 4u}}))
+        << (readEarly ? "sum read by the GEMM's operand" : "sum first");
+  }
 }
 
 TEST(CudaCodegen, Conv2dIsIm2colGemmUnlessGroupedOrAskedDirect) {
