@@ -33,9 +33,11 @@ build/bin/tensorc compile examples/mlp.json --train --optimizer adamw --target c
 build/bin/tensorc grad test/gpu/Inputs/layernorm_step.json --emit json -o "$out/checks/layernorm_step.json"
 build/bin/tensorc compile "$out/checks/layernorm_step.json" --target cuda -o "$out/checks/layernorm_step.tcx"
 rm "$out/checks/layernorm_step.json"
-# Elementwise, row-reduction and chain kernels that read vectors, run by the
-# binding test with tensors at aligned and odd offsets.
+# Elementwise, row-reduction and chain kernels (one of sibling elementwise
+# nests) that read vectors, run by the binding test with tensors at aligned
+# and odd offsets.
 build/bin/tensorc compile test/gpu/Inputs/vector_rows.json --target cuda -o "$out/checks/vector_rows.tcx"
+build/bin/tensorc compile test/gpu/Inputs/sibling_rows.json --target cuda -o "$out/checks/sibling_rows.tcx"
 cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.

@@ -74,7 +74,7 @@ fi
 if python3 -c 'import torch' 2>/dev/null; then
   echo "== python binding with PyTorch CUDA tensors"
   PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \
-    python3 checks/cuda_binding_test.py checks/mlp.tcx checks/mlp_step.tcx checks/vector_rows.tcx || status=1
+    python3 checks/cuda_binding_test.py checks/mlp.tcx checks/mlp_step.tcx checks/vector_rows.tcx checks/sibling_rows.tcx || status=1
 fi
 if command -v compute-sanitizer > /dev/null; then
   # Kernels are cached by now: the sanitizer runs only the kernels.

@@ -67,9 +67,15 @@ public:
   // iterations any nest computes per row where static (then only 256
   // threads and artifact::chainRowThreads(rowWork): NVRTC compiles each
   // variant at load), else 0 (every block size).
+  // `siblings`: no nest reads what another of the chain writes; where
+  // every nest is also elementwise with four outputs per vector over the
+  // same outputs per row, the kernel computes them all per element
+  // instead (no row cache, no barriers; the nests' own order where a
+  // pointer is not aligned).
   std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows,
-                                    const std::vector<RowCacheOperand> &cache = {}, int64_t rowWork = 0);
+                                    const std::vector<RowCacheOperand> &cache = {}, int64_t rowWork = 0,
+                                    bool siblings = false);
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c]
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.
@@ -89,6 +95,20 @@ public:
 private:
   mlir::MLIRContext &ctx_;
   std::string kernels_;
+  // What a chain of sibling elementwise nests (ChainKernel.cpp) needs of
+  // each vectorizable elementwise nest (rank >= 2) to compute four outputs
+  // from their flat index: the nest's parameters (unrestricted), the
+  // pointers' alignment check, the statements computing `o` at `linear`,
+  // the output index, the output's C type and the number of outputs.
+  struct VectorElementwise {
+    std::string params, aligned, compute, index, outT, total;
+  };
+  std::map<std::string, VectorElementwise> vectorElementwise_; // by nest symbol
+  // The chain body of sibling nests (none reads what another writes), or
+  // "" where one of them is not VectorElementwise or their totals differ.
+  std::string siblingChainBody(const std::string &name, const std::vector<ChainedNest> &nests,
+                               const std::vector<std::vector<size_t>> &nestParams, const std::string &symbolArgs,
+                               const std::string &rows);
   struct AttentionConfig {
     std::string arguments;       // "T, DP, CAUSAL" of the macros ("DP, CAUSAL" for f32)
     bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)

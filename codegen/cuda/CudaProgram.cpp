@@ -131,9 +131,18 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
         else
           rowWork = std::max(rowWork, st.threads.value() * st.reduced.value() / head.extent.value());
       }
+      // Siblings: no step reads what one of the chain writes.
+      std::set<int> written;
+      for (size_t i = first; i <= last; ++i)
+        written.insert(artifact::storageValue(art, art.steps[i].operands[0]));
+      bool siblings = true;
+      for (size_t i = first; i <= last; ++i)
+        for (size_t o = 1; o < art.steps[i].operands.size(); ++o)
+          siblings = siblings && !written.count(artifact::storageValue(art, art.steps[i].operands[o]));
       head.chainKernel = head.symbol + "_chain";
       head.chainVariants = source.addChain(head.chainKernel, nests, symbols, head.extent,
-                                           rowCache(art, notes, first, last), std::max<int64_t>(rowWork, 0));
+                                           rowCache(art, notes, first, last), std::max<int64_t>(rowWork, 0),
+                                           siblings);
     }
     first = last + 1;
   }

@@ -389,6 +389,17 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // pointwise_f32 8192 x 8192: 0.210 ms vs 0.262 for b256_i4).
   if (vector)
     os << vector->text;
+  if (elementwiseVectors && rank >= 2) {
+    std::string plain = params;
+    for (size_t at; (at = plain.find("__restrict__ ")) != std::string::npos;)
+      plain.erase(at, 13);
+    vectorElementwise_[sym] = {plain,
+                               vectorsAligned(true),
+                               parallelIndices("linear", "  ") + vectorOutputs("o", "  "),
+                               index,
+                               outT,
+                               total};
+  }
   if (elementwiseVectors) {
     os << "template <int BLOCK, int ITEMS>\n__device__ __forceinline__ void " << sym << "_vbody(" << params << ") {\n";
     os << "  const long long total = " << total << ";\n";

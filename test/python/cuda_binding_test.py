@@ -6,7 +6,7 @@ pointer passed as a device one, a non-contiguous tensor, another device.
 Resident training state on the GPU equals feeding X.next back by hand.
 Tensors 4 bytes off a 16-byte boundary (views at an odd offset) take the
 scalar paths of vectorized kernels, with the same results as aligned ones.
-usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx [VECTOR_ROWS.tcx]"""
+usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx [VECTOR_ROWS.tcx [SIBLING_ROWS.tcx]]"""
 import sys
 
 import torch
@@ -92,12 +92,11 @@ for n in state:
     ts.read_state(n, current)
     assert torch.equal(current, by_hand[n]), n
 
-if len(sys.argv) > 3:
-    # h = gelu(x * a), p = softmax(h) over 256-wide rows (test/gpu/Inputs/
-    # vector_rows.json): elementwise kernels, a row reduction and a chain
-    # kernel that read and write four elements at once where aligned.
-    vec = tensorc.Executable.load(sys.argv[3]).session()
-    vec.set_stream(torch.cuda.current_stream().cuda_stream)
+def check_rows(path, want):
+    """Runs the artifact at `path` (inputs x [rows, 256], a [256]) on inputs
+    and outputs aligned and 4 bytes off; `want(x, a)` gives the f64 outputs."""
+    session = tensorc.Executable.load(path).session()
+    session.set_stream(torch.cuda.current_stream().cuda_stream)
     rows = 4099
     x = torch.randn(rows * 256 + 1, generator=g).cuda()
     a = torch.randn(257, generator=g).cuda()
@@ -106,15 +105,29 @@ if len(sys.argv) > 3:
     odd["x"].copy_(aligned["x"])
     odd["a"].copy_(aligned["a"])
     assert odd["x"].data_ptr() % 16 == 4 and odd["a"].data_ptr() % 16 == 4
-    want_h = torch.nn.functional.gelu(aligned["x"].double() * aligned["a"].double())
-    want_p = torch.softmax(want_h, dim=-1)
+    expected = want(aligned["x"].double(), aligned["a"].double())
     for inputs in (aligned, odd):
         for offset in (0, 1):
-            store = torch.full((2, rows * 256 + 1), float("nan"), device="cuda")
-            got = {"h": store[0, offset:offset + rows * 256].view(rows, 256),
-                   "p": store[1, offset:offset + rows * 256].view(rows, 256)}
-            vec.run(**inputs, outputs=got)
-            vec.synchronize()
-            assert torch.allclose(got["h"].double(), want_h, rtol=1e-5, atol=1e-6), (offset, (got["h"] - want_h).abs().max())
-            assert torch.allclose(got["p"].double(), want_p, rtol=1e-5, atol=1e-7), (offset, (got["p"] - want_p).abs().max())
+            store = torch.full((len(expected), rows * 256 + 1), float("nan"), device="cuda")
+            got = {n: store[k, offset:offset + rows * 256].view(rows, 256) for k, n in enumerate(expected)}
+            session.run(**inputs, outputs=got)
+            session.synchronize()
+            for n, w in expected.items():
+                assert torch.allclose(got[n].double(), w, rtol=1e-5, atol=1e-6), (path, n, offset, (got[n] - w).abs().max())
+
+
+if len(sys.argv) > 3:
+    # h = gelu(x * a), p = softmax(h) over 256-wide rows (test/gpu/Inputs/
+    # vector_rows.json): elementwise kernels, a row reduction and a chain
+    # kernel that read and write four elements at once where aligned.
+    def rows_softmax(x, a):
+        h = torch.nn.functional.gelu(x * a)
+        return {"h": h, "p": torch.softmax(h, dim=-1)}
+    check_rows(sys.argv[3], rows_softmax)
+if len(sys.argv) > 4:
+    # h = gelu(x * a), t = sigmoid(x * a) (test/gpu/Inputs/sibling_rows.json):
+    # a chain of sibling elementwise nests, computed together per vector.
+    def siblings(x, a):
+        return {"h": torch.nn.functional.gelu(x * a), "t": torch.sigmoid(x * a)}
+    check_rows(sys.argv[4], siblings)
 print("cuda python binding: ok")

@@ -361,6 +361,35 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
   EXPECT_EQ(chains, 1u);
 }
 
+// Elementwise nests that read only what is outside their chain (a gelu and
+// its derivative, from one product) compute four outputs each per vector
+// in one pass, no row cache; a chain whose nests read each other's rows
+// (the layer norm above) keeps its row templates.
+TEST(CudaCodegen, SiblingElementwiseChainsComputeTogether) {
+  trace::Tracer t("sib");
+  trace::Tensor x = t.input("x", DType::BF16, {"B", 4096}), b = t.input("b", DType::BF16, {4096});
+  trace::Tensor h = t.call("add", {x, b})[0];
+  t.output(t.call("gelu", {h})[0]);
+  t.output(t.call("exp", {h})[0]);
+  artifact::Artifact a = cudaArtifact(t.graph(), "sib");
+  size_t heads = 0;
+  for (const artifact::Step &s : a.steps) {
+    if (s.chainKernel.empty())
+      continue;
+    ++heads;
+    for (const artifact::KernelVariant &v : s.chainVariants)
+      EXPECT_EQ(v.cacheBytes, 0) << v.name();
+    EXPECT_NE(a.code.find("// " + s.chainKernel + ": 2 sibling elementwise nests"), std::string::npos);
+  }
+  EXPECT_EQ(heads, 1u);
+  EXPECT_NE(a.code.find("_at4(i0 * inner + p, "), std::string::npos);
+
+  trace::Tracer u("ln");
+  trace::Tensor y = u.input("x", DType::F32, {"B", 4096});
+  u.output(u.call("layer_norm", {y, u.input("w", DType::F32, {4096}), u.input("b", DType::F32, {4096})})[0]);
+  EXPECT_EQ(cudaArtifact(u.graph(), "ln").code.find("sibling elementwise"), std::string::npos);
+}
+
 TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
   trace::Tracer t("sm");
   trace::Tensor x = t.input("x", DType::F32, {"B", 33});
