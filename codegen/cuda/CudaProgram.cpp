@@ -120,17 +120,10 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
         nests.push_back(n);
       }
       artifact::Step &head = art.steps[first];
-      // The most any chained step computes per row, where static (as the
-      // runtime reckons it: threads x reduced / rows).
-      int64_t rowWork = 0;
-      for (size_t i = first; i <= last && rowWork >= 0; ++i) {
-        const artifact::Step &st = art.steps[i];
-        if (!st.threads.isStatic() || !st.reduced.isStatic() || !head.extent.isStatic() ||
-            head.extent.value() <= 0)
-          rowWork = -1;
-        else
-          rowWork = std::max(rowWork, st.threads.value() * st.reduced.value() / head.extent.value());
-      }
+      // The most any chained step computes per row, where static.
+      int64_t rowWork = artifact::chainRowWork(art.steps, first, last, [](const Dim &d) {
+        return d.isStatic() ? std::optional<int64_t>(d.value()) : std::nullopt;
+      });
       // Siblings: no step reads what one of the chain writes.
       std::set<int> written;
       for (size_t i = first; i <= last; ++i)

@@ -506,6 +506,21 @@ int chainRowThreads(int64_t rowWork) {
   return rowWork <= 1024 ? 64 : rowWork < 8192 ? 256 : rowWork < 32768 ? 512 : 1024;
 }
 
+int64_t chainRowWork(const std::vector<Step> &steps, size_t first, size_t last,
+                     const std::function<std::optional<int64_t>(const Dim &)> &value) {
+  std::optional<int64_t> rows = value(steps[first].extent);
+  if (!rows || *rows <= 0)
+    return -1;
+  int64_t work = 0;
+  for (size_t k = first; k <= last; ++k) {
+    std::optional<int64_t> threads = value(steps[k].threads), reduced = value(steps[k].reduced);
+    if (!threads || !reduced)
+      return -1;
+    work = std::max(work, *threads * *reduced / *rows);
+  }
+  return work;
+}
+
 std::string variantProblem(const KernelVariant &v) {
   if (v.block < 32 || v.block > 1024 || v.block % 32 != 0)
     return "block of " + std::to_string(v.block) + " threads (a multiple of 32 up to 1024)";

@@ -9,6 +9,7 @@
 #include "ir/core/Dim.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -211,6 +212,14 @@ struct Artifact {
   std::string code; // the kernels: a shared library (cpu) or CUDA C++ source (cuda)
   std::string data; // bytes of constants
 };
+
+// The most iterations any of `steps` first..last (a chain) computes per row
+// of the first's extent: threads x reduced / rows, each Dim evaluated by
+// `value`; -1 where one is unknown (nullopt) or there are no rows. Codegen
+// (static dims: which block sizes to emit) and the runtime (bound dims: which
+// to launch) reckon it alike.
+int64_t chainRowWork(const std::vector<Step> &steps, size_t first, size_t last,
+                     const std::function<std::optional<int64_t>(const Dim &)> &value);
 
 // The value whose storage holds `value`: itself, or the value its aliases
 // (views: a reshape) lead to.

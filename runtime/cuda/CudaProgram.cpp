@@ -493,10 +493,9 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       size_t last = si;
       while (a.steps[last].chainNext)
         ++last;
-      int64_t rows = *s.extent.evaluate(bindings), rowWork = 0;
-      for (size_t k = si; k <= last && rows > 0; ++k)
-        rowWork = std::max(rowWork, *a.steps[k].threads.evaluate(bindings) *
-                                        *a.steps[k].reduced.evaluate(bindings) / rows);
+      int64_t rows = *s.extent.evaluate(bindings);
+      int64_t rowWork = std::max<int64_t>(
+          0, artifact::chainRowWork(a.steps, si, last, [&](const Dim &d) { return d.evaluate(bindings); }));
       int v = forcedVariant_ >= 0
                   ? (size_t(forcedVariant_) < s.chainVariants.size() ? forcedVariant_ : -1)
                   : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors(),
