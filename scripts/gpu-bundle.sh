@@ -37,7 +37,8 @@ rm "$out/checks/layernorm_step.json"
 # nests) that read vectors, run by the binding test with tensors at aligned
 # and odd offsets.
 build/bin/tensorc compile test/gpu/Inputs/vector_rows.json --target cuda -o "$out/checks/vector_rows.tcx"
-build/bin/tensorc compile test/gpu/Inputs/sibling_rows.json --target cuda -o "$out/checks/sibling_rows.tcx"
+cp test/gpu/Inputs/sibling_rows.json "$out/checks/"  # compiled from there: gpu-test.sh compiles it again
+(cd "$out" && "$OLDPWD/build/bin/tensorc" compile checks/sibling_rows.json --target cuda -o checks/sibling_rows.tcx)
 cp test/python/cuda_binding_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.
@@ -59,4 +60,10 @@ bench/gpu/prepare.sh "$out/bench-gpu/artifacts"
 cp bench/gpu/bench.py bench/gpu/warm_start.py bench/gpu/trace_steps.py bench/gpu/profile_compile.py "$out/bench-gpu/"
 cp -r python/tensorc "$out/bench-gpu/python/"
 cp bench/pytorch/workloads.py "$out/pytorch/"
+# The compiler itself, self-contained (scripts/portable-compiler.sh; packed:
+# 63 MiB, 18 MiB as xz), so PyTorch on the GPU machine can compile
+# (tensorc.torch, $TENSORC); gpu-test.sh unpacks it to bin/tensorc-compiler
+# and checks that it compiles the same artifact as this machine did.
+scripts/portable-compiler.sh build/portable/tensorc
+xz -T2 -3 -c build/portable/tensorc > "$out/bin/tensorc-compiler.xz"
 du -sh "$out"

@@ -16,6 +16,18 @@ grep -v '^PASS' parity.log
 echo "== parity with CUDA graphs (reduce-overhead): captured, then replayed"
 bin/tensorc-check --all-variants --graphs cases/* > parity-graphs.log 2>&1 || status=1
 grep -v '^PASS' parity-graphs.log
+echo "== the compiler on this machine (bin/tensorc-compiler: no LLVM/MLIR installed here)"
+if [ -f bin/tensorc-compiler.xz ]; then
+  python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+    bin/tensorc-compiler.xz bin/tensorc-compiler && chmod +x bin/tensorc-compiler
+  if bin/tensorc-compiler --version > compiler.log 2>&1 &&
+     bin/tensorc-compiler compile checks/sibling_rows.json --target cuda -o checks/sibling_rows_here.tcx >> compiler.log 2>&1 &&
+     cmp checks/sibling_rows.tcx checks/sibling_rows_here.tcx >> compiler.log 2>&1; then
+    echo "compiler: $(head -1 compiler.log), the same artifact as the bundle's"
+  else
+    echo "compiler: FAILED"; cat compiler.log; status=1
+  fi
+fi
 echo "== run-time checks: an out-of-range index fails the run, naming the node"
 ok="--input ids=checks/ids-ok.npy --input cols=checks/cols-ok.npy"
 if bin/tensorc run checks/checks.tcx --input target=checks/target-ok.npy $ok > checks.log 2>&1 &&
