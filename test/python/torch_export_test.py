@@ -264,3 +264,65 @@ if "--compile" in sys.argv:
     for (n, a), b in zip(model.named_parameters(), twin.parameters()):
         assert (a - b).abs().max().item() < 1e-3, (n, seed)
     print(f"torch training: 20 AdamW steps, losses match PyTorch ({losses[1]:.4f})")
+
+if "--compile" in sys.argv:
+    # The Dynamo backend (torch.compile(model, backend="tensorc") on PyTorch
+    # >= 2.0), called as Dynamo calls it: a GraphModule and its flat example
+    # inputs, then the returned callable with new inputs. Dynamo passes the
+    # parameters as graph inputs (PyTorch >= 2.5): a traced function of
+    # (x, target, weights...); before, as graph attributes: a traced module.
+    import torch.fx as fx
+    from tensorc.torch import tensorc_backend
+
+    def functional_mlp(x, target, w1, b1, w2, b2):
+        logits = F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2)
+        return logits, F.cross_entropy(logits, target)
+
+    ref = Mlp().eval()
+    weights = [p.detach().clone().requires_grad_() for p in (ref.fc1.weight, ref.fc1.bias, ref.fc2.weight, ref.fc2.bias)]
+    gm = fx.symbolic_trace(functional_mlp)
+    x, t = torch.randn(5, 20), torch.randint(0, 7, (5,))
+    with torch.no_grad():
+        call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc)
+        for _ in range(2):
+            x = torch.randn(5, 20)
+            got, want = call(x, t, *weights), gm(x, t, *weights)
+            assert isinstance(got, tuple) and len(got) == 2, type(got)
+            for a, b in zip(got, want):
+                assert (a - b).abs().max().item() < 1e-4, seed
+    # With grad: tensorc's backward fills the weights' .grad.
+    call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc)
+    loss = call(x, t, *weights)[1]
+    loss.backward()
+    got_grads = [w.grad.clone() for w in weights]
+    for w in weights:
+        w.grad = None
+    gm(x, t, *weights)[1].backward()
+    for a, b in zip(got_grads, (w.grad for w in weights)):
+        assert (a - b).abs().max().item() <= 1e-4 * max(b.abs().max().item(), 1e-6), seed
+    assert abs(loss.item() - gm(x, t, *weights)[1].item()) < 1e-4
+    # Other shapes: another artifact (Dynamo would recompile; a direct call works too).
+    x2, t2 = torch.randn(3, 20), torch.randint(0, 7, (3,))
+    with torch.no_grad():
+        assert (call(x2, t2, *weights)[0] - gm(x2, t2, *weights)[0]).abs().max().item() < 1e-4
+    assert len(call.compiled) == 2, list(call.compiled)
+    # The module form: parameters read from the graph module.
+    cnn = Cnn().eval()
+    gm = fx.symbolic_trace(cnn)
+    images = torch.randn(2, 3, 13, 13)
+    with torch.no_grad():
+        got = tensorc_backend(gm, [images], cache_dir=cache, tensorc_path=tensorc)(images)
+        assert (got - cnn(images)).abs().max().item() < 1e-4, seed
+    # An unsupported op fails at compile time, naming it; a size input is refused.
+    try:
+        tensorc_backend(fx.symbolic_trace(lambda x: torch.cumsum(x, 0)), [torch.randn(3)], cache_dir=cache,
+                        tensorc_path=tensorc)
+        raise AssertionError("compiled torch.cumsum")
+    except tt.UnsupportedOp as e:
+        assert "unsupported op torch.cumsum" in str(e), e
+    try:
+        tensorc_backend(gm, [images, 5], cache_dir=cache, tensorc_path=tensorc)
+        raise AssertionError("took an integer graph input")
+    except tt.UnsupportedOp as e:
+        assert "non-tensor graph input 1 (int" in str(e), e
+    print("torch dynamo backend: inference, training, shapes, errors")

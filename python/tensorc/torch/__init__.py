@@ -5,6 +5,7 @@ graph file (docs/pytorch.md).
     graph = tensorc.torch.export(model, (x,), "model.json")   # + model.json's weights
     tensorc.torch.explain(model, x)                           # every unsupported op at once
     fast = tensorc.torch.compile(model, (x,), target="cuda")  # then fast(x), like model(x)
+    fast = torch.compile(model, backend="tensorc")            # PyTorch >= 2.0 (Dynamo)
 
 Parameters become trainable inputs named by their module path
 (`fc1.weight`), buffers become inputs (`bn.running_mean`), both in
@@ -14,8 +15,11 @@ the exporter does not map is one error naming the op, the module path and
 the source line; `explain` lists them all.
 """
 from ._compile import CompiledModule, compile
+from ._dynamo_backend import register as _register_backend, tensorc_backend
 from ._export import UnsupportedOp, explain, export, export_with_weights
 from ._safetensors import load_file as load_safetensors, save_file as save_safetensors
 
 __all__ = ["CompiledModule", "UnsupportedOp", "compile", "explain", "export", "export_with_weights",
-           "load_safetensors", "save_safetensors"]
+           "load_safetensors", "save_safetensors", "tensorc_backend"]
+
+_register_backend()  # torch.compile(model, backend="tensorc")

@@ -1,0 +1,92 @@
+"""torch.compile(model, backend="tensorc"): the Dynamo backend.
+
+Dynamo hands a backend each graph it captured (a torch.fx.GraphModule of
+torch functions, methods and modules) with example inputs, and calls what
+the backend returns with the graph's inputs in the same order; the graph
+returns a tuple. This backend exports the graph (docs/pytorch.md, "What
+maps"), compiles it with tensorc.torch.compile for the inputs' device, and
+returns the compiled call. Where grad is enabled and an input requires grad
+(the parameters, which Dynamo passes as graph inputs since PyTorch 2.5, or
+reads as graph attributes before), it compiles the training form: tensorc's
+own backward behind an autograd.Function, so loss.backward() fills .grad.
+
+The artifact is specialized to the example inputs' shapes (static dims): a
+call with other shapes compiles (or loads from the cache) another, keyed by
+the shapes. Dynamo normally recompiles on such a change itself; with
+dynamic shapes it passes sizes as integer inputs, which this backend does
+not take yet (one error naming them).
+"""
+import logging
+
+import torch
+
+from ._common import UnsupportedOp
+from ._compile import compile as _compile
+
+log = logging.getLogger("tensorc.torch")
+
+
+def _device_target(tensors):
+    devices = {t.device.type for t in tensors}
+    if len(devices) > 1:
+        raise RuntimeError(f"tensorc backend: inputs on several devices ({', '.join(sorted(devices))})")
+    return "cuda" if devices == {"cuda"} else "cpu"
+
+
+class _DynamoCall:
+    """The compiled graph, called with Dynamo's flat inputs; one artifact
+    per input signature (shapes, dtypes, requires_grad, grad mode)."""
+
+    def __init__(self, gm, options):
+        self.gm, self.options = gm, options
+        self.compiled = {}
+
+    def _signature(self, inputs):
+        for i, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor):
+                raise UnsupportedOp(f"non-tensor graph input {i} ({type(x).__name__}: a dynamic size?)", "", "",
+                                    "tensorc's Dynamo backend takes static shapes: torch.compile(..., dynamic=False)")
+        train = torch.is_grad_enabled() and any(x.requires_grad for x in inputs)
+        return train, tuple((tuple(x.shape), x.dtype, x.device, x.requires_grad) for x in inputs)
+
+    def compiled_for(self, inputs):
+        train, key = self._signature(inputs)
+        fn = self.compiled.get((train, key))
+        if fn is None:
+            target = _device_target(inputs)
+            examples = [x.detach().requires_grad_(x.requires_grad) for x in inputs]
+            fn = _compile(self.gm, examples, target=target, train=train, **self.options)
+            log.debug("tensorc backend: %s for %s (train=%s, %s)", "loaded" if fn.cache_hit else "compiled",
+                      target, train, [list(x.shape) for x in inputs])
+            self.compiled[(train, key)] = fn
+        return fn
+
+    def __call__(self, *inputs):
+        # What the graph returns: Dynamo's graphs return a tuple.
+        return self.compiled_for(inputs)(*inputs)
+
+
+def tensorc_backend(gm, example_inputs, **options):
+    """The Dynamo backend: `gm` compiled by tensorc for the device of
+    `example_inputs`. `options` go to tensorc.torch.compile (mode,
+    cache_dir, tensorc_path, options); through torch.compile:
+    torch.compile(model, backend="tensorc", options={"mode": "reduce-overhead"})."""
+    call = _DynamoCall(gm, dict(options))
+    # Compile now, on the example inputs: an unsupported op is an error at
+    # compile time, naming the op and its source line.
+    call.compiled_for(list(example_inputs))
+    return call
+
+
+def register():
+    """Registers the backend as "tensorc" with torch.compile (PyTorch >= 2.0;
+    importing tensorc.torch does it). Returns whether Dynamo is present."""
+    try:
+        from torch._dynamo import register_backend
+    except ImportError:  # PyTorch 1.x: no Dynamo
+        return False
+    try:
+        register_backend(name="tensorc")(tensorc_backend)
+    except Exception as ex:  # already registered (a reload)
+        log.debug("tensorc backend: %s", ex)
+    return True
