@@ -326,3 +326,60 @@ if "--compile" in sys.argv:
     except tt.UnsupportedOp as e:
         assert "non-tensor graph input 1 (int" in str(e), e
     print("torch dynamo backend: inference, training, shapes, errors")
+
+if "--compile" in sys.argv:
+    # dynamic=: the marked dims symbolic in one artifact; sizes below 2 get
+    # their own static artifact; a size-dependent graph is one error.
+    mlp = Mlp().eval()
+    x, t = torch.randn(6, 20), torch.randint(0, 7, (6,))
+    fast = tt.compile(mlp, (x, t), cache_dir=cache, tensorc_path=tensorc, dynamic=True)
+    with open(fast.artifact, "rb") as f:  # the manifest (docs/artifact-format.md): inputs' declared shapes
+        data = f.read()
+    import json as json_module, struct
+    manifest = json_module.loads(data[48:48 + struct.unpack_from("<Q", data, 16)[0]])
+    shapes = [i["shape"] for i in manifest["inputs"]][:2]
+    assert shapes == [["B", 20], ["B"]], shapes
+    for batch in (3, 11, 1, 6):
+        x, t = torch.randn(batch, 20), torch.randint(0, 7, (batch,))
+        with torch.no_grad():
+            logits, loss = fast(x, t)
+            want_logits, want_loss = mlp(x, t)
+        assert logits.shape == (batch, 7) and (logits - want_logits).abs().max() < 1e-4, (batch, seed)
+        assert abs(loss.item() - want_loss.item()) < 1e-4, (batch, seed)
+    assert len(fast.specialized) == 1, list(fast.specialized)  # batch 1
+    block = Block().eval()
+    fast = tt.compile(block, (torch.randint(0, 50, (3, 5)),), cache_dir=cache, tensorc_path=tensorc,
+                      dynamic={0: {0: "B"}})
+    for batch in (2, 7):
+        ids = torch.randint(0, 50, (batch, 5))
+        with torch.no_grad():
+            assert (fast(ids) - block(ids)).abs().max().item() < 1e-4, (batch, seed)
+    # Training: one forward and one backward artifact for every batch.
+    model = Mlp().eval()
+    fast = tt.compile(model, (torch.randn(4, 20), torch.randint(0, 7, (4,))), train=True, cache_dir=cache,
+                      tensorc_path=tensorc, dynamic=True)
+    for batch in (5, 9):
+        inputs = (torch.randn(batch, 20), torch.randint(0, 7, (batch,)))
+        want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
+        for n in want:
+            err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-6)
+            assert err < 1e-4, ("dynamic", batch, n, err, seed)
+
+    class SizeDependent(nn.Module):
+        def forward(self, x):
+            return x * float(x.shape[0])  # a float from the size: not a dim
+
+    try:
+        tt.compile(SizeDependent(), (torch.randn(3, 2),), cache_dir=cache, tensorc_path=tensorc, dynamic=True)
+        raise AssertionError("compiled a size-dependent float")
+    except tt.UnsupportedOp as e:
+        assert "size-dependent node" in str(e) and "computed from the sizes" in str(e), e
+    for bad, want in (({0: {2: "B"}}, "input 0 has no dim 2"), ({0: {0: "2B"}}, "not a symbol name"),
+                      (True, "the example inputs' first dims are [2, 3]")):
+        try:
+            tt.compile(mlp, (torch.randn(2, 20), torch.randint(0, 7, (3,))), cache_dir=cache,
+                       tensorc_path=tensorc, dynamic=bad)
+            raise AssertionError(f"accepted dynamic={bad}")
+        except ValueError as e:
+            assert want in str(e), e
+    print("torch dynamic dims: one artifact for every batch, gradients too; size-dependent graphs refused")

@@ -19,6 +19,7 @@ import torch
 
 import tensorc
 
+from ._dynamic import MIN_SIZE, dynamic_dims, symbol_sizes, symbolize
 from ._export import _Exporter, _prepare
 
 log = logging.getLogger("tensorc.torch")
@@ -68,6 +69,8 @@ class _Step(torch.autograd.Function):
         args = {n: t.detach() for n, t in zip(module.input_names, flat)}
         outs = _run(module.forward_session, module.forward_exe.device, args)
         ctx.module = module
+        ctx.output_shapes = {n: outs[n].shape for n in module.outputs}
+        ctx.device = next(iter(outs.values())).device
         saved = [outs[n] for n in module.saved_names]
         primals = [args[n] for n in module.backward_primals]
         ctx.save_for_backward(*saved, *primals)
@@ -84,7 +87,7 @@ class _Step(torch.autograd.Function):
         values.update(zip(module.backward_primals, tensors[k:]))
         # An output "bn:0" (a multi-result op's first result) has the cotangent "cotangent_bn".
         out_grads = {n[:-2] if n.endswith(":0") else n: g for n, g in zip(module.outputs, grads)}
-        shapes = {n[:-2] if n.endswith(":0") else n: s for n, s in module.output_shapes.items()}
+        shapes = {n[:-2] if n.endswith(":0") else n: s for n, s in ctx.output_shapes.items()}
         args = {}
         for info in module.backward_exe.inputs:
             name = info.name
@@ -92,7 +95,7 @@ class _Step(torch.autograd.Function):
                 out = name[len("cotangent_"):]
                 g = out_grads[out]
                 if g is None:  # the output took no part in the loss
-                    g = torch.zeros(shapes[out], dtype=TORCH_DTYPES[info.dtype])
+                    g = torch.zeros(shapes[out], dtype=TORCH_DTYPES[info.dtype], device=ctx.device)
                 args[name] = g.detach().contiguous()
             else:
                 args[name] = values[name].detach()
@@ -111,6 +114,7 @@ class CompiledModule:
         self.input_names = list(sources)
         self.outputs = outputs
         self._named = dict(list(model.named_parameters()) + list(model.named_buffers()))
+        self.dynamic, self.specialize, self.specialized = [], None, {}
         self.forward_exe = executables[0]
         self.forward_session = self.forward_exe.session()
         self.training = len(executables) > 1
@@ -131,6 +135,11 @@ class CompiledModule:
         return flat
 
     def __call__(self, *inputs):
+        if self.dynamic and min(symbol_sizes(inputs, self.dynamic).values()) < MIN_SIZE:
+            key = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
+            if key not in self.specialized:
+                self.specialized[key] = self.specialize(inputs)
+            return self.specialized[key](*inputs)
         flat = self._flat_inputs(inputs)
         if self.training and torch.is_grad_enabled():
             result = _Step.apply(self, *flat)
@@ -144,28 +153,36 @@ class CompiledModule:
 
 
 def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
-            options=()):
+            options=(), dynamic=None):
     """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
     or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
     CompiledModule. train=True also compiles the backward: gradients flow
     to every parameter that requires grad and to inputs that do.
-    Artifacts are cached by content in `cache_dir` (default
-    $XDG_CACHE_HOME/tensorc/artifacts)."""
+    `dynamic`: dims whose size may change between calls, symbolic in the
+    one artifact: True (dim 0 of every input, one size), or {input
+    position: {dim: symbol}} (_dynamic.py); other dims are fixed by the
+    example inputs. Artifacts are cached by content in `cache_dir`
+    (default $XDG_CACHE_HOME/tensorc/artifacts)."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
-    gm, values = _prepare(model, example_inputs)
-    g = _Exporter(gm, values, type(model).__name__).run()
-    single = not isinstance(values[[n for n in gm.graph.nodes if n.op == "output"][0]], (tuple, list))
-    scalars = set()
-    output_shapes = {}
-    if train:
-        for i, (name, v) in enumerate(zip(list(g.outputs), g.output_values)):
-            if v.dim() == 0:
-                g.outputs[i] = g.add("reshape", [name], {"shape": [1]}, name + "_1")
-                scalars.add(i)
-    for name, v in zip(g.outputs, g.output_values):
-        output_shapes[name] = [1] if v.dim() == 0 and train else list(v.shape)
+    spec = dynamic_dims(example_inputs, dynamic)
+
+    def export_at(inputs):
+        gm, values = _prepare(model, inputs)
+        g = _Exporter(gm, values, type(model).__name__).run()
+        single = not isinstance(values[[n for n in gm.graph.nodes if n.op == "output"][0]], (tuple, list))
+        scalars = set()
+        if train:
+            for i, (name, v) in enumerate(zip(list(g.outputs), g.output_values)):
+                if v.dim() == 0:
+                    g.outputs[i] = g.add("reshape", [name], {"shape": [1]}, name + "_1")
+                    scalars.add(i)
+        return g, single, scalars
+
+    g, single, scalars = export_at(example_inputs)
     graph = g.json()
+    if spec:
+        graph = symbolize(lambda inputs: export_at(inputs)[0].json(), example_inputs, spec)
     exe = _compiler(tensorc_path)
     argv = ["--target", target] + (["--mode", mode] if mode else []) + list(options)
     grad_argv = []
@@ -211,5 +228,9 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     executables = [tensorc.Executable.load(a) for a in artifacts]
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
                             executables)
-    module.output_shapes = output_shapes
+    if spec:
+        # Sizes below the traced minimum: a static artifact for that call's shapes.
+        module.dynamic = spec
+        module.specialize = lambda inputs: compile(model, inputs, target, mode, train, cache_dir, tensorc_path,
+                                                   options)
     return module

@@ -19,7 +19,7 @@ import torch
 import torch.fx as fx
 from torch.fx import _symbolic_trace
 
-from . import _safetensors
+from . import _dynamic, _safetensors
 from ._common import DTYPES, UnsupportedOp, literal as _literal
 from ._ops import _FUNCTIONS, _MODULES
 
@@ -408,21 +408,30 @@ def _prepare(model, example_inputs):
     return gm, runner.values
 
 
-def export(model, example_inputs, path=None, name=None, weights=None):
+def export(model, example_inputs, path=None, name=None, weights=None, dynamic=None):
     """Exports `model` called on `example_inputs` as a tensorc graph (a dict,
     also written to `path` when given, with the parameters and buffers the
     graph uses in a .safetensors file beside it: `weights`, or the path with
-    the suffix .safetensors). Raises UnsupportedOp for the first op that
-    has no mapping."""
-    return export_with_weights(model, example_inputs, path, name, weights)[0]
+    the suffix .safetensors). `dynamic`: dims made symbolic, as in
+    compile(). Raises UnsupportedOp for the first op that has no mapping."""
+    return export_with_weights(model, example_inputs, path, name, weights, dynamic)[0]
 
 
-def export_with_weights(model, example_inputs, path=None, name=None, weights=None):
+def export_with_weights(model, example_inputs, path=None, name=None, weights=None, dynamic=None):
     """export(), plus every graph input's tensor by name (the example inputs,
     the parameters and buffers), in the graph's input order."""
-    gm, values = _prepare(model, example_inputs)
-    g = _Exporter(gm, values, name or type(model).__name__).run()
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+
+    def export_at(inputs):
+        gm, values = _prepare(model, inputs)
+        return _Exporter(gm, values, name or type(model).__name__).run()
+
+    g = export_at(example_inputs)
     graph = g.json()
+    spec = _dynamic.dynamic_dims(example_inputs, dynamic)
+    if spec:
+        graph = _dynamic.symbolize(lambda inputs: export_at(inputs).json(), example_inputs, spec)
     if path:
         with open(path, "w") as f:
             json.dump(graph, f, indent=1)
