@@ -162,9 +162,19 @@ except tt.UnsupportedOp as e:
     assert "torch.cumsum" in msg and "in module ''" not in msg, msg
     assert msg.endswith(f"torch_export_test.py:{CUMSUM_LINE}"), msg
     print("error:", msg.split(" at ")[0])
-train = Mlp().train()
-problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(train, torch.randn(2, 20), torch.zeros(2).long())
-assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module Dropout", "drop")], \
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(20, 8)
+
+    def forward(self, x):
+        return self.rnn(x)[0]
+
+
+problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(Recurrent(), torch.randn(2, 3, 20))
+assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module GRU", "rnn")], \
     [(p.what, p.path) for p in problems]
 print("torch export: ok")
 
@@ -383,3 +393,51 @@ if "--compile" in sys.argv:
         except ValueError as e:
             assert want in str(e), e
     print("torch dynamic dims: one artifact for every batch, gradients too; size-dependent graphs refused")
+
+if "--compile" in sys.argv:
+    # Training mode: batch norm's batch statistics and running-statistics
+    # update (written back to the buffers, as PyTorch does in place), and
+    # dropout with a fresh mask per call from torch's generator.
+    model, twin = Cnn().train(), Cnn().train()
+    twin.load_state_dict(model.state_dict())
+    images = torch.randn(3, 3, 13, 13)
+    fast = tt.compile(model, (images,), train=True, cache_dir=cache, tensorc_path=tensorc)
+    for step in range(3):
+        images = torch.randn(3, 3, 13, 13)
+        got, want = grads(model, fast, images), grads(twin, twin, images)
+        for n in want:
+            # conv1.bias feeds batch statistics that subtract it again: its
+            # gradient is 0 up to rounding, so errors are relative to 1e-3 at least.
+            err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-3)
+            assert err < 1e-4, ("batch norm training", step, n, err, seed)
+    for (n, a), b in zip(model.named_buffers(), twin.buffers()):
+        assert a.dtype == b.dtype and (a.double() - b.double()).abs().max().item() < 1e-5, (n, a, b, seed)
+    assert model.bn.num_batches_tracked.item() == 3
+
+    class Drop(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.rand(64) + 0.5)
+            self.drop = nn.Dropout(0.3)
+
+        def forward(self, x):
+            return F.dropout(self.drop(x * self.w), 0.2, training=self.training)
+
+    drop = Drop().train()
+    x = torch.rand(200, 64) + 0.5
+    fast = tt.compile(drop, (x,), train=True, cache_dir=cache, tensorc_path=tensorc)
+    torch.manual_seed(7)
+    y = fast(x)
+    torch.manual_seed(7)
+    assert torch.equal(fast(x), y)  # the seed comes from torch's generator
+    assert not torch.equal(fast(x), y)  # and is fresh per call
+    kept = y != 0
+    assert abs(kept.double().mean().item() - 0.7 * 0.8) < 0.03, kept.double().mean()
+    scale = 1 / (0.7 * 0.8)
+    assert torch.allclose(y[kept], (x * drop.w.detach() * scale)[kept], rtol=1e-5)
+    # The backward's mask is the forward's: d sum(y) / dw = sum(y) / w per column.
+    drop.zero_grad()
+    y = fast(x)
+    y.sum().backward()
+    assert torch.allclose(drop.w.grad, y.detach().sum(0) / drop.w.detach(), rtol=1e-4), seed
+    print("torch training mode: batch norm statistics and dropout masks")

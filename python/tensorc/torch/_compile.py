@@ -74,8 +74,9 @@ class _Step(torch.autograd.Function):
         saved = [outs[n] for n in module.saved_names]
         primals = [args[n] for n in module.backward_primals]
         ctx.save_for_backward(*saved, *primals)
+        updated = {ref for _, ref in module.state}  # running statistics
         ctx.mark_non_differentiable(*[outs[n] for n in module.outputs
-                                      if not outs[n].is_floating_point()])
+                                      if not outs[n].is_floating_point() or n in updated])
         return tuple(outs[n] for n in module.outputs)
 
     @staticmethod
@@ -115,6 +116,7 @@ class CompiledModule:
         self.outputs = outputs
         self._named = dict(list(model.named_parameters()) + list(model.named_buffers()))
         self.dynamic, self.specialize, self.specialized = [], None, {}
+        self.state, self.counters = [], []  # set by compile(): buffers a call updates
         self.forward_exe = executables[0]
         self.forward_session = self.forward_exe.session()
         self.training = len(executables) > 1
@@ -131,8 +133,24 @@ class CompiledModule:
     def _flat_inputs(self, inputs):
         flat = []
         for name, (kind, key) in self.sources.items():
-            flat.append(inputs[key] if kind == "input" else self._named[key])
+            if kind == "seed":  # training-mode dropout: a fresh mask per call, from torch's generator
+                flat.append(torch.randint(0, 2**62, (), dtype=torch.int64))
+            else:
+                flat.append(inputs[key] if kind == "input" else self._named[key])
         return flat
+
+    def _update_state(self, result):
+        """Writes the buffers a training-mode call updated (batch norm's
+        running statistics) back; returns the model's own outputs."""
+        if not self.state:
+            return result
+        own = len(result) - len(self.state)
+        with torch.no_grad():
+            for (qualname, _), value in zip(self.state, result[own:]):
+                self._named[qualname].copy_(value.reshape(self._named[qualname].shape))
+            for qualname in self.counters:
+                self._named[qualname].add_(1)
+        return result[:own]
 
     def __call__(self, *inputs):
         if self.dynamic and min(symbol_sizes(inputs, self.dynamic).values()) < MIN_SIZE:
@@ -147,6 +165,7 @@ class CompiledModule:
             args = {n: t.detach() for n, t in zip(self.input_names, flat)}
             out = _run(self.forward_session, self.forward_exe.device, args)
             result = tuple(out[n] for n in self.outputs)
+        result = self._update_state(result)
         # Scalars travel as [1] (so their gradient is a cotangent like any other).
         result = tuple(r.reshape(()) if i in self.scalars else r for i, r in enumerate(result))
         return result[0] if self.single else result
@@ -190,7 +209,8 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
         wrt = [n for n, (kind, key) in g.sources.items()
                if (kind == "param" and g.inputs[list(g.sources).index(n)].get("trainable")) or
                (kind == "input" and example_inputs[key].requires_grad)]
-        of = [n for n, v in zip(g.outputs, g.output_values) if v.is_floating_point()]
+        updated = {ref for _, ref in g.state}  # running statistics: no gradient
+        of = [n for n, v in zip(g.outputs, g.output_values) if v.is_floating_point() and n not in updated]
         if not wrt or not of:
             raise RuntimeError("tensorc.torch.compile(train=True): nothing to differentiate "
                                "(no parameter or input requires grad, or no float output)")
@@ -228,6 +248,7 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     executables = [tensorc.Executable.load(a) for a in artifacts]
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
                             executables)
+    module.state, module.counters = list(g.state), list(g.counters)
     if spec:
         # Sizes below the traced minimum: a static artifact for that call's shapes.
         module.dynamic = spec

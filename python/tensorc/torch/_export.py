@@ -193,7 +193,9 @@ class _Graph:
         self.output_values = []  # the outputs' values on the example inputs
         self.names = set()
         self.tensors = OrderedDict()  # input name -> tensor (example inputs, parameters, buffers)
-        self.sources = OrderedDict()  # input name -> ("input", position) or ("param", module path)
+        self.sources = OrderedDict()  # input name -> ("input", position), ("param", module path), ("seed", None)
+        self.state = []  # (buffer path, output reference): the buffer's value after a call (training mode)
+        self.counters = []  # buffers a call adds 1 to (batch norm's num_batches_tracked)
 
     def unique(self, base):
         base = re.sub(r"[^A-Za-z0-9_.]", "_", base) or "v"
@@ -251,6 +253,7 @@ class _Exporter:
         self.depends = {}  # node -> whether it depends on a graph input or parameter
         self.params = dict(gm.named_parameters())
         self.buffers = dict(gm.named_buffers())
+        self.dropouts = 0  # each training-mode dropout's stream
 
     # Operands ------------------------------------------------------------
     def ref(self, a):
@@ -282,19 +285,42 @@ class _Exporter:
                 self.env[key] = self.g.add_input(qualname, t.detach(), source=("param", qualname))
         return self.env[key]
 
+    def seed_input(self):
+        """The graph input every training-mode dropout draws its mask from
+        (an i64 scalar; CompiledModule passes a fresh one per call)."""
+        key = ("seed",)
+        if key not in self.env:
+            self.env[key] = self.g.add_input("dropout_seed", torch.zeros((), dtype=torch.int64),
+                                             source=("seed", None))
+        return self.env[key]
+
+    def dropout(self, n, x, p):
+        """Training-mode dropout of reference `x`: its own stream of the seed."""
+        if not 0 <= p <= 1:
+            raise self.unsupported(f"dropout probability {p}")
+        self.dropouts += 1
+        return self.g.add("dropout", [x, self.seed_input()], {"p": float(p), "stream": self.dropouts - 1}, n.name)
+
     # Emission ------------------------------------------------------------
     def run(self, problems=None):
         """Emits every node. With a `problems` list, an unsupported op is
         appended there and replaced by a stand-in, so later ops are still
         checked (explain)."""
+        failed = set()
         for n in self.gm.graph.nodes:
             self.current = n
+            if problems is not None and n.op != "output" and any(a in failed for a in n.all_input_nodes):
+                failed.add(n)  # reads a stand-in: its own problem, if any, is not known
+                self.env[n] = self.g.unique(n.name)
+                self.depends[n] = True
+                continue
             try:
                 self.emit(n)
             except UnsupportedOp as ex:
                 if problems is None:
                     raise
                 problems.append(ex)
+                failed.add(n)
                 self.env[n] = self.g.unique(n.name)
                 self.depends[n] = True
         return self.g
@@ -347,6 +373,11 @@ class _Exporter:
         walk(out)
         if not flat:
             raise UnsupportedOp("a model without tensor outputs", "", "")
+        # Buffers a training-mode op updates (batch norm's running
+        # statistics): outputs after the model's, written back by the caller.
+        for qualname, ref in self.g.state:
+            flat.append(ref)
+            self.g.output_values.append(self.buffers[qualname])
         self.g.outputs = flat
 
     def unsupported(self, why=""):
@@ -401,10 +432,18 @@ def _prepare(model, example_inputs):
         raise TypeError("tensorc.torch.export: model must be a torch.nn.Module")
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
-    gm = model if isinstance(model, fx.GraphModule) else _trace(model, example_inputs)
-    runner = _Values(gm)
-    with torch.no_grad():
-        runner.run(*example_inputs)
+    # Tracing runs the model (twice): what a training-mode module updates in
+    # place (batch norm's running statistics) is put back afterwards.
+    buffers = [(b, b.clone()) for b in model.buffers()]
+    try:
+        gm = model if isinstance(model, fx.GraphModule) else _trace(model, example_inputs)
+        runner = _Values(gm)
+        with torch.no_grad():
+            runner.run(*example_inputs)
+    finally:
+        with torch.no_grad():
+            for b, before in buffers:
+                b.copy_(before)
     return gm, runner.values
 
 

@@ -241,9 +241,11 @@ def _embedding(e, n):
 def _dropout_fn(e, n):
     p = e.arg(n, 1, "p", 0.5)
     training = e.arg(n, 2, "training", True)
+    if e.arg(n, 3, "inplace", False) and training and p != 0:
+        raise e.unsupported("in-place dropout in training mode")
     if not training or p == 0:
         return e.ref(n.args[0])
-    raise e.unsupported("dropout in training mode (export the model in eval mode)")
+    return e.dropout(n, e.ref(n.args[0]), p)
 
 
 def _sdpa(e, n):
@@ -385,7 +387,7 @@ def _embedding_module(e, n, m):
 def _dropout_module(e, n, m):
     if not m.training or m.p == 0:
         return e.ref(n.args[0])
-    raise e.unsupported("dropout in training mode (export the model in eval mode)")
+    return e.dropout(n, e.ref(n.args[0]), m.p)
 
 
 def _conv2d_module(e, n, m):
@@ -457,13 +459,21 @@ def _adaptive_avg_pool(e, n, m=None):
 
 
 def _batch_norm_module(e, n, m):
-    if m.training or not m.track_running_stats:
-        raise e.unsupported("batch norm in training mode (export the model in eval mode)")
+    if not m.track_running_stats:
+        raise e.unsupported("batch norm without running statistics (track_running_stats=False)")
+    if m.training and m.momentum is None:
+        raise e.unsupported("batch norm with a cumulative moving average (momentum=None)")
     args = [e.ref(n.args[0]), e.param_input(f"{n.target}.running_mean"), e.param_input(f"{n.target}.running_var")]
     if m.affine:
         args += [e.param_input(f"{n.target}.weight"), e.param_input(f"{n.target}.bias")]
-    attrs = {"eps": float(m.eps)} if m.eps != 1e-5 else None
-    name = e.g.add("batch_norm", args, attrs, n.name)
+    attrs = {"eps": float(m.eps)} if m.eps != 1e-5 else {}
+    if m.training:  # batch statistics; the running ones updated (outputs the caller writes back)
+        attrs.update({"training": True, "momentum": float(m.momentum)})
+    name = e.g.add("batch_norm", args, attrs or None, n.name)
+    if m.training:
+        e.g.state += [(f"{n.target}.running_mean", f"{name}:1"), (f"{n.target}.running_var", f"{name}:2")]
+        if f"{n.target}.num_batches_tracked" in e.buffers:
+            e.g.counters.append(f"{n.target}.num_batches_tracked")
     return f"{name}:0"
 
 
