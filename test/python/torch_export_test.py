@@ -126,6 +126,17 @@ def check(name, model, inputs):
     print(f"{name}: {len(graph['nodes'])} nodes, outputs match PyTorch")
 
 
+class Indexing(nn.Module):
+    """Integer tensors as indices: x[idx] (negative ones from the end),
+    x[:, ids] with a 2-D index, a list, index_select and gather."""
+
+    def forward(self, x, idx, ids, where):
+        return (x[idx], x[:, ids], x[..., [0, 2]], torch.index_select(x, 1, ids[0]), x.gather(1, where),
+                x[idx[0]])
+
+
+check("indexing", Indexing(), (torch.randn(5, 4), torch.tensor([0, -1, 3, -5, 2]), torch.randint(0, 4, (2, 3)),
+                               torch.randint(0, 4, (5, 2))))
 check("mlp", Mlp(), (torch.randn(9, 20), torch.randint(0, 7, (9,))))
 check("block", Block(), (torch.randint(0, 50, (3, 5)),))
 cnn = Cnn()

@@ -324,7 +324,7 @@ def _getitem(e, n):
         raise e.unsupported("indexing a non-tensor")
     items = idx if isinstance(idx, tuple) else (idx,)
     if any(isinstance(i, (fx.Node, torch.Tensor, list)) for i in items):
-        raise e.unsupported("indexing with tensors (use index_select/gather)")
+        return _tensor_index(e, n, obj, x, items)
     # Expand Ellipsis, then slices and ints over the leading dims.
     n_dims = sum(1 for i in items if i is not None and i is not Ellipsis)
     expanded = []
@@ -360,6 +360,62 @@ def _getitem(e, n):
             or any(s != 1 for s in steps):
         ref = e.g.add("reshape", [ref], {"shape": list(e.out(n).shape)}, n.name)
     return ref
+
+
+def _tensor_index(e, n, obj, x, items):
+    """x[..., idx, ...] with one integer tensor (or list of ints) `idx` and
+    full slices elsewhere: index_select along idx's dim of the flattened
+    index, negative indices counted from the end (as PyTorch does), then
+    the shape x.shape[:d] + idx.shape + x.shape[d + 1:]."""
+    tensors = [k for k, i in enumerate(items) if isinstance(i, (fx.Node, torch.Tensor, list))]
+    if len(tensors) != 1 or any(i is None for i in items):
+        raise e.unsupported("indexing with several tensors or with None beside a tensor (advanced indexing)")
+    k = tensors[0]
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        d = k if k < at else x.dim() - (len(items) - k)
+    else:
+        d = k
+    if any(i != slice(None) for j, i in enumerate(items) if j != k and i is not Ellipsis):
+        raise e.unsupported("a tensor index beside slices or integers (index with the tensor alone)")
+    index = items[k]
+    if isinstance(index, list):
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in index):
+            raise e.unsupported("indexing with a list of non-integers")
+        value = torch.tensor(index, dtype=torch.int64)
+        ref = e.g.constant(value, n.name + "_index")
+    else:
+        value = e.val(index)
+        if value.dtype == torch.bool:
+            raise e.unsupported("indexing with a boolean mask (its result's shape depends on the data)")
+        if value.dtype not in (torch.int64, torch.int32):
+            raise e.unsupported(f"indexing with a {value.dtype} tensor")
+        ref = e.ref(index)
+    size = x.shape[d]
+    if value.dim() != 1:
+        ref = e.g.add("reshape", [ref], {"shape": [value.numel()]}, n.name + "_flat")
+    dt = DTYPES[value.dtype]
+    negative = e.g.add("lt", [ref, {"literal": 0, "dtype": dt}], None, n.name + "_negative")
+    wrapped = e.g.add("add", [ref, {"literal": size, "dtype": dt}], None, n.name + "_wrapped")
+    ref = e.g.add("where", [negative, wrapped, ref], None, n.name + "_index")
+    out = e.g.add("index_select", [e.ref(obj), ref], {"axis": d}, n.name)
+    if value.dim() != 1:
+        out = e.g.add("reshape", [out], {"shape": list(e.out(n).shape)}, n.name + "_shape")
+    return out
+
+
+def _index_select(e, n):
+    x, index = n.args[0], e.arg(n, 2, "index")
+    axis = _norm_axis(e.arg(n, 1, "dim"), max(e.val(x).dim(), 1))
+    return e.g.add("index_select", [e.ref(x), e.ref(index)], {"axis": axis}, n.name)
+
+
+def _gather(e, n):
+    if e.arg(n, 3, "sparse_grad", False):
+        raise e.unsupported("gather with sparse_grad")
+    x, index = n.args[0], e.arg(n, 2, "index")
+    axis = _norm_axis(e.arg(n, 1, "dim"), max(e.val(x).dim(), 1))
+    return e.g.add("gather", [e.ref(x), e.ref(index)], {"axis": axis}, n.name)
 
 
 def _flatten_module(e, n, m):
@@ -546,6 +602,8 @@ _register(_to, _m("to"), _m("float"), _m("half"), _m("bfloat16"), _m("double"), 
 _register(_reshape_to_out, _m("view"), _m("reshape"), torch.reshape, _m("flatten"), torch.flatten,
           _m("squeeze"), torch.squeeze, _m("view_as"), _m("reshape_as"))
 _register(_unsqueeze, _m("unsqueeze"), torch.unsqueeze)
+_register(_index_select, _m("index_select"), torch.index_select)
+_register(_gather, _m("gather"), torch.gather)
 _register(_broadcast, _m("expand"), _m("expand_as"), torch.broadcast_to)
 _register(_permute, _m("permute"), torch.permute)
 _register(_transpose, _m("transpose"), torch.transpose)
