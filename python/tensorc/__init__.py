@@ -16,6 +16,7 @@ copied. Outputs are returned as `tensorc.Tensor` (runtime-owned, with
 docs/python.md."""
 import ctypes
 import os
+import sys
 
 from . import _dlpack
 from ._lib import lib, tc_runtime_options_t, tc_tensor_t
@@ -170,6 +171,67 @@ class Tensor:
             self._data = None
 
 
+_TORCH_ELEMENT_TYPES = {}  # torch dtype -> element type, filled once torch is loaded
+
+
+def _torch_struct(v, keep):
+    """A tc_tensor_t read straight from a torch tensor's attributes (what its
+    DLPack capsule would hold, without making and parsing one: a few
+    microseconds per tensor per call of a compiled module), or None for
+    anything else (and for what __dlpack__ refuses or marks specially:
+    tensors requiring grad, conjugate/negative views, other layouts)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(v, torch.Tensor) or v.requires_grad or v.layout != torch.strided or \
+            v.is_conj() or v.is_neg() or v.device.type not in ("cpu", "cuda"):
+        return None
+    if not _TORCH_ELEMENT_TYPES:
+        _TORCH_ELEMENT_TYPES.update({torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3,
+                                     torch.int64: 4, torch.int32: 5, torch.bool: 6})
+    element_type = _TORCH_ELEMENT_TYPES.get(v.dtype)
+    if element_type is None:
+        return None
+    n = v.dim()
+    shape = (ctypes.c_int64 * max(n, 1))(*v.shape)
+    strides = (ctypes.c_int64 * max(n, 1))(*v.stride())
+    keep.extend((v, shape, strides))
+    cuda = v.device.type == "cuda"
+    return tc_tensor_t(element_type, n, shape, ctypes.c_void_p(v.data_ptr()),
+                       _dlpack.KDL_CUDA if cuda else _dlpack.KDL_CPU, (v.device.index or 0) if cuda else 0,
+                       strides, 0)
+
+
+class _ReusingEnqueue:
+    def __init__(self, session):
+        self.session, self.signature = session, None
+
+    def __call__(self, inputs, outputs):
+        session = self.session
+        tensors = list(inputs) + list(outputs)
+        try:
+            signature = [(t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors]
+        except AttributeError:  # not torch tensors
+            signature = None
+        if signature is None or signature != self.signature:
+            keep = []
+            self.inputs, self.n = session._structs(list(inputs), keep)
+            self.outputs, self.m = session._structs(list(outputs), keep)
+            # The descriptions (shape and stride arrays), not the tensors: a
+            # later call's tensors replace these.
+            self.arrays = [k for k in keep if isinstance(k, ctypes.Array)]
+            self.signature = signature
+            if signature is None or any(t.requires_grad for t in tensors):
+                self.signature = None  # described through DLPack: not reused
+                session._keep = keep
+        else:
+            for i, t in enumerate(inputs):
+                self.inputs[i].data = t.data_ptr()
+            for i, t in enumerate(outputs):
+                self.outputs[i].data = t.data_ptr()
+        if self.signature is not None:
+            session._keep = tensors  # until synchronize()
+        _check(lib.tc_session_enqueue(session._handle, self.outputs, self.m, self.inputs, self.n))
+
+
 def _tensor_struct(b, keep):
     """A tc_tensor_t for a Borrowed DLPack tensor (arrays kept in `keep`)."""
     n = len(b.shape)
@@ -232,13 +294,15 @@ class Session:
         return list(args)
 
     def _structs(self, values, keep, stream=None):
-        borrowed = [v if isinstance(v, _dlpack.Borrowed) else _dlpack.Borrowed(v, stream)
-                    for v in values]
-        keep.extend(borrowed)
-        arr = (tc_tensor_t * max(len(borrowed), 1))()
-        for i, b in enumerate(borrowed):
-            arr[i] = _tensor_struct(b, keep)
-        return arr, len(borrowed)
+        arr = (tc_tensor_t * max(len(values), 1))()
+        for i, v in enumerate(values):
+            t = _torch_struct(v, keep) if stream is None else None
+            if t is None:
+                b = v if isinstance(v, _dlpack.Borrowed) else _dlpack.Borrowed(v, stream)
+                keep.append(b)
+                t = _tensor_struct(b, keep)
+            arr[i] = t
+        return arr, len(values)
 
     def output_shapes(self, *args, **kwargs):
         keep = []
@@ -276,6 +340,15 @@ class Session:
         self._keep = keep  # until synchronize()
         _check(lib.tc_session_enqueue(self._handle, outs, m, inputs, n))
         return result
+
+    def reusing_enqueue(self):
+        """A callable(inputs, outputs) that queues a run with torch tensors
+        (lists in the executable's order) like enqueue(), reusing their
+        descriptions while every tensor's shape, strides, dtype and device
+        stay those of the call before: then only the data pointers change
+        (the per-call cost of tensorc.torch's compiled modules). Other
+        tensors take enqueue's path."""
+        return _ReusingEnqueue(self)
 
     def prepare(self, *args, outputs, **kwargs):
         """A run with fixed tensors, for loops: the returned callable queues

@@ -49,16 +49,37 @@ def _tool(argv):
     return r.stdout
 
 
-def _run(session, device, args):
-    """Runs with torch-owned outputs (they outlive the session's next run)."""
-    if device[0] == "cuda":
-        session.set_stream(torch.cuda.current_stream().cuda_stream)
-    shapes = session.output_shapes(**args)
-    dev = torch.device("cuda", device[1]) if device[0] == "cuda" else torch.device("cpu")
-    outs = {info.name: torch.empty(shape, dtype=TORCH_DTYPES[info.dtype], device=dev)
-            for info, shape in zip(session.executable.outputs, shapes)}
-    session.run(outputs=outs, **args)
-    return outs
+class _Runner:
+    """Runs a session with torch-owned outputs (they outlive the session's
+    next run). On a GPU the run is queued on torch's current stream and not
+    waited for, as a torch op is (the caching allocator orders the memory of
+    inputs and outputs by stream); on the CPU it completes before returning.
+    Output shapes are computed per call only where dims are symbolic."""
+
+    def __init__(self, session, symbolic):
+        self.session, self.symbolic = session, symbolic
+        device = session.executable.device
+        self.cuda = device[0] == "cuda"
+        self.device = torch.device("cuda", device[1]) if self.cuda else torch.device("cpu")
+        self.outputs = [(info.name, TORCH_DTYPES[info.dtype]) for info in session.executable.outputs]
+        self.input_names = [info.name for info in session.executable.inputs]
+        self.enqueue = session.reusing_enqueue()
+        self.shapes = None
+
+    def __call__(self, args):
+        if self.cuda:
+            self.session.set_stream(torch.cuda.current_stream(self.device).cuda_stream)
+        shapes = self.shapes
+        if shapes is None:
+            shapes = self.session.output_shapes(**args)
+            if not self.symbolic:
+                self.shapes = shapes
+        outs = {name: torch.empty(shape, dtype=dtype, device=self.device)
+                for (name, dtype), shape in zip(self.outputs, shapes)}
+        self.enqueue([args[n] for n in self.input_names], [outs[name] for name, _ in self.outputs])
+        if not self.cuda:
+            self.session.synchronize()
+        return outs
 
 
 class _Step(torch.autograd.Function):
@@ -67,7 +88,7 @@ class _Step(torch.autograd.Function):
     @staticmethod
     def forward(ctx, module, *flat):
         args = {n: t.detach() for n, t in zip(module.input_names, flat)}
-        outs = _run(module.forward_session, module.forward_exe.device, args)
+        outs = module.run_forward(args)
         ctx.module = module
         ctx.output_shapes = {n: outs[n].shape for n in module.outputs}
         ctx.device = next(iter(outs.values())).device
@@ -100,7 +121,7 @@ class _Step(torch.autograd.Function):
                 args[name] = g.detach().contiguous()
             else:
                 args[name] = values[name].detach()
-        outs = _run(module.backward_session, module.backward_exe.device, args)
+        outs = module.run_backward(args)
         return (None,) + tuple(outs.get("grad_" + n) for n in module.input_names)
 
 
@@ -109,7 +130,7 @@ class CompiledModule:
     buffers (so in-place weight updates are seen) and the call's inputs,
     which must have the example inputs' dtypes and shapes."""
 
-    def __init__(self, model, sources, outputs, single, scalars, artifact, cache_hit, executables):
+    def __init__(self, model, sources, outputs, single, scalars, artifact, cache_hit, executables, symbolic=False):
         self.model, self.sources, self.single, self.scalars = model, sources, single, scalars
         self.artifact, self.cache_hit = artifact, cache_hit
         self.input_names = list(sources)
@@ -119,10 +140,12 @@ class CompiledModule:
         self.state, self.counters = [], []  # set by compile(): buffers a call updates
         self.forward_exe = executables[0]
         self.forward_session = self.forward_exe.session()
+        self.run_forward = _Runner(self.forward_session, symbolic)
         self.training = len(executables) > 1
         if self.training:
             self.backward_exe = executables[1]
             self.backward_session = self.backward_exe.session()
+            self.run_backward = _Runner(self.backward_session, symbolic)
             fwd_outputs = [o.name for o in self.forward_exe.outputs]
             self.saved_names = fwd_outputs[len(outputs):]
             # The backward names a saved result "bn:0" of a multi-result op "bn_0".
@@ -163,7 +186,7 @@ class CompiledModule:
             result = _Step.apply(self, *flat)
         else:
             args = {n: t.detach() for n, t in zip(self.input_names, flat)}
-            out = _run(self.forward_session, self.forward_exe.device, args)
+            out = self.run_forward(args)
             result = tuple(out[n] for n in self.outputs)
         result = self._update_state(result)
         # Scalars travel as [1] (so their gradient is a cotangent like any other).
@@ -247,7 +270,7 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
                   artifacts[0])
     executables = [tensorc.Executable.load(a) for a in artifacts]
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
-                            executables)
+                            executables, symbolic=bool(spec))
     module.state, module.counters = list(g.state), list(g.counters)
     if spec:
         # Sizes below the traced minimum: a static artifact for that call's shapes.
