@@ -118,7 +118,7 @@ def check(name, model, inputs):
         subprocess.run([tensorc, "run", path, "--output-dir", out, *target, *args], check=True,
                        stdout=subprocess.DEVNULL)
         for o, w in zip(graph["outputs"], want):
-            got = np.load(os.path.join(out, o + ".npy"))
+            got = np.load(os.path.join(out, o.replace(":", "_") + ".npy"))  # "bn:0": result 0 of bn
             w = w.numpy()
             assert got.shape == w.shape, (name, o, got.shape, w.shape)
             err = np.abs(got - w).max() / max(np.abs(w).max(), 1e-6)
@@ -137,6 +137,42 @@ class Indexing(nn.Module):
 
 check("indexing", Indexing(), (torch.randn(5, 4), torch.tensor([0, -1, 3, -5, 2]), torch.randint(0, 4, (2, 3)),
                                torch.randint(0, 4, (5, 2))))
+class Composites(nn.Module):
+    """Functions and modules composed of tensorc ops: activations, losses,
+    group norm, normalize, one_hot, pad, the functional conv2d and a
+    BatchNorm1d."""
+
+    def __init__(self):
+        super().__init__()
+        self.acts = nn.ModuleList([nn.LeakyReLU(0.2), nn.ReLU6(), nn.Hardtanh(-0.5, 0.7), nn.ELU(0.8),
+                                   nn.Softplus(2.0, 5.0), nn.Hardswish(), nn.Hardsigmoid(), nn.Mish(),
+                                   nn.LogSigmoid()])
+        self.gn = nn.GroupNorm(2, 4)
+        self.bn = nn.BatchNorm1d(4)
+        self.conv_w = nn.Parameter(torch.randn(4, 2, 3, 3) * 0.3)
+        self.l1, self.smooth, self.nll = nn.L1Loss(reduction="sum"), nn.SmoothL1Loss(), nn.NLLLoss(reduction="sum")
+
+    def forward(self, x, img, target, cls):
+        h = x * 4  # past softplus's threshold and relu6's bound in places
+        outs = [m(h) for m in self.acts]
+        outs += [F.leaky_relu(h), F.elu(h), F.softplus(h), F.relu6(h), F.hardtanh(h), F.mish(h), F.logsigmoid(h),
+                 F.hardswish(h), F.hardsigmoid(h)]
+        conv = F.conv2d(F.pad(img, (1, 2, 0, 1), value=0.5), self.conv_w, None, 1, 1, 1, 2)
+        losses = torch.stack([F.mse_loss(x, target), self.l1(x, target),
+                              F.smooth_l1_loss(x, target, beta=0.5), self.smooth(x, target),
+                              F.binary_cross_entropy_with_logits(x, torch.sigmoid(target)),
+                              F.nll_loss(F.log_softmax(x, 1), cls, ignore_index=1),
+                              self.nll(F.log_softmax(x, 1), cls)])
+        return (*outs, self.gn(img), conv, F.normalize(x, dim=1), self.bn(x), losses, F.one_hot(cls, 4))
+
+
+composites = Composites()
+with torch.no_grad():
+    composites.bn.running_mean.uniform_(-0.5, 0.5)
+    composites.gn.weight.uniform_(0.5, 1.5)
+    composites.gn.bias.uniform_(-0.5, 0.5)
+composite_inputs = (torch.randn(6, 4), torch.randn(6, 4, 5, 5), torch.randn(6, 4), torch.tensor([0, 1, 2, 3, 1, 2]))
+check("composites", composites, composite_inputs)
 check("mlp", Mlp(), (torch.randn(9, 20), torch.randint(0, 7, (9,))))
 check("block", Block(), (torch.randint(0, 50, (3, 5)),))
 cnn = Cnn()
@@ -452,3 +488,34 @@ if "--compile" in sys.argv:
     y.sum().backward()
     assert torch.allclose(drop.w.grad, y.detach().sum(0) / drop.w.detach(), rtol=1e-4), seed
     print("torch training mode: batch norm statistics and dropout masks")
+
+if "--compile" in sys.argv:
+    # The composites' gradients; the functional batch norm in training mode
+    # as a Dynamo graph has it (running statistics are graph inputs, updated
+    # in place).
+    fast = tt.compile(composites, composite_inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
+    want, got = grads(composites, composites, *composite_inputs), grads(composites, fast, *composite_inputs)
+    for n in want:
+        err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-3)
+        assert err < 1e-4, ("composites", n, err, seed)
+
+    def functional_bn(x, mean, var, w, b):
+        return F.relu(F.batch_norm(x, mean, var, w, b, training=True, momentum=0.2))
+
+    gm = fx.symbolic_trace(functional_bn)
+    x = torch.randn(5, 3, 4)
+    stats = [torch.rand(3) - 0.5, torch.rand(3) + 0.5]
+    affine = [(torch.rand(3) + 0.5).requires_grad_(), torch.randn(3).requires_grad_()]
+    mine, theirs = [t.clone() for t in stats], [t.clone() for t in stats]
+    call = tensorc_backend(gm, [x, *mine, *affine], cache_dir=cache, tensorc_path=tensorc)
+    y = call(x, *mine, *affine)
+    y.sum().backward()
+    got = [a.grad.clone() for a in affine]
+    for a in affine:
+        a.grad = None
+    want = functional_bn(x, *theirs, *affine)
+    want.sum().backward()
+    assert (y - want).abs().max().item() < 1e-5, seed
+    for a, b in zip(mine + got, theirs + [a.grad for a in affine]):
+        assert (a - b).abs().max().item() < 1e-5, (a, b, seed)
+    print("torch composites: activations, losses, norms; functional batch norm statistics")

@@ -162,15 +162,18 @@ class CompiledModule:
                 flat.append(inputs[key] if kind == "input" else self._named[key])
         return flat
 
-    def _update_state(self, result):
-        """Writes the buffers a training-mode call updated (batch norm's
-        running statistics) back; returns the model's own outputs."""
+    def _update_state(self, result, inputs):
+        """Writes back what a training-mode call updated (batch norm's
+        running statistics: buffers, or the call's inputs in a Dynamo
+        graph); returns the model's own outputs."""
         if not self.state:
             return result
         own = len(result) - len(self.state)
         with torch.no_grad():
-            for (qualname, _), value in zip(self.state, result[own:]):
-                self._named[qualname].copy_(value.reshape(self._named[qualname].shape))
+            for (name, _), value in zip(self.state, result[own:]):
+                kind, key = self.sources[name]
+                target = inputs[key] if kind == "input" else self._named[key]
+                target.copy_(value.reshape(target.shape))
             for qualname in self.counters:
                 self._named[qualname].add_(1)
         return result[:own]
@@ -188,7 +191,7 @@ class CompiledModule:
             args = {n: t.detach() for n, t in zip(self.input_names, flat)}
             out = self.run_forward(args)
             result = tuple(out[n] for n in self.outputs)
-        result = self._update_state(result)
+        result = self._update_state(result, inputs)
         # Scalars travel as [1] (so their gradient is a cotangent like any other).
         result = tuple(r.reshape(()) if i in self.scalars else r for i, r in enumerate(result))
         return result[0] if self.single else result

@@ -194,7 +194,7 @@ class _Graph:
         self.names = set()
         self.tensors = OrderedDict()  # input name -> tensor (example inputs, parameters, buffers)
         self.sources = OrderedDict()  # input name -> ("input", position), ("param", module path), ("seed", None)
-        self.state = []  # (buffer path, output reference): the buffer's value after a call (training mode)
+        self.state = []  # (graph input, output reference): the input's value after a call (running statistics)
         self.counters = []  # buffers a call adds 1 to (batch norm's num_batches_tracked)
 
     def unique(self, base):
@@ -375,9 +375,9 @@ class _Exporter:
             raise UnsupportedOp("a model without tensor outputs", "", "")
         # Buffers a training-mode op updates (batch norm's running
         # statistics): outputs after the model's, written back by the caller.
-        for qualname, ref in self.g.state:
+        for name, ref in self.g.state:
             flat.append(ref)
-            self.g.output_values.append(self.buffers[qualname])
+            self.g.output_values.append(self.g.tensors[name])
         self.g.outputs = flat
 
     def unsupported(self, why=""):
@@ -438,8 +438,8 @@ def _prepare(model, example_inputs):
     try:
         gm = model if isinstance(model, fx.GraphModule) else _trace(model, example_inputs)
         runner = _Values(gm)
-        with torch.no_grad():
-            runner.run(*example_inputs)
+        with torch.no_grad():  # on copies: in-place ops must not change the caller's tensors
+            runner.run(*[x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs])
     finally:
         with torch.no_grad():
             for b, before in buffers:

@@ -9,6 +9,7 @@ import torch
 import torch.fx as fx
 import torch.nn.functional as F
 
+from . import _composites
 from ._common import DTYPES, literal as _literal, norm_axis as _norm_axis
 
 
@@ -517,20 +518,13 @@ def _adaptive_avg_pool(e, n, m=None):
 def _batch_norm_module(e, n, m):
     if not m.track_running_stats:
         raise e.unsupported("batch norm without running statistics (track_running_stats=False)")
-    if m.training and m.momentum is None:
-        raise e.unsupported("batch norm with a cumulative moving average (momentum=None)")
-    args = [e.ref(n.args[0]), e.param_input(f"{n.target}.running_mean"), e.param_input(f"{n.target}.running_var")]
-    if m.affine:
-        args += [e.param_input(f"{n.target}.weight"), e.param_input(f"{n.target}.bias")]
-    attrs = {"eps": float(m.eps)} if m.eps != 1e-5 else {}
-    if m.training:  # batch statistics; the running ones updated (outputs the caller writes back)
-        attrs.update({"training": True, "momentum": float(m.momentum)})
-    name = e.g.add("batch_norm", args, attrs or None, n.name)
-    if m.training:
-        e.g.state += [(f"{n.target}.running_mean", f"{name}:1"), (f"{n.target}.running_var", f"{name}:2")]
-        if f"{n.target}.num_batches_tracked" in e.buffers:
-            e.g.counters.append(f"{n.target}.num_batches_tracked")
-    return f"{name}:0"
+    w = e.param_input(f"{n.target}.weight") if m.affine else None
+    b = e.param_input(f"{n.target}.bias") if m.affine else None
+    ref = _composites.batch_norm_refs(e, n, e.ref(n.args[0]), e.param_input(f"{n.target}.running_mean"),
+                                      e.param_input(f"{n.target}.running_var"), w, b, m.training, m.momentum, m.eps)
+    if m.training and f"{n.target}.num_batches_tracked" in e.buffers:
+        e.g.counters.append(f"{n.target}.num_batches_tracked")
+    return ref
 
 
 def _activation_module(op, attrs_of=lambda m: None):
@@ -656,10 +650,12 @@ _MODULES = {
     torch.nn.MaxPool2d: _max_pool_module,
     torch.nn.AvgPool2d: _avg_pool_module,
     torch.nn.AdaptiveAvgPool2d: _adaptive_avg_pool,
+    torch.nn.BatchNorm1d: _batch_norm_module,
     torch.nn.BatchNorm2d: _batch_norm_module,
+    torch.nn.BatchNorm3d: _batch_norm_module,
     torch.nn.Softmax: _softmax_module("softmax"),
     torch.nn.LogSoftmax: _softmax_module("log_softmax"),
     torch.nn.CrossEntropyLoss: _cross_entropy_module,
 }
-
-
+_FUNCTIONS.update(_composites.FUNCTION_RULES)
+_MODULES.update(_composites.MODULE_RULES)

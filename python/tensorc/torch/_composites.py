@@ -1,0 +1,325 @@
+"""PyTorch functions and modules with no tensorc op of their own, composed
+of tensorc ops: activations (leaky_relu, elu, softplus, ...), losses (mse,
+l1, smooth_l1, binary cross-entropy with logits, nll), normalizations
+(group_norm, normalize), one_hot, pad, and the functional forms of conv2d
+and batch_norm (what Dynamo's graphs call once it inlines torch.nn's
+modules). Each rule returns the value's reference; the last node carries
+the fx node's name.
+
+The compositions avoid what would be infinite on a path `where` does not
+take (exp of a large input): the backward multiplies that path's gradient
+by zero, and 0 * inf is NaN.
+"""
+import torch
+import torch.nn.functional as F
+
+from ._common import DTYPES
+
+
+class _Builder:
+    """Adds nodes named after the fx node (`name_op<k>`; `last` the node's own name)."""
+
+    def __init__(self, e, n):
+        self.e, self.n, self.k = e, n, 0
+
+    def __call__(self, op, *args, **attrs):
+        self.k += 1
+        return self.e.g.add(op, list(args), attrs or None, f"{self.n.name}_{op}{self.k}")
+
+    def last(self, op, *args, **attrs):
+        return self.e.g.add(op, list(args), attrs or None, self.n.name)
+
+
+def _reduce(b, v, reduction):
+    if reduction == "mean":
+        return b.last("mean", v)
+    if reduction == "sum":
+        return b.last("sum", v)
+    if reduction == "none":
+        return v
+    raise b.e.unsupported(f"reduction '{reduction}'")
+
+
+# Activations of a reference x ----------------------------------------------
+
+def leaky_relu(b, x, slope=0.01):
+    return b.last("where", b("ge", x, 0.0), x, b("mul", x, float(slope)))
+
+
+def hardtanh(b, x, lo=-1.0, hi=1.0):
+    return b.last("clamp", x, min=float(lo), max=float(hi))
+
+
+def elu(b, x, alpha=1.0):
+    negative = b("mul", b("sub", b("exp", b("minimum", x, 0.0)), 1.0), float(alpha))
+    return b.last("where", b("gt", x, 0.0), x, negative)
+
+
+def _softplus(b, x, beta, threshold, last):
+    bx = b("mul", x, float(beta)) if beta != 1 else x
+    soft = b("log", b("add", b("exp", b("minimum", bx, float(threshold))), 1.0))
+    if beta != 1:
+        soft = b("div", soft, float(beta))
+    return (b.last if last else b)("where", b("gt", bx, float(threshold)), x, soft)
+
+
+def softplus(b, x, beta=1.0, threshold=20.0):
+    return _softplus(b, x, beta, threshold, True)
+
+
+def hardswish(b, x):
+    return b.last("mul", x, b("div", b("clamp", b("add", x, 3.0), min=0.0, max=6.0), 6.0))
+
+
+def hardsigmoid(b, x):
+    return b.last("clamp", b("add", b("div", x, 6.0), 0.5), min=0.0, max=1.0)
+
+
+def mish(b, x):
+    return b.last("mul", x, b("tanh", _softplus(b, x, 1.0, 20.0, False)))
+
+
+def logsigmoid(b, x):
+    # min(x, 0) - log(1 + exp(-|x|)): no overflow either way.
+    return b.last("sub", b("minimum", x, 0.0), b("log", b("add", b("exp", b("neg", b("abs", x))), 1.0)))
+
+
+# Losses of references (input, target) -----------------------------------------
+
+def mse_loss(b, x, t, reduction="mean"):
+    d = b("sub", x, t)
+    return _reduce(b, b("mul", d, d), reduction)
+
+
+def l1_loss(b, x, t, reduction="mean"):
+    return _reduce(b, b("abs", b("sub", x, t)), reduction)
+
+
+def smooth_l1_loss(b, x, t, reduction="mean", beta=1.0):
+    d = b("abs", b("sub", x, t))
+    if beta == 0:
+        return _reduce(b, d, reduction)
+    quadratic = b("mul", b("mul", d, d), 0.5 / beta)
+    return _reduce(b, b("where", b("lt", d, float(beta)), quadratic, b("sub", d, 0.5 * beta)), reduction)
+
+
+def bce_with_logits(b, x, t, reduction="mean"):
+    # max(x, 0) - x t + log(1 + exp(-|x|)), as PyTorch computes it.
+    loss = b("add", b("sub", b("maximum", x, 0.0), b("mul", x, t)),
+             b("log", b("add", b("exp", b("neg", b("abs", x))), 1.0)))
+    return _reduce(b, loss, reduction)
+
+
+def nll_loss(b, logp, t, logp_value, t_value, ignore_index=-100, reduction="mean"):
+    """[N, C] log-probabilities, [N] class indices."""
+    if logp_value.dim() != 2 or t_value.dim() != 1:
+        raise b.e.unsupported("nll_loss of other than [N, C] inputs")
+    n = t_value.shape[0]
+    dt = DTYPES[t_value.dtype]
+    valid = b("ne", t, {"literal": int(ignore_index), "dtype": dt})
+    safe = b("where", valid, t, {"literal": 0, "dtype": dt})  # an ignored index would be out of range
+    picked = b("reshape", b("gather", logp, b("reshape", safe, shape=[n, 1]), axis=1), shape=[n])
+    loss = b("where", valid, b("neg", picked), 0.0)
+    if reduction == "mean":  # over the targets not ignored (0/0: NaN when all are, as in PyTorch)
+        count = b("sum", b("cast", valid, to=DTYPES[logp_value.dtype]))
+        return b.last("div", b("sum", loss), count)
+    return _reduce(b, loss, reduction)
+
+
+# Normalizations and shapes ----------------------------------------------------
+
+def group_norm(b, x, x_value, groups, w, bias, eps):
+    shape = list(x_value.shape)
+    if len(shape) < 2 or shape[1] % groups:
+        raise b.e.unsupported(f"group_norm of {shape} in {groups} groups")
+    rest = 1
+    for d in shape[1:]:
+        rest *= d
+    grouped = b("reshape", x, shape=[shape[0], groups, rest // groups])
+    normed = b("layer_norm", grouped, axis=-1, eps=float(eps))
+    if w is None and bias is None:
+        return b.last("reshape", normed, shape=shape)
+    y = b("reshape", normed, shape=shape)
+    per_channel = [shape[1]] + [1] * (len(shape) - 2)
+    if w is not None:
+        y = b("mul", y, b("reshape", w, shape=per_channel)) if bias is not None else \
+            b.last("mul", y, b("reshape", w, shape=per_channel))
+    if bias is not None:
+        y = b.last("add", y, b("reshape", bias, shape=per_channel))
+    return y
+
+
+def normalize(b, x, p=2.0, dim=1, eps=1e-12):
+    if p != 2:
+        raise b.e.unsupported(f"normalize with p={p} (only 2)")
+    norm = b("sqrt", b("sum", b("mul", x, x), axes=[int(dim)], keepdim=True))
+    return b.last("div", x, b("maximum", norm, float(eps)))
+
+
+def one_hot(b, t, classes):
+    hot = b("eq", b("unsqueeze", t, axis=-1), b("iota", end=int(classes), dtype="i64"))
+    return b.last("cast", hot, to="i64")
+
+
+# Rules (function forms, then modules) ------------------------------------------
+
+def _x(e, n):
+    return e.ref(n.args[0])
+
+
+def _function_rules():
+    """{function: rule(e, n)} for the functional forms."""
+    return {
+        F.leaky_relu: lambda e, n: leaky_relu(_Builder(e, n), _x(e, n), e.arg(n, 1, "negative_slope", 0.01)),
+        F.relu6: lambda e, n: hardtanh(_Builder(e, n), _x(e, n), 0.0, 6.0),
+        F.hardtanh: lambda e, n: hardtanh(_Builder(e, n), _x(e, n), e.arg(n, 1, "min_val", -1.0),
+                                          e.arg(n, 2, "max_val", 1.0)),
+        F.elu: lambda e, n: elu(_Builder(e, n), _x(e, n), e.arg(n, 1, "alpha", 1.0)),
+        F.softplus: lambda e, n: softplus(_Builder(e, n), _x(e, n), e.arg(n, 1, "beta", 1.0), e.arg(n, 2, "threshold", 20.0)),
+        F.hardswish: lambda e, n: hardswish(_Builder(e, n), _x(e, n)),
+        F.hardsigmoid: lambda e, n: hardsigmoid(_Builder(e, n), _x(e, n)),
+        F.mish: lambda e, n: mish(_Builder(e, n), _x(e, n)),
+        F.logsigmoid: lambda e, n: logsigmoid(_Builder(e, n), _x(e, n)),
+        F.mse_loss: lambda e, n: mse_loss(_Builder(e, n), _x(e, n), e.ref(e.arg(n, 1, "target")),
+                                          e.arg(n, 4, "reduction", "mean")),
+        F.l1_loss: lambda e, n: l1_loss(_Builder(e, n), _x(e, n), e.ref(e.arg(n, 1, "target")),
+                                        e.arg(n, 4, "reduction", "mean")),
+        F.smooth_l1_loss: lambda e, n: smooth_l1_loss(_Builder(e, n), _x(e, n), e.ref(e.arg(n, 1, "target")),
+                                                      e.arg(n, 4, "reduction", "mean"), e.arg(n, 5, "beta", 1.0)),
+        F.binary_cross_entropy_with_logits: _bce_fn,
+        F.nll_loss: _nll_fn,
+        F.group_norm: lambda e, n: group_norm(_Builder(e, n), _x(e, n), e.val(n.args[0]), e.arg(n, 1, "num_groups"),
+                                              _opt(e, e.arg(n, 2, "weight")), _opt(e, e.arg(n, 3, "bias")),
+                                              e.arg(n, 4, "eps", 1e-5)),
+        F.normalize: lambda e, n: normalize(_Builder(e, n), _x(e, n), e.arg(n, 1, "p", 2.0), e.arg(n, 2, "dim", 1),
+                                            e.arg(n, 3, "eps", 1e-12)),
+        F.one_hot: lambda e, n: one_hot(_Builder(e, n), _x(e, n), e.out(n).shape[-1]),
+        F.pad: _pad_fn,
+        F.conv2d: _conv2d_fn,
+        F.batch_norm: _batch_norm_fn,
+    }
+
+
+def _opt(e, v):
+    return None if v is None else e.ref(v)
+
+
+def _bce_fn(e, n):
+    if e.arg(n, 2, "weight") is not None or e.arg(n, 5, "pos_weight") is not None:
+        raise e.unsupported("binary_cross_entropy_with_logits with weight or pos_weight")
+    return bce_with_logits(_Builder(e, n), _x(e, n), e.cast_to(e.arg(n, 1, "target"), e.out(n).dtype),
+                           e.arg(n, 4, "reduction", "mean"))
+
+
+def _nll_fn(e, n):
+    if e.arg(n, 2, "weight") is not None:
+        raise e.unsupported("nll_loss with class weights")
+    t = e.arg(n, 1, "target")
+    return nll_loss(_Builder(e, n), _x(e, n), e.ref(t), e.val(n.args[0]), e.val(t), e.arg(n, 4, "ignore_index", -100),
+                    e.arg(n, 6, "reduction", "mean"))
+
+
+def _pad_fn(e, n):
+    mode, value = e.arg(n, 2, "mode", "constant"), e.arg(n, 3, "value", None)
+    if mode != "constant":
+        raise e.unsupported(f"pad mode '{mode}' (only constant)")
+    attrs = {"pads": [int(p) for p in e.arg(n, 1, "pad")]}
+    if value:
+        attrs["value"] = float(value)
+    return e.g.add("pad", [_x(e, n)], attrs, n.name)
+
+
+def _pair(v):
+    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
+
+
+def conv2d_refs(e, n, x, w, bias, stride, padding, dilation, groups):
+    if isinstance(padding, str):
+        raise e.unsupported(f"conv2d padding '{padding}' (give numbers)")
+    attrs = {"stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation), "groups": int(groups)}
+    return e.g.add("conv2d", [x, w] + ([bias] if bias is not None else []), attrs, n.name)
+
+
+def _conv2d_fn(e, n):
+    a = e.arg
+    return conv2d_refs(e, n, _x(e, n), e.ref(a(n, 1, "weight")), _opt(e, a(n, 2, "bias")), a(n, 3, "stride", 1),
+                       a(n, 4, "padding", 0), a(n, 5, "dilation", 1), a(n, 6, "groups", 1))
+
+
+def batch_norm_refs(e, n, x, mean, var, w, bias, training, momentum, eps):
+    """batch_norm of references; in training mode the running statistics'
+    new values are state outputs for the graph inputs `mean` and `var`."""
+    if training and momentum is None:
+        raise e.unsupported("batch norm with a cumulative moving average (momentum=None)")
+    if w is None and bias is not None:
+        raise e.unsupported("batch norm with a bias but no weight")
+    args = [x, mean, var] + [r for r in (w, bias) if r is not None]
+    attrs = {"eps": float(eps)} if eps != 1e-5 else {}
+    if training:
+        if mean not in e.g.sources or var not in e.g.sources:
+            raise e.unsupported("training-mode batch norm of running statistics that are not inputs or buffers")
+        attrs.update({"training": True, "momentum": float(momentum)})
+    name = e.g.add("batch_norm", args, attrs or None, n.name)
+    if training:
+        e.g.state += [(mean, f"{name}:1"), (var, f"{name}:2")]
+    return f"{name}:0"
+
+
+def _batch_norm_fn(e, n):
+    a = e.arg
+    mean, var = a(n, 1, "running_mean"), a(n, 2, "running_var")
+    if mean is None or var is None:
+        raise e.unsupported("batch norm without running statistics")
+    return batch_norm_refs(e, n, _x(e, n), e.ref(mean), e.ref(var), _opt(e, a(n, 3, "weight")),
+                           _opt(e, a(n, 4, "bias")), a(n, 5, "training", False), a(n, 6, "momentum", 0.1),
+                           a(n, 7, "eps", 1e-5))
+
+
+def _module_rules():
+    """{module type: rule(e, n, m)}."""
+    nn = torch.nn
+
+    def act(f, *attrs):
+        return lambda e, n, m: f(_Builder(e, n), _x(e, n), *[getattr(m, k) for k in attrs])
+
+    def loss(f, *attrs):
+        return lambda e, n, m: f(_Builder(e, n), _x(e, n), e.cast_to(n.args[1], e.out(n).dtype), m.reduction,
+                                 *[getattr(m, k) for k in attrs])
+
+    def bce(e, n, m):
+        if m.weight is not None or m.pos_weight is not None:
+            raise e.unsupported("BCEWithLogitsLoss with weight or pos_weight")
+        return loss(bce_with_logits)(e, n, m)
+
+    def nll(e, n, m):
+        if m.weight is not None:
+            raise e.unsupported("NLLLoss with class weights")
+        t = n.args[1]
+        return nll_loss(_Builder(e, n), _x(e, n), e.ref(t), e.val(n.args[0]), e.val(t), m.ignore_index, m.reduction)
+
+    def gn(e, n, m):
+        w = e.param_input(f"{n.target}.weight") if m.affine else None
+        bias = e.param_input(f"{n.target}.bias") if m.affine else None
+        return group_norm(_Builder(e, n), _x(e, n), e.val(n.args[0]), m.num_groups, w, bias, m.eps)
+
+    return {
+        nn.LeakyReLU: act(leaky_relu, "negative_slope"),
+        nn.ReLU6: lambda e, n, m: hardtanh(_Builder(e, n), _x(e, n), 0.0, 6.0),
+        nn.Hardtanh: act(hardtanh, "min_val", "max_val"),
+        nn.ELU: act(elu, "alpha"),
+        nn.Softplus: act(softplus, "beta", "threshold"),
+        nn.Hardswish: act(hardswish),
+        nn.Hardsigmoid: act(hardsigmoid),
+        nn.Mish: act(mish),
+        nn.LogSigmoid: act(logsigmoid),
+        nn.MSELoss: loss(mse_loss),
+        nn.L1Loss: loss(l1_loss),
+        nn.SmoothL1Loss: loss(smooth_l1_loss, "beta"),
+        nn.BCEWithLogitsLoss: bce,
+        nn.NLLLoss: nll,
+        nn.GroupNorm: gn,
+    }
+
+
+FUNCTION_RULES = _function_rules()
+MODULE_RULES = _module_rules()
