@@ -31,3 +31,8 @@ def literal(v):
 def norm_axis(a, rank):
     """A possibly negative axis as a position in [0, rank)."""
     return a + rank if a < 0 else a
+
+
+def pair(v):
+    """An int or a pair of ints (a kernel size, stride, padding) as a list of two."""
+    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]

@@ -13,7 +13,7 @@ by zero, and 0 * inf is NaN.
 import torch
 import torch.nn.functional as F
 
-from ._common import DTYPES
+from ._common import DTYPES, pair
 
 
 class _Builder:
@@ -229,14 +229,11 @@ def _pad_fn(e, n):
     return e.g.add("pad", [_x(e, n)], attrs, n.name)
 
 
-def _pair(v):
-    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
-
 
 def conv2d_refs(e, n, x, w, bias, stride, padding, dilation, groups):
     if isinstance(padding, str):
         raise e.unsupported(f"conv2d padding '{padding}' (give numbers)")
-    attrs = {"stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation), "groups": int(groups)}
+    attrs = {"stride": pair(stride), "padding": pair(padding), "dilation": pair(dilation), "groups": int(groups)}
     return e.g.add("conv2d", [x, w] + ([bias] if bias is not None else []), attrs, n.name)
 
 

@@ -10,7 +10,7 @@ import torch.fx as fx
 import torch.nn.functional as F
 
 from . import _composites
-from ._common import DTYPES, literal as _literal, norm_axis as _norm_axis
+from ._common import DTYPES, literal as _literal, norm_axis as _norm_axis, pair
 
 
 # Rules --------------------------------------------------------------------
@@ -448,25 +448,20 @@ def _dropout_module(e, n, m):
 
 
 def _conv2d_module(e, n, m):
-    if m.padding_mode != "zeros" or isinstance(m.padding, str):
-        raise e.unsupported(f"conv2d padding {m.padding!r} / {m.padding_mode}")
-    attrs = {"stride": list(m.stride), "padding": list(m.padding), "dilation": list(m.dilation), "groups": m.groups}
-    args = [e.ref(n.args[0]), e.param_input(f"{n.target}.weight")]
-    if m.bias is not None:
-        args.append(e.param_input(f"{n.target}.bias"))
-    return e.g.add("conv2d", args, attrs, n.name)
+    if m.padding_mode != "zeros":
+        raise e.unsupported(f"conv2d padding mode '{m.padding_mode}'")
+    bias = e.param_input(f"{n.target}.bias") if m.bias is not None else None
+    return _composites.conv2d_refs(e, n, e.ref(n.args[0]), e.param_input(f"{n.target}.weight"), bias, m.stride,
+                                   m.padding, m.dilation, m.groups)
 
-
-def _pair(v):
-    return [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]
 
 
 def _pool_refs(e, n, op, x, kernel, stride, padding, ceil_mode, extra):
-    attrs = {"kernel_size": _pair(kernel)}
-    if stride is not None and _pair(stride) != attrs["kernel_size"]:
-        attrs["stride"] = _pair(stride)
-    if padding and _pair(padding) != [0, 0]:
-        attrs["padding"] = _pair(padding)
+    attrs = {"kernel_size": pair(kernel)}
+    if stride is not None and pair(stride) != attrs["kernel_size"]:
+        attrs["stride"] = pair(stride)
+    if padding and pair(padding) != [0, 0]:
+        attrs["padding"] = pair(padding)
     if ceil_mode:
         attrs["ceil_mode"] = True
     attrs.update(extra)
@@ -476,7 +471,7 @@ def _pool_refs(e, n, op, x, kernel, stride, padding, ceil_mode, extra):
 def _max_pool_module(e, n, m):
     if m.return_indices:
         raise e.unsupported("max_pool2d with return_indices")
-    extra = {"dilation": _pair(m.dilation)} if _pair(m.dilation) != [1, 1] else {}
+    extra = {"dilation": pair(m.dilation)} if pair(m.dilation) != [1, 1] else {}
     return _pool_refs(e, n, "max_pool2d", e.ref(n.args[0]), m.kernel_size, m.stride or m.kernel_size, m.padding,
                       m.ceil_mode, extra)
 
@@ -494,7 +489,7 @@ def _max_pool_fn(e, n):
         raise e.unsupported("max_pool2d with return_indices")
     kernel = e.arg(n, 1, "kernel_size")
     dilation = e.arg(n, 4, "dilation", 1)
-    extra = {"dilation": _pair(dilation)} if _pair(dilation) != [1, 1] else {}
+    extra = {"dilation": pair(dilation)} if pair(dilation) != [1, 1] else {}
     return _pool_refs(e, n, "max_pool2d", e.ref(n.args[0]), kernel, e.arg(n, 2, "stride") or kernel,
                       e.arg(n, 3, "padding", 0), e.arg(n, 5, "ceil_mode", False), extra)
 
@@ -510,7 +505,7 @@ def _avg_pool_fn(e, n):
 
 def _adaptive_avg_pool(e, n, m=None):
     size = m.output_size if m is not None else e.arg(n, 1, "output_size")
-    if _pair(size) != [1, 1]:
+    if pair(size) != [1, 1]:
         raise e.unsupported(f"adaptive average pooling to {size} (only to 1x1)")
     return e.g.add("mean", [e.ref(n.args[0])], {"axes": [2, 3], "keepdim": True}, n.name)
 
