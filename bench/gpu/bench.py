@@ -22,7 +22,10 @@ session, plus its outputs); max relative error of every tensorc output
 (loss and gradients) vs PyTorch in f64; and the floor: bytes over the copy
 bandwidth and FLOPs over a large bf16 GEMM's rate, both measured here.
 
-    python3 bench.py [--iters 20] [--only a,b] [--max-autotune] [--json out.json]
+    python3 bench.py [--iters 20] [--only a,b] [--max-autotune] [--backend] [--json out.json]
+
+--backend adds torch.compile(model, backend="tensorc") (docs/pytorch.md):
+its ms, cold start, peak MiB and max relative error (backend_*).
 """
 import argparse
 import json
@@ -247,7 +250,11 @@ def run_torch(mod, mk, train, mode, iters, row):
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    fn = mod if mode == "eager" else torch.compile(mod, mode=None if mode == "default" else mode)
+    if mode == "backend":  # what a PyTorch user runs: torch.compile(model, backend="tensorc")
+        import tensorc.torch  # noqa: F401 (registers the backend)
+        fn = torch.compile(mod, backend="tensorc", dynamic=False)
+    else:
+        fn = mod if mode == "eager" else torch.compile(mod, mode=None if mode == "default" else mode)
     run = W.step_fn(fn, inputs, train)
     t0 = time.perf_counter()
     run()
@@ -258,6 +265,9 @@ def run_torch(mod, mk, train, mode, iters, row):
     if mode != "eager":
         row[f"{mode}_cold_s"] = round(cold, 2)
     row[f"{mode}_peak_mib"] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+    if mode == "backend":  # its results against f64, like tensorc's own
+        ref = reference(row["workload"], mod, inputs, train)
+        row["backend_max_rel_err"] = float(f"{max_error(step_outputs(row['workload'], fn, mod, inputs, train), ref):.3g}")
 
 
 def tiny_mlp(artifacts, cache_dir, iters):
@@ -302,8 +312,14 @@ def main():
     ap.add_argument("--max-autotune", action="store_true")
     ap.add_argument("--tc-autotune", action="store_true",
                     help="also run tensorc with max-autotune (a fresh tune cache): tuning time, tuned ms")
+    ap.add_argument("--backend", action="store_true",
+                    help="also torch.compile(model, backend=\"tensorc\") (the compiler: $TENSORC, else the "
+                         "bundle's bin/tensorc-compiler)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
+    bundled = os.path.join(HERE, "..", "bin", "tensorc-compiler")
+    if a.backend and "TENSORC" not in os.environ and os.path.exists(bundled):
+        os.environ["TENSORC"] = os.path.abspath(bundled)
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -314,7 +330,8 @@ def main():
     compile_times = json.load(open(os.path.join(a.artifacts, "compile_times.json")))
     cache_dir = tempfile.mkdtemp(prefix="tensorc-kernels-")  # empty: a cold start
     tune_db = os.path.join(tempfile.mkdtemp(prefix="tensorc-tune-"), "tune.sqlite") if a.tc_autotune else None
-    modes = ["eager", "default"] + (["max-autotune-no-cudagraphs"] if a.max_autotune else [])
+    modes = ["eager", "default"] + (["max-autotune-no-cudagraphs"] if a.max_autotune else []) + \
+        (["backend"] if a.backend else [])
     rows = []
     for name, (mod, mk, train, nbytes, flops) in W.workloads().items():
         if a.only and name not in a.only.split(","):
@@ -348,7 +365,8 @@ def main():
                        "gemm_tflops": rate / 1e12, "rows": rows, "tiny_mlp": tiny}, f, indent=1)
     cols = ["eager", "compile", "tensorc", "vs compile", "tc graphs", "tc device", "overhead",
             "tc cold s", "compile cold s", "tc warm s", "tc MiB", "compile MiB", "tc err",
-            "compile err", "floor"] + (["tc tuned", "tuned vs compile", "tune s"] if a.tc_autotune else [])
+            "compile err", "floor"] + (["tc tuned", "tuned vs compile", "tune s"] if a.tc_autotune else []) + \
+        (["backend", "backend vs compile", "backend cold s", "backend err"] if a.backend else [])
     print("\n| workload | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     f = lambda v, p=3: "-" if v is None else (f"{v:.{p}f}" if isinstance(v, float) else str(v))
@@ -369,7 +387,12 @@ def main():
             f(r.get("floor_ms"))] + ([
             f(r.get("tc_tuned_ms")) if "tc_tuned_error" not in r else "ERROR",
             f(r["default_ms"] / r["tc_tuned_ms"], 2) + "x" if r.get("tc_tuned_ms") and r.get("default_ms") else "-",
-            f(r.get("tc_tune_s"), 2)] if a.tc_autotune else [])) + " |")
+            f(r.get("tc_tune_s"), 2)] if a.tc_autotune else []) + ([
+            f(r.get("backend_ms")) if "backend_error" not in r else "ERROR",
+            f(r["default_ms"] / r["backend_ms"], 2) + "x" if r.get("backend_ms") and r.get("default_ms") else "-",
+            f(r.get("backend_cold_s"), 2),
+            "-" if r.get("backend_max_rel_err") is None else f"{r['backend_max_rel_err']:.2g}"] if a.backend else [])) +
+            " |")
     for r in rows:
         for k in r:
             if k.endswith("_error"):
