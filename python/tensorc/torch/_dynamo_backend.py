@@ -73,9 +73,16 @@ def tensorc_backend(gm, example_inputs, **options):
     torch.compile(model, backend="tensorc", options={"mode": "reduce-overhead"})."""
     call = _DynamoCall(gm, dict(options))
     # Compile now, on the example inputs: an unsupported op is an error at
-    # compile time, naming the op and its source line.
-    call.compiled_for(list(example_inputs))
+    # compile time, naming the op and its source line. Where they are fake
+    # (shapes without data), at the first call instead: the exporter runs
+    # the graph on its example inputs.
+    if not any(_is_fake(x) for x in example_inputs):
+        call.compiled_for(list(example_inputs))
     return call
+
+
+def _is_fake(x):
+    return isinstance(x, torch.Tensor) and type(x).__name__ in ("FakeTensor", "FunctionalTensor")
 
 
 def register():
