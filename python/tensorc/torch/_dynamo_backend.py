@@ -10,11 +10,12 @@ returns the compiled call. Where grad is enabled and an input requires grad
 reads as graph attributes before), it compiles the training form: tensorc's
 own backward behind an autograd.Function, so loss.backward() fills .grad.
 
-The artifact is specialized to the example inputs' shapes (static dims): a
-call with other shapes compiles (or loads from the cache) another, keyed by
-the shapes. Dynamo normally recompiles on such a change itself; with
-dynamic shapes it passes sizes as integer inputs, which this backend does
-not take yet (one error naming them).
+The artifact is specialized to the inputs' shapes (static dims): a call
+with other shapes compiles (or loads from the cache) another, keyed by the
+shapes. Dynamo recompiles on such a change itself, or (automatic dynamic
+shapes, its default on the second size) passes the sizes as integer graph
+inputs to one graph: those are part of the key too, each artifact
+specialized to their values.
 """
 import logging
 
@@ -43,21 +44,25 @@ class _DynamoCall:
 
     def _signature(self, inputs):
         for i, x in enumerate(inputs):
-            if not isinstance(x, torch.Tensor):
-                raise UnsupportedOp(f"non-tensor graph input {i} ({type(x).__name__}: a dynamic size?)", "", "",
-                                    "tensorc's Dynamo backend takes static shapes: torch.compile(..., dynamic=False)")
-        train = torch.is_grad_enabled() and any(x.requires_grad for x in inputs)
-        return train, tuple((tuple(x.shape), x.dtype, x.device, x.requires_grad) for x in inputs)
+            if not isinstance(x, (torch.Tensor, int, float, bool)):
+                raise UnsupportedOp(f"graph input {i} of type {type(x).__name__}", "", "")
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        train = torch.is_grad_enabled() and any(x.requires_grad for x in tensors)
+        # Numbers (the sizes Dynamo passes once it makes dims dynamic) are
+        # part of the signature: the artifact is specialized to them.
+        return train, tuple((tuple(x.shape), x.dtype, x.device, x.requires_grad) if isinstance(x, torch.Tensor)
+                            else (type(x).__name__, x) for x in inputs)
 
     def compiled_for(self, inputs):
         train, key = self._signature(inputs)
         fn = self.compiled.get((train, key))
         if fn is None:
-            target = _device_target(inputs)
-            examples = [x.detach().requires_grad_(x.requires_grad) for x in inputs]
+            target = _device_target([x for x in inputs if isinstance(x, torch.Tensor)])
+            examples = [x.detach().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
+                        for x in inputs]
             fn = _compile(self.gm, examples, target=target, train=train, **self.options)
             log.debug("tensorc backend: %s for %s (train=%s, %s)", "loaded" if fn.cache_hit else "compiled",
-                      target, train, [list(x.shape) for x in inputs])
+                      target, train, [list(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs])
             self.compiled[(train, key)] = fn
         return fn
 

@@ -328,6 +328,13 @@ class _Exporter:
     def emit(self, n):
         if n.op == "placeholder":
             v = self.values[n]
+            if isinstance(v, (int, float, bool)):
+                # A number (a size Dynamo passes as a graph input): the graph
+                # is specialized to its value, like shape code.
+                self.env[n] = v
+                self.depends[n] = False
+                self.placeholders += 1
+                return
             if not isinstance(v, torch.Tensor):
                 raise UnsupportedOp(f"non-tensor input '{n.target}'", "", "")
             self.env[n] = self.g.add_input(n.target, v, source=("input", self.placeholders))
