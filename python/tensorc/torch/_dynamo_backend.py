@@ -75,7 +75,7 @@ def tensorc_backend(gm, example_inputs, **options):
     """The Dynamo backend: `gm` compiled by tensorc for the device of
     `example_inputs`. `options` go to tensorc.torch.compile (mode,
     cache_dir, tensorc_path, options); through torch.compile:
-    torch.compile(model, backend="tensorc", options={"mode": "reduce-overhead"})."""
+    torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead"))."""
     call = _DynamoCall(gm, dict(options))
     # Compile now, on the example inputs: an unsupported op is an error at
     # compile time, naming the op and its source line. Where they are fake
