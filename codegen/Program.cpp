@@ -1449,22 +1449,26 @@ private:
     // Everything captured by value or through pointers to the caller's
     // context, memo and emit: the closures outlive this lambda's frame.
     std::set<int> scattered; // values read somewhere other than at the outer loop's row
-    std::set<int> *sp = &scattered;
-    auto makePoint = [this, operands, space, R, sp, rowDims](NestContext &n, llvm::DenseMap<Value, Value> &memo,
-                                                              std::function<Value(Value)> &emit) {
+    std::set<int> elsewhere; // values read somewhere other than at the point's own indices
+    std::set<int> *sp = &scattered, *ep = &elsewhere;
+    auto makePoint = [this, operands, space, R, sp, ep, rowDims](NestContext &n,
+                                                                  llvm::DenseMap<Value, Value> &memo,
+                                                                  std::function<Value(Value)> &emit) {
       NestContext *np = &n;
       if (rowDims > 1)
         n.ivs = collapsedIndices(n, space, rowDims);
       // A read "at the row" indexes the row's leading dims with the row's own indices.
-      auto noteRow = [np, sp, rowDims](int value, ArrayRef<Value> idx) {
+      auto noteRow = [np, sp, ep, rowDims](int value, ArrayRef<Value> idx) {
         bool atRow = idx.size() >= rowDims && np->ivs.size() >= rowDims;
         for (size_t j = 0; atRow && j < rowDims; ++j)
           atRow = idx[j] == np->ivs[j];
         if (!atRow)
           sp->insert(value);
+        if (idx.size() != np->ivs.size() || !std::equal(idx.begin(), idx.end(), np->ivs.begin()))
+          ep->insert(value);
       };
       llvm::DenseMap<Value, Value> *mp = &memo;
-      std::function<Value(Value)> *ep = &emit;
+      std::function<Value(Value)> *emitp = &emit;
       // The index of dim j of a rank-r value at this point (numpy
       // broadcasting: right-aligned, size-1 dims read index 0).
       auto viewIndices = [np, space, R](const TensorSpec &s) {
@@ -1501,13 +1505,13 @@ private:
         Value loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
         return fromStorage(b, loc, loaded, art_.values[l.value].dtype);
       };
-      emit = [this, np, mp, ep, readAt, viewIndices](Value v) -> Value {
+      emit = [this, np, mp, emitp, readAt, viewIndices](Value v) -> Value {
         if (Value m = mp->lookup(v))
           return m;
         const Lazy &l = lazy_.at(v);
         TensorSpec s = specOf(v);
         Value result = l.stored ? readAt(v, viewIndices(s))
-                                : emitScalar(*np, l.op, s, *ep, readAt, viewIndices(s));
+                                : emitScalar(*np, l.op, s, *emitp, readAt, viewIndices(s));
         (*mp)[v] = result;
         return result;
       };
@@ -1549,6 +1553,19 @@ private:
     bool rowParallel = !spec.space.empty() && !spec.reduced[0] &&
                        (spec.outputOffset.empty() || spec.outputOffset[0] == Dim::of(0));
     chainLoop(st, rowParallel, std::set<int>(leaves.begin(), leaves.end()), scattered, out);
+    // An elementwise nest writing its whole output at the point's own
+    // indices may write it over an operand of the same shape and element
+    // size that it reads only there (each element read, then written, by
+    // the same thread or iteration): finalize shares their buffer when
+    // nothing reads the operand afterwards.
+    bool elementwise = std::none_of(spec.reduced.begin(), spec.reduced.end(), [](bool r) { return r; }) &&
+                       spec.outputOffset.empty() && art_.values[out].shape == space;
+    if (elementwise)
+      for (int v : leaves)
+        if (!elsewhere.count(v) && v != out && produced_[v] &&
+            art_.values[v].storage.kind == Storage::Kind::Buffer && art_.values[v].shape == space &&
+            dtypeSize(art_.values[v].dtype) == dtypeSize(art_.values[out].dtype))
+          inPlaceCandidates_[art_.steps.size()].push_back(v);
     notes_.readAtRowOnly.resize(art_.steps.size() + 1);
     if (rowParallel)
       for (int v : leaves)
@@ -1817,18 +1834,50 @@ private:
         last[v] = std::max(last[v], chainLast[si]);
       }
     }
+    auto isCheck = [&](int v) {
+      return std::any_of(art_.checks.begin(), art_.checks.end(),
+                         [&](const artifact::RunCheck &c) { return c.value == v; });
+    };
+    // In place: a step's output takes the buffer of an operand that no
+    // later step reads (readers by storage: through aliases too). `owner`
+    // is the value whose buffer a value shares (transitively).
+    std::vector<int> lastRead(size_t(n), -1);
+    std::vector<int> owner(static_cast<size_t>(n));
+    for (int v = 0; v < n; ++v)
+      owner[size_t(v)] = v;
+    for (size_t si = 0; si < nsteps; ++si)
+      for (size_t k = 0; k < art_.steps[si].operands.size(); ++k)
+        if (!artifact::writesOperand(art_.steps[si], k))
+          lastRead[size_t(base(art_.steps[si].operands[k]))] = int(si);
+    std::function<int(int)> root = [&](int v) { return owner[size_t(v)] == v ? v : root(owner[size_t(v)]); };
+    for (auto &[si, candidates] : inPlaceCandidates_) {
+      int out = art_.steps[si].operands[0];
+      if (!produced_[size_t(out)] || isCheck(out) || base(out) != out)
+        continue;
+      for (int v : candidates)
+        if (base(v) == v && lastRead[size_t(v)] == int(si) && !isCheck(v) && root(v) != root(out)) {
+          owner[size_t(out)] = root(v);
+          break;
+        }
+    }
+    std::map<int, size_t> bufferOf; // by owner
     for (int v = 0; v < n; ++v) {
       if (!produced_[v])
         continue;
       const artifact::ValueDecl &d = art_.values[v];
       Dim bytes = numElements(d.shape) * Dim::of(int64_t(dtypeSize(d.dtype)));
       int f = std::max(first[v], 0);
-      bool isCheck = std::any_of(art_.checks.begin(), art_.checks.end(),
-                                 [&](const artifact::RunCheck &c) { return c.value == v; });
       // A check is read after the last step: nothing may reuse its bytes.
-      int l = isCheck ? std::max(int(nsteps) - 1, f) : std::max(last[v], f);
-      art_.buffers.push_back({bytes, f, l});
-      art_.values[v].storage = {Storage::Kind::Buffer, int(art_.buffers.size()) - 1};
+      int l = isCheck(v) ? std::max(int(nsteps) - 1, f) : std::max(last[v], f);
+      auto [it, fresh] = bufferOf.emplace(root(v), art_.buffers.size());
+      if (fresh) {
+        art_.buffers.push_back({bytes, f, l});
+      } else {
+        artifact::BufferDecl &b = art_.buffers[it->second];
+        b.first = std::min(b.first, f);
+        b.last = std::max(b.last, l);
+      }
+      art_.values[v].storage = {Storage::Kind::Buffer, int(it->second)};
     }
   }
 
@@ -1842,6 +1891,8 @@ private:
   // Matmul steps whose product may still take an epilogue: the product's
   // artifact value -> (step index, the tc value of the product).
   std::map<int, std::pair<size_t, Value>> matmulProducts_;
+  // Loop step -> operands it may write its output over (see emitNestWith).
+  std::map<size_t, std::vector<int>> inPlaceCandidates_;
   artifact::Artifact art_;
   std::vector<bool> produced_;
   std::vector<std::string> symbolNames_;
