@@ -390,6 +390,34 @@ TEST(CudaCodegen, SiblingElementwiseChainsComputeTogether) {
   EXPECT_EQ(cudaArtifact(u.graph(), "ln").code.find("sibling elementwise"), std::string::npos);
 }
 
+// An elementwise step that reads a GEMM product only at each element it
+// writes, as the product's last reader, writes over it (one buffer); one
+// that reads the product transposed does not write over the product.
+TEST(CudaCodegen, ElementwiseStepsWriteOverWhatTheyAloneRead) {
+  for (bool transposed : {false, true}) {
+    trace::Tracer t("inplace");
+    trace::Tensor x = t.input("x", DType::F32, {64, 64});
+    trace::Tensor h = t.call("matmul", {x, t.input("w1", DType::F32, {64, 64})})[0];
+    trace::Tensor other =
+        transposed ? t.call("transpose", {h}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0] : h;
+    trace::Tensor s = t.call("mul", {t.call("sigmoid", {h})[0], other})[0];
+    t.output(t.call("matmul", {s, t.input("w2", DType::F32, {64, 64})})[0]);
+    artifact::Artifact a = cudaArtifact(t.graph(), transposed ? "inplace_t" : "inplace");
+    std::vector<const artifact::Step *> gemms;
+    for (const artifact::Step &st : a.steps)
+      if (st.kind == artifact::Step::Kind::Matmul)
+        gemms.push_back(&st);
+    ASSERT_EQ(gemms.size(), 2u);
+    const artifact::ValueDecl &product = a.values[size_t(gemms[0]->operands[0])];
+    const artifact::ValueDecl &scaled = a.values[size_t(gemms[1]->operands[1])];
+    ASSERT_EQ(product.storage.kind, artifact::Storage::Kind::Buffer);
+    ASSERT_EQ(scaled.storage.kind, artifact::Storage::Kind::Buffer);
+    EXPECT_EQ(product.storage.index == scaled.storage.index, !transposed)
+        << (transposed ? "read transposed" : "read at each element");
+    EXPECT_NO_THROW(artifact::parse(artifact::serialize(a), "inplace.tcx"));
+  }
+}
+
 TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
   trace::Tracer t("sm");
   trace::Tensor x = t.input("x", DType::F32, {"B", 33});
