@@ -39,7 +39,7 @@ rm "$out/checks/layernorm_step.json"
 build/bin/tensorc compile test/gpu/Inputs/vector_rows.json --target cuda -o "$out/checks/vector_rows.tcx"
 cp test/gpu/Inputs/sibling_rows.json "$out/checks/"  # compiled from there: gpu-test.sh compiles it again
 (cd "$out" && "$OLDPWD/build/bin/tensorc" compile checks/sibling_rows.json --target cuda -o checks/sibling_rows.tcx)
-cp test/python/cuda_binding_test.py "$out/checks/"
+cp test/python/cuda_binding_test.py test/python/torch_dynamo_gpu_test.py "$out/checks/"
 # Benchmarks (scripts/gpu-bench.sh): compiled here, precompiled for sm_90 so
 # the H100/H200 loads them without JIT; PyTorch's side of the comparison.
 mkdir -p "$out/bench"

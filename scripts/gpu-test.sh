@@ -87,6 +87,12 @@ if python3 -c 'import torch' 2>/dev/null; then
   echo "== python binding with PyTorch CUDA tensors"
   PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \
     python3 checks/cuda_binding_test.py checks/mlp.tcx checks/mlp_step.tcx checks/vector_rows.tcx checks/sibling_rows.tcx || status=1
+  if [ -x bin/tensorc-compiler ] && python3 -c 'import torch._dynamo' 2>/dev/null; then
+    echo "== torch.compile(model, backend=\"tensorc\") (Dynamo; the compiler on this machine)"
+    rm -rf dynamo-work && mkdir -p dynamo-work
+    TENSORC=$PWD/bin/tensorc-compiler PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \
+      python3 checks/torch_dynamo_gpu_test.py dynamo-work || status=1
+  fi
 fi
 if command -v compute-sanitizer > /dev/null; then
   # Kernels are cached by now: the sanitizer runs only the kernels.
