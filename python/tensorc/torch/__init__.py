@@ -10,7 +10,8 @@ graph file (docs/pytorch.md).
 Parameters become trainable inputs named by their module path
 (`fc1.weight`), buffers become inputs (`bn.running_mean`), both in
 PyTorch's layouts (nn.Linear's [out, in] weight is read through a
-transposed view). The example inputs fix every shape (static dims). An op
+transposed view). The example inputs fix every shape (static dims) unless
+`dynamic=` makes dims symbolic (_dynamic.py). An op
 the exporter does not map is one error naming the op, the module path and
 the source line; `explain` lists them all.
 """
