@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libgtest-dev
   clang-19 libfuzzer-19-dev libclang-rt-19-dev
   libsqlite3-0
+  zlib1g-dev libncurses-dev  # static zlib and terminfo for scripts/portable-compiler.sh
   python3-torch  # the PyTorch exporter's tests (python/tensorc/torch; PyTorch 1.13, CPU)
 )
 
