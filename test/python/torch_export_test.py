@@ -166,6 +166,25 @@ class Composites(nn.Module):
         return (*outs, self.gn(img), conv, F.normalize(x, dim=1), self.bn(x), losses, F.one_hot(cls, 4))
 
 
+class Shapes(nn.Module):
+    """conv1d (module and function), adaptive pooling to sizes that divide
+    the input's, nearest upsampling by whole factors."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=1, groups=2)
+        self.w = nn.Parameter(torch.randn(5, 6, 2) * 0.3)
+        self.avg, self.max = nn.AdaptiveAvgPool2d((2, 3)), nn.AdaptiveMaxPool2d((3, None))
+        self.up = nn.Upsample(scale_factor=2)
+
+    def forward(self, seq, img):
+        c = F.conv1d(F.relu(self.conv(seq)), self.w, None, 1, 0, 2)
+        return (c, self.avg(img), self.max(img), F.adaptive_avg_pool2d(img, 1), self.up(img),
+                F.interpolate(img, size=(12, 6)), F.interpolate(seq, scale_factor=3))
+
+
+check("shapes", Shapes(), (torch.randn(2, 4, 11), torch.randn(2, 3, 6, 6)))
+
 composites = Composites()
 with torch.no_grad():
     composites.bn.running_mean.uniform_(-0.5, 0.5)
@@ -505,11 +524,13 @@ if "--compile" in sys.argv:
     # The composites' gradients; the functional batch norm in training mode
     # as a Dynamo graph has it (running statistics are graph inputs, updated
     # in place).
-    fast = tt.compile(composites, composite_inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
-    want, got = grads(composites, composites, *composite_inputs), grads(composites, fast, *composite_inputs)
-    for n in want:
-        err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-3)
-        assert err < 1e-4, ("composites", n, err, seed)
+    shapes, shape_inputs = Shapes(), (torch.randn(2, 4, 11), torch.randn(2, 3, 6, 6))
+    for name, model, inputs in (("composites", composites, composite_inputs), ("shapes", shapes, shape_inputs)):
+        fast = tt.compile(model, inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
+        want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
+        for n in want:
+            err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-3)
+            assert err < 1e-4, (name, n, err, seed)
 
     def functional_bn(x, mean, var, w, b):
         return F.relu(F.batch_norm(x, mean, var, w, b, training=True, momentum=0.2))

@@ -1,8 +1,9 @@
 """PyTorch functions and modules with no tensorc op of their own, composed
 of tensorc ops: activations (leaky_relu, elu, softplus, ...), losses (mse,
 l1, smooth_l1, binary cross-entropy with logits, nll), normalizations
-(group_norm, normalize), one_hot, pad, and the functional forms of conv2d
-and batch_norm (what Dynamo's graphs call once it inlines torch.nn's
+(group_norm, normalize), one_hot, pad, conv1d (as conv2d), nearest
+upsampling by whole factors, and the functional forms of conv2d and
+batch_norm (what Dynamo's graphs call once it inlines torch.nn's
 modules). Each rule returns the value's reference; the last node carries
 the fx node's name.
 
@@ -196,6 +197,8 @@ def _function_rules():
         F.one_hot: lambda e, n: one_hot(_Builder(e, n), _x(e, n), e.out(n).shape[-1]),
         F.pad: _pad_fn,
         F.conv2d: _conv2d_fn,
+        F.conv1d: _conv1d_fn,
+        F.interpolate: _interpolate_fn,
         F.batch_norm: _batch_norm_fn,
     }
 
@@ -235,6 +238,53 @@ def conv2d_refs(e, n, x, w, bias, stride, padding, dilation, groups):
         raise e.unsupported(f"conv2d padding '{padding}' (give numbers)")
     attrs = {"stride": pair(stride), "padding": pair(padding), "dilation": pair(dilation), "groups": int(groups)}
     return e.g.add("conv2d", [x, w] + ([bias] if bias is not None else []), attrs, n.name)
+
+
+def conv1d_refs(e, n, x, x_value, w, w_shape, bias, stride, padding, dilation, groups):
+    """conv1d as conv2d over a height of 1: x [N, C, L] -> [N, C, 1, L], the
+    weight [O, I, k] -> [O, I, 1, k] (views, no copies)."""
+    if isinstance(padding, str):
+        raise e.unsupported(f"conv1d padding '{padding}' (give a number)")
+    one = lambda v: int(v[0]) if isinstance(v, (tuple, list)) else int(v)
+    if x_value.dim() != 3:
+        raise e.unsupported(f"conv1d of a {x_value.dim()}-D input (only N, C, L)")
+    b = _Builder(e, n)
+    x4 = b("reshape", x, shape=[x_value.shape[0], x_value.shape[1], 1, x_value.shape[2]])
+    w4 = b("reshape", w, shape=[w_shape[0], w_shape[1], 1, w_shape[2]])
+    attrs = {"stride": [1, one(stride)], "padding": [0, one(padding)], "dilation": [1, one(dilation)],
+             "groups": int(groups)}
+    y = b("conv2d", *([x4, w4] + ([bias] if bias is not None else [])), **attrs)
+    return b.last("reshape", y, shape=list(e.out(n).shape))
+
+
+def _conv1d_fn(e, n):
+    a = e.arg
+    w = a(n, 1, "weight")
+    return conv1d_refs(e, n, _x(e, n), e.val(n.args[0]), e.ref(w), list(e.val(w).shape), _opt(e, a(n, 2, "bias")),
+                       a(n, 3, "stride", 1), a(n, 4, "padding", 0), a(n, 5, "dilation", 1), a(n, 6, "groups", 1))
+
+
+def upsample_nearest(e, n, x, x_value, mode):
+    """Nearest upsampling by whole factors: each element repeated (a
+    broadcast of the input with a unit dim after each spatial dim)."""
+    if mode != "nearest":
+        raise e.unsupported(f"interpolate mode '{mode}' (only nearest)")
+    ins, outs = list(x_value.shape), list(e.out(n).shape)
+    if len(ins) < 3 or ins[:2] != outs[:2] or any(o % i for i, o in zip(ins[2:], outs[2:])):
+        raise e.unsupported(f"interpolate from {ins} to {outs} (only by whole factors)")
+    b = _Builder(e, n)
+    spaced, wide = ins[:2], ins[:2]
+    for i, o in zip(ins[2:], outs[2:]):
+        spaced += [i, 1]
+        wide += [i, o // i]
+    y = b("broadcast_to", b("reshape", x, shape=spaced), shape=wide)
+    return b.last("reshape", y, shape=outs)
+
+
+def _interpolate_fn(e, n):
+    if e.arg(n, 4, "align_corners") or e.arg(n, 6, "antialias", False):
+        raise e.unsupported("interpolate with align_corners or antialias")
+    return upsample_nearest(e, n, _x(e, n), e.val(n.args[0]), e.arg(n, 3, "mode", "nearest"))
 
 
 def _conv2d_fn(e, n):
@@ -299,7 +349,21 @@ def _module_rules():
         bias = e.param_input(f"{n.target}.bias") if m.affine else None
         return group_norm(_Builder(e, n), _x(e, n), e.val(n.args[0]), m.num_groups, w, bias, m.eps)
 
+    def conv1d(e, n, m):
+        if m.padding_mode != "zeros":
+            raise e.unsupported(f"conv1d padding mode '{m.padding_mode}'")
+        bias = e.param_input(f"{n.target}.bias") if m.bias is not None else None
+        return conv1d_refs(e, n, _x(e, n), e.val(n.args[0]), e.param_input(f"{n.target}.weight"),
+                           list(m.weight.shape), bias, m.stride, m.padding, m.dilation, m.groups)
+
+    def upsample(e, n, m):
+        if getattr(m, "align_corners", None):
+            raise e.unsupported("Upsample with align_corners")
+        return upsample_nearest(e, n, _x(e, n), e.val(n.args[0]), m.mode)
+
     return {
+        nn.Conv1d: conv1d,
+        nn.Upsample: upsample,
         nn.LeakyReLU: act(leaky_relu, "negative_slope"),
         nn.ReLU6: lambda e, n, m: hardtanh(_Builder(e, n), _x(e, n), 0.0, 6.0),
         nn.Hardtanh: act(hardtanh, "min_val", "max_val"),

@@ -503,11 +503,30 @@ def _avg_pool_fn(e, n):
                       e.arg(n, 3, "padding", 0), e.arg(n, 4, "ceil_mode", False), extra)
 
 
-def _adaptive_avg_pool(e, n, m=None):
-    size = m.output_size if m is not None else e.arg(n, 1, "output_size")
-    if pair(size) != [1, 1]:
-        raise e.unsupported(f"adaptive average pooling to {size} (only to 1x1)")
-    return e.g.add("mean", [e.ref(n.args[0])], {"axes": [2, 3], "keepdim": True}, n.name)
+def _adaptive_pool(op):
+    """Adaptive pooling to an output size that divides the input's (or 1x1,
+    a mean/max over H, W): a pool with kernel = stride = input / output,
+    the windows PyTorch's adaptive pooling takes then."""
+    def rule(e, n, m=None):
+        size = m.output_size if m is not None else e.arg(n, 1, "output_size")
+        if m is not None and getattr(m, "return_indices", False) or m is None and e.arg(n, 2, "return_indices", False):
+            raise e.unsupported(f"adaptive {op} with return_indices")
+        x = e.val(n.args[0])
+        if x.dim() != 4:
+            raise e.unsupported(f"adaptive {op} of a {x.dim()}-D input (only N, C, H, W)")
+        hw = list(x.shape[2:])
+        out = [hw[i] if v is None else int(v) for i, v in enumerate(size if isinstance(size, (tuple, list))
+                                                                   else (size, size))]
+        if out == [1, 1]:
+            return e.g.add("mean" if op == "avg_pool2d" else "max", [e.ref(n.args[0])],
+                           {"axes": [2, 3], "keepdim": True}, n.name)
+        if any(o < 1 or h % o for h, o in zip(hw, out)):
+            raise e.unsupported(f"adaptive {op} of {hw} to {out} (output sizes must divide the input's)")
+        kernel = [h // o for h, o in zip(hw, out)]
+        if kernel == [1, 1]:
+            return e.ref(n.args[0])
+        return _pool_refs(e, n, op, e.ref(n.args[0]), kernel, kernel, 0, False, {})
+    return rule
 
 
 def _batch_norm_module(e, n, m):
@@ -626,7 +645,8 @@ _register(_getitem, operator.getitem)
 _register(_attribute, builtins.getattr)
 _register(_max_pool_fn, F.max_pool2d)
 _register(_avg_pool_fn, F.avg_pool2d)
-_register(_adaptive_avg_pool, F.adaptive_avg_pool2d)
+_register(_adaptive_pool("avg_pool2d"), F.adaptive_avg_pool2d)
+_register(_adaptive_pool("max_pool2d"), F.adaptive_max_pool2d)
 
 _MODULES = {
     torch.nn.Linear: _linear_module,
@@ -644,7 +664,8 @@ _MODULES = {
         "gelu", lambda m: {"approximate": m.approximate} if getattr(m, "approximate", "none") != "none" else None),
     torch.nn.MaxPool2d: _max_pool_module,
     torch.nn.AvgPool2d: _avg_pool_module,
-    torch.nn.AdaptiveAvgPool2d: _adaptive_avg_pool,
+    torch.nn.AdaptiveAvgPool2d: _adaptive_pool("avg_pool2d"),
+    torch.nn.AdaptiveMaxPool2d: _adaptive_pool("max_pool2d"),
     torch.nn.BatchNorm1d: _batch_norm_module,
     torch.nn.BatchNorm2d: _batch_norm_module,
     torch.nn.BatchNorm3d: _batch_norm_module,
