@@ -185,6 +185,26 @@ class Shapes(nn.Module):
 
 check("shapes", Shapes(), (torch.randn(2, 4, 11), torch.randn(2, 3, 6, 6)))
 
+
+class Attention(nn.Module):
+    """nn.MultiheadAttention, batch first with a causal bool mask, a key
+    padding mask and its averaged weights; sequence first without weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.second = nn.MultiheadAttention(16, 2, bias=False)
+        self.register_buffer("causal", torch.ones(5, 5).triu(1).bool())
+
+    def forward(self, x, pad):
+        y, w = self.first(x, x, x, key_padding_mask=pad, attn_mask=self.causal)
+        z = self.second(y.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), need_weights=False)[0]
+        return y, w, z
+
+
+attention_inputs = (torch.randn(3, 5, 16), torch.tensor([[False] * 5, [False] * 4 + [True], [False] * 3 + [True] * 2]))
+check("attention", Attention(), attention_inputs)
+
 composites = Composites()
 with torch.no_grad():
     composites.bn.running_mean.uniform_(-0.5, 0.5)
@@ -525,7 +545,8 @@ if "--compile" in sys.argv:
     # as a Dynamo graph has it (running statistics are graph inputs, updated
     # in place).
     shapes, shape_inputs = Shapes(), (torch.randn(2, 4, 11), torch.randn(2, 3, 6, 6))
-    for name, model, inputs in (("composites", composites, composite_inputs), ("shapes", shapes, shape_inputs)):
+    for name, model, inputs in (("composites", composites, composite_inputs), ("shapes", shapes, shape_inputs),
+                                ("attention", Attention(), attention_inputs)):
         fast = tt.compile(model, inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
         want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
         for n in want:

@@ -14,6 +14,7 @@ by zero, and 0 * inf is NaN.
 import torch
 import torch.nn.functional as F
 
+from ._attention import multihead_attention
 from ._common import DTYPES, pair
 
 
@@ -362,6 +363,7 @@ def _module_rules():
         return upsample_nearest(e, n, _x(e, n), e.val(n.args[0]), m.mode)
 
     return {
+        nn.MultiheadAttention: multihead_attention,
         nn.Conv1d: conv1d,
         nn.Upsample: upsample,
         nn.LeakyReLU: act(leaky_relu, "negative_slope"),
