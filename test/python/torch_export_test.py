@@ -205,6 +205,26 @@ class Attention(nn.Module):
 attention_inputs = (torch.randn(3, 5, 16), torch.tensor([[False] * 5, [False] * 4 + [True], [False] * 3 + [True] * 2]))
 check("attention", Attention(), attention_inputs)
 
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder of two post-norm layers (GELU) with a final
+    norm and a float causal mask, then a pre-norm layer (ReLU) with a key
+    padding mask, sequence first."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(16))
+        self.pre = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, norm_first=True)
+        self.register_buffer("causal", torch.ones(5, 5).triu(1) * -1e9)
+
+    def forward(self, x, pad):
+        y = self.encoder(x, self.causal)
+        return y, self.pre(y.transpose(0, 1), src_key_padding_mask=pad)
+
+
+check("encoder", Encoder(), attention_inputs)
+
 composites = Composites()
 with torch.no_grad():
     composites.bn.running_mean.uniform_(-0.5, 0.5)
@@ -546,7 +566,8 @@ if "--compile" in sys.argv:
     # in place).
     shapes, shape_inputs = Shapes(), (torch.randn(2, 4, 11), torch.randn(2, 3, 6, 6))
     for name, model, inputs in (("composites", composites, composite_inputs), ("shapes", shapes, shape_inputs),
-                                ("attention", Attention(), attention_inputs)):
+                                ("attention", Attention(), attention_inputs),
+                                ("encoder", Encoder(), attention_inputs)):
         fast = tt.compile(model, inputs, train=True, cache_dir=cache, tensorc_path=tensorc)
         want, got = grads(model, model, *inputs), grads(model, fast, *inputs)
         for n in want:

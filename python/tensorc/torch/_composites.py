@@ -14,7 +14,7 @@ by zero, and 0 * inf is NaN.
 import torch
 import torch.nn.functional as F
 
-from ._attention import multihead_attention
+from ._attention import encoder, encoder_layer, multihead_attention
 from ._common import DTYPES, pair
 
 
@@ -364,6 +364,8 @@ def _module_rules():
 
     return {
         nn.MultiheadAttention: multihead_attention,
+        nn.TransformerEncoderLayer: encoder_layer,
+        nn.TransformerEncoder: encoder,
         nn.Conv1d: conv1d,
         nn.Upsample: upsample,
         nn.LeakyReLU: act(leaky_relu, "negative_slope"),
