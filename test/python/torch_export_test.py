@@ -121,6 +121,7 @@ def check(name, model, inputs):
             got = np.load(os.path.join(out, o.replace(":", "_") + ".npy"))  # "bn:0": result 0 of bn
             w = w.numpy()
             assert got.shape == w.shape, (name, o, got.shape, w.shape)
+            got, w = got.astype(np.float64), w.astype(np.float64)  # bool outputs too
             err = np.abs(got - w).max() / max(np.abs(w).max(), 1e-6)
             assert err < 1e-4, (name, o, target, err, seed)
     print(f"{name}: {len(graph['nodes'])} nodes, outputs match PyTorch")
@@ -224,6 +225,29 @@ class Encoder(nn.Module):
 
 
 check("encoder", Encoder(), attention_inputs)
+
+
+class Misc(nn.Module):
+    """Creation like the input, addmm/baddbmm, std, square, narrow, unbind,
+    repeat/tile/repeat_interleave, outer/dot, one-sided clamps, addcmul,
+    addcdiv, lerp, tril/triu of computed tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(5))
+
+    def forward(self, x, y, m):
+        a, b2 = x.unbind(1)[:2]
+        return (torch.zeros_like(x) + x.new_ones(2, 4) * 2 + torch.full_like(x, 0.5),
+                torch.addmm(self.bias, y, m, beta=0.5, alpha=2.0), torch.baddbmm(m, m.unsqueeze(0), m.t().unsqueeze(0)),
+                x.std(1, keepdim=True), torch.std(x), x.square(), x.narrow(1, 1, 2), a * b2,
+                x.repeat(2, 3), torch.tile(a, (3,)), x.repeat_interleave(2, dim=0), torch.outer(a, b2),
+                torch.dot(a, b2), x.clamp_min(0.1).clamp_max(0.8), torch.addcmul(x, x, x, value=0.5),
+                torch.addcdiv(x, x, x.abs() + 1), torch.lerp(x, x * 2, 0.25), (x @ x.t()).tril(), (x @ x.t()).triu(1),
+                (m @ m.t() > 0).tril(-1))
+
+
+check("misc", Misc(), (torch.randn(2, 4), torch.randn(3, 5), torch.randn(5, 5)))
 
 composites = Composites()
 with torch.no_grad():

@@ -163,6 +163,154 @@ def one_hot(b, t, classes):
     return b.last("cast", hot, to="i64")
 
 
+# Creation, products and shapes ---------------------------------------------------
+
+def _filled(value):
+    """zeros_like/ones_like/full_like and Tensor.new_zeros/new_ones/new_full:
+    a `full` of the result's shape and dtype (the operand's values unused)."""
+    def rule(e, n):
+        out = e.out(n)
+        v = value if value is not None else e.arg(n, 1, "fill_value")
+        if isinstance(v, torch.fx.Node):
+            raise e.unsupported("a fill value that is a tensor")
+        return e.g.add("full", [], {"shape": list(out.shape), "value": float(v), "dtype": DTYPES[out.dtype]}, n.name)
+    return rule
+
+
+def _new_full(e, n):
+    out = e.out(n)
+    v = e.arg(n, 2, "fill_value")
+    return e.g.add("full", [], {"shape": list(out.shape), "value": float(v), "dtype": DTYPES[out.dtype]}, n.name)
+
+
+def _addmm(e, n):
+    """addmm/baddbmm: beta * input + alpha * (a @ b)."""
+    b = _Builder(e, n)
+    beta, alpha = e.arg(n, 3, "beta", 1), e.arg(n, 4, "alpha", 1)
+    prod = b("matmul", e.ref(e.arg(n, 1, "mat1", e.arg(n, 1, "batch1"))), e.ref(e.arg(n, 2, "mat2", e.arg(n, 2, "batch2"))))
+    if alpha != 1:
+        prod = b("mul", prod, float(alpha))
+    base = _x(e, n) if beta == 1 else b("mul", _x(e, n), float(beta))
+    if beta == 0:
+        return b.last("add", prod, 0.0) if alpha == 1 else prod
+    return b.last("add", base, prod)
+
+
+def _std(e, n):
+    from ._ops import _var
+    b = _Builder(e, n)
+    var = _var(e, type("Node", (), {"args": n.args, "kwargs": n.kwargs, "name": n.name + "_var"})())
+    return b.last("sqrt", var)
+
+
+def _square(e, n):
+    return e.g.add("mul", [_x(e, n), _x(e, n)], None, n.name)
+
+
+def _narrow(e, n):
+    x = e.val(n.args[0])
+    dim, start, length = e.arg(n, 1, "dim"), e.arg(n, 2, "start"), e.arg(n, 3, "length")
+    d = dim % x.dim()
+    start = start % x.shape[d] if start < 0 else start
+    return e.g.add("slice", [_x(e, n)], {"axes": [d], "starts": [int(start)], "ends": [int(start + length)]}, n.name)
+
+
+def _unbind(e, n):
+    x = e.val(n.args[0])
+    d = e.arg(n, 1, "dim", 0) % x.dim()
+    b = _Builder(e, n)
+    shape = [s for k, s in enumerate(x.shape) if k != d]
+    return [b("reshape", b("slice", _x(e, n), axes=[d], starts=[i], ends=[i + 1]), shape=shape)
+            for i in range(x.shape[d])]
+
+
+def _repeat(e, n):
+    """Tensor.repeat / torch.tile: each dim's copies side by side (a broadcast
+    with a unit dim before each dim, then a reshape)."""
+    x = e.val(n.args[0])
+    reps = list(n.args[1:]) if len(n.args) > 2 or isinstance(n.args[1], int) else list(n.args[1])
+    reps = [int(r) for r in reps]
+    shape = list(x.shape)
+    if len(reps) < len(shape):  # tile: leading dims repeated once
+        reps = [1] * (len(shape) - len(reps)) + reps
+    shape = [1] * (len(reps) - len(shape)) + shape
+    b = _Builder(e, n)
+    spaced, wide = [], []
+    for r, s_ in zip(reps, shape):
+        spaced += [1, s_]
+        wide += [r, s_]
+    y = b("broadcast_to", b("reshape", _x(e, n), shape=spaced), shape=wide)
+    return b.last("reshape", y, shape=list(e.out(n).shape))
+
+
+def _repeat_interleave(e, n):
+    reps, dim = e.arg(n, 1, "repeats"), e.arg(n, 2, "dim")
+    if not isinstance(reps, int) or dim is None:
+        raise e.unsupported("repeat_interleave with tensor repeats or no dim")
+    x = e.val(n.args[0])
+    d = dim % x.dim()
+    b = _Builder(e, n)
+    spaced = list(x.shape[:d + 1]) + [1] + list(x.shape[d + 1:])
+    wide = list(x.shape[:d + 1]) + [reps] + list(x.shape[d + 1:])
+    y = b("broadcast_to", b("reshape", _x(e, n), shape=spaced), shape=wide)
+    return b.last("reshape", y, shape=list(e.out(n).shape))
+
+
+def _outer(e, n):
+    b = _Builder(e, n)
+    return b.last("mul", b("unsqueeze", _x(e, n), axis=1), b("unsqueeze", e.ref(n.args[1]), axis=0))
+
+
+def _dot(e, n):
+    b = _Builder(e, n)
+    return b.last("sum", b("mul", _x(e, n), e.ref(n.args[1])))
+
+
+def _clamp_bound(which):
+    def rule(e, n):
+        v = n.args[1] if len(n.args) > 1 else n.kwargs.get(which)
+        if isinstance(v, torch.fx.Node):
+            raise e.unsupported(f"clamp_{which} with a tensor bound")
+        return e.g.add("clamp", [_x(e, n)], {which: float(v)}, n.name)
+    return rule
+
+
+def _addc(op):
+    """addcmul/addcdiv: input + value * (t1 op t2)."""
+    def rule(e, n):
+        b = _Builder(e, n)
+        value = n.kwargs.get("value", 1)
+        t = b(op, e.ref(n.args[1]), e.ref(n.args[2]))
+        if value != 1:
+            t = b("mul", t, float(value))
+        return b.last("add", _x(e, n), t)
+    return rule
+
+
+def _lerp(e, n):
+    b = _Builder(e, n)
+    w = n.args[2]
+    w = e.ref(w) if isinstance(w, torch.fx.Node) else float(w)
+    return b.last("add", _x(e, n), b("mul", b("sub", e.ref(n.args[1]), _x(e, n)), w))
+
+
+def _triangle(upper):
+    """tril/triu of a computed tensor: where(column - row <=/>= diagonal, x, 0)."""
+    def rule(e, n):
+        x = e.val(n.args[0])
+        k = int(e.arg(n, 1, "diagonal", 0))
+        rows, cols = x.shape[-2], x.shape[-1]
+        b = _Builder(e, n)
+        col = b("reshape", b("iota", end=cols), shape=[1, cols])
+        row = b("reshape", b("iota", end=rows), shape=[rows, 1])
+        offset = b("sub", col, row)
+        keep = b("ge" if upper else "le", offset, {"literal": k, "dtype": "i64"})
+        zero = {"literal": False if x.dtype == torch.bool else 0 if not x.is_floating_point() else 0.0,
+                "dtype": DTYPES[x.dtype]}
+        return b.last("where", keep, _x(e, n), zero)
+    return rule
+
+
 # Rules (function forms, then modules) ------------------------------------------
 
 def _x(e, n):
@@ -201,6 +349,23 @@ def _function_rules():
         F.conv1d: _conv1d_fn,
         F.interpolate: _interpolate_fn,
         F.batch_norm: _batch_norm_fn,
+        torch.zeros_like: _filled(0.0), torch.ones_like: _filled(1.0), torch.full_like: _filled(None),
+        ("method", "new_zeros"): _filled(0.0), ("method", "new_ones"): _filled(1.0), ("method", "new_full"): _new_full,
+        torch.addmm: _addmm, ("method", "addmm"): _addmm, torch.baddbmm: _addmm, ("method", "baddbmm"): _addmm,
+        torch.std: _std, ("method", "std"): _std,
+        torch.square: _square, ("method", "square"): _square,
+        torch.narrow: _narrow, ("method", "narrow"): _narrow,
+        torch.unbind: _unbind, ("method", "unbind"): _unbind,
+        ("method", "repeat"): _repeat, torch.tile: _repeat, ("method", "tile"): _repeat,
+        torch.repeat_interleave: _repeat_interleave, ("method", "repeat_interleave"): _repeat_interleave,
+        torch.outer: _outer, ("method", "outer"): _outer, torch.dot: _dot, ("method", "dot"): _dot,
+        torch.clamp_min: _clamp_bound("min"), ("method", "clamp_min"): _clamp_bound("min"),
+        torch.clamp_max: _clamp_bound("max"), ("method", "clamp_max"): _clamp_bound("max"),
+        torch.addcmul: _addc("mul"), ("method", "addcmul"): _addc("mul"),
+        torch.addcdiv: _addc("div"), ("method", "addcdiv"): _addc("div"),
+        torch.lerp: _lerp, ("method", "lerp"): _lerp,
+        torch.tril: _triangle(False), ("method", "tril"): _triangle(False),
+        torch.triu: _triangle(True), ("method", "triu"): _triangle(True),
     }
 
 
