@@ -199,8 +199,7 @@ def _addmm(e, n):
 def _std(e, n):
     from ._ops import _var
     b = _Builder(e, n)
-    var = _var(e, type("Node", (), {"args": n.args, "kwargs": n.kwargs, "name": n.name + "_var"})())
-    return b.last("sqrt", var)
+    return b.last("sqrt", _var(e, n, n.name + "_var"))
 
 
 def _square(e, n):

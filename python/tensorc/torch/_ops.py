@@ -154,7 +154,7 @@ def _attribute(e, n):
     raise e.unsupported(f"attribute '{name}'")
 
 
-def _var(e, n):
+def _var(e, n, name=None):
     x = n.args[0]
     dim = e.arg(n, 1, "dim")
     unbiased = n.kwargs.get("unbiased", True)
@@ -165,7 +165,7 @@ def _var(e, n):
         attrs["axes"] = [_norm_axis(int(d), e.val(x).dim()) for d in dims]
     if n.kwargs.get("keepdim", False):
         attrs["keepdim"] = True
-    return e.g.add("var", [e.ref(x)], attrs, n.name)
+    return e.g.add("var", [e.ref(x)], attrs, name or n.name)
 
 
 def _arg_reduction(op):
