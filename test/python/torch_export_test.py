@@ -244,7 +244,8 @@ class Misc(nn.Module):
                 x.repeat(2, 3), torch.tile(a, (3,)), x.repeat_interleave(2, dim=0), torch.outer(a, b2),
                 torch.dot(a, b2), x.clamp_min(0.1).clamp_max(0.8), torch.addcmul(x, x, x, value=0.5),
                 torch.addcdiv(x, x, x.abs() + 1), torch.lerp(x, x * 2, 0.25), (x @ x.t()).tril(), (x @ x.t()).triu(1),
-                (m @ m.t() > 0).tril(-1))
+                (m @ m.t() > 0).tril(-1), torch.einsum("ij,jk->ik", y, m), torch.einsum("bij,bkj->bki", m.expand(2, 5, 5), m.expand(2, 5, 5)),
+                torch.einsum("ij->ji", y), torch.einsum("ij,kj->i", y, y), torch.einsum("ij,ij->j", x, x))
 
 
 check("misc", Misc(), (torch.randn(2, 4), torch.randn(3, 5), torch.randn(5, 5)))

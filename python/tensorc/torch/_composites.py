@@ -310,6 +310,62 @@ def _triangle(upper):
     return rule
 
 
+def _einsum(e, n):
+    """torch.einsum of one or two operands without repeated labels in an
+    operand or `...`: labels summed away first, then one batched matmul
+    (batch = labels in both operands and the output, contracted = in both
+    but not the output), then the output's order."""
+    equation = n.args[0]
+    operands = list(n.args[1:]) if len(n.args) > 2 or not isinstance(n.args[1], (list, tuple)) else list(n.args[1])
+    spec = equation.replace(" ", "")
+    if "->" not in spec or "." in spec:
+        raise e.unsupported(f"einsum '{equation}' (give the output labels; no '...')")
+    inputs, out = spec.split("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands) or len(terms) > 2 or any(len(set(t)) != len(t) for t in terms + [out]):
+        raise e.unsupported(f"einsum '{equation}' (one or two operands, no repeated labels)")
+    b = _Builder(e, n)
+    sizes = {}
+    for t, x in zip(terms, operands):
+        for label, size in zip(t, e.val(x).shape):
+            sizes[label] = size
+    refs = []
+    for k, (t, x) in enumerate(zip(terms, operands)):
+        other = terms[1 - k] if len(terms) == 2 else ""
+        alone = [i for i, label in enumerate(t) if label not in out and label not in other]
+        ref = e.ref(x)
+        if alone:  # summed before the product
+            ref = b("sum", ref, axes=alone)
+            t = "".join(label for i, label in enumerate(t) if i not in alone)
+        refs.append((t, ref))
+    if len(refs) == 1:
+        t, ref = refs[0]
+        perm = [t.index(label) for label in out]
+        return b.last("permute", ref, dims=perm) if perm != list(range(len(perm))) else \
+            b.last("reshape", ref, shape=[sizes[label] for label in out])
+    (ta, ra), (tb, rb) = refs
+    batch = [label for label in out if label in ta and label in tb]
+    contracted = [label for label in ta if label in tb and label not in out]
+    rows = [label for label in ta if label not in tb]
+    cols = [label for label in tb if label not in ta]
+    prod = lambda labels: int(torch.tensor([sizes[label] for label in labels], dtype=torch.int64).prod().item()) \
+        if labels else 1
+
+    def arrange(t, ref, order, shape):
+        perm = [t.index(label) for label in order]
+        if perm != list(range(len(perm))):
+            ref = b("permute", ref, dims=perm)
+        return b("reshape", ref, shape=shape)
+    nb = prod(batch)
+    a3 = arrange(ta, ra, batch + rows + contracted, [nb, prod(rows), prod(contracted)])
+    b3 = arrange(tb, rb, batch + contracted + cols, [nb, prod(contracted), prod(cols)])
+    c = b("reshape", b("matmul", a3, b3), shape=[sizes[label] for label in batch + rows + cols])
+    have = batch + rows + cols
+    perm = [have.index(label) for label in out]
+    return b.last("permute", c, dims=perm) if perm != list(range(len(perm))) else \
+        b.last("reshape", c, shape=[sizes[label] for label in out])
+
+
 # Rules (function forms, then modules) ------------------------------------------
 
 def _x(e, n):
@@ -365,6 +421,7 @@ def _function_rules():
         torch.lerp: _lerp, ("method", "lerp"): _lerp,
         torch.tril: _triangle(False), ("method", "tril"): _triangle(False),
         torch.triu: _triangle(True), ("method", "triu"): _triangle(True),
+        torch.einsum: _einsum,
     }
 
 
