@@ -314,12 +314,20 @@ def main():
                     help="also run tensorc with max-autotune (a fresh tune cache): tuning time, tuned ms")
     ap.add_argument("--backend", action="store_true",
                     help="also torch.compile(model, backend=\"tensorc\") (the compiler: $TENSORC, else the "
-                         "bundle's bin/tensorc-compiler)")
+                         "bundle's bin/tensorc-compiler, unpacked from its .xz)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     bundled = os.path.join(HERE, "..", "bin", "tensorc-compiler")
-    if a.backend and "TENSORC" not in os.environ and os.path.exists(bundled):
-        os.environ["TENSORC"] = os.path.abspath(bundled)
+    if a.backend and "TENSORC" not in os.environ:
+        if not os.path.exists(bundled) and os.path.exists(bundled + ".xz"):
+            import lzma
+            import shutil
+            with lzma.open(bundled + ".xz") as src, open(bundled + ".tmp", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.chmod(bundled + ".tmp", 0o755)
+            os.replace(bundled + ".tmp", bundled)
+        if os.path.exists(bundled):
+            os.environ["TENSORC"] = os.path.abspath(bundled)
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

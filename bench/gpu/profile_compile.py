@@ -3,6 +3,10 @@
 counterpart of trace_steps.py for tensorc), for one public workload:
 
     python3 profile_compile.py gpt2block_f32_fb [--mode default]
+
+--mode tensorc profiles torch.compile(model, backend="tensorc") (the
+compiler: $TENSORC). Beside the kernels' device time it prints the step's
+time between CUDA events: the difference is the GPU waiting for the host.
 """
 import os
 import sys
@@ -21,10 +25,16 @@ def main():
     mod, make, train, _, _ = W.workloads()[name]
     mod = mod.to(W.DEV)
     inputs = make()
-    run = W.step_fn(torch.compile(mod, mode=mode), inputs, train)
+    if mode == "tensorc":
+        import tensorc.torch  # noqa: F401 (registers the backend)
+        compiled = torch.compile(mod, backend="tensorc", dynamic=False)
+    else:
+        compiled = torch.compile(mod, mode=mode)
+    run = W.step_fn(compiled, inputs, train)
     for _ in range(3):
         run()
     torch.cuda.synchronize()
+    print(f"{name} {mode}: {W.bench(run, 20):.3f} ms between CUDA events (median)")
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()

@@ -94,18 +94,36 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
     std::optional<Arg> mask;
     bool causal = false;
     if (const Node *w = ix.singleUse(s, "where")) {
-      std::optional<double> fill = literalOf(w->args[2]);
-      if (!fill || !(std::isinf(*fill) && *fill < 0) || w->args[0].kind != Arg::Kind::Value ||
-          w->args[1].kind != Arg::Kind::Value)
+      // where(keep, scores, -inf), or masked_fill's where(masked, -inf, scores).
+      auto minusInf = [](const Arg &a) {
+        std::optional<double> v = literalOf(a);
+        return v && std::isinf(*v) && *v < 0;
+      };
+      bool keepForm = minusInf(w->args[2]) && w->args[1].kind == Arg::Kind::Value;
+      bool maskedForm = !keepForm && minusInf(w->args[1]) && w->args[2].kind == Arg::Kind::Value;
+      if ((!keepForm && !maskedForm) || w->args[0].kind != Arg::Kind::Value)
         continue;
+      // Causal (j <= i kept, top-left aligned as is_causal): rows >= columns
+      // kept, or rows < columns masked, either operand order.
+      auto compares = [&](const Node *cmp, const char *op, const char *swapped) {
+        if (!cmp || cmp->args.size() != 2 || cmp->args[0].kind != Arg::Kind::Value ||
+            cmp->args[1].kind != Arg::Kind::Value)
+          return false;
+        const std::string &a = cmp->args[0].value, &b = cmp->args[1].value;
+        return (cmp->op == op && isIotaAlong(ix, a, true) && isIotaAlong(ix, b, false)) ||
+               (cmp->op == swapped && isIotaAlong(ix, a, false) && isIotaAlong(ix, b, true));
+      };
       const Node *cmp = ix.producer(w->args[0].value);
-      if (cmp && cmp->op == "ge" && cmp->args[0].kind == Arg::Kind::Value &&
-          cmp->args[1].kind == Arg::Kind::Value && isIotaAlong(ix, cmp->args[0].value, true) &&
-          isIotaAlong(ix, cmp->args[1].value, false))
-        causal = true; // rows >= columns: j <= i, top-left aligned as is_causal
-      else
-        mask = w->args[0];
-      s = w->args[1].value;
+      causal = keepForm ? compares(cmp, "ge", "le") : compares(cmp, "lt", "gt");
+      if (!causal) {
+        if (keepForm)
+          mask = w->args[0];
+        else if (cmp && cmp->op == "logical_not" && cmp->args[0].kind == Arg::Kind::Value)
+          mask = cmp->args[0]; // masked where not kept
+        else
+          continue;
+      }
+      s = (keepForm ? w->args[1] : w->args[2]).value;
     } else if (const Node *a = ix.singleUse(s, "add")) {
       if (a->args[0].kind != Arg::Kind::Value || a->args[1].kind != Arg::Kind::Value)
         continue;

@@ -54,10 +54,12 @@ public:
     driver_.freeHost(flags_);
     driver_.destroyEvent(start_);
     driver_.destroyEvent(end_);
+    driver_.destroyEvent(handoff_);
     driver_.destroyStream(own_);
   }
 
   Address arena(size_t bytes) override {
+    driver_.makeCurrent();
     if (bytes > arenaBytes_) {
       // The old arena may still be read by queued work: wait first.
       driver_.synchronize(stream_);
@@ -69,6 +71,7 @@ public:
     return Address(arena_);
   }
   Address staging(size_t slot, size_t bytes) override {
+    driver_.makeCurrent();
     if (slot >= staging_.size())
       staging_.resize(slot + 1, {0, 0});
     auto &[p, have] = staging_[slot];
@@ -82,17 +85,21 @@ public:
     return Address(p);
   }
   void copyIn(Address dst, const void *src, size_t bytes) override {
+    driver_.makeCurrent();
     // From pageable memory the driver stages the copy: the host side is
     // done when the call returns.
     driver_.copyToDevice(DevicePtr(dst), src, bytes, stream_);
   }
   void copyOut(void *dst, Address src, size_t bytes) override {
+    driver_.makeCurrent();
     driver_.copyToHost(dst, DevicePtr(src), bytes, stream_);
   }
   void copyWithin(Address dst, Address src, size_t bytes) override {
+    driver_.makeCurrent();
     driver_.copyOnDevice(DevicePtr(dst), DevicePtr(src), bytes, stream_);
   }
   void execute(const artifact::Artifact &a, const RunFrame &frame) override {
+    driver_.makeCurrent();
     std::vector<DevicePtr> ptr(frame.values.begin(), frame.values.end());
     if (trace::enabled()) {
       // Traced runs launch step by step (no graph), an event pair each.
@@ -115,6 +122,7 @@ public:
   }
   void setGraphs(bool on) override { graphs_ = on; }
   void readFlags(const std::vector<Address> &addresses) override {
+    driver_.makeCurrent();
     if (addresses.size() > flagCount_) {
       driver_.synchronize(stream_);
       driver_.freeHost(flags_);
@@ -163,6 +171,7 @@ public:
     return exec;
   }
   void synchronize() override {
+    driver_.makeCurrent();
     // Kernel faults surface here.
     driver_.synchronize(stream_);
     if (timed_)
@@ -207,8 +216,17 @@ public:
     timed_ = true;
   }
   void setStream(void *stream, bool own) override {
-    driver_.synchronize(stream_); // nothing of ours left on the old stream
-    stream_ = own ? own_ : static_cast<cuda::Stream>(stream);
+    driver_.makeCurrent();
+    cuda::Stream next = own ? own_ : static_cast<cuda::Stream>(stream);
+    if (next == stream_)
+      return; // PyTorch's bridge sets its current stream before every call
+    // What was queued on the old stream comes first (it may still use the
+    // arena), without waiting on the host.
+    if (!handoff_)
+      handoff_ = driver_.createEvent();
+    driver_.record(handoff_, stream_);
+    driver_.wait(next, handoff_);
+    stream_ = next;
   }
   double lastDeviceMs() const override { return lastMs_; }
 
@@ -217,6 +235,7 @@ private:
   Driver &driver_;
   cuda::Stream own_ = nullptr, stream_ = nullptr;
   void *start_ = nullptr, *end_ = nullptr;
+  void *handoff_ = nullptr; // orders a stream change
   bool timed_ = false;
   double lastMs_ = -1;
   DevicePtr arena_ = 0, workspace_ = 0;
@@ -269,7 +288,9 @@ public:
                                     [d](uint8_t *q) { d->free(DevicePtr(q)); });
   }
   bool isDeviceMemory(const void *p) const override {
-    return Driver::get().isDeviceMemory(DevicePtr(p));
+    Driver &d = Driver::get();
+    d.makeCurrent();
+    return d.isDeviceMemory(DevicePtr(p));
   }
 
 private:

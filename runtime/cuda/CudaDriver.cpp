@@ -15,6 +15,7 @@ struct Driver::Api {
   int (*deviceGetName)(char *, int, int);
   int (*primaryCtxRetain)(void **, int);
   int (*ctxSetCurrent)(void *);
+  int (*ctxGetCurrent)(void **);
   int (*ctxSynchronize)();
   int (*moduleLoadData)(void **, const void *);
   int (*moduleGetFunction)(void **, void *, const char *);
@@ -37,6 +38,7 @@ struct Driver::Api {
   int (*eventCreate)(void **, unsigned);
   int (*eventDestroy)(void *);
   int (*eventRecord)(void *, Stream);
+  int (*streamWaitEvent)(Stream, void *, unsigned);
   int (*eventSynchronize)(void *);
   int (*eventElapsedTime)(float *, void *, void *);
   int (*getErrorString)(int, const char **);
@@ -76,6 +78,7 @@ const Loaded &load() {
     sym(api->deviceGetName, "cuDeviceGetName");
     sym(api->primaryCtxRetain, "cuDevicePrimaryCtxRetain");
     sym(api->ctxSetCurrent, "cuCtxSetCurrent");
+    sym(api->ctxGetCurrent, "cuCtxGetCurrent");
     sym(api->ctxSynchronize, "cuCtxSynchronize");
     sym(api->moduleLoadData, "cuModuleLoadData");
     sym(api->moduleGetFunction, "cuModuleGetFunction");
@@ -98,6 +101,7 @@ const Loaded &load() {
     sym(api->eventDestroy, "cuEventDestroy_v2");
     sym(api->eventRecord, "cuEventRecord");
     sym(api->eventSynchronize, "cuEventSynchronize");
+    sym(api->streamWaitEvent, "cuStreamWaitEvent");
     sym(api->eventElapsedTime, "cuEventElapsedTime");
     sym(api->getErrorString, "cuGetErrorString");
     sym(api->streamBeginCapture, "cuStreamBeginCapture_v2");
@@ -165,7 +169,14 @@ Driver::Driver() : api_(load().api.get()) {
   makeCurrent();
 }
 
-void Driver::makeCurrent() const { TC_CU(ctxSetCurrent(context_)); }
+void Driver::makeCurrent() const {
+  // A thread has no current context until one is set: callers may come from
+  // any thread (PyTorch runs backward on its autograd thread).
+  void *current = nullptr;
+  if (api_->ctxGetCurrent(&current) == 0 && current == context_)
+    return;
+  TC_CU(ctxSetCurrent(context_));
+}
 
 void *Driver::loadModule(const std::string &image) const {
   void *m = nullptr;
@@ -266,6 +277,7 @@ void Driver::destroyEvent(void *e) const {
     api_->eventDestroy(e);
 }
 void Driver::record(void *event, Stream s) const { TC_CU(eventRecord(event, s)); }
+void Driver::wait(Stream s, void *event) const { TC_CU(streamWaitEvent(s, event, 0)); }
 float Driver::elapsedMs(void *start, void *end) const {
   TC_CU(eventSynchronize(end));
   float ms = 0;

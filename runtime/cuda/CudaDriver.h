@@ -25,7 +25,10 @@ public:
   int multiprocessors() const { return multiprocessors_; }
   // Dynamic shared memory one block may opt in to (227 KiB on an H100).
   int maxSharedMemoryPerBlock() const { return maxSharedOptIn_; }
-  void makeCurrent() const; // on the calling thread
+  // Makes the context current on the calling thread (cheap when it is):
+  // every entry point that may run on another thread than the session's
+  // creator calls it first.
+  void makeCurrent() const;
 
   void *loadModule(const std::string &image) const;
   void *function(void *module, const std::string &name) const;
@@ -59,6 +62,8 @@ public:
   void *createEvent() const;
   void destroyEvent(void *event) const;
   void record(void *event, Stream stream) const;
+  // Work queued on `stream` after this waits for `event` (no host wait).
+  void wait(Stream stream, void *event) const;
   float elapsedMs(void *start, void *end) const; // waits for `end`
   // CUDA graphs: work queued on `stream` between beginCapture and
   // endCapture is recorded, not run; endCapture returns it instantiated

@@ -47,3 +47,59 @@ func.func @kept(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}) -> (!tc.tensor<[3, 
   %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
   return %o, %p : !tc.tensor<[3, 4], f32>, !tc.tensor<[3, 3], f32>
 }
+
+// -----
+
+// masked_fill(rows < cols, -inf) (PyTorch's ~tril mask, as the exporter
+// writes it) is causal too.
+// CHECK-LABEL: func.func @masked_fill_causal
+// CHECK-NEXT: %[[O:.*]] = tc.scaled_dot_product_attention %arg0, %arg1, %arg2 {is_causal = true, scale = 1.250000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @masked_fill_causal(%q: !tc.tensor<[2, 5, 4], f32> {tc.name = "q"}, %k: !tc.tensor<[2, 5, 4], f32> {tc.name = "k"}, %v: !tc.tensor<[2, 5, 3], f32> {tc.name = "v"}) -> (!tc.tensor<[2, 5, 3], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %k {dim0 = 1 : i64, dim1 = 2 : i64} : (!tc.tensor<[2, 5, 4], f32>) -> !tc.tensor<[2, 4, 5], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[2, 5, 4], f32>, !tc.tensor<[2, 4, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("s")
+  %eight = tc.constant {tc.literal, value = dense<8.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %d = tc.div %s, %eight : (!tc.tensor<[2, 5, 5], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("d")
+  %i = tc.iota {end = 5 : i64} : () -> !tc.tensor<[5], i64> loc("i")
+  %r = tc.reshape %i {shape = [5, 1]} : (!tc.tensor<[5], i64>) -> !tc.tensor<[5, 1], i64> loc("r")
+  %c = tc.reshape %i {shape = [1, 5]} : (!tc.tensor<[5], i64>) -> !tc.tensor<[1, 5], i64> loc("c")
+  %m = tc.lt %r, %c : (!tc.tensor<[5, 1], i64>, !tc.tensor<[1, 5], i64>) -> !tc.tensor<[5, 5], i1> loc("m")
+  %ninf = tc.constant {tc.literal, value = dense<0xFF800000> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %w = tc.where %m, %ninf, %d : (!tc.tensor<[5, 5], i1>, !tc.tensor<[], f32>, !tc.tensor<[2, 5, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("w")
+  %p = tc.softmax %w : (!tc.tensor<[2, 5, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("p")
+  %o = tc.matmul %p, %v : (!tc.tensor<[2, 5, 5], f32>, !tc.tensor<[2, 5, 3], f32>) -> !tc.tensor<[2, 5, 3], f32> loc("o")
+  return %o : !tc.tensor<[2, 5, 3], f32>
+}
+
+// -----
+
+// masked_fill(~keep, -inf) with any boolean `keep`: keep is the mask
+// operand; masked_fill(m, -inf) with m not a negation is left as written
+// (the attention op's boolean mask says what takes part).
+// CHECK-LABEL: func.func @masked_fill_not
+// CHECK: tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+func.func @masked_fill_not(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %keep: !tc.tensor<[3, 3], i1> {tc.name = "keep"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
+  %n = tc.logical_not %keep : (!tc.tensor<[3, 3], i1>) -> !tc.tensor<[3, 3], i1> loc("n")
+  %ninf = tc.constant {tc.literal, value = dense<0xFF800000> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %w = tc.where %n, %ninf, %s : (!tc.tensor<[3, 3], i1>, !tc.tensor<[], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("w")
+  %p = tc.softmax %w : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
+  %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
+  return %o : !tc.tensor<[3, 4], f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @masked_fill_other
+// CHECK-NOT: scaled_dot_product_attention
+// CHECK: tc.softmax
+func.func @masked_fill_other(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %m: !tc.tensor<[3, 3], i1> {tc.name = "m"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
+  %ninf = tc.constant {tc.literal, value = dense<0xFF800000> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %w = tc.where %m, %ninf, %s : (!tc.tensor<[3, 3], i1>, !tc.tensor<[], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("w")
+  %p = tc.softmax %w : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
+  %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
+  return %o : !tc.tensor<[3, 4], f32>
+}

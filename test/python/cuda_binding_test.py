@@ -6,6 +6,7 @@ pointer passed as a device one, a non-contiguous tensor, another device.
 Resident training state on the GPU equals feeding X.next back by hand.
 Tensors 4 bytes off a 16-byte boundary (views at an odd offset) take the
 scalar paths of vectorized kernels, with the same results as aligned ones.
+A session runs from another thread than the one that made it.
 usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx [VECTOR_ROWS.tcx [SIBLING_ROWS.tcx]]"""
 import sys
 
@@ -46,6 +47,24 @@ for _ in range(10):
     step()
 s.synchronize()
 assert torch.equal(mine["logits"], logits) and s.last_device_ms > 0
+# Another thread (PyTorch runs backward on its own): no CUDA context is
+# current there until the runtime makes its own current.
+import threading  # noqa: E402
+from_thread = {}
+def run_on_thread():
+    try:
+        on_thread = {"logits": torch.full((B, 10), float("nan"), device="cuda"),
+                     "loss": torch.full((), float("nan"), device="cuda")}
+        s.run(**dev, outputs=on_thread)
+        s.synchronize()
+        from_thread.update(on_thread)
+    except Exception as e:  # reported on the main thread
+        from_thread["error"] = e
+worker = threading.Thread(target=run_on_thread)
+worker.start()
+worker.join()
+assert "error" not in from_thread, from_thread.get("error")
+assert torch.equal(from_thread["logits"], logits)
 
 
 def expect_error(fragment, f):

@@ -304,6 +304,32 @@ class Recurrent(nn.Module):
         return self.rnn(x)[0]
 
 
+# A causal mask the graph builds from no input (Dynamo's graphs call
+# torch.ones(...).tril() and ~ as nodes): index comparisons, not an S x S
+# constant, and the hand-written attention becomes one attention op.
+import operator  # noqa: E402
+import torch.fx as fx  # noqa: E402
+import json as json_module  # noqa: E402
+fg = fx.Graph()
+q, k, v = fg.placeholder("q"), fg.placeholder("k"), fg.placeholder("v")
+scores = fg.call_function(operator.truediv, (fg.call_function(operator.matmul, (q, fg.call_method("transpose", (k, -2, -1)))), 4.0))
+keep = fg.call_method("tril", (fg.call_function(torch.ones, (9, 9), {"dtype": torch.bool}),))
+filled = fg.call_method("masked_fill", (scores, fg.call_function(operator.invert, (keep,)), float("-inf")))
+fg.output(fg.call_function(operator.matmul, (fg.call_function(torch.softmax, (filled,), {"dim": -1}), v)))
+causal = fx.GraphModule(nn.Module(), fg)
+causal_inputs = tuple(torch.randn(2, 3, 9, 16) for _ in range(3))
+check("causal", causal, causal_inputs)
+graph = tt.export(causal, causal_inputs)
+assert "constant" not in [n["op"] for n in graph["nodes"]], graph["nodes"]
+with open(os.path.join(work, "causal-graph.json"), "w") as f:
+    json_module.dump(graph, f)
+subprocess.run([tensorc, "grad", os.path.join(work, "causal-graph.json"), "--wrt", "q", "k", "v", "--of",
+                graph["outputs"][0], "--partition", "--emit", "json", "-o", os.path.join(work, "causal-parts")],
+               check=True)
+with open(os.path.join(work, "causal-parts.forward.json")) as f:
+    ops = [n["op"] for n in json_module.load(f)["nodes"]]
+assert ops == ["scaled_dot_product_attention"], ops
+
 problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(Recurrent(), torch.randn(2, 3, 20))
 assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module GRU", "rnn")], \
     [(p.what, p.path) for p in problems]

@@ -81,13 +81,31 @@ def tensorc_backend(gm, example_inputs, **options):
     # compile time, naming the op and its source line. Where they are fake
     # (shapes without data), at the first call instead: the exporter runs
     # the graph on its example inputs.
-    if not any(_is_fake(x) for x in example_inputs):
+    # Likewise where a size is symbolic (a SymInt input: Dynamo made a dim
+    # dynamic), which the call then passes as a plain int.
+    if not any(_is_fake(x) or _is_symbolic(x) for x in example_inputs):
         call.compiled_for(list(example_inputs))
     return call
 
 
 def _is_fake(x):
-    return isinstance(x, torch.Tensor) and type(x).__name__ in ("FakeTensor", "FunctionalTensor")
+    if not isinstance(x, torch.Tensor):
+        return False
+    try:  # PyTorch >= 2.1: also a functional tensor wrapping a fake one
+        from torch._subclasses.fake_tensor import is_fake
+        return is_fake(x)
+    except ImportError:
+        pass
+    try:
+        from torch._subclasses.fake_tensor import FakeTensor
+    except ImportError:  # no fake tensors: every tensor is real
+        return False
+    return isinstance(x, FakeTensor)
+
+
+def _is_symbolic(x):
+    kinds = tuple(getattr(torch, k) for k in ("SymInt", "SymFloat", "SymBool") if hasattr(torch, k))
+    return isinstance(x, kinds)
 
 
 def register():

@@ -108,6 +108,26 @@ def _concrete(a):
     return fx.node.map_aggregate(a, lambda x: x.value if isinstance(x, _ConcreteProxy) else x)
 
 
+class _LazyConstant:
+    """A tensor computed from no input (torch.ones(s, s).tril() in a
+    forward): added to the graph as a constant only where an op reads it,
+    so the steps that built it leave nothing behind."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+class _Env(dict):
+    """fx node -> its value in the tensorc graph."""
+
+    def __getitem__(self, node):
+        v = super().__getitem__(node)
+        if isinstance(v, _LazyConstant):
+            v = v.make()
+            self[node] = v
+        return v
+
+
 class _Tracer(fx.Tracer):
     """Traces with concrete values beside the proxies and records each
     node's module path (the module whose forward made it)."""
@@ -228,6 +248,9 @@ class _Graph:
         return name
 
     def constant(self, t, name):
+        causal = self.causal_mask(t, name)
+        if causal is not None:
+            return causal
         if t.dtype not in DTYPES:
             raise UnsupportedOp(f"constant of dtype {t.dtype}", "", "")
         if t.numel() > CONSTANT_LIMIT:
@@ -239,6 +262,30 @@ class _Graph:
         value = {"dtype": DTYPES[t.dtype], "shape": list(t.shape), "data": data}
         return self.add("constant", [], {"value": value}, name)
 
+    def causal_mask(self, t, name):
+        """A boolean [..., R, C] constant (leading dims 1) that is the causal
+        mask, j <= i (torch.ones(R, C).tril(), kept where true) or j > i
+        (its complement, masked where true), as index comparisons: no R x C
+        data in the graph, and the attention it masks is recognized as
+        causal (compiler/transforms/RecognizeAttention.cpp)."""
+        if t.dtype != torch.bool or t.dim() < 2 or any(d != 1 for d in t.shape[:-2]) or t.numel() < 4:
+            return None
+        rows, cols = t.shape[-2], t.shape[-1]
+        lower = torch.ones(rows, cols, dtype=torch.bool).tril()
+        flat = t.detach().cpu().reshape(rows, cols)
+        if torch.equal(flat, lower):
+            op = "ge"
+        elif torch.equal(flat, ~lower):
+            op = "lt"
+        else:
+            return None
+        r = self.add("reshape", [self.add("iota", [], {"end": rows}, name + "_rows")], {"shape": [rows, 1]})
+        c = self.add("reshape", [self.add("iota", [], {"end": cols}, name + "_cols")], {"shape": [1, cols]})
+        mask = self.add(op, [r, c], None, name + ("_keep" if op == "ge" else "_masked"))
+        if t.dim() > 2:
+            mask = self.add("reshape", [mask], {"shape": list(t.shape)}, name)
+        return mask
+
     def json(self):
         return {"format": "tensorc.graph", "version": 1, "name": self.name, "inputs": self.inputs,
                 "nodes": self.nodes, "outputs": self.outputs}
@@ -248,7 +295,7 @@ class _Exporter:
     def __init__(self, gm, values, name):
         self.gm, self.values = gm, values
         self.g = _Graph(name)
-        self.env = {}
+        self.env = _Env()
         self.placeholders = 0
         self.depends = {}  # node -> whether it depends on a graph input or parameter
         self.params = dict(gm.named_parameters())
@@ -345,6 +392,10 @@ class _Exporter:
             v = self.values[n]
             if not isinstance(v, torch.Tensor):
                 self.env[n] = v
+            elif n.target.startswith("_tensor_constant") and (mask := self.g.causal_mask(v, n.name)):
+                # fx keeps a tensor the model made from no input (a mask) as
+                # a buffer: a causal one is index comparisons instead.
+                self.env[n] = mask
             elif n.target in self.params or n.target in self.buffers:
                 self.env[n] = self.param_input(n.target)
             else:  # a tensor the model computed from no input (fx's _tensor_constant)
@@ -355,7 +406,7 @@ class _Exporter:
             self.depends[n] = any(self.depends.get(a, False) for a in n.all_input_nodes)
             v = self.values[n]
             if not self.depends[n] and isinstance(v, torch.Tensor):
-                self.env[n] = self.g.constant(v, n.name)
+                self.env[n] = _LazyConstant(lambda v=v, name=n.name: self.g.constant(v, name))
             elif not isinstance(v, (torch.Tensor, list, tuple)) or (
                     isinstance(v, (list, tuple)) and not any(isinstance(x, torch.Tensor) for x in v)):
                 self.env[n] = v  # shape arithmetic: a concrete Python value
