@@ -227,8 +227,11 @@ class _ReusingEnqueue:
                 self.inputs[i].data = t.data_ptr()
             for i, t in enumerate(outputs):
                 self.outputs[i].data = t.data_ptr()
-        if self.signature is not None:
-            session._keep = tensors  # until synchronize()
+        # The tensors themselves are not kept: the caller queues the run on
+        # the stream torch allocates them for (tensorc.torch does), where the
+        # caching allocator orders their reuse as for a torch op. A reference
+        # held here would also make autograd copy each gradient this returns
+        # (AccumulateGrad steals a gradient only where nothing else holds it).
         _check(lib.tc_session_enqueue(session._handle, self.outputs, self.m, self.inputs, self.n))
 
 
@@ -347,7 +350,10 @@ class Session:
         descriptions while every tensor's shape, strides, dtype and device
         stay those of the call before: then only the data pointers change
         (the per-call cost of tensorc.torch's compiled modules). Other
-        tensors take enqueue's path."""
+        tensors take enqueue's path. Unlike enqueue(), the torch tensors
+        are not kept alive until synchronize(): queue on the stream torch
+        allocated them for (set_stream(torch.cuda.current_stream()...)),
+        or synchronize before they are freed."""
         return _ReusingEnqueue(self)
 
     def prepare(self, *args, outputs, **kwargs):

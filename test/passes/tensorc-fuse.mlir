@@ -169,3 +169,25 @@ func.func @norm_weight_grad(%x: !tc.tensor<[B, 8], f32>, %dy: !tc.tensor<[8], f3
   %dw = tc.sum %h {axes = array<i64: 0>} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8], f32> loc("dw")
   return %dw, %gx : !tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>
 }
+
+// -----
+
+// Two full-size graph inputs (x and a full dy, as in a backward graph): the
+// column reduction recomputes x_hat * dy from both, since they are in memory
+// anyway; no elementwise kernel writes the product first.
+// CHECK-LABEL: func.func @norm_weight_grad_two_inputs
+// CHECK: tc.fused "k0"
+// CHECK: tc.fused "k1"
+// CHECK-NOT: tc.fused
+// CHECK: return
+// REPORT-LABEL: fusion of @norm_weight_grad_two_inputs: 2 kernels
+// REPORT-NEXT: kernel k0 (reduction): m (mean), xc (sub), gx (mul)
+// REPORT-NEXT: kernel k1 (reduction): xc (sub), h (mul), dw (sum)
+func.func @norm_weight_grad_two_inputs(%x: !tc.tensor<[B, 8], f32>, %dy: !tc.tensor<[B, 8], f32>) -> (!tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>) {
+  %m = tc.mean %x {axes = array<i64: -1>, keepdim = true} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 1], f32> loc("m")
+  %xc = tc.sub %x, %m : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 1], f32>) -> !tc.tensor<[B, 8], f32> loc("xc")
+  %gx = tc.mul %xc, %dy : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("gx")
+  %h = tc.mul %xc, %dy : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("h")
+  %dw = tc.sum %h {axes = array<i64: 0>} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8], f32> loc("dw")
+  return %dw, %gx : !tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>
+}
