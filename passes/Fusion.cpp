@@ -192,11 +192,10 @@ void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
 // kernel that computes its operand, so that operand went to memory: a full
 // [rows, C] tensor written by one kernel and read back by the next. Where
 // the operand is an elementwise function of one full-size value already in
-// memory (a graph input or another kernel's result), or of two that are in
-// memory regardless (graph inputs, matmul results), and of small ones (row
-// statistics, broadcast vectors), the reduction's kernel
-// recomputes it instead (reading that one value: what it read before),
-// and the row-wise kernel no longer writes it. Returns the copies (each
+// memory (a graph input or another kernel's result), or of two graph
+// inputs, and of small ones (row statistics, broadcast vectors), the
+// reduction's kernel recomputes it instead (reading no more than it read
+// before), and the row-wise kernel no longer writes it. Returns the copies (each
 // joins only its consumer's kernel, as recomputed broadcasts do).
 void recomputeIntoColumnReductions(func::FuncOp fn, llvm::DenseSet<Operation *> &copies) {
   auto sameShape = [](Value a, Value b) {
@@ -254,21 +253,14 @@ void recomputeIntoColumnReductions(func::FuncOp fn, llvm::DenseSet<Operation *> 
       ok = cone.size() <= 16 && fullLeaves.size() <= 2;
     }
     // The recomputation reads no more than the materialized operand would
-    // (written once, read once). A second full-size value is read only where
-    // it is in memory anyway (a graph input, a library call's result): then
-    // x_hat * dy of two inputs costs two reads instead of an elementwise
-    // kernel's two reads and a write, and the reduction's read.
-    auto resident = [](Value v) {
-      Operation *d = v.getDefiningOp();
-      if (!d)
-        return true; // a graph input
-      if (!d->getName().getStringRef().starts_with("tc."))
-        return false;
-      Kind k = classify(d);
-      return k == Kind::Matmul || k == Kind::Attention;
-    };
+    // (written once, read once). Two full-size values only where both are
+    // graph inputs (a backward graph's saved x and incoming dy): then
+    // x_hat * dy costs two reads instead of an elementwise kernel's two reads
+    // and a write, and the reduction's read. Not for computed values: a
+    // GEMM's result read again here lives longer (a larger arena), and a
+    // bias gradient summing a GEMM operand would lose cuBLASLt's epilogue.
     if (!ok || fullLeaves.empty() ||
-        (fullLeaves.size() == 2 && !llvm::all_of(fullLeaves, resident)))
+        (fullLeaves.size() == 2 && !llvm::all_of(fullLeaves, [](Value v) { return !v.getDefiningOp(); })))
       continue;
     llvm::sort(cone, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
     OpBuilder b(r);
