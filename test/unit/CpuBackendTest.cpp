@@ -692,4 +692,29 @@ TEST(CpuBackend, DevicePlacementAndRepeatedRuns) {
   expectError([&] { s.synchronize(); }, "node \"loss\" (cross_entropy): a target is outside the classes [0, 10)");
   labels.setI(0, 9);
   s.run(in, outViews);
+
+  // Same shapes, other addresses (PyTorch's fresh outputs each call): the
+  // plan stands, the new pointers are checked and used.
+  std::vector<HostTensor> moved;
+  std::vector<rt::TensorView> movedViews;
+  for (const HostTensor &o : out) {
+    moved.emplace_back(DType::F32, o.shape());
+    for (int64_t i = 0; i < moved.back().numel(); ++i)
+      moved.back().setF(i, std::nan(""));
+    movedViews.push_back(viewOf(moved.back()));
+  }
+  HostTensor xCopy = x;
+  std::vector<rt::TensorView> movedIn = in;
+  for (size_t i = 0; i < exe->inputs().size(); ++i)
+    if (exe->inputs()[i].name == "x")
+      movedIn[i] = viewOf(xCopy);
+  s.run(movedIn, movedViews);
+  for (size_t k = 0; k < out.size(); ++k)
+    EXPECT_EQ(std::memcmp(moved[k].data(), out[k].data(), size_t(out[k].numel()) * 4), 0) << k;
+  std::vector<rt::TensorView> nullOut = movedViews;
+  nullOut[0].data = nullptr;
+  expectError([&] { s.run(movedIn, nullOut); }, "output '" + exe->outputs()[0].name + "': null data");
+  std::vector<rt::TensorView> onGpu = movedIn;
+  onGpu[0].device = {rt::DeviceType::Cuda, 0};
+  expectError([&] { s.run(onGpu, movedViews); }, "is on cuda:0, but mlp.tcx runs on cpu");
 }

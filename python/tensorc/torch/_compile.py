@@ -65,10 +65,17 @@ class _Runner:
         self.input_names = [info.name for info in session.executable.inputs]
         self.enqueue = session.reusing_enqueue()
         self.shapes = None
+        if self.cuda:
+            # torch.cuda.current_stream() builds a Stream object (~13 us a
+            # call on an H100 host); the raw handle is what the run needs.
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            index = self.device.index
+            self.current_stream = (lambda: raw(index)) if raw else \
+                (lambda: torch.cuda.current_stream(self.device).cuda_stream)
 
     def __call__(self, args):
         if self.cuda:
-            self.session.set_stream(torch.cuda.current_stream(self.device).cuda_stream)
+            self.session.set_stream(self.current_stream())
         shapes = self.shapes
         if shapes is None:
             shapes = self.session.output_shapes(**args)
