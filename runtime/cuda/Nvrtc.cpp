@@ -127,7 +127,7 @@ Nvrtc::Output Nvrtc::compile(const std::string &source, const std::string &name,
   int rc = api_->createProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   check(rc == 0, name + ": nvrtcCreateProgram failed: " + api_->getErrorString(rc));
   std::vector<std::string> all = {"--gpu-architecture=" + arch, "-I" + cudaHome() + "/include",
-                                  "--std=c++17"};
+                                  "--std=c++17", "--split-compile=0"};
   all.insert(all.end(), options.begin(), options.end());
   std::vector<const char *> argv;
   for (const std::string &o : all)
