@@ -221,14 +221,28 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
 
   // Cooperative reductions: one thread's share of the reduced iterations
   // (from `first`, every `stride`), and one xor-butterfly exchange step.
+  // Static extents whose product fits 32 bits are split with 32-bit
+  // arithmetic: a 64-bit division by a constant is ~5x the instructions, and
+  // a one-block sum of 98304 values (attention's loss) spent 0.025 ms on it.
+  bool reducedFits32 = true;
+  int64_t reducedStatic = 1;
+  for (size_t d : reducedDims) {
+    const Dim &extent = spec.space[d];
+    reducedFits32 = reducedFits32 && extent.isStatic() && extent.value() > 0 &&
+                    reducedStatic <= (int64_t(1) << 31) / extent.value();
+    if (reducedFits32)
+      reducedStatic *= extent.value();
+  }
   auto indices = [&](const std::string &r, const std::string &in) {
     if (reducedDims.size() == 1)
       return in + "const long long i" + std::to_string(reducedDims[0]) + " = " + r + ";\n";
-    std::string c = in + "long long rr = " + r + ";\n";
+    const std::string word = reducedFits32 ? "unsigned" : "long long";
+    std::string c = in + word + " rr = (" + word + ")(" + r + ");\n";
     for (size_t k = reducedDims.size(); k-- > 0;) {
       std::string d = std::to_string(reducedDims[k]);
-      c += in + "const long long i" + d + " = rr % " + dims(reducedDims[k]) + "; rr /= " + dims(reducedDims[k]) +
-           ";\n";
+      const std::string extent =
+          reducedFits32 ? std::to_string(spec.space[reducedDims[k]].value()) + "u" : dims(reducedDims[k]);
+      c += in + "const long long i" + d + " = rr % " + extent + "; rr /= " + extent + ";\n";
     }
     return c;
   };
