@@ -18,6 +18,7 @@ std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dty
                      std::to_string(paddedHeadDim) + (causal ? "_causal" : "");
   AttentionConfig &config = attention_[name];
   config.f32 = dtype == DType::F32;
+  config.paddedHeadDim = paddedHeadDim;
   config.arguments = (config.f32 ? "" : storageCType(dtype) + ", ") + std::to_string(paddedHeadDim) + ", " +
                      (causal ? "true" : "false");
   return name;
@@ -25,8 +26,17 @@ std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dty
 
 void CudaSourceBuilder::requireAttentionKernel(const std::string &name, const std::string &kernel) {
   static const std::set<std::string> kinds = {"FWD", "BWD_Q", "BWD_Q_SAVED", "BWD_KV"};
-  check(attention_.count(name) && kinds.count(kernel), "cuda codegen: unknown attention kernel " + name + " " + kernel);
-  attention_[name].kernels.insert(kernel);
+  auto found = attention_.find(name);
+  if (found == attention_.end() || !kinds.count(kernel))
+    fail(std::string("cuda codegen: unknown attention kernel ").append(name).append(" ").append(kernel));
+  AttentionConfig &config = found->second;
+  config.kernels.insert(kernel);
+  // The register-capped dK/dV kernel beside it (the runtime picks by grid
+  // size; kernels/Attention.cuh): only where it does not spill much. The
+  // runtime expects it by the same rule (runtime/cuda/CudaProgram.cpp).
+  static const std::string keys = "BWD_KV", denseKeys = "BWD_KV_DENSE";
+  if (kernel == keys && !config.f32 && config.paddedHeadDim <= 64)
+    config.kernels.insert(denseKeys);
 }
 
 } // namespace tensorc::codegen::cuda

@@ -112,6 +112,7 @@ private:
   struct AttentionConfig {
     std::string arguments;       // "T, DP, CAUSAL" of the macros ("DP, CAUSAL" for f32)
     bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)
+    int paddedHeadDim = 0;
     std::set<std::string> kernels; // required
   };
   std::map<std::string, AttentionConfig> attention_; // by symbol prefix

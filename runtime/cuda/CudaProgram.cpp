@@ -22,6 +22,12 @@ using artifact::Step;
 
 using artifact::Storage;
 
+// Blocks per SM from which attention's register-capped dK/dV kernel runs
+// (kernels/Attention.cuh, TC_ATTENTION_BWD_KV_DENSE): two full waves at
+// its three blocks per SM. Measured on an H100: faster at 11.6 blocks per
+// SM (1536 blocks), slower at 1 or fewer.
+constexpr long long kDenseBlocksPerSm = 6;
+
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
                          const std::string &kernelCacheDir, int variant)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())),
@@ -88,6 +94,22 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
                   std::to_string(driver_.maxSharedMemoryPerBlock()));
         if (k.sharedBytes > 0)
           driver_.allowSharedMemory(k.function, unsigned(k.sharedBytes));
+        attention.push_back(k);
+      }
+      // The register-capped dK/dV kernel (kernels/Attention.cuh), which the
+      // code generator adds for f16/bf16 at padded head dims up to 64
+      // (codegen/cuda/AttentionKernel.cpp): a third entry, null otherwise.
+      if (s.attention.backward) {
+        const DType dtype = a.values[size_t(s.operands[6])].dtype; // q
+        AttentionKernel k{nullptr, attention.back().rows, 0};
+        if (dtype != DType::F32 && s.attention.paddedHeadDim <= 64) {
+          const std::string dense = s.symbol + "_bwd_kv_dense";
+          k.function = driver_.function(module_, dense);
+          int launch[2];
+          driver_.readGlobal(module_, dense + "_launch", launch, sizeof launch);
+          k.rows = launch[0];
+          check(k.rows > 0 && launch[1] == 0, "cuda: attention kernel '" + dense + "' has a bad launch record");
+        }
         attention.push_back(k);
       }
     }
@@ -234,6 +256,16 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
       driver_.launch(kernels[kernel].function, tiles, 128, params.data(), stream, unsigned(bh),
                      unsigned(kernels[kernel].sharedBytes));
   };
+  // dout, q, k, v, lse, delta -> dk, dv: the register-capped kernel (three
+  // blocks per SM) where the grid fills the GPU that often, else the other.
+  auto launchKeys = [&]() -> std::string {
+    const bool dense = kernels.size() > 2 && kernels[2].function &&
+                       (long long)blocks(2, S) * bh >= kDenseBlocksPerSm * driver_.multiprocessors();
+    const size_t k = dense ? 2 : 1;
+    launch(k, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
+           blocks(k, S));
+    return dense ? "_bwd_kv_dense" : "_bwd_kv";
+  };
   if (!at.backward) {
     launch(0,
            {pointer(first), pointer(first + 1), pointer(first + 2), pointer(0), at.saveLse ? pointer(1) : 0},
@@ -245,16 +277,11 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
     launch(0,
            {pointer(5), pointer(6), pointer(7), pointer(8), pointer(9), pointer(3), pointer(0), pointer(4)},
            blocks(0, L));
-    launch(1,
-           {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           blocks(1, S));
-    return "attention " + s.symbol + "_bwd_q_saved + _bwd_kv";
+    return "attention " + s.symbol + "_bwd_q_saved + " + launchKeys();
   }
   // dout, q, k, v -> dq, lse, delta; then dout, q, k, v, lse, delta -> dk, dv.
   launch(0, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(0), pointer(3), pointer(4)}, blocks(0, L));
-  launch(1, {pointer(5), pointer(6), pointer(7), pointer(8), pointer(3), pointer(4), pointer(1), pointer(2)},
-           blocks(1, S));
-  return "attention " + s.symbol + "_bwd_q + _bwd_kv";
+  return "attention " + s.symbol + "_bwd_q + " + launchKeys();
 }
 
 void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &a) {
