@@ -18,7 +18,8 @@
 // Tensors are [BH, rows, D] with the last dim contiguous; `ld*` are row
 // strides and `bh*` batch strides in elements. D <= DP (DP a multiple of
 // 16, <= 128); columns D..DP are zero in shared memory. Compiled by NVRTC
-// (the artifact's source includes this file) and by nvcc in CI.
+// (the artifact's source includes this file); timing harnesses compile it
+// with nvcc on the GPU machine.
 // Include guard, not #pragma once: the text is also pasted into sources.
 #ifndef TENSORC_ATTENTION_CUH
 #define TENSORC_ATTENTION_CUH
@@ -169,8 +170,8 @@ __device__ __forceinline__ void loadA(u32 a[4], Tile<T, ROWS, DP> &t, int r0, in
 }
 
 // The B fragments of two n-tiles (n0, n0 + 8) of B = M^T for a row-major
-// tile M, k-step k0 (one ldmatrix for what loadBt loads in four 32-bit
-// reads): b[0..1] the first, b[2..3] the second.
+// tile M, k-step k0 (one ldmatrix instead of four 32-bit shared loads):
+// b[0..1] the first, b[2..3] the second.
 template <typename T, int ROWS, int DP>
 __device__ __forceinline__ void loadBt2(u32 b[4], Tile<T, ROWS, DP> &t, int n0, int k0) {
   const int lane = threadIdx.x & 31, j = lane >> 3, r = lane & 7;
