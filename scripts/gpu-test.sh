@@ -16,6 +16,17 @@ grep -v '^PASS' parity.log
 echo "== parity with CUDA graphs (reduce-overhead): captured, then replayed"
 bin/tensorc-check --all-variants --graphs cases/* > parity-graphs.log 2>&1 || status=1
 grep -v '^PASS' parity-graphs.log
+echo "== cuDNN attention: 16-bit attention runs on cuDNN where it is installed (parity above checked its results)"
+# A silent fallback to the generated kernels would pass parity and lose the
+# speed: every bf16/f16 attention case with a head dim cuDNN takes must
+# report a cuDNN launch, forward and backward.
+if TENSORC_CUDA_TRACE=1 bin/tensorc-check cases/*_scaled_dot_product_attention* > cudnn.log 2>&1 &&
+   grep -q "cuDNN attention forward" cudnn.log && grep -q "cuDNN attention backward" cudnn.log &&
+   ! grep -q "cuDNN declined" cudnn.log; then
+  echo "cuDNN attention: $(grep -c 'cuDNN attention' cudnn.log) launches, none declined"
+else
+  echo "cuDNN attention: FAILED"; grep -m5 "declined\|FAIL\|cuDNN" cudnn.log; status=1
+fi
 echo "== the compiler on this machine (bin/tensorc-compiler: no LLVM/MLIR installed here)"
 if [ -f bin/tensorc-compiler.xz ]; then
   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \

@@ -6,7 +6,6 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "ir/core/Error.h"
-#include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudaProgram.h"
 #include "runtime/host/Trace.h"
 #include "runtime/tune/Autotuner.h"
@@ -48,7 +47,8 @@ public:
     for (void *e : traceEvents_)
       driver_.destroyEvent(e);
     driver_.free(arena_);
-    driver_.free(workspace_);
+    driver_.free(workspace_.gemm);
+    driver_.free(workspace_.scratch);
     for (auto &[p, bytes] : staging_)
       driver_.free(p);
     driver_.freeHost(flags_);
@@ -147,9 +147,8 @@ public:
         std::rotate(graphs.begin(), graphs.begin() + long(i), graphs.begin() + long(i) + 1);
         return graphs.front().second;
       }
-    // Allocation cannot be captured: the GEMM workspace first.
-    if (!workspace_ && program_.hasMatmul())
-      workspace_ = driver_.allocate(cuda::CublasLt::kWorkspaceBytes);
+    // Allocation and cuDNN's plan building cannot be captured: first.
+    program_.reserve(a, frame.shapes, stream_, workspace_);
     driver_.beginCapture(own_);
     try {
       program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, own_, workspace_);
@@ -238,7 +237,8 @@ private:
   void *handoff_ = nullptr; // orders a stream change
   bool timed_ = false;
   double lastMs_ = -1;
-  DevicePtr arena_ = 0, workspace_ = 0;
+  DevicePtr arena_ = 0;
+  cuda::Workspace workspace_;
   size_t arenaBytes_ = 0;
   std::vector<std::pair<DevicePtr, size_t>> staging_;
   int32_t *flags_ = nullptr;

@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/CudnnAttention.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/cuda/Nvrtc.h"
 #include "runtime/host/HostTensor.h"
@@ -34,6 +35,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       forcedVariant_(variant) {
   const char *trace = std::getenv("TENSORC_CUDA_TRACE");
   trace_ = trace && *trace && std::string(trace) != "0";
+  const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
+  cudnnAttentionOn_ = !(cudnnAttention && std::string(cudnnAttention) == "0");
+  cudnnAttention_ = std::make_unique<CudnnAttention>();
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
@@ -112,6 +116,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
         }
         attention.push_back(k);
       }
+      // Variant 0 lets cuDNN run a 16-bit attention, >= 1 the generated
+      // kernels: --all-variants checks both.
+      if (a.values[size_t(s.operands[s.attention.backward ? 6 : s.attention.saveLse ? 2 : 1])].dtype != DType::F32)
+        variantCount_ = std::max(variantCount_, 2);
     }
     attentionKernels_.push_back(std::move(attention));
     std::vector<Launchable> variants;
@@ -221,10 +229,37 @@ int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &varian
 
 std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
                                          const std::vector<std::vector<int64_t>> &shapes,
-                                         const std::vector<DevicePtr> &ptr, Stream stream) const {
+                                         const std::vector<DevicePtr> &ptr, Stream stream,
+                                         Workspace &workspace) const {
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
   size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
+  auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
+  if (std::optional<CudnnAttentionShape> c = cudnnShape(a, si, shapes)) {
+    std::string why;
+    if (const cudnn::Plan *p = cudnnAttention_->plan(*c, why)) {
+      growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);
+      CudnnAttentionTensors t;
+      t.q = pointer(first);
+      t.k = pointer(first + 1);
+      t.v = pointer(first + 2);
+      if (at.backward) {
+        t.dq = pointer(0), t.dk = pointer(1), t.dv = pointer(2), t.lse = pointer(3), t.delta = pointer(4);
+        t.dout = pointer(5), t.o = pointer(9);
+      } else {
+        t.o = pointer(0);
+        t.lse = at.saveLse ? pointer(1) : 0;
+      }
+      CudnnAttention::run(*c, *p, t, workspace.scratch, stream);
+      if (trace_)
+        std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN attention %s\n", si, s.label.c_str(),
+                     at.backward ? "backward" : "forward");
+      return std::string("cuDNN attention ") + (at.backward ? "backward" : "forward");
+    }
+    if (trace_)
+      std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN declined the attention: %s\n", si, s.label.c_str(),
+                   why.c_str());
+  }
   const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
   // [batch..., rows, D], contiguous (the artifact's validation): one batch
   // index per grid row.
@@ -238,7 +273,6 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   check(bh <= 65535, "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
   long long shape[11] = {L, S, D, D, D, D, D, L * D, S * D, S * D, L * D};
   float scale = float(at.scale);
-  auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
   // Blocks of query rows (forward, dq) or key rows (dk, dv).
   auto blocks = [&](size_t kernel, long long rows) {
     const long long n = (rows + kernels[kernel].rows - 1) / kernels[kernel].rows;
@@ -459,10 +493,69 @@ CudaProgram::~CudaProgram() {
     driver_.free(constants_);
 }
 
+std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artifact &a, size_t si,
+                                                           const std::vector<std::vector<int64_t>> &shapes) const {
+  const Step &s = a.steps[si];
+  const artifact::AttentionStep &at = s.attention;
+  if (!cudnnAttentionOn_ || forcedVariant_ >= 1 || (at.backward && !at.savedForward))
+    return std::nullopt;
+  const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
+  const DType dtype = a.values[size_t(s.operands[first])].dtype;
+  if (dtype != DType::F16 && dtype != DType::BF16)
+    return std::nullopt;
+  const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
+  if (qs.size() < 2)
+    return std::nullopt;
+  CudnnAttentionShape c;
+  c.dtype = dtype == DType::F16 ? cudnn::kHalf : cudnn::kBfloat16;
+  // [batch..., heads, rows, D]: the last batch index as cuDNN's heads.
+  const size_t n = qs.size();
+  c.h = n >= 3 ? qs[n - 3] : 1;
+  for (size_t d = 0; d + 3 < n; ++d)
+    c.b *= qs[d];
+  c.L = qs[n - 2];
+  c.S = ks[ks.size() - 2];
+  c.D = qs.back();
+  c.causal = at.causal;
+  c.backward = at.backward;
+  c.stats = at.backward || at.saveLse;
+  c.scale = float(at.scale);
+  if (!CudnnAttention::eligible(c))
+    return std::nullopt;
+  return c;
+}
+
+void CudaProgram::growScratch(Workspace &workspace, size_t bytes, Stream stream) const {
+  if (bytes <= workspace.scratchBytes)
+    return;
+  if (workspace.scratch) {
+    driver_.synchronize(stream); // queued work may still use the old scratch
+    driver_.free(workspace.scratch);
+    workspace.scratch = 0;
+    workspace.scratchBytes = 0;
+  }
+  workspace.scratch = driver_.allocate(bytes);
+  workspace.scratchBytes = bytes;
+}
+
+void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::vector<int64_t>> &shapes,
+                          Stream stream, Workspace &workspace) const {
+  driver_.makeCurrent();
+  if (hasMatmul_ && !workspace.gemm)
+    workspace.gemm = driver_.allocate(CublasLt::kWorkspaceBytes);
+  for (size_t si = 0; si < a.steps.size(); ++si)
+    if (a.steps[si].kind == Step::Kind::Attention)
+      if (std::optional<CudnnAttentionShape> c = cudnnShape(a, si, shapes)) {
+        std::string why;
+        if (const cudnn::Plan *p = cudnnAttention_->plan(*c, why))
+          growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);
+      }
+}
+
 void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
                          const std::map<std::string, int64_t> &bindings,
                          const std::vector<std::vector<int64_t>> &shapes,
-                         const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr &workspace,
+                         const std::vector<DevicePtr> &ptr, Stream stream, Workspace &workspace,
                          const StepMarker &mark, bool mayMeasure) const {
   driver_.makeCurrent();
   auto bytesOf = [&](int v) {
@@ -475,8 +568,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
   auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
-      if (!workspace)
-        workspace = driver_.allocate(CublasLt::kWorkspaceBytes);
+      if (!workspace.gemm)
+        workspace.gemm = driver_.allocate(CublasLt::kWorkspaceBytes);
       int c = s.operands[0], l = s.operands[1], r = s.operands[2];
       std::vector<int64_t> as = shapes[size_t(l)], bs = shapes[size_t(r)];
       if (s.transposeA && as.size() >= 2)
@@ -490,7 +583,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         (s.epilogue.biasGradient ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
       e.allowTf32 = allowTf32_;
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
-                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace);
+                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace.gemm);
       std::string epilogue = s.epilogue.name();
       if (trace_)
         std::fprintf(stderr, "tensorc: step %zu (%s): cuBLASLt matmul%s%s\n", si, s.label.c_str(),
@@ -509,7 +602,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       return {si, std::string("cuBLASLt matmul") + (epilogue.empty() ? "" : " + " + epilogue)};
     }
     if (s.kind == Step::Kind::Attention)
-      return {si, launchAttention(a, si, shapes, ptr, stream)};
+      return {si, launchAttention(a, si, shapes, ptr, stream, workspace)};
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);

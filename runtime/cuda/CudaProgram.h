@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,17 @@ struct TuneSite;
 }
 
 namespace tensorc::cuda {
+
+class CudnnAttention;
+struct CudnnAttentionShape;
+
+// A session's device scratch memory: cuBLASLt's workspace (allocated on the
+// first matmul step) and cuDNN's (grown to the largest plan's need).
+struct Workspace {
+  DevicePtr gemm = 0;
+  DevicePtr scratch = 0;
+  size_t scratchBytes = 0;
+};
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
 // ("sm_90") and stores the binary in its data section, so loading on that
@@ -42,14 +55,18 @@ public:
       std::function<void(size_t first, size_t last, bool after, const std::string &what)>;
 
   // Queues every step of the artifact on `stream`: `ptr` is each value's
-  // device address; `workspace` the session's cuBLASLt workspace (allocated
-  // here on the first matmul step). `mayMeasure`: the autotuner (if set)
+  // device address; `workspace` the session's scratch (allocated or grown
+  // here, between launches, where a step needs more). `mayMeasure`: the autotuner (if set)
   // may run and time candidates now, synchronizing `stream` (false while a
   // CUDA graph is captured: then only known choices apply).
   void launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
               const std::map<std::string, int64_t> &bindings,
               const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
-              Stream stream, DevicePtr &workspace, const StepMarker &mark = {}, bool mayMeasure = false) const;
+              Stream stream, Workspace &workspace, const StepMarker &mark = {}, bool mayMeasure = false) const;
+  // What launch() would allocate for these shapes, allocated now, and
+  // cuDNN's plans built: before a CUDA graph capture, which can do neither.
+  void reserve(const artifact::Artifact &a, const std::vector<std::vector<int64_t>> &shapes, Stream stream,
+               Workspace &workspace) const;
 
   // Loop steps' kernel variants are chosen by `tuner` (not owned; null: the
   // heuristics alone). docs/autotune.md.
@@ -103,10 +120,21 @@ private:
   int variantCount_ = 0;
   bool hasMatmul_ = false;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
-  // Queues an attention step (kernels/Attention.cuh); returns what ran.
+  // Queues an attention step (cuDNN's engines where they take it, else
+  // kernels/Attention.cuh); returns what ran.
   std::string launchAttention(const artifact::Artifact &a, size_t step,
                               const std::vector<std::vector<int64_t>> &shapes,
-                              const std::vector<DevicePtr> &ptr, Stream stream) const;
+                              const std::vector<DevicePtr> &ptr, Stream stream, Workspace &workspace) const;
+  // The cuDNN problem of attention step `si`, if cuDNN may run it: f16/bf16,
+  // a backward with its forward's output and statistics, not disabled
+  // ($TENSORC_CUDNN_ATTENTION=0) nor a forced variant >= 1 (those run the
+  // generated kernels, so parity checks cover both).
+  std::optional<CudnnAttentionShape> cudnnShape(const artifact::Artifact &a, size_t si,
+                                                const std::vector<std::vector<int64_t>> &shapes) const;
+  // Grows the scratch to `bytes` (waiting for `stream`'s work on the old).
+  void growScratch(Workspace &workspace, size_t bytes, Stream stream) const;
+  std::unique_ptr<CudnnAttention> cudnnAttention_; // plans by shape
+  bool cudnnAttentionOn_ = true;
   int forcedVariant_ = -1;
   runtime::Autotuner *tuner_ = nullptr;
   std::string sourceHash_;      // SHA-256 of the CUDA source (tuning keys)

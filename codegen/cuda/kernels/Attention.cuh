@@ -269,6 +269,10 @@ __device__ __forceinline__ void productTransposed(float (*x)[4], const u32 (*a)[
                               reinterpret_cast<const u32 (*)[DP / 16][4]>(a), m);
 }
 
+// The lse operands hold natural-log log-sum-exps of the scaled scores (as
+// cuDNN's statistics do); the kernels work in base 2 (exp2f).
+constexpr float kLn2 = 0.6931471805599453f, kLog2e = 1.4426950408889634f;
+
 struct Shape {
   long long L, S;               // query and key rows
   int D;                        // head dim (<= DP)
@@ -488,17 +492,19 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
     for (int h = 0; h < 2; ++h) {
       const float sum = quadSum(l[mt][h]);
       inv[h] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
-      // The log-sum-exp (base 2) for a backward that reuses this forward.
+      // The log-sum-exp for a backward that reuses this forward (natural
+      // log in memory: cuDNN's statistics, so either backward pairs with it).
       const long long r = rowM + (threadIdx.x & 31) / 4 + 8 * h;
       if (lse && (threadIdx.x & 3) == 0 && r < s.L)
-        lse[bh * s.L + r] = sum > 0.0f ? (m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum) : infinity();
+        lse[bh * s.L + r] =
+            sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * kLn2 : infinity();
     }
     storeRows<T, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
   }
 }
 
-// dQ, and D = rowsum(dO * O) per query row for dkv; the log-sum-exp (base
-// 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
+// dQ, and D = rowsum(dO * O) per query row for dkv; the log-sum-exp (in
+// memory natural log, in registers base 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
 // read with O from the forward kernel's results. dout/o: [BH, L, D] with
 // strides ldo/bho; dq: q's.
 template <typename T, int DP, bool CAUSAL, bool SAVED>
@@ -548,7 +554,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     }
     for (int h = 0; h < 2; ++h) {
       const long long r = row0 + warp * 16 + g + 8 * h;
-      lse2[h] = r < s.L ? lse[r] : infinity();
+      lse2[h] = r < s.L ? lse[r] * kLog2e : infinity();
     }
     __syncthreads(); // the stages are free for the key tiles
   } else {
@@ -579,7 +585,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     const long long r = row0 + warp * 16 + g + 8 * h;
     if (qd == 0 && r < s.L) {
       if (!SAVED)
-        lse[r] = lse2[h];
+        lse[r] = lse2[h] * kLn2;
       delta[r] = d[h];
     }
   }
@@ -664,7 +670,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
     commitCopies();
     for (int i = threadIdx.x; i < BQ; i += kThreads) {
       const bool in = m0 + i < s.L;
-      lseSs[st][i] = in ? lse[m0 + i] : infinity();
+      lseSs[st][i] = in ? lse[m0 + i] * kLog2e : infinity();
       deltaSs[st][i] = in ? delta[m0 + i] : 0.0f;
     }
   };

@@ -1,0 +1,115 @@
+// cuDNN's graph (backend) API, loaded at run time (libcudnn.so.9, also from a
+// pip wheel's nvidia/cudnn/lib): tensors and operations described once, an
+// execution plan from cuDNN's heuristics, run on a stream. No cuDNN headers:
+// the runtime builds without CUDA; the enum values below are cuDNN 9's
+// (cudnn_graph.h), a stable ABI across 9.x.
+#pragma once
+
+#include "runtime/cuda/CudaDriver.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensorc::cuda::cudnn {
+
+// cudnnDataType_t
+enum DataType : int { kFloat = 0, kHalf = 2, kInt32 = 4, kBfloat16 = 9, kBoolean = 11 };
+// cudnnPointwiseMode_t
+enum PointwiseMode : int {
+  kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kIdentity = 21, kCmpGe = 303,
+  kGenIndex = 501, kBinarySelect = 601
+};
+// cudnnReduceTensorOp_t
+enum ReduceOp : int { kReduceAdd = 0, kReduceMax = 3 };
+
+// The loaded library and one handle per CUDA context (the driver's primary
+// context). Throws Error naming what was tried when cuDNN is missing.
+class Library {
+public:
+  static Library &get();
+  int version() const { return version_; } // 91900 for 9.19.0
+  void *handle() const { return handle_; }
+  // Throws Error with cuDNN's message when `status` is not success.
+  void check(int status, const std::string &what) const;
+  struct Api;
+  const Api &api() const { return *api_; }
+
+private:
+  Library();
+  const Api *api_ = nullptr;
+  void *handle_ = nullptr;
+  int version_ = 0;
+};
+
+struct Tensor {
+  int64_t uid = 0;
+  std::vector<int64_t> dims, strides;
+  int type = kFloat;
+};
+
+// An execution plan with the tensors it reads and writes by uid; scalars
+// passed by value are kept here (their host addresses go to cuDNN).
+class Plan {
+public:
+  ~Plan();
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+  int64_t workspaceBytes() const { return workspaceBytes_; }
+  // Queues the plan on `stream`: `pointers` maps every non-virtual,
+  // non-scalar uid to device memory; `workspace` has workspaceBytes().
+  void execute(const std::map<int64_t, DevicePtr> &pointers, DevicePtr workspace, Stream stream) const;
+
+private:
+  friend class Graph;
+  Plan() = default;
+  void *plan_ = nullptr;
+  int64_t workspaceBytes_ = 0;
+  std::map<int64_t, float> scalars_;
+  std::vector<void *> owned_; // the descriptors the plan was made from
+};
+
+// An operation graph under construction. Tensors get uids in order from
+// `firstUid`; an operation's output is a virtual tensor (f32 unless said)
+// unless one is given.
+class Graph {
+public:
+  explicit Graph(int64_t firstUid = 1000) : next_(firstUid) {}
+  ~Graph();
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+
+  // A tensor in memory (uid given) or virtual (uid assigned), 16-byte aligned.
+  Tensor tensor(int type, std::vector<int64_t> dims, std::vector<int64_t> strides, int64_t uid = 0);
+  Tensor virtualTensor(int type, std::vector<int64_t> dims, std::vector<int64_t> strides = {});
+  // An f32 scalar passed by value.
+  Tensor scalar(float value);
+
+  // y = op(x[, b][, t]); `out` (a tensor made above) or a virtual tensor
+  // of x and b's broadcast shape and `outType`.
+  Tensor pointwise(int mode, const Tensor &x, const Tensor *b = nullptr, const Tensor *t = nullptr,
+                   const Tensor *out = nullptr, int outType = kFloat, int mathType = kFloat, int64_t axis = -1);
+  void reduction(int op, const Tensor &x, const Tensor &out);
+  void matmul(const Tensor &a, const Tensor &b, const Tensor &out);
+  void reshape(const Tensor &x, const Tensor &out);
+
+  // The first of cuDNN's heuristic engine configurations (mode A) that
+  // makes a plan; null and `why` when none does (not supported here).
+  std::unique_ptr<Plan> build(std::string &why);
+
+private:
+  void *describe(const Tensor &t);
+  void addOperation(void *op) { ops_.push_back(op); }
+  int64_t next_;
+  std::map<int64_t, void *> tensors_; // uid -> descriptor
+  std::map<int64_t, float> scalars_;
+  std::vector<void *> ops_, owned_;
+};
+
+// Contiguous strides of `dims`.
+std::vector<int64_t> contiguous(const std::vector<int64_t> &dims);
+
+} // namespace tensorc::cuda::cudnn
