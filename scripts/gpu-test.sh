@@ -110,8 +110,13 @@ if command -v compute-sanitizer > /dev/null; then
   sample=$(ls -d cases/* | awk 'NR % 10 == 1')
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool (every 10th case)"
-    timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      bin/tensorc-check --all-variants $sample > "sanitizer-$tool.log" 2>&1
+    # racecheck checks our kernels: cuDNN's attention kernels (wgmma, TMA,
+    # mbarrier waits racecheck does not model) report shared-memory hazards
+    # inside cudnn_generated_fort_native_sdpa_sm90_* on an H100 (cuDNN 9.19)
+    # while their results match the interpreter; memcheck runs with them.
+    cudnn=1; [ "$tool" = racecheck ] && cudnn=0
+    TENSORC_CUDNN_ATTENTION=$cudnn timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
+      --error-exitcode 99 bin/tensorc-check --all-variants $sample > "sanitizer-$tool.log" 2>&1
     rc=$?
     [ "$rc" -eq 124 ] && { echo "compute-sanitizer $tool: timed out (not a pass)"; status=1; }
     grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, .* failed' "sanitizer-$tool.log" | tail -2
