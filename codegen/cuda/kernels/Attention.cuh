@@ -271,7 +271,9 @@ __device__ __forceinline__ void productTransposed(float (*x)[4], const u32 (*a)[
 
 // The lse operands hold natural-log log-sum-exps of the scaled scores (as
 // cuDNN's statistics do); the kernels work in base 2 (exp2f).
-constexpr float kLn2 = 0.6931471805599453f, kLog2e = 1.4426950408889634f;
+// (Functions, not constants: NVRTC warns of an unused namespace-scope constant.)
+__device__ __forceinline__ constexpr float ln2() { return 0.6931471805599453f; }
+__device__ __forceinline__ constexpr float log2e() { return 1.4426950408889634f; }
 
 struct Shape {
   long long L, S;               // query and key rows
@@ -497,7 +499,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
       const long long r = rowM + (threadIdx.x & 31) / 4 + 8 * h;
       if (lse && (threadIdx.x & 3) == 0 && r < s.L)
         lse[bh * s.L + r] =
-            sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * kLn2 : infinity();
+            sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * ln2() : infinity();
     }
     storeRows<T, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
   }
@@ -554,7 +556,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     }
     for (int h = 0; h < 2; ++h) {
       const long long r = row0 + warp * 16 + g + 8 * h;
-      lse2[h] = r < s.L ? lse[r] * kLog2e : infinity();
+      lse2[h] = r < s.L ? lse[r] * log2e() : infinity();
     }
     __syncthreads(); // the stages are free for the key tiles
   } else {
@@ -585,7 +587,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     const long long r = row0 + warp * 16 + g + 8 * h;
     if (qd == 0 && r < s.L) {
       if (!SAVED)
-        lse[r] = lse2[h] * kLn2;
+        lse[r] = lse2[h] * ln2();
       delta[r] = d[h];
     }
   }
@@ -670,7 +672,7 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
     commitCopies();
     for (int i = threadIdx.x; i < BQ; i += kThreads) {
       const bool in = m0 + i < s.L;
-      lseSs[st][i] = in ? lse[m0 + i] * kLog2e : infinity();
+      lseSs[st][i] = in ? lse[m0 + i] * log2e() : infinity();
       deltaSs[st][i] = in ? delta[m0 + i] : 0.0f;
     }
   };

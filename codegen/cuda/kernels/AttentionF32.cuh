@@ -336,7 +336,7 @@ __device__ void forward(const float *q, const float *k, const float *v, float *o
     inv[i] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
     const long long r = row0 + rowOf(i);
     if (lse && tx == 0 && r < s.L)
-      lse[bh * s.L + r] = logSumExp(m[i], sum) * tc_attention::kLn2; // natural log in memory
+      lse[bh * s.L + r] = logSumExp(m[i], sum) * tc_attention::ln2(); // natural log in memory
   }
   storeRows<RA, DPF / 32>(o, acc, s.ldo, row0, s.L, s.D, inv);
 }
@@ -379,7 +379,7 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
             if (col + j < s.D)
               part += dout[r * s.ldo + col + j] * o[r * s.ldo + col + j];
       d[i] = rowSum(part);
-      lse2[i] = r < s.L ? lse[r] * tc_attention::kLog2e : infinity();
+      lse2[i] = r < s.L ? lse[r] * tc_attention::log2e() : infinity();
     }
   } else {
     // The forward pass's scratch: kt, vt (as its row-major V) and a region
@@ -405,7 +405,7 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
     const long long r = row0 + rowOf(i);
     if (tx == 0 && r < s.L) {
       if (!SAVED)
-        lse[r] = lse2[i] * tc_attention::kLn2;
+        lse[r] = lse2[i] * tc_attention::ln2();
       delta[r] = d[i];
     }
   }
@@ -483,7 +483,7 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
     stage<TL::cols, DPF>(dout, m0, s.L, s.D, s.ldo, dot, TL::colStride, dos, DPF + 4);
     if (threadIdx.x < TL::cols) {
       const bool in = m0 + threadIdx.x < s.L;
-      lseS[threadIdx.x] = in ? lse[m0 + threadIdx.x] * tc_attention::kLog2e : infinity();
+      lseS[threadIdx.x] = in ? lse[m0 + threadIdx.x] * tc_attention::log2e() : infinity();
       deltaS[threadIdx.x] = in ? delta[m0 + threadIdx.x] : 0.0f;
     }
     __syncthreads();
