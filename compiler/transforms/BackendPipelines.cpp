@@ -34,6 +34,11 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
 void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   if (options.runChecks)
     pm.addPass(createRunChecksPass());
+  // Hand-written attention (PyTorch models' softmax(q k^T / sqrt(d)) v with
+  // a tril mask, as the exporter writes it) runs as the fused attention:
+  // `tensorc grad` and `compile --train` recognize it before
+  // differentiating; an inference compile only here.
+  pm.addPass(createRecognizeAttentionPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
   // gelu stays whole: GEMM epilogues absorb gelu(tanh); both forms are scalar ops.
