@@ -19,12 +19,16 @@ fi
 # allow_user_poisoning=0: LLVM's headers poison allocator memory in our ASan TUs that the
 # prebuilt (uninstrumented) MLIR libraries then use: false "use-after-poison".
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allow_user_poisoning=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-unit_log=$(mktemp)
-build-asan/bin/tensorc-unittests --gtest_brief=1 --gtest_filter='-CudaCodegen.*' 2>&1 | tee "$unit_log"
-unit_status=${PIPESTATUS[0]}
+# Unit and lit tests side by side, their logs printed in turn.
 lit_log=$(mktemp)
-TENSORC_LIT_ASAN=1 python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v build-asan/test 2>&1 | tee "$lit_log"
-lit_status=${PIPESTATUS[0]}
+TENSORC_LIT_ASAN=1 python3 /usr/lib/llvm-19/build/utils/lit/lit.py -v build-asan/test > "$lit_log" 2>&1 &
+lit_pid=$!
+unit_log=$(mktemp)
+build-asan/bin/tensorc-unittests --gtest_brief=1 --gtest_filter='-CudaCodegen.*' > "$unit_log" 2>&1
+unit_status=$?
+wait "$lit_pid"
+lit_status=$?
+cat "$unit_log" "$lit_log"
 count() { grep -E "$1" "$2" | grep -oE '[0-9]+' | head -1; }
 passed=$(( $(count '^\[  PASSED  \] [0-9]+ tests?' "$unit_log" || echo 0) + $(count '^ *Passed *:' "$lit_log" || echo 0) ))
 failed=$(( $(count '^ *Failed *:' "$lit_log" || echo 0) ))
