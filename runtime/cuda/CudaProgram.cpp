@@ -235,7 +235,11 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   const artifact::AttentionStep &at = s.attention;
   size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
-  if (std::optional<CudnnAttentionShape> c = cudnnShape(a, si, shapes)) {
+  // cuDNN's tensors are described 16-byte aligned: a caller's tensor at an
+  // odd offset (a view into a larger buffer) runs the generated kernels.
+  const bool aligned = std::all_of(s.operands.begin(), s.operands.end(),
+                                   [&](int v) { return ptr[size_t(v)] % 16 == 0; });
+  if (std::optional<CudnnAttentionShape> c = aligned ? cudnnShape(a, si, shapes) : std::nullopt) {
     std::string why;
     if (const cudnn::Plan *p = cudnnAttention_->plan(*c, why)) {
       growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);

@@ -102,11 +102,13 @@ void *openCudnn(std::string &tried) {
 
 Library &Library::get() {
   static std::once_flag once;
-  static std::unique_ptr<Library> instance;
+  // Never destroyed: plans held by programs that outlive static destruction
+  // (a static session, say) still release their descriptors through it.
+  static Library *instance = nullptr;
   static std::string error;
   std::call_once(once, [] {
     try {
-      instance.reset(new Library());
+      instance = new Library();
     } catch (const Error &e) {
       error = e.what();
     }
