@@ -2,8 +2,12 @@
 """Writes the CUDA backend's benchmark graphs (issue 6's choices, measured on
 the GPU by scripts/gpu-bench.sh from the bundle):
 
-  conv_*: conv2d shapes of a ResNet stage, compiled twice (im2col + cuBLASLt
-          and the direct reduction nest) to choose the default by numbers;
+  conv_*: conv2d shapes of a ResNet stage, compiled three ways (cuDNN, the
+          default; im2col + cuBLASLt; the direct reduction nest) to choose
+          the default by numbers;
+  convblock_*_fb: two 3x3 convolutions of a ResNet block, forward and
+          backward (the joint graph of `tensorc grad`), on cuDNN and as
+          im2col + per-tap GEMMs;
   rowsum_f32: a long-row reduction, run with every kernel variant;
   softmax_f32, layernorm_f32: chains of row passes, run as one kernel per
           row block (the chain kernel) by the heuristic, and per step;
@@ -17,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_graphs import G  # noqa: E402
+from make_graphs import G, sum_loss  # noqa: E402
 
 
 def conv(name, dtype, n, c, hw, oc, k, stride, pad):
@@ -26,6 +30,19 @@ def conv(name, dtype, n, c, hw, oc, k, stride, pad):
     w = g.input("w", dtype, [oc, c, k, k])
     b = g.input("b", dtype, [oc])
     return g.out(g.op("conv2d", x, w, b, stride=[stride, stride], padding=[pad, pad], name="y"))
+
+
+def convblock(name, dtype, n, c, hw):
+    """A ResNet basic block's convolutions, to be differentiated (`tensorc grad`
+    in scripts/gpu-bundle.sh): conv3x3 + bias, relu, conv3x3, the sum as the loss."""
+    g = G(name)
+    x = g.input("x", dtype, [n, c, hw, hw], trainable=True)
+    w1 = g.input("w1", dtype, [c, c, 3, 3], trainable=True)
+    b1 = g.input("b1", dtype, [c], trainable=True)
+    w2 = g.input("w2", dtype, [c, c, 3, 3], trainable=True)
+    h = g.op("relu", g.op("conv2d", x, w1, b1, padding=[1, 1]))
+    y = g.op("conv2d", h, w2, padding=[1, 1])
+    return g.out(sum_loss(g, y, dtype))
 
 
 def rowsum():
@@ -60,6 +77,8 @@ GRAPHS = [
     conv("conv3x3_bf16", "bf16", 32, 64, 56, 64, 3, 1, 1),
     conv("conv3x3s2_f32", "f32", 32, 128, 28, 256, 3, 2, 1),
     conv("conv1x1_f32", "f32", 32, 256, 28, 64, 1, 1, 0),
+    convblock("convblock_f32_fb", "f32", 32, 64, 56),
+    convblock("convblock_bf16_fb", "bf16", 32, 64, 56),
     rowsum(),
     softmax(),
     layernorm(),

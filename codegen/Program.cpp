@@ -469,6 +469,10 @@ private:
       lowerConv2d(op, attrs);
       return;
     }
+    if (name == "conv2d_backward_input" || name == "conv2d_backward_weight") {
+      lowerConv2dGradient(op, name == "conv2d_backward_input", attrs);
+      return;
+    }
     if (name == "max_pool2d" || name == "avg_pool2d") {
       lowerPool(op, name, attrs);
       return;
@@ -848,7 +852,10 @@ private:
     std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
                          dil = getInts(attrs, "dilation");
     int64_t groups = getInt(attrs, "groups");
-    if (options_.convAsGemm && groups == 1 && out.shape[1].isStatic() && out.shape[2].isStatic() &&
+    const bool library = options_.convolutionLibrary && !bias;
+    if (library)
+      chain_ = Chain{}; // a convolution step chains with nothing
+    if (!library && options_.convAsGemm && groups == 1 && out.shape[1].isStatic() && out.shape[2].isStatic() &&
         out.shape[3].isStatic() && ws.shape[1].isStatic() && ws.shape[2].isStatic() &&
         ws.shape[3].isStatic() && (!bias || specOf(*bias).dtype == out.dtype)) {
       lowerConv2dAsGemm(op, stride, pad, dil);
@@ -895,6 +902,104 @@ private:
         })
              : std::function<Value(Point &, Value)>());
     lazy_[op->getResult(0)] = storedIdentity(v);
+    if (library)
+      toConvolutionStep(artifact::ConvolutionStep::Direction::Forward, attrs);
+  }
+
+  // The loop step just emitted (a direct convolution nest) becomes a
+  // convolution step: cuDNN at run time, the nest's kernel its fallback.
+  // Operands read twice (conv2d(x, x)) stay a loop step.
+  void toConvolutionStep(artifact::ConvolutionStep::Direction direction, const AttrMap &attrs) {
+    Step &st = art_.steps.back();
+    chain_ = Chain{};
+    if (st.kind != Step::Kind::Loop || st.operands.size() != 3)
+      return;
+    st.kind = Step::Kind::Convolution;
+    st.chainNext = false;
+    st.convolution.direction = direction;
+    st.convolution.stride = getInts(attrs, "stride");
+    st.convolution.padding = getInts(attrs, "padding");
+    st.convolution.dilation = getInts(attrs, "dilation");
+    st.convolution.groups = getInt(attrs, "groups");
+  }
+
+  // conv2d's input and weight gradients as direct reduction nests (a
+  // convolution step's fallback with a convolution library):
+  //   dx[n, c, h, w] = sum over (o, kh, kw) of dy[n, g*Og + o, i, j] * w[g*Og + o, c % Cg, kh, kw]
+  //     where h = i*s - p + kh*d (i integral and in range), g = c / Cg;
+  //   dw[o, c, kh, kw] = sum over (n, i, j) of dy[n, o, i, j] * x[n, (o / Og)*Cg + c, i*s - p + kh*d, ...].
+  void lowerConv2dGradient(Operation *op, bool input, const AttrMap &attrs) {
+    Value dy = op->getOperand(0), other = op->getOperand(1);
+    materialize(dy);
+    materialize(other);
+    TensorSpec gs = specOf(dy), os = specOf(other), out = specOf(op->getResult(0));
+    std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
+                         dil = getInts(attrs, "dilation");
+    int64_t groups = getInt(attrs, "groups");
+    // Weight [O, Cg, KH, KW] and input [N, C, H, W] whichever is the result.
+    const TensorSpec &ws = input ? os : out, &xs = input ? out : os;
+    int64_t O = ws.shape[0].value(), Cg = ws.shape[1].value(), Og = O / groups;
+    NestSpec spec;
+    if (input)
+      spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(Og), ws.shape[2], ws.shape[3]};
+    else
+      spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], gs.shape[0], gs.shape[2], gs.shape[3]};
+    spec.reduced = {false, false, false, false, true, true, true};
+    spec.reduction = "sum";
+    spec.valueDtype = out.dtype;
+    if (options_.convolutionLibrary)
+      chain_ = Chain{};
+    int v = newProducedValue(out);
+    emitNestWith({dy, other}, spec, v, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
+      ArrayRef<Value> iv = p.n.ivs;
+      Value zero = scalarConstant(b, loc, 0, out.dtype);
+      if (input) {
+        Value group = b.create<arith::DivUIOp>(loc, iv[1], c(Cg));
+        Value o = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, group, c(Og)), iv[4]);
+        Value ci = b.create<arith::RemSIOp>(loc, iv[1], c(Cg));
+        // The output index i with i*s = h + p - kh*d, if any.
+        Value inside = b.create<arith::ConstantIntOp>(loc, 1, 1);
+        SmallVector<Value> at;
+        for (int dim = 0; dim < 2; ++dim) {
+          Value t = b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, iv[size_t(2 + dim)], c(pad[dim])),
+                                            b.create<arith::MulIOp>(loc, iv[size_t(5 + dim)], c(dil[dim])));
+          Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, t, c(0));
+          Value tc = b.create<arith::MaxSIOp>(loc, t, c(0));
+          Value divides = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                  b.create<arith::RemSIOp>(loc, tc, c(stride[dim])), c(0));
+          Value i = b.create<arith::DivUIOp>(loc, tc, c(stride[dim]));
+          inside = b.create<arith::AndIOp>(loc, inside, b.create<arith::AndIOp>(loc, nonNegative, divides));
+          inside = b.create<arith::AndIOp>(loc, inside, inBounds(p.n, i, gs.shape[size_t(2 + dim)]));
+          at.push_back(clampIndex(p.n, i, gs.shape[size_t(2 + dim)]));
+        }
+        Value gv = p.readAt(dy, {iv[0], o, at[0], at[1]});
+        Value wv = p.readAt(other, {o, ci, iv[5], iv[6]});
+        Value prod = emitScalarOp(b, loc, "mul", {}, {gv, wv}, {gs.dtype, ws.dtype}, out.dtype);
+        return b.create<arith::SelectOp>(loc, inside, prod, zero).getResult();
+      }
+      Value group = b.create<arith::DivUIOp>(loc, iv[0], c(Og));
+      Value cin = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, group, c(Cg)), iv[1]);
+      auto at = [&](Value o, Value k, int dim) {
+        return b.create<arith::AddIOp>(
+                    loc, b.create<arith::SubIOp>(loc, b.create<arith::MulIOp>(loc, o, c(stride[dim])), c(pad[dim])),
+                    b.create<arith::MulIOp>(loc, k, c(dil[dim])))
+            .getResult();
+      };
+      Value ih = at(iv[5], iv[2], 0), iw = at(iv[6], iv[3], 1);
+      Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
+      Value xv = p.readAt(other, {iv[4], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
+      Value gv = p.readAt(dy, {iv[4], iv[0], iv[5], iv[6]});
+      Value prod = emitScalarOp(b, loc, "mul", {}, {gv, xv}, {gs.dtype, xs.dtype}, out.dtype);
+      return b.create<arith::SelectOp>(loc, inside, prod, zero).getResult();
+    });
+    lazy_[op->getResult(0)] = storedIdentity(v);
+    if (options_.convolutionLibrary)
+      toConvolutionStep(input ? artifact::ConvolutionStep::Direction::BackwardInput
+                              : artifact::ConvolutionStep::Direction::BackwardWeight,
+                        attrs);
   }
 
   // conv2d as im2col + GEMM (backends with a GEMM library that takes
@@ -1911,7 +2016,8 @@ bool supportsOp(const std::string &op) {
       "batch_norm", "scaled_dot_product_attention", "scaled_dot_product_attention_backward"};
   static const std::set<std::string> special = {
       "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
-      "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d"};
+      "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d",
+      "conv2d_backward_input", "conv2d_backward_weight"};
   return isScalarOp(op) || reductionOps().count(op) || reshapeOps().count(op) ||
          viewOps().count(op) || generatorOps().count(op) || special.count(op) ||
          decomposed.count(op);

@@ -44,6 +44,10 @@ struct ProgramOptions {
   // column reading rows in order: GPU threads of one output row read
   // adjacent addresses (the one-stage nest read a column per block).
   bool splitColumnReductions = false;
+  // conv2d without a bias (the pipeline splits it off) and its gradients
+  // become convolution steps (cuDNN in the GPU runtime), each with its
+  // direct reduction nest as the kernel to fall back on.
+  bool convolutionLibrary = false;
 };
 
 // What the program builder knows about its steps beyond the artifact.

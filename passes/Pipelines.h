@@ -10,6 +10,13 @@ struct PipelineOptions {
   // Index range checks raised after a run (tensorc-run-checks); off:
   // out-of-range indices are clamped silently.
   bool runChecks = true;
+  // CUDA codegen: conv2d and its gradients run on a convolution library
+  // (cuDNN): the gradients stay whole (not one GEMM per kernel tap) and a
+  // conv2d's bias becomes an add that fuses with what follows.
+  bool convolutionLibrary = true;
+  // CPU: conv2d's gradients as direct reduction nests instead of per-tap
+  // GEMMs (what the GPU falls back on without cuDNN: tests check them here).
+  bool directConvolutionGradients = false;
 };
 
 // The target-independent cleanup every compile runs: tensorc-simplify (exact

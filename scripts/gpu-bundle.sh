@@ -46,8 +46,16 @@ mkdir -p "$out/bench"
 python3 bench/cuda_graphs.py build/cuda-bench-graphs
 for g in build/cuda-bench-graphs/*.json; do
   name=$(basename "$g" .json)
+  case "$name" in *_fb) # forward graphs: their joint forward+backward graph
+    build/bin/tensorc grad "$g" --emit json -o "build/cuda-bench-graphs/$name.joint"
+    g="build/cuda-bench-graphs/$name.joint" ;;
+  esac
   build/bin/tensorc compile "$g" --target cuda --arch sm_90 --precompile -o "$out/bench/$name.tcx"
   case "$name" in conv*)
+    build/bin/tensorc compile "$g" --target cuda --arch sm_90 --precompile --conv-algo gemm \
+      -o "$out/bench/${name}_gemm.tcx" ;;
+  esac
+  case "$name" in conv*_f32|conv*_bf16)
     build/bin/tensorc compile "$g" --target cuda --arch sm_90 --precompile --conv-algo direct \
       -o "$out/bench/${name}_direct.tcx" ;;
   esac

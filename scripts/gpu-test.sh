@@ -27,6 +27,14 @@ if TENSORC_CUDA_TRACE=1 bin/tensorc-check cases/*_scaled_dot_product_attention* 
 else
   echo "cuDNN attention: FAILED"; grep -m5 "declined\|FAIL\|cuDNN" cudnn.log; status=1
 fi
+echo "== cuDNN convolution: conv2d and its gradients run on cuDNN (forced variants >= 1 checked the direct kernels)"
+if TENSORC_CUDA_TRACE=1 bin/tensorc-check cases/*_conv2d* > cudnn-conv.log 2>&1 &&
+   grep -q "cuDNN convolution forward" cudnn-conv.log && grep -q "cuDNN convolution backward_input" cudnn-conv.log &&
+   grep -q "cuDNN convolution backward_weight" cudnn-conv.log && ! grep -q "cuDNN declined" cudnn-conv.log; then
+  echo "cuDNN convolution: $(grep -c 'cuDNN convolution' cudnn-conv.log) launches, none declined"
+else
+  echo "cuDNN convolution: FAILED"; grep -m5 "declined\|FAIL\|cuDNN" cudnn-conv.log; status=1
+fi
 echo "== the compiler on this machine (bin/tensorc-compiler: no LLVM/MLIR installed here)"
 if [ -f bin/tensorc-compiler.xz ]; then
   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
@@ -114,8 +122,9 @@ if command -v compute-sanitizer > /dev/null; then
     # mbarrier waits racecheck does not model) report shared-memory hazards
     # inside cudnn_generated_fort_native_sdpa_sm90_* on an H100 (cuDNN 9.19)
     # while their results match the interpreter; memcheck runs with them.
+    # Likewise cuDNN's convolution kernels.
     cudnn=1; [ "$tool" = racecheck ] && cudnn=0
-    TENSORC_CUDNN_ATTENTION=$cudnn timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
+    TENSORC_CUDNN_ATTENTION=$cudnn TENSORC_CUDNN_CONVOLUTION=$cudnn timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" \
       --error-exitcode 99 bin/tensorc-check --all-variants $sample > "sanitizer-$tool.log" 2>&1
     rc=$?
     [ "$rc" -eq 124 ] && { echo "compute-sanitizer $tool: timed out (not a pass)"; status=1; }

@@ -37,6 +37,19 @@ def conv(dtype, n, c, hw, oc, k, stride, pad):
     return lambda: F.conv2d(x, w, b, stride=stride, padding=pad)
 
 
+def convblock(dtype, n, c, hw):
+    """conv3x3 + bias, relu, conv3x3, sum: forward and backward (bench/cuda_graphs.py)."""
+    x = torch.randn(n, c, hw, hw, device="cuda", dtype=dtype, requires_grad=True)
+    w1 = (torch.randn(c, c, 3, 3, device="cuda", dtype=dtype) * 0.05).requires_grad_()
+    b1 = torch.randn(c, device="cuda", dtype=dtype, requires_grad=True)
+    w2 = (torch.randn(c, c, 3, 3, device="cuda", dtype=dtype) * 0.05).requires_grad_()
+
+    def step():
+        y = F.conv2d(F.relu(F.conv2d(x, w1, b1, padding=1)), w2, padding=1)
+        y.float().sum().backward()
+    return step
+
+
 x = torch.randn(16384, 4096, device="cuda")
 lw32 = torch.randn(4096, device="cuda")
 lb32 = torch.randn(4096, device="cuda")
@@ -48,6 +61,8 @@ work = {
     "conv3x3_bf16": conv(torch.bfloat16, 32, 64, 56, 64, 3, 1, 1),
     "conv3x3s2_f32": conv(torch.float32, 32, 128, 28, 256, 3, 2, 1),
     "conv1x1_f32": conv(torch.float32, 32, 256, 28, 64, 1, 1, 0),
+    "convblock_f32_fb": convblock(torch.float32, 32, 64, 56),
+    "convblock_bf16_fb": convblock(torch.bfloat16, 32, 64, 56),
     "rowsum_f32": lambda: x.sum(dim=1),
     "softmax_f32": lambda: torch.softmax(x, dim=-1),
     "layernorm_f32": lambda: F.layer_norm(x, (4096,), lw32, lb32),

@@ -88,7 +88,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       buildProgram(fn, "tc_" + fn.getName().str() + "_k",
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
                    ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm",
-                                  /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true},
+                                  /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true,
+                                  /*convolutionLibrary=*/options.conv == "cudnn"},
                    [&](DType dtype, int paddedHeadDim, bool causal) {
                      return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal);
                    },

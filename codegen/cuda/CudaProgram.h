@@ -17,9 +17,12 @@ namespace tensorc::codegen::cuda {
 
 struct CudaCompileOptions {
   std::string arch = "sm_90"; // recorded; the runtime compiles for the GPU it finds
-  // conv2d: "gemm" (im2col + cuBLASLt, groups 1) or "direct" (a reduction
-  // nest per output); docs/cuda-backend.md has the measurements.
-  std::string conv = "gemm";
+  // conv2d: "cudnn" (convolution steps: cuDNN's engines at run time, a
+  // direct nest where cuDNN is missing or declines; its gradients too when
+  // the pipeline kept them whole), "gemm" (im2col + cuBLASLt, groups 1) or
+  // "direct" (a reduction nest per output); docs/cuda-backend.md has the
+  // measurements.
+  std::string conv = "cudnn";
   std::map<std::string, std::string> record;
 };
 

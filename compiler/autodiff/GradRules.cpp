@@ -556,6 +556,8 @@ Grads attentionRule(const GradContext &c) {
 
 // ------------------------------------------------------------- convolution and pooling
 
+} // namespace
+
 // The window of output (i, j) reads padded input (i*s + ki*d, j*s + kj*d).
 // Slicing the padded input at offset (ki*d, kj*d) with step s gives, for each
 // kernel tap, the (N, C, Ho, Wo) tensor of the inputs that tap reads; the
@@ -578,56 +580,29 @@ Tensor unpad2d(const Tensor &t, const std::vector<int64_t> &pad) {
   return padAxis(padAxis(t, 2, -pad[0], -pad[0]), 3, -pad[1], -pad[1]);
 }
 
+namespace {
+
+// The input and weight gradients are ops of their own (cuDNN's backward-data
+// and backward-filter convolutions on GPUs); backends without them
+// decompose them into per-tap GEMMs (compiler/transforms/Decompose.cpp).
 Grads conv2dRule(const GradContext &c) {
   const Tensor &x = c.in(0), &w = c.in(1);
-  std::vector<int64_t> stride = getInts(c.attrs(), "stride"),
-                       padding = getInts(c.attrs(), "padding"),
-                       dilation = getInts(c.attrs(), "dilation");
-  int64_t groups = getInt(c.attrs(), "groups");
-  int64_t C = x.shape()[1].value(), H = x.shape()[2].value(), W = x.shape()[3].value();
-  int64_t O = w.shape()[0].value(), Cg = w.shape()[1].value(), KH = w.shape()[2].value(),
-          KW = w.shape()[3].value();
+  AttrMap geometry{{"stride", getInts(c.attrs(), "stride")},
+                   {"padding", getInts(c.attrs(), "padding")},
+                   {"dilation", getInts(c.attrs(), "dilation")},
+                   {"groups", getInt(c.attrs(), "groups")}};
   Tensor g = c.grad();
-  int64_t Ho = g.shape()[2].value(), Wo = g.shape()[3].value(), Og = O / groups;
-  int64_t Hp = H + 2 * padding[0], Wp = W + 2 * padding[1];
-  const Dim &N = x.shape()[0];
   Grads out(c.inputs.size());
-  // Per group: g as (N, groups, Og, Ho, Wo), taps of x as (N, groups, Cg, Ho, Wo).
-  Tensor gg = reshape(g, dimSpec({N, Dim::of(groups), Dim::of(Og), Dim::of(Ho), Dim::of(Wo)}));
-  Tensor padded = pad(x, {padding[1], padding[1], padding[0], padding[0]});
-  std::optional<Tensor> dx;
-  std::vector<Tensor> dwTaps;
-  for (int64_t ki = 0; ki < KH; ++ki)
-    for (int64_t kj = 0; kj < KW; ++kj) {
-      // w[:, :, ki, kj] as (groups, Og, Cg).
-      Tensor wTap = reshape(slice(w, {2, 3}, {ki, kj}, {ki + 1, kj + 1}), {groups, Og, Cg});
-      if (c.needsGrad[0]) {
-        // dtap[n, grp, c, i, j] = sum_o g[n, grp, o, i, j] * w[grp*Og + o, c, ki, kj]
-        Tensor gm = reshape(permute(gg, {1, 0, 3, 4, 2}),
-                            dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Og)}));
-        Tensor tap = matmul(gm, wTap); // (groups, N*Ho*Wo, Cg)
-        tap = permute(
-            reshape(tap, dimSpec({Dim::of(groups), N, Dim::of(Ho), Dim::of(Wo), Dim::of(Cg)})),
-            {1, 0, 4, 2, 3});
-        tap = reshape(tap, dimSpec({N, Dim::of(C), Dim::of(Ho), Dim::of(Wo)}));
-        Tensor placed = untap(tap, ki, kj, stride, dilation, Hp, Wp);
-        dx = dx ? *dx + placed : placed;
-      }
-      if (c.needsGrad[1]) {
-        // dw[grp*Og + o, c, ki, kj] = sum_{n,i,j} g[n, grp, o, i, j] * xtap[n, grp, c, i, j]
-        Tensor xt = tapSlice(padded, ki, kj, stride, dilation, Ho, Wo);
-        xt = reshape(xt, dimSpec({N, Dim::of(groups), Dim::of(Cg), Dim::of(Ho), Dim::of(Wo)}));
-        Tensor xm = reshape(permute(xt, {1, 0, 3, 4, 2}),
-                            dimSpec({Dim::of(groups), N * Dim::of(Ho * Wo), Dim::of(Cg)}));
-        Tensor gm = reshape(permute(gg, {1, 2, 0, 3, 4}),
-                            dimSpec({Dim::of(groups), Dim::of(Og), N * Dim::of(Ho * Wo)}));
-        dwTaps.push_back(reshape(matmul(gm, xm), {O, Cg, 1})); // (groups*Og, Cg, 1)
-      }
-    }
-  if (dx)
-    out[0] = unpad2d(*dx, padding);
-  if (c.needsGrad[1])
-    out[1] = reshape(dwTaps.size() == 1 ? dwTaps[0] : concat(dwTaps, 2), {O, Cg, KH, KW});
+  if (c.needsGrad[0]) {
+    AttrMap attrs = geometry;
+    attrs["input_size"] = std::vector<int64_t>{x.shape()[2].value(), x.shape()[3].value()};
+    out[0] = c.tracer.call("conv2d_backward_input", {g, w}, attrs)[0];
+  }
+  if (c.needsGrad[1]) {
+    AttrMap attrs = geometry;
+    attrs["kernel_size"] = std::vector<int64_t>{w.shape()[2].value(), w.shape()[3].value()};
+    out[1] = c.tracer.call("conv2d_backward_weight", {g, x}, attrs)[0];
+  }
   if (c.has(2) && c.needsGrad[2])
     out[2] = sum(g, {0, 2, 3});
   return out;

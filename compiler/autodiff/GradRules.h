@@ -64,4 +64,15 @@ struct Centered {
 };
 Centered centerAroundShift(const Tensor &x, const std::vector<int64_t> &axes);
 
+// A 2-D window's kernel taps (pooling and convolution gradients). The window
+// of output (i, j) reads padded input (i*s + ki*d, j*s + kj*d): tapSlice is
+// the (N, C, Ho, Wo) tensor of the inputs tap (ki, kj) reads; untap places a
+// tap's cotangent back into the padded input's (Hp, Wp) frame; unpad2d
+// drops the padding.
+Tensor tapSlice(const Tensor &padded, int64_t ki, int64_t kj, const std::vector<int64_t> &stride,
+                const std::vector<int64_t> &dilation, int64_t Ho, int64_t Wo);
+Tensor untap(const Tensor &g, int64_t ki, int64_t kj, const std::vector<int64_t> &stride,
+             const std::vector<int64_t> &dilation, int64_t Hp, int64_t Wp);
+Tensor unpad2d(const Tensor &t, const std::vector<int64_t> &pad);
+
 } // namespace tensorc::autodiff

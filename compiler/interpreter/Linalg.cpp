@@ -1,4 +1,4 @@
-// matmul, conv2d and 2-D pooling as direct loops with f64/i64 accumulation.
+// matmul, conv2d (and its gradients) and 2-D pooling as direct loops with f64/i64 accumulation.
 #include "compiler/interpreter/Kernels.h"
 
 #include "ir/core/Error.h"
@@ -69,6 +69,66 @@ std::vector<HostTensor> conv2d(const OpCall &c) {
   return {std::move(out)};
 }
 
+// Every (output position, kernel tap) pair of a conv2d reading the input
+// inside its bounds: visit(n, o, oy, ox, cin, ci, ky, kx, iy, ix).
+template <typename Visit>
+void forEachConvTap(const std::vector<int64_t> &xShape, const std::vector<int64_t> &wShape,
+                    const std::vector<int64_t> &outShape, const AttrMap &a, Visit visit) {
+  std::vector<int64_t> stride = getInts(a, "stride"), pad = getInts(a, "padding"), dil = getInts(a, "dilation");
+  int64_t groups = getInt(a, "groups");
+  int64_t N = xShape[0], H = xShape[2], W = xShape[3];
+  int64_t O = wShape[0], Cg = wShape[1], KH = wShape[2], KW = wShape[3];
+  int64_t HO = outShape[2], WO = outShape[3], Og = O / groups;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t oy = 0; oy < HO; ++oy)
+        for (int64_t ox = 0; ox < WO; ++ox)
+          for (int64_t ci = 0; ci < Cg; ++ci)
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t iy = oy * stride[0] - pad[0] + ky * dil[0];
+                int64_t ix = ox * stride[1] - pad[1] + kx * dil[1];
+                if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                  visit(n, o, oy, ox, (o / Og) * Cg + ci, ci, ky, kx, iy, ix);
+              }
+}
+
+// dx[n, cin, iy, ix] = sum of grad[n, o, oy, ox] * w[o, ci, ky, kx] over the taps reading it.
+std::vector<HostTensor> conv2dBackwardInput(const OpCall &c) {
+  const HostTensor &g = c.arg(0), &w = c.arg(1);
+  HostTensor out = c.result();
+  const std::vector<int64_t> &xs = out.shape(), &ws = w.shape(), &gs = g.shape();
+  std::vector<double> acc(size_t(out.numel()), 0.0);
+  forEachConvTap(xs, ws, gs, c.attrs(),
+                 [&](int64_t n, int64_t o, int64_t oy, int64_t ox, int64_t cin, int64_t ci, int64_t ky,
+                     int64_t kx, int64_t iy, int64_t ix) {
+                   acc[size_t(((n * xs[1] + cin) * xs[2] + iy) * xs[3] + ix)] +=
+                       g.getF(((n * gs[1] + o) * gs[2] + oy) * gs[3] + ox) *
+                       w.getF(((o * ws[1] + ci) * ws[2] + ky) * ws[3] + kx);
+                 });
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.setF(int64_t(i), acc[i]);
+  return {std::move(out)};
+}
+
+// dw[o, ci, ky, kx] = sum of grad[n, o, oy, ox] * x[n, cin, iy, ix] over batch and output positions.
+std::vector<HostTensor> conv2dBackwardWeight(const OpCall &c) {
+  const HostTensor &g = c.arg(0), &x = c.arg(1);
+  HostTensor out = c.result();
+  const std::vector<int64_t> &xs = x.shape(), &ws = out.shape(), &gs = g.shape();
+  std::vector<double> acc(size_t(out.numel()), 0.0);
+  forEachConvTap(xs, ws, gs, c.attrs(),
+                 [&](int64_t n, int64_t o, int64_t oy, int64_t ox, int64_t cin, int64_t ci, int64_t ky,
+                     int64_t kx, int64_t iy, int64_t ix) {
+                   acc[size_t(((o * ws[1] + ci) * ws[2] + ky) * ws[3] + kx)] +=
+                       g.getF(((n * gs[1] + o) * gs[2] + oy) * gs[3] + ox) *
+                       x.getF(((n * xs[1] + cin) * xs[2] + iy) * xs[3] + ix);
+                 });
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.setF(int64_t(i), acc[i]);
+  return {std::move(out)};
+}
+
 std::vector<HostTensor> pool(const OpCall &c) {
   const HostTensor &x = c.arg(0);
   const AttrMap &a = c.attrs();
@@ -115,6 +175,8 @@ std::vector<HostTensor> pool(const OpCall &c) {
 void addLinalgKernels(KernelTable &t) {
   t["matmul"] = matmul;
   t["conv2d"] = conv2d;
+  t["conv2d_backward_input"] = conv2dBackwardInput;
+  t["conv2d_backward_weight"] = conv2dBackwardWeight;
   t["max_pool2d"] = t["avg_pool2d"] = pool;
 }
 

@@ -12,7 +12,19 @@ void buildCpuPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
     pm.addPass(createRunChecksPass());
   pm.addPass(createFoldConstantsPass());
   buildSimplifyPipeline(pm, options);
-  pm.addPass(createDecomposePass());
+  // Everything but conv2d's bias (the direct nest adds it as it stores).
+  auto list = [](bool directGradients) {
+    std::vector<std::string> v;
+    for (const std::string &op : transforms::decomposableOps())
+      if (op != "conv2d" &&
+          !(directGradients && (op == "conv2d_backward_input" || op == "conv2d_backward_weight")))
+        v.push_back(op);
+    return v;
+  };
+  static const std::vector<std::string> ops = list(false), opsWithDirectGradients = list(true);
+  DecomposePassOptions decompose;
+  decompose.ops = options.directConvolutionGradients ? opsWithDirectGradients : ops;
+  pm.addPass(createDecomposePass(decompose));
   buildKernelPipeline(pm, options);
 }
 
@@ -44,15 +56,20 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   // gelu stays whole: GEMM epilogues absorb gelu(tanh); both forms are scalar ops.
   // logsumexp too: its nests keep the max and the rescaled sum in one pass
   // (online), and softmax, log_softmax and cross_entropy decompose into it.
-  static const std::vector<std::string> ops = [] {
+  // With a convolution library, conv2d's gradients stay whole and its bias
+  // splits off; without, the bias stays in the GEMM's epilogue.
+  auto list = [](bool convolutionLibrary) {
     std::vector<std::string> v;
-    for (const std::string &op : transforms::decomposableOps())
-      if (op != "gelu" && op != "logsumexp")
+    for (const std::string &op : transforms::decomposableOps()) {
+      bool gradient = op == "conv2d_backward_input" || op == "conv2d_backward_weight";
+      if (op != "gelu" && op != "logsumexp" && (convolutionLibrary ? !gradient : op != "conv2d"))
         v.push_back(op);
+    }
     return v;
-  }();
+  };
+  static const std::vector<std::string> ops = list(false), opsWithConvolutionLibrary = list(true);
   DecomposePassOptions decompose;
-  decompose.ops = ops;
+  decompose.ops = options.convolutionLibrary ? opsWithConvolutionLibrary : ops;
   decompose.keepFusedAttention = true; // the fused attention kernels
   pm.addPass(createDecomposePass(decompose));
   buildKernelPipeline(pm, options);

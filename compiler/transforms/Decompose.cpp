@@ -65,6 +65,29 @@ Tensor attentionProbabilities(const Context &c, size_t first) {
   return softmaxOf(c, s, -1);
 }
 
+// The sizes of a conv2d gradient node: input (N, C, H, W), weight
+// (O, Cg, KH, KW), output (N, O, Ho, Wo), from its operands and result.
+struct ConvTaps {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups, C, H, W, O, Cg, KH, KW, Og, Ho, Wo;
+  Dim N;
+  explicit ConvTaps(const Context &c)
+      : stride(getInts(c.attrs(), "stride")), padding(getInts(c.attrs(), "padding")),
+        dilation(getInts(c.attrs(), "dilation")), groups(getInt(c.attrs(), "groups")) {
+    const bool input = c.node.node->op == "conv2d_backward_input";
+    const Shape &g = c.node.argTypes[0]->shape, &x = input ? c.node.results[0].shape : c.node.argTypes[1]->shape,
+                &w = input ? c.node.argTypes[1]->shape : c.node.results[0].shape;
+    N = g[0];
+    C = x[1].value(), H = x[2].value(), W = x[3].value();
+    O = w[0].value(), Cg = w[1].value(), KH = w[2].value(), KW = w[3].value();
+    Og = O / groups, Ho = g[2].value(), Wo = g[3].value();
+  }
+  // g as (N, groups, Og, Ho, Wo).
+  Tensor grouped(const Tensor &g) const {
+    return reshape(g, dimSpec({N, Dim::of(groups), Dim::of(Og), Dim::of(Ho), Dim::of(Wo)}));
+  }
+};
+
 std::vector<int64_t> trailing(int64_t from, int64_t rank) {
   std::vector<int64_t> axes(rank - from);
   std::iota(axes.begin(), axes.end(), from);
@@ -260,6 +283,59 @@ const std::map<std::string, Rule> &rules() {
       {"scaled_dot_product_attention",
        [](const Context &c) {
          return std::vector{matmul(attentionProbabilities(c, 0), c.in(2))};
+       }},
+      // A bias apart, as an add after the convolution (a convolution
+      // library's forward without it; the add fuses with what follows).
+      {"conv2d",
+       [](const Context &c) {
+         Tensor y = conv2d(c.in(0), c.in(1), std::nullopt, getInts(c.attrs(), "stride"),
+                           getInts(c.attrs(), "padding"), getInts(c.attrs(), "dilation"),
+                           getInt(c.attrs(), "groups"));
+         return std::vector{c.has(2) ? y + reshape(c.in(2), {c.in(2).shape()[0].value(), 1, 1}) : y};
+       }},
+      // conv2d's gradients as one GEMM per kernel tap (the old autodiff
+      // rule): dx sums each tap's g @ w_tap placed back into the padded
+      // input; dw stacks each tap's g^T @ x_tap.
+      {"conv2d_backward_input",
+       [](const Context &c) {
+         const Tensor &g = c.in(0), &w = c.in(1);
+         ConvTaps k(c);
+         std::optional<Tensor> dx;
+         for (int64_t ki = 0; ki < k.KH; ++ki)
+           for (int64_t kj = 0; kj < k.KW; ++kj) {
+             // w[:, :, ki, kj] as (groups, Og, Cg); dtap[n, grp, c, i, j] = sum_o g[n, grp, o, i, j] * w_tap[grp, o, c]
+             Tensor wTap = reshape(slice(w, {2, 3}, {ki, kj}, {ki + 1, kj + 1}), {k.groups, k.Og, k.Cg});
+             Tensor gm = reshape(permute(k.grouped(g), {1, 0, 3, 4, 2}),
+                                 dimSpec({Dim::of(k.groups), k.N * Dim::of(k.Ho * k.Wo), Dim::of(k.Og)}));
+             Tensor tap = matmul(gm, wTap); // (groups, N*Ho*Wo, Cg)
+             tap = permute(reshape(tap, dimSpec({Dim::of(k.groups), k.N, Dim::of(k.Ho), Dim::of(k.Wo),
+                                                 Dim::of(k.Cg)})),
+                           {1, 0, 4, 2, 3});
+             tap = reshape(tap, dimSpec({k.N, Dim::of(k.C), Dim::of(k.Ho), Dim::of(k.Wo)}));
+             Tensor placed = autodiff::untap(tap, ki, kj, k.stride, k.dilation, k.H + 2 * k.padding[0],
+                                             k.W + 2 * k.padding[1]);
+             dx = dx ? *dx + placed : placed;
+           }
+         return std::vector{autodiff::unpad2d(*dx, k.padding)};
+       }},
+      {"conv2d_backward_weight",
+       [](const Context &c) {
+         const Tensor &g = c.in(0), &x = c.in(1);
+         ConvTaps k(c);
+         Tensor padded = pad(x, {k.padding[1], k.padding[1], k.padding[0], k.padding[0]});
+         std::vector<Tensor> taps;
+         for (int64_t ki = 0; ki < k.KH; ++ki)
+           for (int64_t kj = 0; kj < k.KW; ++kj) {
+             // dw[grp*Og + o, c, ki, kj] = sum_{n,i,j} g[n, grp, o, i, j] * x_tap[n, grp, c, i, j]
+             Tensor xt = autodiff::tapSlice(padded, ki, kj, k.stride, k.dilation, k.Ho, k.Wo);
+             xt = reshape(xt, dimSpec({k.N, Dim::of(k.groups), Dim::of(k.Cg), Dim::of(k.Ho), Dim::of(k.Wo)}));
+             Tensor xm = reshape(permute(xt, {1, 0, 3, 4, 2}),
+                                 dimSpec({Dim::of(k.groups), k.N * Dim::of(k.Ho * k.Wo), Dim::of(k.Cg)}));
+             Tensor gm = reshape(permute(k.grouped(g), {1, 2, 0, 3, 4}),
+                                 dimSpec({Dim::of(k.groups), Dim::of(k.Og), k.N * Dim::of(k.Ho * k.Wo)}));
+             taps.push_back(reshape(matmul(gm, xm), {k.O, k.Cg, 1})); // (groups*Og, Cg, 1)
+           }
+         return std::vector{reshape(taps.size() == 1 ? taps[0] : concat(taps, 2), {k.O, k.Cg, k.KH, k.KW})};
        }},
       // The gradients recompute the probabilities (as the interpreter and
       // FlashAttention do) and sum over batch dims an operand was broadcast along.

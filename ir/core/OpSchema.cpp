@@ -81,6 +81,17 @@ std::vector<OpSchema> buildTable() {
   add("conv2d", "nn", {in("x"), in("weight"), opt("bias")},
       {dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})),
        dflt("groups", i(1))});
+  // The gradients of conv2d's input and weight (autodiff's; not
+  // differentiable themselves): what cuDNN's backward-data and
+  // backward-filter convolutions compute.
+  add("conv2d_backward_input", "nn", {in("grad"), in("weight")},
+      {req("input_size", AttrKind::Ints), dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})),
+       dflt("dilation", ints({1, 1})), dflt("groups", i(1))},
+      false);
+  add("conv2d_backward_weight", "nn", {in("grad"), in("x")},
+      {req("kernel_size", AttrKind::Ints), dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})),
+       dflt("dilation", ints({1, 1})), dflt("groups", i(1))},
+      false);
   add("max_pool2d", "nn", {in("x")},
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
        dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})), dflt("ceil_mode", b(false))});

@@ -268,6 +268,82 @@ std::vector<TensorSpec> inferConv2d(const Operands &ops, const AttrMap &attrs) {
   return one(spec(ops, 0).dtype, out);
 }
 
+// stride, padding, dilation and groups of conv2d and its gradients, checked.
+struct ConvGeometry {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+ConvGeometry convGeometry(const AttrMap &attrs) {
+  ConvGeometry g{getInts(attrs, "stride"), getInts(attrs, "padding"), getInts(attrs, "dilation"),
+                 getInt(attrs, "groups")};
+  requirePairs(g.stride, "stride", 1);
+  requirePairs(g.padding, "padding", 0);
+  requirePairs(g.dilation, "dilation", 1);
+  check(g.groups >= 1, "groups must be >= 1");
+  return g;
+}
+
+// The gradients' `grad` must be conv2d's output for an input of spatial size
+// `inputSize` and a kernel of `kernel`.
+void requireConvOutput(const OperandRef &grad, const std::vector<int64_t> &inputSize,
+                       const std::vector<int64_t> &kernel, const ConvGeometry &g) {
+  for (int k = 0; k < 2; ++k) {
+    int64_t o = windowOutputSize(inputSize[size_t(k)], kernel[size_t(k)], g.stride[size_t(k)],
+                                 g.padding[size_t(k)], g.dilation[size_t(k)], false);
+    check(o >= 1 && o == staticSize(grad.spec->shape[size_t(2 + k)]),
+          describe(grad) + "; conv2d of a " + std::to_string(inputSize[0]) + "x" + std::to_string(inputSize[1]) +
+              " input by a " + std::to_string(kernel[0]) + "x" + std::to_string(kernel[1]) + " kernel gives " +
+              (o >= 1 ? std::to_string(o) : std::string("no output")) + " along dim " + std::to_string(2 + k));
+  }
+}
+
+void requireConvOperands(const Operands &ops) {
+  requireFloat(ops[0]);
+  requireSameDType(ops[0], ops[1]);
+  requireRank(ops[0], 4);
+  requireRank(ops[1], 4);
+  for (size_t o : {size_t(0), size_t(1)})
+    for (int64_t axis = o == 0 ? 1 : 0; axis < 4; ++axis)
+      requireStatic(ops[o], axis, "for a conv2d gradient");
+}
+
+// conv2d_backward_input(grad [N, O, Ho, Wo], weight [O, C/g, kH, kW]) -> [N, C, H, W].
+std::vector<TensorSpec> inferConv2dBackwardInput(const Operands &ops, const AttrMap &attrs) {
+  requireConvOperands(ops);
+  ConvGeometry g = convGeometry(attrs);
+  std::vector<int64_t> inputSize = getInts(attrs, "input_size");
+  requirePairs(inputSize, "input_size", 1);
+  const Shape &dy = spec(ops, 0).shape, &w = spec(ops, 1).shape;
+  check(staticSize(w[0]) % g.groups == 0 && dy[1] == w[0],
+        describe(ops[0]) + ", " + describe(ops[1]) + "; the gradient's channels must be the weight's " +
+            "output channels, divisible by groups=" + std::to_string(g.groups));
+  requireConvOutput(ops[0], inputSize, {staticSize(w[2]), staticSize(w[3])}, g);
+  return one(spec(ops, 0).dtype, {dy[0], Dim::of(staticSize(w[1]) * g.groups), Dim::of(inputSize[0]),
+                                  Dim::of(inputSize[1])});
+}
+
+// conv2d_backward_weight(grad [N, O, Ho, Wo], x [N, C, H, W]) -> [O, C/g, kH, kW].
+std::vector<TensorSpec> inferConv2dBackwardWeight(const Operands &ops, const AttrMap &attrs) {
+  requireFloat(ops[0]);
+  requireSameDType(ops[0], ops[1]);
+  requireRank(ops[0], 4);
+  requireRank(ops[1], 4);
+  for (size_t o : {size_t(0), size_t(1)})
+    for (int64_t axis = 1; axis < 4; ++axis)
+      requireStatic(ops[o], axis, "for a conv2d gradient");
+  ConvGeometry g = convGeometry(attrs);
+  std::vector<int64_t> kernel = getInts(attrs, "kernel_size");
+  requirePairs(kernel, "kernel_size", 1);
+  const Shape &dy = spec(ops, 0).shape, &x = spec(ops, 1).shape;
+  check(dy[0] == x[0], describe(ops[0]) + ", " + describe(ops[1]) + "; batch sizes differ");
+  check(staticSize(dy[1]) % g.groups == 0 && staticSize(x[1]) % g.groups == 0,
+        describe(ops[0]) + ", " + describe(ops[1]) + "; channels must divide by groups=" +
+            std::to_string(g.groups));
+  requireConvOutput(ops[0], {staticSize(x[2]), staticSize(x[3])}, kernel, g);
+  return one(spec(ops, 0).dtype, {dy[1], Dim::of(staticSize(x[1]) / g.groups), Dim::of(kernel[0]),
+                                  Dim::of(kernel[1])});
+}
+
 std::vector<TensorSpec> inferPool(const Operands &ops, const AttrMap &attrs) {
   requireFloat(ops[0]);
   requireRank(ops[0], 4);
@@ -664,6 +740,8 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["batch_norm"] = inferBatchNorm;
     r["scaled_dot_product_attention"] = inferAttention;
     r["scaled_dot_product_attention_backward"] = inferAttentionBackward;
+    r["conv2d_backward_input"] = inferConv2dBackwardInput;
+    r["conv2d_backward_weight"] = inferConv2dBackwardWeight;
     r["reshape"] = inferReshape;
     r["permute"] = inferPermute;
     r["transpose"] = inferTranspose;

@@ -350,6 +350,57 @@ def TC_Conv2dOp : TC_Op<"conv2d"> {
                        DefaultValuedAttr<I64Attr, "1">:$groups);
 }
 
+def TC_Conv2dBackwardInputOp : TC_Op<"conv2d_backward_input"> {
+  let summary = "the gradient of conv2d's input";
+  let description = [{
+    Given `grad` (N, O, Ho, Wo), the cotangent of a conv2d's output, and the
+    conv2d's `weight` (O, C / groups, kH, kW), returns the gradient of its
+    input (N, C, H, W), `input_size` = [H, W] (the output size alone does not
+    determine it when stride > 1):
+    `dx[n, g*C/groups + c, h, w] = sum over o < O/groups, kh, kw of
+    grad[n, g*O/groups + o, i, j] * weight[g*O/groups + o, c, kh, kw]` where
+    `h = i*stride[0] - padding[0] + kh*dilation[0]` (likewise w). The other
+    attributes are the conv2d's. Produced by autodiff; not differentiable
+    itself. cuDNN's backward-data convolution on GPUs.
+
+    Example:
+
+    ```mlir
+    %dx = tc.conv2d_backward_input %dy, %w {input_size = array<i64: 32, 32>, padding = array<i64: 1, 1>} : (!tc.tensor<[N, 16, 32, 32], f32>, !tc.tensor<[16, 3, 3, 3], f32>) -> !tc.tensor<[N, 3, 32, 32], f32>
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$grad, TC_Tensor:$weight, DenseI64ArrayAttr:$input_size,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$stride,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+}
+
+def TC_Conv2dBackwardWeightOp : TC_Op<"conv2d_backward_weight"> {
+  let summary = "the gradient of conv2d's weight";
+  let description = [{
+    Given `grad` (N, O, Ho, Wo), the cotangent of a conv2d's output, and the
+    conv2d's input `x` (N, C, H, W), returns the gradient of its weight
+    (O, C / groups, kH, kW), `kernel_size` = [kH, kW]:
+    `dw[o, c, kh, kw] = sum over n, i, j of grad[n, o, i, j] *
+    x[n, (o / (O/groups))*C/groups + c, i*stride[0] - padding[0] + kh*dilation[0], ...]`
+    (zero outside x). The other attributes are the conv2d's. Produced by
+    autodiff; not differentiable itself. cuDNN's backward-filter convolution
+    on GPUs.
+
+    Example:
+
+    ```mlir
+    %dw = tc.conv2d_backward_weight %dy, %x {kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 1>} : (!tc.tensor<[N, 16, 32, 32], f32>, !tc.tensor<[N, 3, 32, 32], f32>) -> !tc.tensor<[16, 3, 3, 3], f32>
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$grad, TC_Tensor:$x, DenseI64ArrayAttr:$kernel_size,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$stride,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+}
+
 def TC_MaxPool2dOp : TC_Op<"max_pool2d"> {
   let summary = "2-D max pooling (NCHW)";
   let description = [{

@@ -57,6 +57,8 @@ const char *stepName(Step::Kind k) {
     return "copy";
   case Step::Kind::Attention:
     return "attention";
+  case Step::Kind::Convolution:
+    return "convolution";
   }
   return "?";
 }
@@ -234,7 +236,7 @@ json manifestJson(const Artifact &a) {
   json steps = json::array();
   for (const Step &s : a.steps) {
     json j = {{"kind", stepName(s.kind)}, {"label", s.label}, {"operands", s.operands}};
-    if (s.kind == Step::Kind::Loop) {
+    if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       j["symbol"] = s.symbol;
       j["parallel"] = s.parallel;
       j["extent"] = dimJson(s.extent);
@@ -251,6 +253,12 @@ json manifestJson(const Artifact &a) {
         j["chain_variants"] = variantsJson(s.chainVariants);
       }
     }
+    if (s.kind == Step::Kind::Convolution)
+      j["convolution"] = {{"direction", s.convolution.directionName()},
+                          {"stride", s.convolution.stride},
+                          {"padding", s.convolution.padding},
+                          {"dilation", s.convolution.dilation},
+                          {"groups", s.convolution.groups}};
     if (s.kind == Step::Kind::Attention) {
       j["symbol"] = s.symbol;
       j["backward"] = s.attention.backward;
@@ -278,6 +286,43 @@ json manifestJson(const Artifact &a) {
     m["checks"] = checks;
   }
   return m;
+}
+
+// cuDNN reads and writes whole NCHW tensors of these shapes: they must be
+// one convolution's (the batch may be symbolic; the rest is static).
+void validateConvolution(const Artifact &a, const Step &s, const std::string &what) {
+  const ConvolutionStep &c = s.convolution;
+  check(s.operands.size() == 3 && !s.chainNext && s.chainKernel.empty(),
+        what + ": a convolution has 3 operands and is not chained");
+  auto pair = [&](const std::vector<int64_t> &v, int64_t min, const char *name) {
+    check(v.size() == 2 && v[0] >= min && v[1] >= min && v[0] <= (1 << 20) && v[1] <= (1 << 20),
+          what + ": bad convolution " + name);
+  };
+  pair(c.stride, 1, "stride");
+  pair(c.padding, 0, "padding");
+  pair(c.dilation, 1, "dilation");
+  check(c.groups >= 1 && c.groups <= (1 << 20), what + ": bad convolution groups");
+  // y, x, w by the direction's operand order.
+  const int order[3][3] = {{0, 1, 2}, {1, 0, 2}, {1, 2, 0}};
+  const int *o = order[int(c.direction)];
+  const ValueDecl &y = a.values[size_t(s.operands[size_t(o[0])])], &x = a.values[size_t(s.operands[size_t(o[1])])],
+                  &w = a.values[size_t(s.operands[size_t(o[2])])];
+  check(isFloat(y.dtype) && y.dtype == x.dtype && y.dtype == w.dtype && y.dtype != DType::F64 &&
+            y.shape.size() == 4 && x.shape.size() == 4 && w.shape.size() == 4,
+        what + ": convolution operands must be 4-D f32, f16 or bf16 of one dtype");
+  for (const Shape *shape : {&y.shape, &x.shape, &w.shape})
+    for (size_t d = shape == &w.shape ? 0 : 1; d < 4; ++d)
+      check((*shape)[d].isStatic() && (*shape)[d].value() >= 1, what + ": convolution sizes must be static");
+  check(y.shape[0] == x.shape[0], what + ": convolution batch sizes differ");
+  const int64_t C = x.shape[1].value(), K = w.shape[0].value();
+  check(C % c.groups == 0 && K % c.groups == 0 && w.shape[1].value() * c.groups == C && y.shape[1].value() == K,
+        what + ": convolution channels do not match");
+  for (size_t k = 0; k < 2; ++k) {
+    int64_t in = x.shape[2 + k].value(), kernel = w.shape[2 + k].value();
+    int64_t span = c.dilation[k] * (kernel - 1) + 1, padded = in + 2 * c.padding[k];
+    check(padded >= span && (padded - span) / c.stride[k] + 1 == y.shape[2 + k].value(),
+          what + ": convolution output size does not match");
+  }
 }
 
 // Everything a loader relies on: indices in range, operand counts, the
@@ -481,10 +526,12 @@ void validate(const Artifact &a) {
           what + ": wrong number of operands");
     if (s.kind == Step::Kind::Attention && s.operands.size() == want)
       validateAttention(a, s, what);
-    if (s.kind == Step::Kind::Loop) {
+    if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work, s.threads, s.reduced}, what);
     }
+    if (s.kind == Step::Kind::Convolution)
+      validateConvolution(a, s, what);
     if (s.chainNext) {
       const Step *next = i + 1 < a.steps.size() ? &a.steps[i + 1] : nullptr;
       check(s.kind == Step::Kind::Loop && s.parallel && next && next->kind == Step::Kind::Loop &&
@@ -495,6 +542,18 @@ void validate(const Artifact &a) {
 }
 
 } // namespace
+
+std::string ConvolutionStep::directionName() const {
+  switch (direction) {
+  case Direction::Forward:
+    return "forward";
+  case Direction::BackwardInput:
+    return "backward_input";
+  case Direction::BackwardWeight:
+    return "backward_weight";
+  }
+  return "?";
+}
 
 std::string KernelVariant::name() const {
   return "b" + std::to_string(block) +
@@ -656,10 +715,26 @@ Artifact parse(const std::string &bytes, const std::string &where) {
                : kind == "matmul" ? Step::Kind::Matmul
                : kind == "copy"   ? Step::Kind::Copy
                : kind == "attention" ? Step::Kind::Attention
+               : kind == "convolution" ? Step::Kind::Convolution
                                   : (fail("step: unknown kind '" + kind + "'"), Step::Kind::Loop);
       s.label = j.at("label").get<std::string>();
       s.operands = j.at("operands").get<std::vector<int>>();
-      if (s.kind == Step::Kind::Loop) {
+      if (s.kind == Step::Kind::Convolution) {
+        const json &c = j.at("convolution");
+        const std::string direction = c.at("direction").get<std::string>();
+        using Direction = ConvolutionStep::Direction;
+        s.convolution.direction = direction == "forward"           ? Direction::Forward
+                                  : direction == "backward_input"  ? Direction::BackwardInput
+                                  : direction == "backward_weight" ? Direction::BackwardWeight
+                                                                   : (fail("step: unknown convolution direction '" +
+                                                                           direction + "'"),
+                                                                      Direction::Forward);
+        s.convolution.stride = c.at("stride").get<std::vector<int64_t>>();
+        s.convolution.padding = c.at("padding").get<std::vector<int64_t>>();
+        s.convolution.dilation = c.at("dilation").get<std::vector<int64_t>>();
+        s.convolution.groups = c.at("groups").get<int64_t>();
+      }
+      if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
         s.symbol = j.at("symbol").get<std::string>();
         s.parallel = j.at("parallel").get<bool>();
         s.extent = parseDimJson(j.at("extent"), "step");

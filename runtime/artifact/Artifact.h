@@ -19,7 +19,8 @@ namespace tensorc::artifact {
 
 // 2: kernel variants and matmul epilogues are typed manifest fields.
 // 3: chain kernel variants may keep rows in shared memory (cache_bytes).
-inline constexpr uint32_t kFormatVersion = 4;
+// 5: convolution steps (cuDNN, with a loop kernel to fall back on).
+inline constexpr uint32_t kFormatVersion = 5;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -74,6 +75,21 @@ struct AttentionStep {
   // Backward: reads that forward's lse (operand 3, not written) and output
   // (the last operand) instead of recomputing them; writes delta.
   bool savedForward = false;
+};
+
+// A convolution step (GPU): conv2d or one of its gradients, by cuDNN's
+// engines where the runtime has cuDNN 9 and they take the problem, else by
+// the step's loop kernel (a direct reduction nest, one thread or lane group
+// per output). Operands are the loop kernel's: forward y, x, w; backward
+// input dx, dy, w; backward weight dw, dy, x. Every operand is NCHW (weights
+// [out channels, in channels / groups, kh, kw]) and contiguous.
+struct ConvolutionStep {
+  enum class Direction { Forward, BackwardInput, BackwardWeight };
+  Direction direction = Direction::Forward;
+  std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  // "forward", "backward_input", "backward_weight".
+  std::string directionName() const;
 };
 
 // A GPU kernel variant: one instantiation of a loop step's kernel template
@@ -136,7 +152,7 @@ struct MatmulEpilogue {
 };
 
 struct Step {
-  enum class Kind { Loop, Matmul, Copy, Attention };
+  enum class Kind { Loop, Matmul, Copy, Attention, Convolution };
   Kind kind = Kind::Loop;
   std::string label; // the tc kernel or op it came from (errors, profiles)
   // Outputs first, then inputs. Loop: the value the kernel writes, then the
@@ -167,6 +183,9 @@ struct Step {
   std::string chainKernel;
   std::vector<KernelVariant> chainVariants;
   AttentionStep attention; // Attention
+  // Convolution: also a loop step's fields (symbol, extent, work, threads,
+  // reduced, variants; never chained), its kernel the fallback.
+  ConvolutionStep convolution;
 };
 
 // Whether a step writes its operand number `operand` (the first ones, and a

@@ -170,8 +170,10 @@ public:
                                    "), which this machine lacks; recompile with --cpu x86-64 or on "
                                    "this machine");
     for (const Step &s : a.steps)
-      check(s.kind != Step::Kind::Attention,
-            where + ": step '" + s.label + "' is a fused attention step, which only the CUDA backend runs");
+      check(s.kind != Step::Kind::Attention && s.kind != Step::Kind::Convolution,
+            where + ": step '" + s.label + "' is a " +
+                (s.kind == Step::Kind::Attention ? "fused attention" : "convolution") +
+                " step, which only the CUDA backend runs");
     library_ = std::make_unique<KernelLibrary>(a.code, where);
     for (const Step &s : a.steps)
       kernels_.push_back(s.kind == Step::Kind::Loop ? library_->loopKernel(s.symbol) : nullptr);
@@ -367,11 +369,12 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
       break;
     }
     case Step::Kind::Attention:
-      fail("cpu: fused attention steps run on the GPU only"); // refused at load
+    case Step::Kind::Convolution:
+      fail("cpu: attention and convolution steps run on the GPU only"); // refused at load
     }
     if (tracing) {
       trace::Slice slice{step.label, "step", startUs, trace::nowUs() - startUs, 0, {}};
-      const char *kinds[] = {"loop", "matmul", "copy", "attention"};
+      const char *kinds[] = {"loop", "matmul", "copy", "attention", "convolution"};
       slice.args = {{"launch", step.kind == Step::Kind::Loop ? "loop " + step.symbol : kinds[int(step.kind)]},
                     {"steps", si == firstStep ? std::to_string(si)
                                               : std::to_string(firstStep) + "-" + std::to_string(si)}};

@@ -4,6 +4,7 @@
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudnnAttention.h"
+#include "runtime/cuda/CudnnConvolution.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/cuda/Nvrtc.h"
 #include "runtime/host/HostTensor.h"
@@ -38,6 +39,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
   cudnnAttentionOn_ = !(cudnnAttention && std::string(cudnnAttention) == "0");
   cudnnAttention_ = std::make_unique<CudnnAttention>();
+  const char *cudnnConvolution = std::getenv("TENSORC_CUDNN_CONVOLUTION");
+  cudnnConvolutionOn_ = !(cudnnConvolution && std::string(cudnnConvolution) == "0");
+  cudnnConvolution_ = std::make_unique<CudnnConvolution>();
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
@@ -123,12 +127,14 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     }
     attentionKernels_.push_back(std::move(attention));
     std::vector<Launchable> variants;
-    if (s.kind == Step::Kind::Loop) {
+    if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
       for (const artifact::KernelVariant &v : s.variants)
         variants.push_back({driver_.function(module_, s.symbol + "_" + v.name()), v});
     }
-    variantCount_ = std::max({variantCount_, int(variants.size()), int(chainCount)});
+    // A convolution's variant 0 is cuDNN, its kernel's variants follow.
+    const int own = int(variants.size()) + (s.kind == Step::Kind::Convolution ? 1 : 0);
+    variantCount_ = std::max({variantCount_, own, int(chainCount)});
     kernels_.push_back(std::move(variants));
   }
   // Constants only (precompiled binaries follow them in the data section).
@@ -529,6 +535,71 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
   return c;
 }
 
+std::optional<CudnnConvolutionShape>
+CudaProgram::convolutionShape(const artifact::Artifact &a, size_t si,
+                              const std::vector<std::vector<int64_t>> &shapes) const {
+  const Step &s = a.steps[si];
+  if (!cudnnConvolutionOn_ || forcedVariant_ >= 1)
+    return std::nullopt;
+  const artifact::ConvolutionStep &c = s.convolution;
+  using Direction = artifact::ConvolutionStep::Direction;
+  // x, w, y by the direction's operand order (Artifact.h).
+  const int order[3][3] = {{1, 2, 0}, {0, 2, 1}, {2, 0, 1}};
+  const int *o = order[int(c.direction)];
+  const std::vector<int64_t> &x = shapes[size_t(s.operands[size_t(o[0])])],
+                             &w = shapes[size_t(s.operands[size_t(o[1])])],
+                             &y = shapes[size_t(s.operands[size_t(o[2])])];
+  const DType dtype = a.values[size_t(s.operands[0])].dtype;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || x[0] == 0)
+    return std::nullopt;
+  CudnnConvolutionShape p;
+  p.direction = c.direction == Direction::Forward         ? cudnn::ConvolutionDirection::Forward
+                : c.direction == Direction::BackwardInput ? cudnn::ConvolutionDirection::BackwardData
+                                                          : cudnn::ConvolutionDirection::BackwardFilter;
+  p.dtype = dtype == DType::F16 ? cudnn::kHalf : dtype == DType::BF16 ? cudnn::kBfloat16 : cudnn::kFloat;
+  p.n = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
+  p.k = w[0], p.r = w[2], p.s = w[3];
+  p.p = y[2], p.q = y[3];
+  p.groups = c.groups;
+  for (size_t i = 0; i < 2; ++i) {
+    p.stride[i] = c.stride[i];
+    p.padding[i] = c.padding[i];
+    p.dilation[i] = c.dilation[i];
+  }
+  p.allowTf32 = allowTf32_;
+  return p;
+}
+
+std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t si,
+                                           const std::vector<std::vector<int64_t>> &shapes,
+                                           const std::vector<DevicePtr> &ptr, Stream stream,
+                                           Workspace &workspace) const {
+  const Step &s = a.steps[si];
+  // cuDNN's tensors are described 16-byte aligned.
+  const bool aligned = std::all_of(s.operands.begin(), s.operands.end(),
+                                   [&](int v) { return ptr[size_t(v)] % 16 == 0; });
+  std::optional<CudnnConvolutionShape> c = aligned ? convolutionShape(a, si, shapes) : std::nullopt;
+  if (!c)
+    return "";
+  std::string why;
+  const cudnn::Plan *p = cudnnConvolution_->plan(*c, why);
+  if (!p) {
+    if (trace_)
+      std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN declined the convolution: %s\n", si, s.label.c_str(),
+                    why.c_str());
+    return "";
+  }
+  growScratch(workspace, size_t(p->workspaceBytes()), stream);
+  const int order[3][3] = {{1, 2, 0}, {0, 2, 1}, {2, 0, 1}}; // x, w, y operands
+  const int *o = order[int(s.convolution.direction)];
+  CudnnConvolution::run(*p, ptr[size_t(s.operands[size_t(o[0])])], ptr[size_t(s.operands[size_t(o[1])])],
+                        ptr[size_t(s.operands[size_t(o[2])])], workspace.scratch, stream);
+  const std::string what = "cuDNN convolution " + s.convolution.directionName();
+  if (trace_)
+    std::fprintf(stderr, "tensorc: step %zu (%s): %s\n", si, s.label.c_str(), what.c_str());
+  return what;
+}
+
 void CudaProgram::growScratch(Workspace &workspace, size_t bytes, Stream stream) const {
   if (bytes <= workspace.scratchBytes)
     return;
@@ -547,13 +618,17 @@ void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::ve
   driver_.makeCurrent();
   if (hasMatmul_ && !workspace.gemm)
     workspace.gemm = driver_.allocate(CublasLt::kWorkspaceBytes);
-  for (size_t si = 0; si < a.steps.size(); ++si)
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    std::string why;
     if (a.steps[si].kind == Step::Kind::Attention)
-      if (std::optional<CudnnAttentionShape> c = cudnnShape(a, si, shapes)) {
-        std::string why;
+      if (std::optional<CudnnAttentionShape> c = cudnnShape(a, si, shapes))
         if (const cudnn::Plan *p = cudnnAttention_->plan(*c, why))
           growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);
-      }
+    if (a.steps[si].kind == Step::Kind::Convolution)
+      if (std::optional<CudnnConvolutionShape> c = convolutionShape(a, si, shapes))
+        if (const cudnn::Plan *p = cudnnConvolution_->plan(*c, why))
+          growScratch(workspace, size_t(p->workspaceBytes()), stream);
+  }
 }
 
 void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
@@ -607,6 +682,9 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     }
     if (s.kind == Step::Kind::Attention)
       return {si, launchAttention(a, si, shapes, ptr, stream, workspace)};
+    if (s.kind == Step::Kind::Convolution)
+      if (std::string what = launchConvolution(a, si, shapes, ptr, stream, workspace); !what.empty())
+        return {si, what};
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
@@ -646,9 +724,11 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     KernelArgs args(a, si, si, ptr, symbolValues);
     const std::vector<Launchable> &ks = kernels_[si];
     int64_t reduced = *s.reduced.evaluate(bindings);
-    size_t pick = forcedVariant_ >= 0 ? std::min(size_t(forcedVariant_), ks.size() - 1)
+    // A convolution's forced variant v >= 1 is its kernel's variant v - 1.
+    const int forced = s.kind == Step::Kind::Convolution ? std::max(forcedVariant_ - 1, 0) : forcedVariant_;
+    size_t pick = forcedVariant_ >= 0 ? std::min(size_t(forced), ks.size() - 1)
                                       : defaultVariant(s.variants, threads, reduced);
-    if (tuner_ && forcedVariant_ < 0 && ks.size() > 1)
+    if (tuner_ && forcedVariant_ < 0 && ks.size() > 1 && s.kind == Step::Kind::Loop)
       pick = tunedVariant(a, si, pick, threads, reduced, shapes, ptr, stream, args.params.data(), mayMeasure);
     const Launchable &k = ks[pick];
     int64_t perBlock = k.shape.outputsPerBlock();

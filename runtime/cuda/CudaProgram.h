@@ -25,6 +25,8 @@ namespace tensorc::cuda {
 
 class CudnnAttention;
 struct CudnnAttentionShape;
+class CudnnConvolution;
+struct CudnnConvolutionShape;
 
 // A session's device scratch memory: cuBLASLt's workspace (allocated on the
 // first matmul step) and cuDNN's (grown to the largest plan's need).
@@ -131,6 +133,17 @@ private:
   // generated kernels, so parity checks cover both).
   std::optional<CudnnAttentionShape> cudnnShape(const artifact::Artifact &a, size_t si,
                                                 const std::vector<std::vector<int64_t>> &shapes) const;
+  // Queues a convolution step on cuDNN if it runs it; returns what ran, or
+  // "" for the step's own kernel (cuDNN missing, off, declining, a forced
+  // variant >= 1, operands not 16-byte aligned).
+  std::string launchConvolution(const artifact::Artifact &a, size_t step,
+                                const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                                Stream stream, Workspace &workspace) const;
+  // The cuDNN problem of convolution step `si`, if cuDNN may run it.
+  std::optional<CudnnConvolutionShape> convolutionShape(const artifact::Artifact &a, size_t si,
+                                                        const std::vector<std::vector<int64_t>> &shapes) const;
+  std::unique_ptr<CudnnConvolution> cudnnConvolution_; // plans by problem
+  bool cudnnConvolutionOn_ = true;
   // Grows the scratch to `bytes` (waiting for `stream`'s work on the old).
   void growScratch(Workspace &workspace, size_t bytes, Stream stream) const;
   std::unique_ptr<CudnnAttention> cudnnAttention_; // plans by shape

@@ -14,11 +14,19 @@ namespace tensorc::cuda::cudnn {
 // cudnnBackendAttributeType_t values used here (cudnn_graph.h, cuDNN 9).
 namespace {
 enum Descriptor : int {
-  kPointwiseDesc = 0, kEngineCfgDesc = 3, kEngineHeurDesc = 4, kPlanDesc = 5, kPointwiseOpDesc = 13,
+  kConvolutionDesc = 1, kEngineDesc = 2, kConvForwardOpDesc = 10, kConvBackwardFilterOpDesc = 11,
+  kConvBackwardDataOpDesc = 12, kPointwiseDesc = 0, kEngineCfgDesc = 3, kEngineHeurDesc = 4, kPlanDesc = 5, kPointwiseOpDesc = 13,
   kOpGraphDesc = 15, kVariantPackDesc = 16, kTensorDesc = 17, kMatmulDesc = 18, kMatmulOpDesc = 19,
   kReductionDesc = 21, kReductionOpDesc = 22, kReshapeOpDesc = 31
 };
 enum Attribute : int {
+  kConvCompType = 100, kConvMode = 101, kConvDilations = 102, kConvFilterStrides = 103, kConvPostPaddings = 104,
+  kConvPrePaddings = 105, kConvSpatialDims = 106,
+  kEngineCfgEngine = 300, kEngineNumericalNote = 1303,
+  // The convolution operations' alpha, beta, descriptor and tensors:
+  // forward 700.. (alpha, beta, conv, w, x, y), backward data 706.. (alpha,
+  // beta, conv, w, dx, dy), backward filter 712.. (alpha, beta, conv, dw, x, dy).
+  kConvForwardAttrs = 700, kConvBackwardDataAttrs = 706, kConvBackwardFilterAttrs = 712,
   kPointwiseMode = 0, kPointwiseMathPrec = 1, kPointwiseAxis = 9,
   kHeurMode = 200, kHeurOpGraph = 201, kHeurResults = 202,
   kPlanHandle = 400, kPlanEngineConfig = 401, kPlanWorkspaceSize = 402,
@@ -33,8 +41,10 @@ enum Attribute : int {
 };
 enum AttributeType : int {
   kTypeHandle = 0, kTypeDataType = 1, kTypeBoolean = 2, kTypeInt64 = 3, kTypeFloat = 4, kTypeVoidPtr = 6,
-  kTypeHeurMode = 8, kTypePointwiseMode = 14, kTypeDescriptor = 15, kTypeReduceOp = 18
+  kTypeConvolutionMode = 7, kTypeHeurMode = 8, kTypeNumericalNote = 11, kTypePointwiseMode = 14,
+  kTypeDescriptor = 15, kTypeReduceOp = 18
 };
+constexpr int kCrossCorrelation = 1;
 constexpr int kHeurModeA = 3;
 } // namespace
 
@@ -307,7 +317,41 @@ void Graph::reshape(const Tensor &x, const Tensor &out) {
   addOperation(op);
 }
 
-std::unique_ptr<Plan> Graph::build(std::string &why) {
+void Graph::convolution(ConvolutionDirection direction, const ConvolutionGeometry &geometry, const Tensor &x,
+                        const Tensor &w, const Tensor &y) {
+  void *conv = create(kConvolutionDesc);
+  owned_.push_back(conv);
+  const int f32 = kFloat, mode = kCrossCorrelation;
+  const int64_t spatialDims = 2;
+  set(conv, kConvCompType, kTypeDataType, 1, &f32);
+  set(conv, kConvMode, kTypeConvolutionMode, 1, &mode);
+  set(conv, kConvSpatialDims, kTypeInt64, 1, &spatialDims);
+  set(conv, kConvDilations, kTypeInt64, 2, geometry.dilation);
+  set(conv, kConvFilterStrides, kTypeInt64, 2, geometry.stride);
+  set(conv, kConvPrePaddings, kTypeInt64, 2, geometry.padding);
+  set(conv, kConvPostPaddings, kTypeInt64, 2, geometry.padding);
+  finalize(conv, "convolution");
+  const int type = direction == ConvolutionDirection::Forward        ? kConvForwardOpDesc
+                   : direction == ConvolutionDirection::BackwardData ? kConvBackwardDataOpDesc
+                                                                     : kConvBackwardFilterOpDesc;
+  const int base = direction == ConvolutionDirection::Forward        ? kConvForwardAttrs
+                   : direction == ConvolutionDirection::BackwardData ? kConvBackwardDataAttrs
+                                                                     : kConvBackwardFilterAttrs;
+  void *op = create(type);
+  owned_.push_back(op);
+  const float one = 1.0f, zero = 0.0f;
+  set(op, base + 0, kTypeFloat, 1, &one);
+  set(op, base + 1, kTypeFloat, 1, &zero);
+  setDescriptor(op, base + 2, conv);
+  // Every direction's tensor attributes follow in the order w, x, y.
+  const Tensor *order[3] = {&w, &x, &y};
+  for (int i = 0; i < 3; ++i)
+    setDescriptor(op, base + 3 + i, describe(*order[i]));
+  finalize(op, "convolution operation");
+  addOperation(op);
+}
+
+std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rejectedNotes) {
   const Library &lib = Library::get();
   void *handle = lib.handle();
   void *graph = create(kOpGraphDesc);
@@ -339,6 +383,25 @@ std::unique_ptr<Plan> Graph::build(std::string &why) {
               "heuristic results");
   why = returned == 0 ? "no engine configuration (of " + std::to_string(count) + ")" : "";
   for (int64_t i = 0; i < returned; ++i) {
+    if (!rejectedNotes.empty()) {
+      void *engine = create(kEngineDesc);
+      owned_.push_back(engine);
+      int64_t n = 0;
+      lib.check(lib.api().getAttribute(configs[size_t(i)], kEngineCfgEngine, kTypeDescriptor, 1, &n, &engine),
+                "engine of a configuration");
+      int notes[32] = {0};
+      int64_t noteCount = 0;
+      lib.check(lib.api().getAttribute(engine, kEngineNumericalNote, kTypeNumericalNote, 32, &noteCount, notes),
+                "engine numerical notes");
+      bool rejected = false;
+      for (int64_t k = 0; k < std::min<int64_t>(noteCount, 32); ++k)
+        rejected = rejected || std::count(rejectedNotes.begin(), rejectedNotes.end(), notes[k]) > 0;
+      if (rejected) {
+        if (why.empty())
+          why = "every engine configuration has a rejected numerical note (TF32 tensor cores or down-converted inputs)";
+        continue;
+      }
+    }
     void *plan = create(kPlanDesc);
     set(plan, kPlanHandle, kTypeHandle, 1, &handle);
     setDescriptor(plan, kPlanEngineConfig, configs[size_t(i)]);

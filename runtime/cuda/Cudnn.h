@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,18 @@ enum PointwiseMode : int {
 };
 // cudnnReduceTensorOp_t
 enum ReduceOp : int { kReduceAdd = 0, kReduceMax = 3 };
+
+// cudnnBackendNumericalNote_t values an engine may carry.
+enum NumericalNote : int { kNoteTensorCore = 0, kNoteDownConvertInputs = 1 };
+
+// A 2-D cross-correlation (PyTorch's conv2d) over NCHW tensors: x [N, C, H, W],
+// w [K, C / groups, R, S] (cuDNN infers the groups from C), y [N, K, P, Q].
+struct ConvolutionGeometry {
+  int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
+};
+// Which of x, w, y a convolution operation writes: y (forward), x (the
+// data gradient dx from dy and w) or w (the filter gradient dw from x, dy).
+enum class ConvolutionDirection { Forward, BackwardData, BackwardFilter };
 
 // The loaded library and one handle per CUDA context (the driver's primary
 // context). Throws Error naming what was tried when cuDNN is missing.
@@ -95,10 +106,14 @@ public:
   void reduction(int op, const Tensor &x, const Tensor &out);
   void matmul(const Tensor &a, const Tensor &b, const Tensor &out);
   void reshape(const Tensor &x, const Tensor &out);
+  // One convolution (f32 accumulation) writing x, w or y by `direction`.
+  void convolution(ConvolutionDirection direction, const ConvolutionGeometry &geometry, const Tensor &x,
+                   const Tensor &w, const Tensor &y);
 
   // The first of cuDNN's heuristic engine configurations (mode A) that
-  // makes a plan; null and `why` when none does (not supported here).
-  std::unique_ptr<Plan> build(std::string &why);
+  // makes a plan and carries none of `rejectedNotes` (NumericalNote); null
+  // and `why` when none does (not supported here).
+  std::unique_ptr<Plan> build(std::string &why, const std::vector<int> &rejectedNotes = {});
 
 private:
   void *describe(const Tensor &t);

@@ -146,6 +146,27 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
   push_back(opGraph("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}));
   push_back(opGraph("conv2d", {{DType::F16, {1, 2, 6, 5}}, {DType::F16, {3, 2, 3, 3}}, {DType::F16, {3}}},
                     {{"padding", Attr(std::vector<int64_t>{1, 1})}}));
+  // conv2d's gradients (cuDNN's backward data and filter; forced variants
+  // >= 1 run the direct nests): odd sizes, stride, padding, dilation, groups.
+  {
+    using Ints = std::vector<int64_t>;
+    AttrMap grouped{{"stride", Attr(Ints{2, 1})}, {"padding", Attr(Ints{1, 2})}, {"dilation", Attr(Ints{1, 2})},
+                    {"groups", Attr(int64_t(2))}};
+    AttrMap input = grouped, weight = grouped;
+    input["input_size"] = Attr(Ints{10, 7});
+    weight["kernel_size"] = Attr(Ints{3, 2});
+    push_back(opGraph("conv2d_backward_input", {{DType::F32, {"B", 6, 5, 9}}, {DType::F32, {6, 2, 3, 2}}}, input));
+    push_back(opGraph("conv2d_backward_weight", {{DType::F32, {"B", 6, 5, 9}}, {DType::F32, {"B", 4, 10, 7}}},
+                      weight));
+    AttrMap same{{"padding", Attr(Ints{1, 1})}};
+    AttrMap input3 = same, weight3 = same;
+    input3["input_size"] = Attr(Ints{9, 11});
+    weight3["kernel_size"] = Attr(Ints{3, 3});
+    for (DType d : {DType::BF16, DType::F16}) {
+      push_back(opGraph("conv2d_backward_input", {{d, {2, 16, 9, 11}}, {d, {16, 8, 3, 3}}}, input3));
+      push_back(opGraph("conv2d_backward_weight", {{d, {2, 16, 9, 11}}, {d, {2, 8, 9, 11}}}, weight3));
+    }
+  }
   push_back(opGraph("max_pool2d", {{DType::BF16, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 2})}}));
   push_back(opGraph("avg_pool2d", {{DType::F32, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 3})},
                                                                      {"padding", Attr(std::vector<int64_t>{1, 1})}}));

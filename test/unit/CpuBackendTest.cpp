@@ -39,13 +39,14 @@ namespace {
 
 // The artifact's bytes for a graph (`program`: the program builder's
 // choices; the GPU backend's are checked here against the interpreter too).
-std::string compileGraph(const Graph &g, const codegen::ProgramOptions &program = {}) {
+std::string compileGraph(const Graph &g, const codegen::ProgramOptions &program = {},
+                         const PipelineOptions &pipeline = {}) {
   mlir::MLIRContext ctx;
   loadTensorcDialects(ctx);
   GraphAnalysis a = analyzeGraph(g, "test");
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, "test");
   mlir::PassManager pm(&ctx);
-  buildCpuPipeline(pm, PipelineOptions{});
+  buildCpuPipeline(pm, pipeline);
   check(mlir::succeeded(pm.run(*module)), "the cpu pipeline failed");
   codegen::cpu::CpuCompileOptions options;
   options.program = program;
@@ -87,10 +88,11 @@ void expectMatches(const HostTensor &got, const HostTensor &want, const std::str
 using AdjustInputs = std::function<void(std::map<std::string, HostTensor> &)>;
 
 void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}},
-                const codegen::ProgramOptions &program = {}, const AdjustInputs &adjust = {}) {
+                const codegen::ProgramOptions &program = {}, const AdjustInputs &adjust = {},
+                const PipelineOptions &pipeline = {}) {
   std::string bytes;
   try {
-    bytes = compileGraph(g, program);
+    bytes = compileGraph(g, program, pipeline);
   } catch (const Error &e) {
     FAIL() << "compile failed: " << e.what();
   }
@@ -120,7 +122,7 @@ struct In {
 // One op on fresh inputs.
 void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = {},
              const std::vector<std::map<std::string, int64_t>> &dims = {{}},
-             const codegen::ProgramOptions &program = {}) {
+             const codegen::ProgramOptions &program = {}, const PipelineOptions &pipeline = {}) {
   // The trace names the case completely (a fresh-seed failure must say which).
   std::string what = op;
   for (const In &in : ins)
@@ -134,7 +136,7 @@ void checkOp(const std::string &op, const std::vector<In> &ins, AttrMap attrs = 
     operands.push_back(t.input("in" + std::to_string(i), ins[i].dtype, ins[i].shape));
   for (const trace::Tensor &r : t.call(op, operands, attrs))
     t.output(r);
-  checkGraph(t.graph(), dims, program);
+  checkGraph(t.graph(), dims, program, {}, pipeline);
 }
 
 const std::vector<Shape_> kOddShapes = {{1}, {3}, {1000}, {4097}, {3, 7}};
@@ -535,6 +537,45 @@ TEST(CpuBackend, ConvolutionAndPooling) {
               {{"kernel_size", Attr(std::vector<int64_t>{3, 3})}, {"stride", Attr(std::vector<int64_t>{2, 2})},
                {"padding", Attr(std::vector<int64_t>{1, 1})}, {"ceil_mode", Attr(true)},
                {"count_include_pad", Attr(include)}});
+  }
+}
+
+// conv2d's gradients: as per-tap GEMMs (the CPU's decomposition) and as the
+// direct nests the GPU falls back on without cuDNN; odd sizes, stride,
+// padding, dilation, groups, a symbolic batch, narrow dtypes.
+TEST(CpuBackend, ConvolutionGradients) {
+  using Ints = std::vector<int64_t>;
+  struct Case {
+    Shape_ x, w;
+    Ints stride, padding, dilation;
+    int64_t groups;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9, 8}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {{"B", 4, 10, 7}, {6, 2, 3, 2}, {2, 1}, {1, 2}, {1, 2}, 2},
+      {{1, 2, 7, 6}, {2, 2, 3, 2}, {2, 3}, {0, 1}, {2, 1}, 1},
+      {{3, 4, 5, 5}, {4, 1, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 4},
+  };
+  for (bool direct : {false, true}) {
+    PipelineOptions pipeline;
+    pipeline.directConvolutionGradients = direct;
+    SCOPED_TRACE(direct ? "direct nests" : "per-tap GEMMs");
+    for (DType d : {DType::F32, DType::F64, DType::BF16})
+      for (const Case &c : cases) {
+        auto size = [](const std::variant<int64_t, std::string> &v) { return std::get<int64_t>(v); };
+        int64_t H = size(c.x[2]), W = size(c.x[3]), R = size(c.w[2]), S = size(c.w[3]);
+        int64_t P = (H + 2 * c.padding[0] - c.dilation[0] * (R - 1) - 1) / c.stride[0] + 1;
+        int64_t Q = (W + 2 * c.padding[1] - c.dilation[1] * (S - 1) - 1) / c.stride[1] + 1;
+        Shape_ y = {c.x[0], c.w[0], P, Q};
+        AttrMap geometry{{"stride", Attr(c.stride)}, {"padding", Attr(c.padding)},
+                         {"dilation", Attr(c.dilation)}, {"groups", Attr(c.groups)}};
+        AttrMap input = geometry, weight = geometry;
+        input["input_size"] = Attr(Ints{H, W});
+        weight["kernel_size"] = Attr(Ints{R, S});
+        std::vector<std::map<std::string, int64_t>> dims = {{{"B", 1}}, {{"B", 3}}};
+        checkOp("conv2d_backward_input", {{d, y}, {d, c.w}}, input, dims, {}, pipeline);
+        checkOp("conv2d_backward_weight", {{d, y}, {d, c.x}}, weight, dims, {}, pipeline);
+      }
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "codegen/cuda/CudaKernel.h"
 #include "codegen/cuda/CudaProgram.h"
+#include "compiler/autodiff/Autodiff.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
@@ -38,14 +39,15 @@ namespace {
 
 // The artifact `tensorc compile --target cuda` makes of a graph.
 artifact::Artifact cudaArtifact(Graph g, const std::string &name,
-                                const codegen::cuda::CudaCompileOptions &options = {}) {
+                                const codegen::cuda::CudaCompileOptions &options = {},
+                                const PipelineOptions &pipelineOptions = {}) {
   g.name = name; // unique kernel symbols across graphs
   mlir::MLIRContext ctx;
   loadTensorcDialects(ctx);
   GraphAnalysis a = analyzeGraph(g, name);
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, name);
   mlir::PassManager pm(&ctx);
-  buildCudaCodegenPipeline(pm, PipelineOptions{});
+  buildCudaCodegenPipeline(pm, pipelineOptions);
   check(mlir::succeeded(pm.run(*module)), name + ": pipeline failed");
   return codegen::cuda::compileCudaArtifact(*module, options);
 }
@@ -227,22 +229,54 @@ TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
   }
 }
 
-TEST(CudaCodegen, Conv2dIsIm2colGemmUnlessGroupedOrAskedDirect) {
-  auto conv = [](int64_t groups) {
+// Each convolution step: its direction and groups.
+Pairs convolutionSteps(const artifact::Artifact &a) {
+  Pairs r;
+  for (const artifact::Step &s : a.steps)
+    if (s.kind == artifact::Step::Kind::Convolution)
+      r.push_back({s.convolution.directionName(), size_t(s.convolution.groups)});
+  return r;
+}
+
+TEST(CudaCodegen, Conv2dOnCudnnUnlessAskedGemmOrDirect) {
+  auto conv = [](int64_t groups, bool train = false) {
     trace::Tracer t("conv");
     trace::Tensor x = t.input("x", DType::F32, {"B", 4, 9, 7});
     trace::Tensor w = t.input("w", DType::F32, {6, 4 / groups, 3, 3});
     trace::Tensor b = t.input("b", DType::F32, {6});
-    t.output(t.call("conv2d", {x, w, b}, {{"groups", Attr(groups)}})[0]);
-    return t.graph();
+    trace::Tensor y = t.call("conv2d", {x, w, b}, {{"groups", Attr(groups)}})[0];
+    t.output(train ? t.call("sum", {t.call("relu", {y})[0]})[0] : y);
+    Graph g = t.graph();
+    autodiff::AutodiffOptions wrt;
+    wrt.wrt = {"x", "w", "b"};
+    return train ? autodiff::buildJointGraph(g, wrt).graph : g;
   };
-  EXPECT_EQ(matmulSteps(cudaArtifact(conv(1), "c1")), (Pairs{{"bias", 4}}));
-  EXPECT_EQ(matmulSteps(cudaArtifact(conv(2), "c2")), Pairs{});
-  codegen::cuda::CudaCompileOptions direct;
+  // cuDNN (the default): a convolution step, the bias an add after it.
+  artifact::Artifact c1 = cudaArtifact(conv(1), "c1");
+  EXPECT_EQ(convolutionSteps(c1), (Pairs{{"forward", 1}}));
+  EXPECT_EQ(matmulSteps(c1), Pairs{});
+  EXPECT_EQ(c1.options.at("conv"), "cudnn");
+  EXPECT_EQ(convolutionSteps(cudaArtifact(conv(2), "c2")), (Pairs{{"forward", 2}}));
+  // The gradients too: one step per direction.
+  Pairs trained = convolutionSteps(cudaArtifact(conv(2, true), "c3"));
+  std::sort(trained.begin(), trained.end());
+  EXPECT_EQ(trained, (Pairs{{"backward_input", 2}, {"backward_weight", 2}, {"forward", 2}}));
+  // gemm: im2col + GEMM with the bias in its epilogue (groups 1), the
+  // gradients per-tap GEMMs; direct: loop nests only.
+  PipelineOptions noLibrary;
+  noLibrary.convolutionLibrary = false;
+  codegen::cuda::CudaCompileOptions gemm, direct;
+  gemm.conv = "gemm";
   direct.conv = "direct";
-  artifact::Artifact a = cudaArtifact(conv(1), "c3", direct);
-  EXPECT_EQ(matmulSteps(a), Pairs{});
-  EXPECT_EQ(a.options.at("conv"), "direct");
+  EXPECT_EQ(matmulSteps(cudaArtifact(conv(1), "c4", gemm, noLibrary)), (Pairs{{"bias", 4}}));
+  EXPECT_EQ(matmulSteps(cudaArtifact(conv(2), "c5", gemm, noLibrary)), Pairs{});
+  artifact::Artifact c6 = cudaArtifact(conv(1, true), "c6", gemm, noLibrary);
+  EXPECT_EQ(convolutionSteps(c6), Pairs{});
+  EXPECT_GE(matmulSteps(c6).size(), size_t(1 + 9 + 9));
+  artifact::Artifact c7 = cudaArtifact(conv(1), "c7", direct, noLibrary);
+  EXPECT_EQ(matmulSteps(c7), Pairs{});
+  EXPECT_EQ(convolutionSteps(c7), Pairs{});
+  EXPECT_EQ(c7.options.at("conv"), "direct");
 }
 
 TEST(CudaCodegen, VariantNamesAndTheHeuristic) {

@@ -31,7 +31,7 @@ namespace tensorc::cli {
 namespace {
 struct CompileArgs {
   std::string file, output = "-", emit = "mlir", pipeline = "simplify", target, cpu = "host",
-                   arch = "sm_90", convAlgo = "gemm", mode = "default", autotune;
+                   arch = "sm_90", convAlgo = "cudnn", mode = "default", autotune;
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
        allowTf32 = false, noRunChecks = false, timing = false;
   // --train
@@ -80,9 +80,10 @@ void addCompileCommand(CLI::App &app) {
                 "with --target cuda: also compile the kernels with NVRTC for --arch now and store "
                 "the binary in the artifact (no JIT at load on that architecture; needs NVRTC here)");
   cmd->add_option("--conv-algo", args->convAlgo,
-                  "with --target cuda: conv2d as gemm (im2col + cuBLASLt; default) or direct (one "
-                  "reduction per output)")
-      ->check(CLI::IsMember({"gemm", "direct"}));
+                  "with --target cuda: conv2d and its gradients on cudnn (cuDNN's engines where the "
+                  "runtime finds cuDNN 9, else direct kernels; default), gemm (im2col + cuBLASLt; "
+                  "gradients as per-tap GEMMs) or direct (one reduction per output)")
+      ->check(CLI::IsMember({"cudnn", "gemm", "direct"}));
   cmd->add_flag("--allow-tf32", args->allowTf32,
                 "with --target cuda: f32 matmuls may round their inputs to TF32 on tensor cores "
                 "(faster, ~1e-3 relative error; PyTorch's allow_tf32); off by default");
@@ -229,6 +230,7 @@ void addCompileCommand(CLI::App &app) {
     PipelineOptions pipeline;
     pipeline.report = args->report;
     pipeline.runChecks = !args->noRunChecks;
+    pipeline.convolutionLibrary = args->target == "cuda" && args->convAlgo == "cudnn";
     if (args->pipeline == "cpu")
       buildCpuPipeline(pm, pipeline);
     else if (args->pipeline == "cuda-codegen")

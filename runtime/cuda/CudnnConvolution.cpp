@@ -1,0 +1,55 @@
+#include "runtime/cuda/CudnnConvolution.h"
+
+#include "ir/core/Error.h"
+
+namespace tensorc::cuda {
+
+using namespace cudnn;
+
+namespace {
+enum Uid : int64_t { kX = 1, kW, kY };
+} // namespace
+
+const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = plans_.find(s); it != plans_.end())
+    return it->second.get();
+  if (auto it = declined_.find(s); it != declined_.end()) {
+    why = it->second;
+    return nullptr;
+  }
+  std::unique_ptr<Plan> p;
+  try {
+    Graph g;
+    const std::vector<int64_t> xDims{s.n, s.c, s.h, s.w}, wDims{s.k, s.c / s.groups, s.r, s.s},
+        yDims{s.n, s.k, s.p, s.q};
+    Tensor x = g.tensor(s.dtype, xDims, contiguous(xDims), kX);
+    Tensor w = g.tensor(s.dtype, wDims, contiguous(wDims), kW);
+    Tensor y = g.tensor(s.dtype, yDims, contiguous(yDims), kY);
+    ConvolutionGeometry geometry;
+    for (int i = 0; i < 2; ++i) {
+      geometry.stride[i] = s.stride[i];
+      geometry.padding[i] = s.padding[i];
+      geometry.dilation[i] = s.dilation[i];
+    }
+    g.convolution(s.direction, geometry, x, w, y);
+    std::vector<int> rejected{kNoteDownConvertInputs};
+    if (s.dtype == kFloat && !s.allowTf32)
+      rejected.push_back(kNoteTensorCore);
+    p = g.build(why, rejected);
+  } catch (const Error &e) {
+    why = e.what();
+  }
+  if (!p) {
+    declined_[s] = why;
+    return nullptr;
+  }
+  return (plans_[s] = std::move(p)).get();
+}
+
+void CudnnConvolution::run(const Plan &p, DevicePtr x, DevicePtr w, DevicePtr y, DevicePtr workspace,
+                           Stream stream) {
+  p.execute({{kX, x}, {kW, w}, {kY, y}}, workspace, stream);
+}
+
+} // namespace tensorc::cuda
