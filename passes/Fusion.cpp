@@ -63,7 +63,7 @@ Kind classify(Operation *op) {
     return Kind::Reduction;
   if (gathers.count(name))
     return Kind::Gather;
-  if (name == "matmul" || name == "conv2d")
+  if (name == "matmul" || name == "conv2d" || name == "conv2d_backward_input" || name == "conv2d_backward_weight")
     return Kind::Matmul;
   if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward")
     return Kind::Attention;
