@@ -2,13 +2,13 @@
 
 #include "ir/core/Error.h"
 #include "ir/core/Indexing.h"
+#include "runtime/host/DynamicLibrary.h"
 #include "runtime/host/FloatBits.h"
 #include "runtime/host/ThreadPool.h"
 
 #include <cmath>
 #include <atomic>
 #include <cstring>
-#include <dlfcn.h>
 #include <mutex>
 
 namespace tensorc::runtime {
@@ -31,20 +31,21 @@ struct Gemm {
 const Gemm &gemm() {
   static const Gemm g = [] {
     Gemm r;
-    for (const char *lib : {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}) {
-      void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-      if (!h)
+    for (const char *name : {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"}) {
+      std::string tried;
+      DynamicLibrary lib = DynamicLibrary::open({name}, false, tried);
+      if (!lib)
         continue;
-      auto s = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
-      auto d = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
-      if (s && d) {
-        r.sgemm = s;
-        r.dgemm = d;
-        r.setThreads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
-        r.provider = lib;
+      lib.bind(r.sgemm, "cblas_sgemm");
+      lib.bind(r.dgemm, "cblas_dgemm");
+      if (lib.missing().empty()) {
+        lib.bind(r.setThreads, "openblas_set_num_threads"); // optional
+        r.provider = name;
         return r;
       }
-      dlclose(h);
+      r.sgemm = nullptr;
+      r.dgemm = nullptr;
+      lib.close();
     }
     return r;
   }();

@@ -3,7 +3,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cuda/Nvrtc.h"
 
-#include <dlfcn.h>
+#include "runtime/host/DynamicLibrary.h"
 #include <memory>
 #include <map>
 #include <mutex>
@@ -86,36 +86,26 @@ CublasLt &CublasLt::get() {
   } while (0)
 
 CublasLt::CublasLt() {
-  void *h = nullptr;
   std::string tried;
-  for (std::string lib : {std::string("libcublasLt.so.13"), std::string("libcublasLt.so.12"),
-                          Nvrtc::cudaHome() + "/lib64/libcublasLt.so.13",
-                          Nvrtc::cudaHome() + "/lib64/libcublasLt.so.12"}) {
-    tried += (tried.empty() ? "" : ", ") + lib;
-    if ((h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)))
-      break;
-  }
-  check(h != nullptr, "cuda: cuBLASLt is not available (tried " + tried + ")");
+  DynamicLibrary lib = DynamicLibrary::open({"libcublasLt.so.13", "libcublasLt.so.12",
+                                             Nvrtc::cudaHome() + "/lib64/libcublasLt.so.13",
+                                             Nvrtc::cudaHome() + "/lib64/libcublasLt.so.12"},
+                                            false, tried);
+  check(bool(lib), "cuda: cuBLASLt is not available (tried " + tried + ")");
   static Api api;
-  std::string missing;
-  auto sym = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    if (!fn)
-      missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
-  sym(api.create, "cublasLtCreate");
-  sym(api.descCreate, "cublasLtMatmulDescCreate");
-  sym(api.descDestroy, "cublasLtMatmulDescDestroy");
-  sym(api.descSetAttribute, "cublasLtMatmulDescSetAttribute");
-  sym(api.layoutCreate, "cublasLtMatrixLayoutCreate");
-  sym(api.layoutDestroy, "cublasLtMatrixLayoutDestroy");
-  sym(api.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
-  sym(api.prefCreate, "cublasLtMatmulPreferenceCreate");
-  sym(api.prefDestroy, "cublasLtMatmulPreferenceDestroy");
-  sym(api.prefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
-  sym(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
-  sym(api.matmul, "cublasLtMatmul");
-  check(missing.empty(), "cuda: cuBLASLt lacks " + missing);
+  lib.bind(api.create, "cublasLtCreate");
+  lib.bind(api.descCreate, "cublasLtMatmulDescCreate");
+  lib.bind(api.descDestroy, "cublasLtMatmulDescDestroy");
+  lib.bind(api.descSetAttribute, "cublasLtMatmulDescSetAttribute");
+  lib.bind(api.layoutCreate, "cublasLtMatrixLayoutCreate");
+  lib.bind(api.layoutDestroy, "cublasLtMatrixLayoutDestroy");
+  lib.bind(api.layoutSetAttribute, "cublasLtMatrixLayoutSetAttribute");
+  lib.bind(api.prefCreate, "cublasLtMatmulPreferenceCreate");
+  lib.bind(api.prefDestroy, "cublasLtMatmulPreferenceDestroy");
+  lib.bind(api.prefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
+  lib.bind(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  lib.bind(api.matmul, "cublasLtMatmul");
+  check(lib.missing().empty(), "cuda: cuBLASLt lacks " + lib.missing());
   api_ = &api;
   TC_LT(create(&handle_));
 }

@@ -2,7 +2,7 @@
 
 #include "ir/core/Error.h"
 
-#include <dlfcn.h>
+#include "runtime/host/DynamicLibrary.h"
 #include <memory>
 #include <mutex>
 
@@ -60,18 +60,14 @@ struct Loaded {
 const Loaded &load() {
   static const Loaded loaded = [] {
     Loaded l;
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      l.error = "no NVIDIA driver: libcuda.so.1 cannot be loaded (" + std::string(dlerror()) + ")";
+    std::string tried;
+    DynamicLibrary lib = DynamicLibrary::open({"libcuda.so.1"}, false, tried);
+    if (!lib) {
+      l.error = "no NVIDIA driver: libcuda.so.1 cannot be loaded (" + lib.error() + ")";
       return l;
     }
     auto api = std::make_unique<Driver::Api>();
-    std::string missing;
-    auto sym = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      if (!fn)
-        missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
+    auto sym = [&](auto &fn, const char *name) { lib.bind(fn, name); };
     sym(api->init, "cuInit");
     sym(api->deviceGet, "cuDeviceGet");
     sym(api->deviceGetAttribute, "cuDeviceGetAttribute");
@@ -110,8 +106,8 @@ const Loaded &load() {
     sym(api->graphLaunch, "cuGraphLaunch");
     sym(api->graphExecDestroy, "cuGraphExecDestroy");
     sym(api->graphDestroy, "cuGraphDestroy");
-    if (!missing.empty()) {
-      l.error = "libcuda.so.1 lacks " + missing + " (driver too old?)";
+    if (!lib.missing().empty()) {
+      l.error = "libcuda.so.1 lacks " + lib.missing() + " (driver too old?)";
       return l;
     }
     l.api = std::move(api);

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <dlfcn.h>
+#include "runtime/host/DynamicLibrary.h"
 #include <glob.h>
 #include <mutex>
 
@@ -45,7 +45,6 @@ enum AttributeType : int {
   kTypeDescriptor = 15, kTypeReduceOp = 18
 };
 constexpr int kCrossCorrelation = 1;
-constexpr int kHeurModeA = 3;
 } // namespace
 
 struct Library::Api {
@@ -83,7 +82,7 @@ std::vector<std::string> wheelLibraries() {
   return found;
 }
 
-void *openCudnn(std::string &tried) {
+DynamicLibrary openCudnn(std::string &tried) {
   std::vector<std::string> candidates;
   if (const char *lib = std::getenv("TENSORC_CUDNN_LIB"); lib && *lib)
     candidates.push_back(lib);
@@ -91,21 +90,21 @@ void *openCudnn(std::string &tried) {
   for (const std::string &w : wheelLibraries())
     candidates.push_back(w);
   for (const std::string &lib : candidates) {
-    tried += (tried.empty() ? "" : ", ") + lib;
     const size_t slash = lib.rfind('/');
     if (slash != std::string::npos) {
       // libcudnn.so.9 opens its parts by name: load them from its folder
       // first (a wheel's folder is on no search path).
       const std::string dir = lib.substr(0, slash + 1);
+      std::string parts;
       for (const char *part : {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
                                "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
                                "libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_adv.so.9"})
-        dlopen((dir + part).c_str(), RTLD_NOW | RTLD_GLOBAL);
+        DynamicLibrary::open({dir + part}, true, parts);
     }
-    if (void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL))
+    if (DynamicLibrary h = DynamicLibrary::open({lib}, true, tried))
       return h;
   }
-  return nullptr;
+  return {};
 }
 
 } // namespace
@@ -129,15 +128,10 @@ Library &Library::get() {
 
 Library::Library() {
   std::string tried;
-  void *h = openCudnn(tried);
-  tensorc::check(h != nullptr, "cuda: cuDNN 9 is not available (tried " + tried + ")");
+  DynamicLibrary lib = openCudnn(tried);
+  tensorc::check(bool(lib), "cuda: cuDNN 9 is not available (tried " + tried + ")");
   static Api api;
-  std::string missing;
-  auto sym = [&](auto &fn, const char *name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-    if (!fn)
-      missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
+  auto sym = [&](auto &fn, const char *name) { lib.bind(fn, name); };
   sym(api.getVersion, "cudnnGetVersion");
   sym(api.create, "cudnnCreate");
   sym(api.setStream, "cudnnSetStream");
@@ -148,7 +142,7 @@ Library::Library() {
   sym(api.setAttribute, "cudnnBackendSetAttribute");
   sym(api.getAttribute, "cudnnBackendGetAttribute");
   sym(api.execute, "cudnnBackendExecute");
-  tensorc::check(missing.empty(), "cuda: cuDNN lacks " + missing);
+  tensorc::check(lib.missing().empty(), "cuda: cuDNN lacks " + lib.missing());
   api_ = &api;
   version_ = int(api.getVersion());
   tensorc::check(version_ >= 90000 && version_ < 100000,
@@ -351,7 +345,7 @@ void Graph::convolution(ConvolutionDirection direction, const ConvolutionGeometr
   addOperation(op);
 }
 
-std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rejectedNotes) {
+std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rejectedNotes, Heuristic heuristic) {
   const Library &lib = Library::get();
   void *handle = lib.handle();
   void *graph = create(kOpGraphDesc);
@@ -367,7 +361,7 @@ std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rej
   void *heur = create(kEngineHeurDesc);
   owned_.push_back(heur);
   setDescriptor(heur, kHeurOpGraph, graph);
-  const int mode = kHeurModeA;
+  const int mode = int(heuristic);
   set(heur, kHeurMode, kTypeHeurMode, 1, &mode);
   finalize(heur, "engine heuristics");
   int64_t count = 0;

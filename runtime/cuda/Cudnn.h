@@ -25,6 +25,10 @@ enum PointwiseMode : int {
 // cudnnReduceTensorOp_t
 enum ReduceOp : int { kReduceAdd = 0, kReduceMax = 3 };
 
+// cudnnBackendHeurMode_t: A ranks engines quickly; B is slower to query
+// (once per problem here) and may rank better.
+enum class Heuristic : int { B = 1, A = 3 };
+
 // cudnnBackendNumericalNote_t values an engine may carry.
 enum NumericalNote : int { kNoteTensorCore = 0, kNoteDownConvertInputs = 1 };
 
@@ -110,10 +114,11 @@ public:
   void convolution(ConvolutionDirection direction, const ConvolutionGeometry &geometry, const Tensor &x,
                    const Tensor &w, const Tensor &y);
 
-  // The first of cuDNN's heuristic engine configurations (mode A) that
-  // makes a plan and carries none of `rejectedNotes` (NumericalNote); null
-  // and `why` when none does (not supported here).
-  std::unique_ptr<Plan> build(std::string &why, const std::vector<int> &rejectedNotes = {});
+  // The first of cuDNN's heuristic engine configurations (`heuristic`'s
+  // ranking) that makes a plan and carries none of `rejectedNotes`
+  // (NumericalNote); null and `why` when none does (not supported here).
+  std::unique_ptr<Plan> build(std::string &why, const std::vector<int> &rejectedNotes = {},
+                              Heuristic heuristic = Heuristic::A);
 
 private:
   void *describe(const Tensor &t);

@@ -2,6 +2,8 @@
 
 #include "ir/core/Error.h"
 
+#include <cstdlib>
+
 namespace tensorc::cuda {
 
 using namespace cudnn;
@@ -9,6 +11,15 @@ using namespace cudnn;
 namespace {
 enum Uid : int64_t { kX = 1, kW, kY };
 } // namespace
+
+CudnnConvolution::CudnnConvolution() {
+  // $TENSORC_CUDNN_HEURISTIC=a|b: which of cuDNN's rankings picks the engine.
+  const char *h = std::getenv("TENSORC_CUDNN_HEURISTIC");
+  if (h && (std::string(h) == "a" || std::string(h) == "A"))
+    heuristic_ = Heuristic::A;
+  if (h && (std::string(h) == "b" || std::string(h) == "B"))
+    heuristic_ = Heuristic::B;
+}
 
 const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &why) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -36,7 +47,9 @@ const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &
     std::vector<int> rejected{kNoteDownConvertInputs};
     if (s.dtype == kFloat && !s.allowTf32)
       rejected.push_back(kNoteTensorCore);
-    p = g.build(why, rejected);
+    p = g.build(why, rejected, heuristic_);
+    if (!p && heuristic_ != Heuristic::A) // B found nothing: A's ranking
+      p = g.build(why, rejected, Heuristic::A);
   } catch (const Error &e) {
     why = e.what();
   }

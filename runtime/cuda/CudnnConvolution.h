@@ -36,6 +36,7 @@ struct CudnnConvolutionShape {
 
 class CudnnConvolution {
 public:
+  CudnnConvolution();
   // The plan for `s`, built on first use; null with `why` when cuDNN is
   // missing or declines the problem.
   const cudnn::Plan *plan(const CudnnConvolutionShape &s, std::string &why);
@@ -45,6 +46,7 @@ public:
                   Stream stream);
 
 private:
+  cudnn::Heuristic heuristic_ = cudnn::Heuristic::A;
   std::mutex mutex_;
   std::map<CudnnConvolutionShape, std::unique_ptr<cudnn::Plan>> plans_;
   std::map<CudnnConvolutionShape, std::string> declined_;

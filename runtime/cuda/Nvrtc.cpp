@@ -3,7 +3,7 @@
 #include "ir/core/Error.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
+#include "runtime/host/DynamicLibrary.h"
 #include <memory>
 #include <mutex>
 
@@ -47,17 +47,12 @@ const Loaded &load() {
   static const Loaded loaded = [] {
     Loaded l;
     std::string tried;
-    for (const std::string &lib : candidates()) {
-      void *h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-      tried += (tried.empty() ? "" : ", ") + lib;
-      if (!h)
+    for (const std::string &name : candidates()) {
+      DynamicLibrary lib = DynamicLibrary::open({name}, false, tried);
+      if (!lib)
         continue;
       auto api = std::make_unique<Nvrtc::Api>();
-      bool ok = true;
-      auto sym = [&](auto &fn, const char *name) {
-        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-        ok = ok && fn != nullptr;
-      };
+      auto sym = [&](auto &fn, const char *symbol) { lib.bind(fn, symbol); };
       sym(api->getErrorString, "nvrtcGetErrorString");
       sym(api->version, "nvrtcVersion");
       sym(api->getNumSupportedArchs, "nvrtcGetNumSupportedArchs");
@@ -69,12 +64,12 @@ const Loaded &load() {
       sym(api->getCUBIN, "nvrtcGetCUBIN");
       sym(api->getProgramLogSize, "nvrtcGetProgramLogSize");
       sym(api->getProgramLog, "nvrtcGetProgramLog");
-      if (!ok) {
-        dlclose(h);
+      if (!lib.missing().empty()) { // another library of the name: try the next
+        lib.close();
         continue;
       }
       l.api = std::move(api);
-      l.library = lib;
+      l.library = name;
       return l;
     }
     l.error = "NVRTC is not available (tried " + tried +

@@ -2,7 +2,7 @@
 
 #include "ir/core/Error.h"
 
-#include <dlfcn.h>
+#include "runtime/host/DynamicLibrary.h"
 
 namespace tensorc::sqlite {
 
@@ -44,20 +44,13 @@ struct Loaded {
 const Loaded &loaded() {
   static const Loaded l = [] {
     Loaded r;
-    void *h = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      const char *e = dlerror();
-      r.error = std::string("libsqlite3.so.0 cannot be loaded (") + (e ? e : "?") + ")";
+    std::string tried;
+    DynamicLibrary lib = DynamicLibrary::open({"libsqlite3.so.0"}, false, tried);
+    if (!lib) {
+      r.error = "libsqlite3.so.0 cannot be loaded (" + lib.error() + ")";
       return r;
     }
-    bool ok = true;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
-      if (!fn && ok) {
-        ok = false;
-        r.error = std::string("libsqlite3.so.0 lacks ") + name;
-      }
-    };
+    auto get = [&](auto &fn, const char *name) { lib.bind(fn, name); };
     Api &a = r.api;
     get(a.open_v2, "sqlite3_open_v2");
     get(a.close_v2, "sqlite3_close_v2");
@@ -78,8 +71,10 @@ const Loaded &loaded() {
     get(a.busy_timeout, "sqlite3_busy_timeout");
     get(a.changes, "sqlite3_changes");
     get(a.free, "sqlite3_free");
-    if (!ok)
+    if (!lib.missing().empty()) {
+      r.error = "libsqlite3.so.0 lacks " + lib.missing();
       r.api = Api{};
+    }
     return r;
   }();
   return l;
