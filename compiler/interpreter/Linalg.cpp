@@ -93,36 +93,23 @@ void forEachConvTap(const std::vector<int64_t> &xShape, const std::vector<int64_
               }
 }
 
-// dx[n, cin, iy, ix] = sum of grad[n, o, oy, ox] * w[o, ci, ky, kx] over the taps reading it.
-std::vector<HostTensor> conv2dBackwardInput(const OpCall &c) {
-  const HostTensor &g = c.arg(0), &w = c.arg(1);
+// conv2d's input gradient dx[n, cin, iy, ix] (the sum of grad[n, o, oy, ox] *
+// w[o, ci, ky, kx] over the taps reading it) or weight gradient dw[o, ci, ky,
+// kx] (the sum of grad[n, o, oy, ox] * x[n, cin, iy, ix] over batch and
+// output positions); operand 1 is w or x.
+std::vector<HostTensor> conv2dGradient(const OpCall &c, bool input) {
+  const HostTensor &g = c.arg(0), &other = c.arg(1);
   HostTensor out = c.result();
-  const std::vector<int64_t> &xs = out.shape(), &ws = w.shape(), &gs = g.shape();
+  const std::vector<int64_t> &xs = input ? out.shape() : other.shape(), &ws = input ? other.shape() : out.shape(),
+                             &gs = g.shape();
   std::vector<double> acc(size_t(out.numel()), 0.0);
   forEachConvTap(xs, ws, gs, c.attrs(),
                  [&](int64_t n, int64_t o, int64_t oy, int64_t ox, int64_t cin, int64_t ci, int64_t ky,
                      int64_t kx, int64_t iy, int64_t ix) {
-                   acc[size_t(((n * xs[1] + cin) * xs[2] + iy) * xs[3] + ix)] +=
-                       g.getF(((n * gs[1] + o) * gs[2] + oy) * gs[3] + ox) *
-                       w.getF(((o * ws[1] + ci) * ws[2] + ky) * ws[3] + kx);
-                 });
-  for (size_t i = 0; i < acc.size(); ++i)
-    out.setF(int64_t(i), acc[i]);
-  return {std::move(out)};
-}
-
-// dw[o, ci, ky, kx] = sum of grad[n, o, oy, ox] * x[n, cin, iy, ix] over batch and output positions.
-std::vector<HostTensor> conv2dBackwardWeight(const OpCall &c) {
-  const HostTensor &g = c.arg(0), &x = c.arg(1);
-  HostTensor out = c.result();
-  const std::vector<int64_t> &xs = x.shape(), &ws = out.shape(), &gs = g.shape();
-  std::vector<double> acc(size_t(out.numel()), 0.0);
-  forEachConvTap(xs, ws, gs, c.attrs(),
-                 [&](int64_t n, int64_t o, int64_t oy, int64_t ox, int64_t cin, int64_t ci, int64_t ky,
-                     int64_t kx, int64_t iy, int64_t ix) {
-                   acc[size_t(((o * ws[1] + ci) * ws[2] + ky) * ws[3] + kx)] +=
-                       g.getF(((n * gs[1] + o) * gs[2] + oy) * gs[3] + ox) *
-                       x.getF(((n * xs[1] + cin) * xs[2] + iy) * xs[3] + ix);
+                   const int64_t xi = ((n * xs[1] + cin) * xs[2] + iy) * xs[3] + ix,
+                                 wi = ((o * ws[1] + ci) * ws[2] + ky) * ws[3] + kx;
+                   acc[size_t(input ? xi : wi)] +=
+                       g.getF(((n * gs[1] + o) * gs[2] + oy) * gs[3] + ox) * other.getF(input ? wi : xi);
                  });
   for (size_t i = 0; i < acc.size(); ++i)
     out.setF(int64_t(i), acc[i]);
@@ -175,8 +162,8 @@ std::vector<HostTensor> pool(const OpCall &c) {
 void addLinalgKernels(KernelTable &t) {
   t["matmul"] = matmul;
   t["conv2d"] = conv2d;
-  t["conv2d_backward_input"] = conv2dBackwardInput;
-  t["conv2d_backward_weight"] = conv2dBackwardWeight;
+  t["conv2d_backward_input"] = [](const OpCall &c) { return conv2dGradient(c, true); };
+  t["conv2d_backward_weight"] = [](const OpCall &c) { return conv2dGradient(c, false); };
   t["max_pool2d"] = t["avg_pool2d"] = pool;
 }
 

@@ -5,11 +5,13 @@
 // (cudnn_graph.h), a stable ABI across 9.x.
 #pragma once
 
+#include "ir/core/Error.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -127,6 +129,38 @@ private:
   std::map<int64_t, void *> tensors_; // uid -> descriptor
   std::map<int64_t, float> scalars_;
   std::vector<void *> ops_, owned_;
+};
+
+// Plans by problem, each built once by the caller's `build(why)`; a problem
+// cuDNN declines (null, or an Error) is remembered with the reason, so the
+// caller's fallback runs without asking again. Thread-safe.
+template <typename Key> class PlanCache {
+public:
+  template <typename Build> const Plan *get(const Key &key, std::string &why, Build build) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = plans_.find(key); it != plans_.end())
+      return it->second.get();
+    if (auto it = declined_.find(key); it != declined_.end()) {
+      why = it->second;
+      return nullptr;
+    }
+    std::unique_ptr<Plan> p;
+    try {
+      p = build(why);
+    } catch (const Error &e) {
+      why = e.what();
+    }
+    if (!p) {
+      declined_[key] = why;
+      return nullptr;
+    }
+    return (plans_[key] = std::move(p)).get();
+  }
+
+private:
+  std::mutex mutex_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, std::string> declined_;
 };
 
 // Contiguous strides of `dims`.

@@ -118,35 +118,20 @@ bool CudnnAttention::eligible(const CudnnAttentionShape &s) {
 }
 
 const Plan *CudnnAttention::plan(const CudnnAttentionShape &s, std::string &why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = plans_.find(s); it != plans_.end())
-    return it->second.get();
-  if (auto it = declined_.find(s); it != declined_.end()) {
-    why = it->second;
-    return nullptr;
-  }
-  std::unique_ptr<Plan> p;
-  try {
+  return plans_.get(s, why, [&](std::string &reason) -> std::unique_ptr<Plan> {
     const Library &lib = Library::get();
     // Before 9.6 the dQ accumulator had to be zeroed by the caller.
     if (lib.version() < 90600) {
-      why = "cuDNN " + std::to_string(lib.version()) + " is older than 9.6";
-    } else {
-      Graph g;
-      if (s.backward)
-        describeBackward(g, s);
-      else
-        describeForward(g, s);
-      p = g.build(why);
+      reason = "cuDNN " + std::to_string(lib.version()) + " is older than 9.6";
+      return nullptr;
     }
-  } catch (const Error &e) {
-    why = e.what();
-  }
-  if (!p) {
-    declined_[s] = why;
-    return nullptr;
-  }
-  return (plans_[s] = std::move(p)).get();
+    Graph g;
+    if (s.backward)
+      describeBackward(g, s);
+    else
+      describeForward(g, s);
+    return g.build(reason);
+  });
 }
 
 size_t CudnnAttention::workspaceBytes(const CudnnAttentionShape &s, const Plan &p) {

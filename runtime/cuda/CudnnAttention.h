@@ -16,9 +16,6 @@
 
 #include "runtime/cuda/Cudnn.h"
 
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -53,9 +50,7 @@ public:
                   DevicePtr workspace, Stream stream);
 
 private:
-  std::mutex mutex_;
-  std::map<CudnnAttentionShape, std::unique_ptr<cudnn::Plan>> plans_;
-  std::map<CudnnAttentionShape, std::string> declined_;
+  cudnn::PlanCache<CudnnAttentionShape> plans_;
 };
 
 } // namespace tensorc::cuda

@@ -22,15 +22,7 @@ CudnnConvolution::CudnnConvolution() {
 }
 
 const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = plans_.find(s); it != plans_.end())
-    return it->second.get();
-  if (auto it = declined_.find(s); it != declined_.end()) {
-    why = it->second;
-    return nullptr;
-  }
-  std::unique_ptr<Plan> p;
-  try {
+  return plans_.get(s, why, [&](std::string &reason) {
     Graph g;
     const std::vector<int64_t> xDims{s.n, s.c, s.h, s.w}, wDims{s.k, s.c / s.groups, s.r, s.s},
         yDims{s.n, s.k, s.p, s.q};
@@ -47,17 +39,11 @@ const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &
     std::vector<int> rejected{kNoteDownConvertInputs};
     if (s.dtype == kFloat && !s.allowTf32)
       rejected.push_back(kNoteTensorCore);
-    p = g.build(why, rejected, heuristic_);
+    std::unique_ptr<Plan> p = g.build(reason, rejected, heuristic_);
     if (!p && heuristic_ != Heuristic::A) // B found nothing: A's ranking
-      p = g.build(why, rejected, Heuristic::A);
-  } catch (const Error &e) {
-    why = e.what();
-  }
-  if (!p) {
-    declined_[s] = why;
-    return nullptr;
-  }
-  return (plans_[s] = std::move(p)).get();
+      p = g.build(reason, rejected, Heuristic::A);
+    return p;
+  });
 }
 
 void CudnnConvolution::run(const Plan &p, DevicePtr x, DevicePtr w, DevicePtr y, DevicePtr workspace,

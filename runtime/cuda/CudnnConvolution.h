@@ -10,9 +10,6 @@
 
 #include "runtime/cuda/Cudnn.h"
 
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -47,9 +44,7 @@ public:
 
 private:
   cudnn::Heuristic heuristic_ = cudnn::Heuristic::A;
-  std::mutex mutex_;
-  std::map<CudnnConvolutionShape, std::unique_ptr<cudnn::Plan>> plans_;
-  std::map<CudnnConvolutionShape, std::string> declined_;
+  cudnn::PlanCache<CudnnConvolutionShape> plans_;
 };
 
 } // namespace tensorc::cuda
