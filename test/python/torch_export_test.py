@@ -583,6 +583,31 @@ if "--compile" in sys.argv:
         assert a.dtype == b.dtype and (a.double() - b.double()).abs().max().item() < 1e-5, (n, a, b, seed)
     assert model.bn.num_batches_tracked.item() == 3
 
+    # Batch norm as Dynamo captures it: F.batch_norm on the buffers and the
+    # counter's in-place add_ (a state output written back).
+    class FunctionalBn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            self.bn.num_batches_tracked.add_(1)
+            return F.batch_norm(x, self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias,
+                                True, 0.1, 1e-5)
+
+    fbn, fbn_twin = FunctionalBn().train(), FunctionalBn().train()
+    fbn_twin.load_state_dict(fbn.state_dict())
+    x = torch.randn(6, 4)
+    fast = tt.compile(fbn, (x,), train=True, cache_dir=cache, tensorc_path=tensorc)
+    for step in range(2):
+        x = torch.randn(6, 4)
+        got, want = grads(fbn, fast, x), grads(fbn_twin, fbn_twin, x)
+        for n in want:
+            assert (got[n] - want[n]).abs().max().item() < 1e-4 * max(want[n].abs().max().item(), 1e-3), (n, seed)
+    for (n, a), b in zip(fbn.named_buffers(), fbn_twin.buffers()):
+        assert (a.double() - b.double()).abs().max().item() < 1e-5, (n, a, b, seed)
+    assert fbn.bn.num_batches_tracked.item() == 2
+
     class Drop(nn.Module):
         def __init__(self):
             super().__init__()

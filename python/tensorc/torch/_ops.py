@@ -26,6 +26,25 @@ def _binary(op):
     return rule
 
 
+def _inplace(op):
+    """x.add_(y) (sub_, mul_, div_) on a graph input or buffer: the new value
+    is a state output the caller writes back into x, as PyTorch updates it
+    in place (batch norm's num_batches_tracked += 1 in the functional form
+    Dynamo captures); later reads of x see it."""
+    binary = _binary(op)
+
+    def rule(e, n):
+        x = e.arg(n, 0, "input")
+        target = e.ref(x) if isinstance(x, fx.Node) else None
+        if target not in e.g.sources:
+            raise e.unsupported(f"in-place {op} of a tensor that is not a graph input or buffer")
+        ref = binary(e, n)
+        e.g.state.append((target, ref))
+        e.env[x] = ref
+        return ref
+    return rule
+
+
 def _reversed(op):
     def rule(e, n):
         return e.elementwise(n, op, [n.args[1], n.args[0]])
@@ -584,6 +603,8 @@ for _op, _fns in {
         "logical_or": (torch.logical_or, operator.or_)}.items():
     _register(_binary(_op), *_fns)
 _register(_reversed("sub"), _m("rsub"))
+for _op in ("add", "sub", "mul", "div"):
+    _register(_inplace(_op), _m(_op + "_"), getattr(torch.Tensor, _op + "_"))
 for _op, _fns in {"eq": (operator.eq, torch.eq, _m("eq")), "ne": (operator.ne, torch.ne, _m("ne")),
                   "lt": (operator.lt, torch.lt, _m("lt")), "le": (operator.le, torch.le, _m("le")),
                   "gt": (operator.gt, torch.gt, _m("gt")), "ge": (operator.ge, torch.ge, _m("ge"))}.items():
