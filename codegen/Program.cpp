@@ -908,12 +908,18 @@ private:
 
   // The loop step just emitted (a direct convolution nest) becomes a
   // convolution step: cuDNN at run time, the nest's kernel its fallback.
-  // Operands read twice (conv2d(x, x)) stay a loop step.
+  // Operands read twice (conv2d(x, x)) and f64 stay a loop step.
   void toConvolutionStep(artifact::ConvolutionStep::Direction direction, const AttrMap &attrs) {
     Step &st = art_.steps.back();
     chain_ = Chain{};
     if (st.kind != Step::Kind::Loop || st.operands.size() != 3)
       return;
+    const DType dtype = art_.values[size_t(st.operands[0])].dtype;
+    if (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16)
+      return; // cuDNN has no f64 engines worth a step: the nest it is
+    for (int o : st.operands)
+      if (art_.values[size_t(o)].dtype != dtype)
+        return;
     st.kind = Step::Kind::Convolution;
     st.chainNext = false;
     st.convolution.direction = direction;

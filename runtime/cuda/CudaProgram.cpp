@@ -550,7 +550,8 @@ CudaProgram::convolutionShape(const artifact::Artifact &a, size_t si,
                              &w = shapes[size_t(s.operands[size_t(o[1])])],
                              &y = shapes[size_t(s.operands[size_t(o[2])])];
   const DType dtype = a.values[size_t(s.operands[0])].dtype;
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || x[0] == 0)
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4 || x[0] == 0 ||
+      (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16))
     return std::nullopt;
   CudnnConvolutionShape p;
   p.direction = c.direction == Direction::Forward         ? cudnn::ConvolutionDirection::Forward

@@ -273,6 +273,17 @@ TEST(CudaCodegen, Conv2dOnCudnnUnlessAskedGemmOrDirect) {
   artifact::Artifact c6 = cudaArtifact(conv(1, true), "c6", gemm, noLibrary);
   EXPECT_EQ(convolutionSteps(c6), Pairs{});
   EXPECT_GE(matmulSteps(c6).size(), size_t(1 + 9 + 9));
+  // f64: the direct nest (cuDNN's f64 engines are not worth a step); the
+  // artifact loads (a convolution step of f64 is refused at load).
+  {
+    trace::Tracer t("conv64");
+    trace::Tensor x = t.input("x", DType::F64, {2, 4, 9, 7}), w = t.input("w", DType::F64, {6, 4, 3, 3});
+    t.output(t.call("conv2d", {x, w})[0]);
+    artifact::Artifact c8 = cudaArtifact(t.graph(), "c8");
+    EXPECT_EQ(convolutionSteps(c8), Pairs{});
+    c8.tensorcVersion = "test";
+    EXPECT_NO_THROW(artifact::parse(artifact::serialize(c8), "c8"));
+  }
   artifact::Artifact c7 = cudaArtifact(conv(1), "c7", direct, noLibrary);
   EXPECT_EQ(matmulSteps(c7), Pairs{});
   EXPECT_EQ(convolutionSteps(c7), Pairs{});
@@ -566,6 +577,41 @@ TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
       "a bias-gradient epilogue with a bias or an activation");
   refused([&](artifact::Artifact &a) { a.binaries["sm_90"] = {0, a.data.size() + 1}; },
           "GPU binary for sm_90 lies outside the data section");
+}
+
+// cuDNN reads and writes whole tensors of the shapes a convolution step
+// states: a step whose shapes are not one convolution's is refused at load.
+TEST(CudaCodegen, ArtifactsRefuseBadConvolutionSteps) {
+  trace::Tracer t("cv");
+  trace::Tensor x = t.input("x", DType::F32, {"B", 4, 9, 7}), w = t.input("w", DType::F32, {6, 2, 3, 3});
+  t.output(t.call("conv2d", {x, w}, {{"groups", Attr(int64_t(2))}, {"stride", Attr(std::vector<int64_t>{2, 1})}})[0]);
+  artifact::Artifact good = cudaArtifact(t.graph(), "cv");
+  good.tensorcVersion = "test";
+  size_t cv = 0;
+  for (size_t i = 0; i < good.steps.size(); ++i)
+    if (good.steps[i].kind == artifact::Step::Kind::Convolution)
+      cv = i;
+  ASSERT_EQ(good.steps[cv].kind, artifact::Step::Kind::Convolution);
+  artifact::Artifact back = artifact::parse(artifact::serialize(good), "good.tcx");
+  EXPECT_EQ(back.steps[cv].convolution.stride, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(back.steps[cv].convolution.groups, 2);
+  auto refused = [&](const std::function<void(artifact::ConvolutionStep &)> &damage, const std::string &want) {
+    artifact::Artifact a = good;
+    damage(a.steps[cv].convolution);
+    try {
+      artifact::parse(artifact::serialize(a), "bad.tcx");
+      ADD_FAILURE() << "accepted: " << want;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  refused([](artifact::ConvolutionStep &c) { c.stride = {1, 1}; }, "convolution output size does not match");
+  refused([](artifact::ConvolutionStep &c) { c.padding = {1, 0}; }, "convolution output size does not match");
+  refused([](artifact::ConvolutionStep &c) { c.groups = 1; }, "convolution channels do not match");
+  refused([](artifact::ConvolutionStep &c) { c.dilation = {0, 1}; }, "bad convolution dilation");
+  refused([](artifact::ConvolutionStep &c) { c.stride = {1}; }, "bad convolution stride");
+  refused([](artifact::ConvolutionStep &c) { c.direction = artifact::ConvolutionStep::Direction::BackwardWeight; },
+          "convolution");
 }
 
 } // namespace
