@@ -82,7 +82,7 @@ void addCompileCommand(CLI::App &app) {
   cmd->add_option("--conv-algo", args->convAlgo,
                   "with --target cuda: conv2d and its gradients on cudnn (cuDNN's engines where the "
                   "runtime finds cuDNN 9, else direct kernels; default), gemm (im2col + cuBLASLt; "
-                  "gradients as per-tap GEMMs) or direct (one reduction per output)")
+                  "gradients as per-tap GEMMs) or direct (one reduction per output; gradients per-tap GEMMs)")
       ->check(CLI::IsMember({"cudnn", "gemm", "direct"}));
   cmd->add_flag("--allow-tf32", args->allowTf32,
                 "with --target cuda: f32 matmuls may round their inputs to TF32 on tensor cores "
