@@ -266,9 +266,10 @@ public:
     if (mode != AutotuneMode::Default || std::filesystem::exists(dbPath)) {
       tuner_ = std::make_unique<Autotuner>(mode, dbPath, program_.tuningDevice(), program_.tuningVersions());
       program_.setTuner(tuner_.get(), a);
-      size_t sites = 0; // loop steps with a choice of variants
+      size_t sites = 0; // loop steps with a choice of variants, convolutions (cuDNN's engines)
       for (const artifact::Step &s : a.steps)
-        sites += s.kind == artifact::Step::Kind::Loop && s.variants.size() > 1;
+        sites += (s.kind == artifact::Step::Kind::Loop && s.variants.size() > 1) ||
+                 s.kind == artifact::Step::Kind::Convolution;
       tuner_->setSites(sites);
     }
   }

@@ -13,6 +13,7 @@
 #include "runtime/tune/Autotuner.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -573,8 +574,8 @@ CudaProgram::convolutionShape(const artifact::Artifact &a, size_t si,
 
 std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t si,
                                            const std::vector<std::vector<int64_t>> &shapes,
-                                           const std::vector<DevicePtr> &ptr, Stream stream,
-                                           Workspace &workspace) const {
+                                           const std::vector<DevicePtr> &ptr, Stream stream, Workspace &workspace,
+                                           bool mayMeasure) const {
   const Step &s = a.steps[si];
   // cuDNN's tensors are described 16-byte aligned.
   const bool aligned = std::all_of(s.operands.begin(), s.operands.end(),
@@ -583,19 +584,50 @@ std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t s
   if (!c)
     return "";
   std::string why;
-  const cudnn::Plan *p = cudnnConvolution_->plan(*c, why);
-  if (!p) {
+  const CudnnConvolutionEngines *e = cudnnConvolution_->engines(*c, why);
+  if (!e) {
     if (trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN declined the convolution: %s\n", si, s.label.c_str(),
-                    why.c_str());
+                   why.c_str());
     return "";
   }
-  growScratch(workspace, size_t(p->workspaceBytes()), stream);
   const int order[3][3] = {{1, 2, 0}, {0, 2, 1}, {2, 0, 1}}; // x, w, y operands
   const int *o = order[int(s.convolution.direction)];
-  CudnnConvolution::run(*p, ptr[size_t(s.operands[size_t(o[0])])], ptr[size_t(s.operands[size_t(o[1])])],
-                        ptr[size_t(s.operands[size_t(o[2])])], workspace.scratch, stream);
-  const std::string what = "cuDNN convolution " + s.convolution.directionName();
+  auto run = [&](size_t k) {
+    const cudnn::Plan &p = *e->plans[k];
+    growScratch(workspace, size_t(p.workspaceBytes()), stream);
+    CudnnConvolution::run(p, ptr[size_t(s.operands[size_t(o[0])])], ptr[size_t(s.operands[size_t(o[1])])],
+                          ptr[size_t(s.operands[size_t(o[2])])], workspace.scratch, stream);
+  };
+  size_t choice = 0;
+  if (tuner_ && forcedVariant_ < 0 && e->plans.size() > 1) {
+    // Candidates: cuDNN's engines in its heuristic's order (the first its
+    // own choice), each checked against the first's output.
+    std::vector<size_t> candidates(e->plans.size());
+    std::iota(candidates.begin(), candidates.end(), size_t(0));
+    runtime::TuneSite site;
+    site.label = s.label + " (cuDNN convolution)";
+    site.bucket = "n=" + std::to_string(c->n) + ",c=" + std::to_string(c->c) + ",h=" + std::to_string(c->h) +
+                  ",w=" + std::to_string(c->w) + ",k=" + std::to_string(c->k) + ",r=" + std::to_string(c->r) +
+                  ",s=" + std::to_string(c->s);
+    // What ranks the engines: the problem beyond the sizes, and cuDNN's version.
+    site.kernel = sha256Hex("cudnn " + std::to_string(cudnn::Library::get().version()) + " " +
+                            s.convolution.directionName() + " groups=" + std::to_string(c->groups) + " stride=" +
+                            std::to_string(c->stride[0]) + "x" + std::to_string(c->stride[1]) + " padding=" +
+                            std::to_string(c->padding[0]) + "x" + std::to_string(c->padding[1]) + " dilation=" +
+                            std::to_string(c->dilation[0]) + "x" + std::to_string(c->dilation[1]) +
+                            (c->allowTf32 ? " tf32" : ""))
+                      .substr(0, 32);
+    site.dtype = dtypeName(a.values[size_t(s.operands[0])].dtype);
+    for (size_t k : candidates)
+      site.candidates.push_back("cudnn_engine_" + std::to_string(k + 1));
+    growScratch(workspace, size_t(e->workspaceBytes()), stream);
+    choice = tuneChoice(a, site, candidates, {s.operands[0]}, {s.operands[1], s.operands[2]}, run, shapes, ptr,
+                        stream, mayMeasure);
+  }
+  run(choice);
+  const std::string what = "cuDNN convolution " + s.convolution.directionName() +
+                           (choice ? " (engine " + std::to_string(choice + 1) + " of the ranking)" : "");
   if (trace_)
     std::fprintf(stderr, "tensorc: step %zu (%s): %s\n", si, s.label.c_str(), what.c_str());
   return what;
@@ -627,8 +659,8 @@ void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::ve
           growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);
     if (a.steps[si].kind == Step::Kind::Convolution)
       if (std::optional<CudnnConvolutionShape> c = convolutionShape(a, si, shapes))
-        if (const cudnn::Plan *p = cudnnConvolution_->plan(*c, why))
-          growScratch(workspace, size_t(p->workspaceBytes()), stream);
+        if (const CudnnConvolutionEngines *e = cudnnConvolution_->engines(*c, why))
+          growScratch(workspace, size_t(e->workspaceBytes()), stream); // any engine the tuner may pick
   }
 }
 
@@ -684,7 +716,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     if (s.kind == Step::Kind::Attention)
       return {si, launchAttention(a, si, shapes, ptr, stream, workspace)};
     if (s.kind == Step::Kind::Convolution)
-      if (std::string what = launchConvolution(a, si, shapes, ptr, stream, workspace); !what.empty())
+      if (std::string what = launchConvolution(a, si, shapes, ptr, stream, workspace, mayMeasure); !what.empty())
         return {si, what};
     if (s.kind == Step::Kind::Copy) {
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],

@@ -135,10 +135,11 @@ private:
                                                 const std::vector<std::vector<int64_t>> &shapes) const;
   // Queues a convolution step on cuDNN if it runs it; returns what ran, or
   // "" for the step's own kernel (cuDNN missing, off, declining, a forced
-  // variant >= 1, operands not 16-byte aligned).
+  // variant >= 1, operands not 16-byte aligned). With a tuner, cuDNN's
+  // engine is the autotuner's choice among its heuristic's first ones.
   std::string launchConvolution(const artifact::Artifact &a, size_t step,
                                 const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
-                                Stream stream, Workspace &workspace) const;
+                                Stream stream, Workspace &workspace, bool mayMeasure) const;
   // The cuDNN problem of convolution step `si`, if cuDNN may run it.
   std::optional<CudnnConvolutionShape> convolutionShape(const artifact::Artifact &a, size_t si,
                                                         const std::vector<std::vector<int64_t>> &shapes) const;

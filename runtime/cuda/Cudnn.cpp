@@ -346,6 +346,13 @@ void Graph::convolution(ConvolutionDirection direction, const ConvolutionGeometr
 }
 
 std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rejectedNotes, Heuristic heuristic) {
+  std::vector<std::unique_ptr<Plan>> plans = buildAll(why, rejectedNotes, heuristic, 1);
+  return plans.empty() ? nullptr : std::move(plans[0]);
+}
+
+std::vector<std::unique_ptr<Plan>> Graph::buildAll(std::string &why, const std::vector<int> &rejectedNotes,
+                                                   Heuristic heuristic, size_t most) {
+  std::vector<std::unique_ptr<Plan>> plans;
   const Library &lib = Library::get();
   void *handle = lib.handle();
   void *graph = create(kOpGraphDesc);
@@ -356,7 +363,7 @@ std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rej
     char message[1024] = {0};
     lib.api().lastError(message, sizeof message);
     why = "operation graph not supported (status " + std::to_string(rc) + (message[0] ? std::string(": ") + message : "") + ")";
-    return nullptr;
+    return plans;
   }
   void *heur = create(kEngineHeurDesc);
   owned_.push_back(heur);
@@ -409,22 +416,34 @@ std::unique_ptr<Plan> Graph::build(std::string &why, const std::vector<int> &rej
     }
     std::unique_ptr<Plan> p(new Plan());
     p->plan_ = plan;
-    lib.check(lib.api().getAttribute(plan, kPlanWorkspaceSize, kTypeInt64, 1, &count, &p->workspaceBytes_),
+    int64_t n = 0;
+    lib.check(lib.api().getAttribute(plan, kPlanWorkspaceSize, kTypeInt64, 1, &n, &p->workspaceBytes_),
               "plan workspace size");
     p->scalars_ = scalars_;
-    // The plan refers to its engine configuration and graph: kept with it.
-    p->owned_ = std::move(owned_);
-    owned_.clear();
-    return p;
+    plans.push_back(std::move(p));
+    if (plans.size() >= most)
+      break;
   }
-  return nullptr;
+  if (!plans.empty()) {
+    // The plans refer to their engine configurations and the graph: kept
+    // with them, released with the last.
+    auto shared = std::make_shared<Descriptors>();
+    shared->owned = std::move(owned_);
+    owned_.clear();
+    for (std::unique_ptr<Plan> &p : plans)
+      p->owned_ = shared;
+  }
+  return plans;
 }
 
 Plan::~Plan() {
-  const Library &lib = Library::get();
   if (plan_)
-    lib.api().destroyDescriptor(plan_);
-  for (void *d : owned_)
+    Library::get().api().destroyDescriptor(plan_);
+}
+
+Descriptors::~Descriptors() {
+  const Library &lib = Library::get();
+  for (void *d : owned)
     lib.api().destroyDescriptor(d);
 }
 

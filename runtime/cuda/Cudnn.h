@@ -68,6 +68,15 @@ struct Tensor {
   int type = kFloat;
 };
 
+// cuDNN descriptors released together (a graph's, shared by its plans).
+struct Descriptors {
+  std::vector<void *> owned;
+  Descriptors() = default;
+  Descriptors(const Descriptors &) = delete;
+  Descriptors &operator=(const Descriptors &) = delete;
+  ~Descriptors();
+};
+
 // An execution plan with the tensors it reads and writes by uid; scalars
 // passed by value are kept here (their host addresses go to cuDNN).
 class Plan {
@@ -86,7 +95,7 @@ private:
   void *plan_ = nullptr;
   int64_t workspaceBytes_ = 0;
   std::map<int64_t, float> scalars_;
-  std::vector<void *> owned_; // the descriptors the plan was made from
+  std::shared_ptr<Descriptors> owned_; // the descriptors the plan was made from
 };
 
 // An operation graph under construction. Tensors get uids in order from
@@ -121,6 +130,10 @@ public:
   // (NumericalNote); null and `why` when none does (not supported here).
   std::unique_ptr<Plan> build(std::string &why, const std::vector<int> &rejectedNotes = {},
                               Heuristic heuristic = Heuristic::A);
+  // The first `most` such plans, in the heuristic's order (candidates an
+  // autotuner may time); empty and `why` when none.
+  std::vector<std::unique_ptr<Plan>> buildAll(std::string &why, const std::vector<int> &rejectedNotes,
+                                              Heuristic heuristic, size_t most);
 
 private:
   void *describe(const Tensor &t);
@@ -134,9 +147,9 @@ private:
 // Plans by problem, each built once by the caller's `build(why)`; a problem
 // cuDNN declines (null, or an Error) is remembered with the reason, so the
 // caller's fallback runs without asking again. Thread-safe.
-template <typename Key> class PlanCache {
+template <typename Key, typename Value = Plan> class PlanCache {
 public:
-  template <typename Build> const Plan *get(const Key &key, std::string &why, Build build) {
+  template <typename Build> const Value *get(const Key &key, std::string &why, Build build) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = plans_.find(key); it != plans_.end())
       return it->second.get();
@@ -144,7 +157,7 @@ public:
       why = it->second;
       return nullptr;
     }
-    std::unique_ptr<Plan> p;
+    std::unique_ptr<Value> p;
     try {
       p = build(why);
     } catch (const Error &e) {
@@ -159,7 +172,7 @@ public:
 
 private:
   std::mutex mutex_;
-  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, std::unique_ptr<Value>> plans_;
   std::map<Key, std::string> declined_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "ir/core/Error.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tensorc::cuda {
@@ -21,8 +22,15 @@ CudnnConvolution::CudnnConvolution() {
     heuristic_ = Heuristic::B;
 }
 
-const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &why) {
-  return plans_.get(s, why, [&](std::string &reason) {
+int64_t CudnnConvolutionEngines::workspaceBytes() const {
+  int64_t most = 0;
+  for (const std::unique_ptr<Plan> &p : plans)
+    most = std::max(most, p->workspaceBytes());
+  return most;
+}
+
+const CudnnConvolutionEngines *CudnnConvolution::engines(const CudnnConvolutionShape &s, std::string &why) {
+  return engines_.get(s, why, [&](std::string &reason) -> std::unique_ptr<CudnnConvolutionEngines> {
     Graph g;
     const std::vector<int64_t> xDims{s.n, s.c, s.h, s.w}, wDims{s.k, s.c / s.groups, s.r, s.s},
         yDims{s.n, s.k, s.p, s.q};
@@ -39,10 +47,11 @@ const Plan *CudnnConvolution::plan(const CudnnConvolutionShape &s, std::string &
     std::vector<int> rejected{kNoteDownConvertInputs};
     if (s.dtype == kFloat && !s.allowTf32)
       rejected.push_back(kNoteTensorCore);
-    std::unique_ptr<Plan> p = g.build(reason, rejected, heuristic_);
-    if (!p && heuristic_ != Heuristic::A) // B found nothing: A's ranking
-      p = g.build(reason, rejected, Heuristic::A);
-    return p;
+    auto e = std::make_unique<CudnnConvolutionEngines>();
+    e->plans = g.buildAll(reason, rejected, heuristic_, kCandidates);
+    if (e->plans.empty() && heuristic_ != Heuristic::A) // B found nothing: A's ranking
+      e->plans = g.buildAll(reason, rejected, Heuristic::A, kCandidates);
+    return e->plans.empty() ? nullptr : std::move(e);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime/cuda/Cudnn.h"
 
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -31,12 +32,23 @@ struct CudnnConvolutionShape {
   bool operator<(const CudnnConvolutionShape &o) const { return key() < o.key(); }
 };
 
+// A problem's plans in the heuristic's order: [0] cuDNN's first choice,
+// the rest candidates for the autotuner.
+struct CudnnConvolutionEngines {
+  std::vector<std::unique_ptr<cudnn::Plan>> plans;
+  // The largest workspace among them (what a session reserves).
+  int64_t workspaceBytes() const;
+};
+
 class CudnnConvolution {
 public:
+  // At most this many engines per problem are kept (and timed by the
+  // autotuner): cuDNN's heuristic ranks the rest lower.
+  static constexpr size_t kCandidates = 6;
   CudnnConvolution();
-  // The plan for `s`, built on first use; null with `why` when cuDNN is
+  // The engines for `s`, built on first use; null with `why` when cuDNN is
   // missing or declines the problem.
-  const cudnn::Plan *plan(const CudnnConvolutionShape &s, std::string &why);
+  const CudnnConvolutionEngines *engines(const CudnnConvolutionShape &s, std::string &why);
   // Queues the plan: x, w, y are NCHW device tensors (the direction's
   // output among them); `workspace` holds the plan's workspaceBytes().
   static void run(const cudnn::Plan &p, DevicePtr x, DevicePtr w, DevicePtr y, DevicePtr workspace,
@@ -44,7 +56,7 @@ public:
 
 private:
   cudnn::Heuristic heuristic_ = cudnn::Heuristic::A;
-  cudnn::PlanCache<CudnnConvolutionShape> plans_;
+  cudnn::PlanCache<CudnnConvolutionShape, CudnnConvolutionEngines> engines_;
 };
 
 } // namespace tensorc::cuda
