@@ -338,6 +338,18 @@ void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &
   tuneChainKernels_.assign(a.steps.size(), "");
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
+    if (s.kind == Step::Kind::Convolution) {
+      // A convolution's engines: what ranks them beyond the sizes.
+      const artifact::ConvolutionStep &c = s.convolution;
+      tuneKernels_[si] =
+          sha256Hex("cudnn convolution " + c.directionName() + " groups=" + std::to_string(c.groups) + " stride=" +
+                    std::to_string(c.stride[0]) + "x" + std::to_string(c.stride[1]) + " padding=" +
+                    std::to_string(c.padding[0]) + "x" + std::to_string(c.padding[1]) + " dilation=" +
+                    std::to_string(c.dilation[0]) + "x" + std::to_string(c.dilation[1]) + " dtype=" +
+                    std::string(dtypeName(a.values[size_t(s.operands[0])].dtype)) + (allowTf32_ ? " tf32" : ""))
+              .substr(0, 32);
+      continue;
+    }
     if (s.kind != Step::Kind::Loop)
       continue;
     tuneKernels_[si] = sha256Hex(sourceHash_ + ":" + s.symbol).substr(0, 32);
@@ -607,17 +619,11 @@ std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t s
     std::iota(candidates.begin(), candidates.end(), size_t(0));
     runtime::TuneSite site;
     site.label = s.label + " (cuDNN convolution)";
-    site.bucket = "n=" + std::to_string(c->n) + ",c=" + std::to_string(c->c) + ",h=" + std::to_string(c->h) +
-                  ",w=" + std::to_string(c->w) + ",k=" + std::to_string(c->k) + ",r=" + std::to_string(c->r) +
-                  ",s=" + std::to_string(c->s);
-    // What ranks the engines: the problem beyond the sizes, and cuDNN's version.
-    site.kernel = sha256Hex("cudnn " + std::to_string(cudnn::Library::get().version()) + " " +
-                            s.convolution.directionName() + " groups=" + std::to_string(c->groups) + " stride=" +
-                            std::to_string(c->stride[0]) + "x" + std::to_string(c->stride[1]) + " padding=" +
-                            std::to_string(c->padding[0]) + "x" + std::to_string(c->padding[1]) + " dilation=" +
-                            std::to_string(c->dilation[0]) + "x" + std::to_string(c->dilation[1]) +
-                            (c->allowTf32 ? " tf32" : ""))
-                      .substr(0, 32);
+    // The engines' ranking depends on cuDNN's version and the exact sizes.
+    site.bucket = "cudnn=" + std::to_string(cudnn::Library::get().version()) + ",n=" + std::to_string(c->n) +
+                  ",c=" + std::to_string(c->c) + ",h=" + std::to_string(c->h) + ",w=" + std::to_string(c->w) +
+                  ",k=" + std::to_string(c->k) + ",r=" + std::to_string(c->r) + ",s=" + std::to_string(c->s);
+    site.kernel = tuneKernels_[si];
     site.dtype = dtypeName(a.values[size_t(s.operands[0])].dtype);
     for (size_t k : candidates)
       site.candidates.push_back("cudnn_engine_" + std::to_string(k + 1));
