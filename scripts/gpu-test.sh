@@ -102,6 +102,17 @@ if [ "$tune_ok" = 1 ] && bin/tensorc-tune --db autotune-test.sqlite --json stats
 else
   echo "autotuning: FAILED"; cat autotune.log; status=1
 fi
+echo "== autotuning cuDNN convolutions: engines timed and checked against cuDNN's first choice, then strict"
+rm -f autotune-conv.sqlite*
+if bin/tensorc run bench/convblock_bf16_fb.tcx --autotune max-autotune --tune-db autotune-conv.sqlite --show 0 \
+     > /dev/null 2> autotune-conv.log &&
+   TENSORC_CUDA_TRACE=1 bin/tensorc run bench/convblock_bf16_fb.tcx --autotune strict --tune-db autotune-conv.sqlite \
+     --show 0 > /dev/null 2>> autotune-conv.log &&
+   [ "$(grep -c 'cuDNN convolution' autotune-conv.log)" -eq 6 ]; then
+  echo "conv autotuning: passed ($(grep -o 'cuDNN convolution.*' autotune-conv.log | sort | uniq -c | tr -s ' ' | paste -sd ';'))"
+else
+  echo "conv autotuning: FAILED"; tail -5 autotune-conv.log; status=1
+fi
 if python3 -c 'import torch' 2>/dev/null; then
   echo "== python binding with PyTorch CUDA tensors"
   PYTHONPATH=bench-gpu/python TENSORC_RUNTIME_LIB=$PWD/lib/libtensorc_runtime.so.0 \
