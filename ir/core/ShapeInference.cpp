@@ -279,8 +279,22 @@ ConvGeometry convGeometry(const AttrMap &attrs) {
   requirePairs(g.stride, "stride", 1);
   requirePairs(g.padding, "padding", 0);
   requirePairs(g.dilation, "dilation", 1);
-  check(g.groups >= 1, "groups must be >= 1");
+  check(g.groups >= 1 && g.groups <= kMaxElements, "groups must be in [1, 2^40]");
   return g;
+}
+
+// A gradient's result: `shape` (not counted: a symbolic batch), then sizes
+// from attributes (input_size, kernel_size) and products of them, bounded
+// before anything multiplies them further.
+std::vector<TensorSpec> convGradientResult(DType dtype, Shape shape, const std::vector<__int128> &sizes) {
+  __int128 total = 1;
+  for (__int128 s : sizes) {
+    check(s >= 1 && s <= kMaxElements, "a conv2d gradient's size is out of range");
+    total *= s;
+    check(total <= kMaxElements, "a conv2d gradient's result has more than 2^40 elements");
+    shape.push_back(Dim::of(int64_t(s)));
+  }
+  return one(dtype, shape);
 }
 
 // The gradients' `grad` must be conv2d's output for an input of spatial size
@@ -317,9 +331,10 @@ std::vector<TensorSpec> inferConv2dBackwardInput(const Operands &ops, const Attr
   check(staticSize(w[0]) % g.groups == 0 && dy[1] == w[0],
         describe(ops[0]) + ", " + describe(ops[1]) + "; the gradient's channels must be the weight's " +
             "output channels, divisible by groups=" + std::to_string(g.groups));
+  check(inputSize[0] <= kMaxElements && inputSize[1] <= kMaxElements, "input_size values must be <= 2^40");
   requireConvOutput(ops[0], inputSize, {staticSize(w[2]), staticSize(w[3])}, g);
-  return one(spec(ops, 0).dtype, {dy[0], Dim::of(staticSize(w[1]) * g.groups), Dim::of(inputSize[0]),
-                                  Dim::of(inputSize[1])});
+  return convGradientResult(spec(ops, 0).dtype, {dy[0]},
+                            {__int128(staticSize(w[1])) * g.groups, inputSize[0], inputSize[1]});
 }
 
 // conv2d_backward_weight(grad [N, O, Ho, Wo], x [N, C, H, W]) -> [O, C/g, kH, kW].
@@ -339,9 +354,10 @@ std::vector<TensorSpec> inferConv2dBackwardWeight(const Operands &ops, const Att
   check(staticSize(dy[1]) % g.groups == 0 && staticSize(x[1]) % g.groups == 0,
         describe(ops[0]) + ", " + describe(ops[1]) + "; channels must divide by groups=" +
             std::to_string(g.groups));
+  check(kernel[0] <= kMaxElements && kernel[1] <= kMaxElements, "kernel_size values must be <= 2^40");
   requireConvOutput(ops[0], {staticSize(x[2]), staticSize(x[3])}, kernel, g);
-  return one(spec(ops, 0).dtype, {dy[1], Dim::of(staticSize(x[1]) / g.groups), Dim::of(kernel[0]),
-                                  Dim::of(kernel[1])});
+  return convGradientResult(spec(ops, 0).dtype, {},
+                            {staticSize(dy[1]), staticSize(x[1]) / g.groups, kernel[0], kernel[1]});
 }
 
 std::vector<TensorSpec> inferPool(const Operands &ops, const AttrMap &attrs) {

@@ -604,7 +604,7 @@ for _op, _fns in {
     _register(_binary(_op), *_fns)
 _register(_reversed("sub"), _m("rsub"))
 for _op in ("add", "sub", "mul", "div"):
-    _register(_inplace(_op), _m(_op + "_"), getattr(torch.Tensor, _op + "_"))
+    _register(_inplace(_op), _m(_op + "_"))
 for _op, _fns in {"eq": (operator.eq, torch.eq, _m("eq")), "ne": (operator.ne, torch.ne, _m("ne")),
                   "lt": (operator.lt, torch.lt, _m("lt")), "le": (operator.le, torch.le, _m("le")),
                   "gt": (operator.gt, torch.gt, _m("gt")), "ge": (operator.ge, torch.ge, _m("ge"))}.items():
