@@ -89,6 +89,20 @@ class _Runner:
         return outs
 
 
+def _drop_repeated_outputs(path):
+    """The partition lists what the backward needs after the model's outputs,
+    a model output it needs again (softmax's): one output is enough, the
+    artifact would copy the tensor into a second (CompiledModule saves the
+    model output itself)."""
+    with open(path) as f:
+        g = json.load(f)
+    unique = list(dict.fromkeys(g["outputs"]))
+    if unique != g["outputs"]:
+        g["outputs"] = unique
+        with open(path, "w") as f:
+            json.dump(g, f)
+
+
 class _Step(torch.autograd.Function):
     """Forward and backward artifacts as one differentiable call."""
 
@@ -153,9 +167,14 @@ class CompiledModule:
             self.backward_exe = executables[1]
             self.backward_session = self.backward_exe.session()
             self.run_backward = _Runner(self.backward_session, symbolic)
-            fwd_outputs = [o.name for o in self.forward_exe.outputs]
-            self.saved_names = fwd_outputs[len(outputs):]
-            # The backward names a saved result "bn:0" of a multi-result op "bn_0".
+            # Saved for the backward: the forward's outputs the backward reads
+            # (a model output it needs is not a second output: compile()
+            # drops such duplicates, which the artifact would copy). The
+            # backward names a saved result "bn:0" of a multi-result op "bn_0".
+            backward_inputs = {i.name for i in self.backward_exe.inputs}
+            fwd_outputs = list(dict.fromkeys(o.name for o in self.forward_exe.outputs))
+            self.saved_names = [n for n in fwd_outputs if n.replace(":", "_") in backward_inputs and
+                                not n.startswith("cotangent_")]
             self.saved_inputs = [n.replace(":", "_") for n in self.saved_names]
             self.backward_primals = [i.name for i in self.backward_exe.inputs
                                      if i.name in sources and i.name not in self.saved_inputs]
@@ -269,6 +288,7 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
                 prefix = os.path.join(tmp, "parts")
                 _tool([exe, "grad", src, *grad_argv, "--partition", "--emit", "json", "-o", prefix])
                 sources = [prefix + ".forward.json", prefix + ".backward.json"]
+                _drop_repeated_outputs(sources[0])
             built = []
             for s in sources:
                 out = s + ".tcx"
