@@ -302,11 +302,8 @@ void validateConvolution(const Artifact &a, const Step &s, const std::string &wh
   pair(c.padding, 0, "padding");
   pair(c.dilation, 1, "dilation");
   check(c.groups >= 1 && c.groups <= (1 << 20), what + ": bad convolution groups");
-  // y, x, w by the direction's operand order.
-  const int order[3][3] = {{0, 1, 2}, {1, 0, 2}, {1, 2, 0}};
-  const int *o = order[int(c.direction)];
-  const ValueDecl &y = a.values[size_t(s.operands[size_t(o[0])])], &x = a.values[size_t(s.operands[size_t(o[1])])],
-                  &w = a.values[size_t(s.operands[size_t(o[2])])];
+  const ConvolutionOperands o = convolutionOperands(s);
+  const ValueDecl &y = a.values[size_t(o.y)], &x = a.values[size_t(o.x)], &w = a.values[size_t(o.w)];
   check(isFloat(y.dtype) && y.dtype == x.dtype && y.dtype == w.dtype && y.dtype != DType::F64 &&
             y.shape.size() == 4 && x.shape.size() == 4 && w.shape.size() == 4,
         what + ": convolution operands must be 4-D f32, f16 or bf16 of one dtype");
@@ -797,6 +794,19 @@ bool writesOperand(const Step &step, size_t operand) {
     return at.savedForward ? operand < 3 || operand == 4 : operand < 5;
   }
   return operand == 0 || (step.epilogue.biasGradient && operand == 3);
+}
+
+ConvolutionOperands convolutionOperands(const Step &step) {
+  const std::vector<int> &v = step.operands;
+  switch (step.convolution.direction) {
+  case ConvolutionStep::Direction::Forward:
+    return {v[1], v[2], v[0]};
+  case ConvolutionStep::Direction::BackwardInput:
+    return {v[0], v[2], v[1]};
+  case ConvolutionStep::Direction::BackwardWeight:
+    break;
+  }
+  return {v[2], v[0], v[1]};
 }
 
 int storageValue(const Artifact &artifact, int value) {

@@ -192,6 +192,14 @@ struct Step {
 // bias-gradient epilogue's sums).
 bool writesOperand(const Step &step, size_t operand);
 
+// A convolution step's operand values as x (input), w (weight), y (output),
+// whatever its direction's operand order (forward y,x,w; backward-input
+// dx,dy,w; backward-weight dw,dy,x: the written one first).
+struct ConvolutionOperands {
+  int x, w, y;
+};
+ConvolutionOperands convolutionOperands(const Step &step);
+
 // A run-time check: an i32 scalar value (an arena buffer live to the last
 // step) that the kernels leave nonzero when an input was out of range; the
 // runtime raises `message` after the run (compiler/transforms/RunChecks.h).

@@ -556,12 +556,8 @@ CudaProgram::convolutionShape(const artifact::Artifact &a, size_t si,
     return std::nullopt;
   const artifact::ConvolutionStep &c = s.convolution;
   using Direction = artifact::ConvolutionStep::Direction;
-  // x, w, y by the direction's operand order (Artifact.h).
-  const int order[3][3] = {{1, 2, 0}, {0, 2, 1}, {2, 0, 1}};
-  const int *o = order[int(c.direction)];
-  const std::vector<int64_t> &x = shapes[size_t(s.operands[size_t(o[0])])],
-                             &w = shapes[size_t(s.operands[size_t(o[1])])],
-                             &y = shapes[size_t(s.operands[size_t(o[2])])];
+  const artifact::ConvolutionOperands o = artifact::convolutionOperands(s);
+  const std::vector<int64_t> &x = shapes[size_t(o.x)], &w = shapes[size_t(o.w)], &y = shapes[size_t(o.y)];
   const DType dtype = a.values[size_t(s.operands[0])].dtype;
   if (x.size() != 4 || w.size() != 4 || y.size() != 4 || x[0] == 0 ||
       (dtype != DType::F32 && dtype != DType::F16 && dtype != DType::BF16))
@@ -603,13 +599,11 @@ std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t s
                    why.c_str());
     return "";
   }
-  const int order[3][3] = {{1, 2, 0}, {0, 2, 1}, {2, 0, 1}}; // x, w, y operands
-  const int *o = order[int(s.convolution.direction)];
+  const artifact::ConvolutionOperands o = artifact::convolutionOperands(s);
   auto run = [&](size_t k) {
     const cudnn::Plan &p = *e->plans[k];
     growScratch(workspace, size_t(p.workspaceBytes()), stream);
-    CudnnConvolution::run(p, ptr[size_t(s.operands[size_t(o[0])])], ptr[size_t(s.operands[size_t(o[1])])],
-                          ptr[size_t(s.operands[size_t(o[2])])], workspace.scratch, stream);
+    CudnnConvolution::run(p, ptr[size_t(o.x)], ptr[size_t(o.w)], ptr[size_t(o.y)], workspace.scratch, stream);
   };
   size_t choice = 0;
   if (tuner_ && forcedVariant_ < 0 && e->plans.size() > 1) {
