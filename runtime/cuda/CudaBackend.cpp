@@ -12,6 +12,7 @@
 #include "runtime/tune/TuneDb.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 namespace tensorc::runtime {
@@ -182,7 +183,9 @@ public:
         double begin = driver_.elapsedMs(start_, traceEvents_[2 * t.index]);
         double end = driver_.elapsedMs(start_, traceEvents_[2 * t.index + 1]);
         trace::Slice slice{t.label, "step", traceOriginUs_ + begin * 1e3, (end - begin) * 1e3, 1, {}};
-        slice.args = {{"launch", t.what}, {"steps", t.steps}};
+        char host[32];
+        std::snprintf(host, sizeof host, "%.1f", t.hostUs);
+        slice.args = {{"launch", t.what}, {"steps", t.steps}, {"host_us", host}};
         slices.push_back(std::move(slice));
       }
       trace::add(std::move(slices));
@@ -201,9 +204,11 @@ public:
                       size_t k = after ? traced_.size() - 1 : traced_.size();
                       while (traceEvents_.size() < 2 * (k + 1))
                         traceEvents_.push_back(driver_.createEvent());
+                      if (after) // the host's cost of queueing the launch (not the event's)
+                        traced_.back().hostUs = trace::nowUs() - traced_.back().hostUs;
                       driver_.record(traceEvents_[2 * k + (after ? 1 : 0)], stream_);
                       if (!after) {
-                        traced_.push_back({k, a.steps[first].label, "", ""});
+                        traced_.push_back({k, a.steps[first].label, "", "", trace::nowUs()});
                         return;
                       }
                       traced_.back().what = what;
@@ -247,6 +252,7 @@ private:
   struct Traced {
     size_t index;
     std::string label, what, steps;
+    double hostUs = 0; // the launch's start, then its host time
   };
   std::vector<Traced> traced_;
   std::vector<void *> traceEvents_;

@@ -414,6 +414,36 @@ if "--compile" in sys.argv:
             err = (got[n] - want[n]).abs().max().item() / max(want[n].abs().max().item(), 1e-6)
             assert err < 1e-4, (name, n, err, seed)
         print(f"{name}: gradients match PyTorch")
+    # A loss of sum() sends one value broadcast as an output's
+    # gradient, an unused output none: the backward variant reads one value
+    # (backward_with_uniform) instead of a materialized tensor, with equal
+    # gradients.
+    class TwoHeads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln, self.fc = torch.nn.LayerNorm(24), torch.nn.Linear(24, 24)
+
+        def forward(self, x):
+            y = self.ln(x)
+            return self.fc(y).tanh(), y * 2
+
+    heads, x = TwoHeads(), torch.randn(7, 24, requires_grad=True)
+    fast = tt.compile(heads, (x,), train=True, cache_dir=cache, tensorc_path=tensorc)
+    for loss in (lambda a, b: a.sum() * 3, lambda a, b: a.mean() + b.sum(), lambda a, b: (a * b).sum(),
+                 lambda a, b: a.sum() + (b * b).sum()):
+        got, want = [], []
+        for fn, out in ((fast, got), (heads, want)):
+            heads.zero_grad()
+            x.grad = None
+            loss(*fn(x)).backward()
+            out.extend([x.grad.clone()] + [p.grad.clone() for p in heads.parameters()])
+        for a, b in zip(got, want):
+            assert (a - b).abs().max().item() <= 1e-4 * max(b.abs().max().item(), 1), (a, b, seed)
+    uniform = {tuple(sorted(k)): v is not None for k, v in fast._uniform_runners.items()}
+    # (PyTorch's mean() divides after broadcasting: its gradient is a whole tensor.)
+    assert uniform == {("cotangent_mul", "cotangent_tanh"): True, ("cotangent_mul",): True,
+                       ("cotangent_tanh",): True}, uniform
+    print("torch training: sum() gradients as one value (backward variants), gradients match PyTorch")
     model, twin = Mlp().eval(), Mlp().eval()
     twin.load_state_dict(model.state_dict())
     x, t = torch.randn(8, 20), torch.randint(0, 7, (8,))

@@ -89,6 +89,24 @@ class _Runner:
         return outs
 
 
+def _compile_graph(exe, argv, version, folder, graph, part):
+    """The artifact of a graph file's dict, compiled with `argv` into the
+    cache `folder` (keyed by its content, written atomically); its path."""
+    text = json.dumps(graph, sort_keys=True)
+    key = hashlib.sha256("\0".join([text, " ".join(argv), version]).encode()).hexdigest()[:32]
+    path = os.path.join(folder, f"{graph['name']}-{key}.{part}.tcx")
+    if not os.path.exists(path):
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            src = os.path.join(tmp, "graph.json")
+            with open(src, "w") as f:
+                f.write(text)
+            _tool([exe, "compile", src, *argv, "-o", src + ".tcx"])
+            os.replace(src + ".tcx", path)
+        log.debug("tensorc.torch: compiled %s (%s) in %.2f s", graph["name"], part, time.perf_counter() - start)
+    return path
+
+
 def _drop_repeated_outputs(path):
     """The partition lists what the backward needs after the model's outputs,
     a model output it needs again (softmax's): one output is enough, the
@@ -103,6 +121,34 @@ def _drop_repeated_outputs(path):
             json.dump(g, f)
 
 
+# A backward variant's input for a cotangent passed as one value (a
+# rank-0 tensor the variant broadcasts): "cotangent_y" becomes
+# "cotangent_y__uniform".
+UNIFORM_SUFFIX = "__uniform"
+
+
+def uniform_cotangent_graph(graph, names):
+    """The backward graph (a graph file's dict) with each cotangent input in
+    `names` taken as a rank-0 tensor broadcast to its shape: the artifact
+    then reads one value where PyTorch would materialize a whole tensor of
+    it (a loss sum()'s gradient is ones broadcast). None where a shape is
+    symbolic or a name is taken."""
+    g = json.loads(json.dumps(graph))
+    taken = {i["name"] for i in g["inputs"]} | {n["name"] for n in g["nodes"]}
+    broadcasts = []
+    for inp in g["inputs"]:
+        if inp["name"] not in names:
+            continue
+        shape = inp["shape"]
+        if not all(isinstance(d, int) for d in shape) or inp["name"] + UNIFORM_SUFFIX in taken:
+            return None
+        broadcasts.append({"name": inp["name"], "op": "broadcast_to", "args": [inp["name"] + UNIFORM_SUFFIX],
+                           "attrs": {"shape": shape}})
+        inp["name"], inp["shape"] = inp["name"] + UNIFORM_SUFFIX, []
+    g["nodes"] = broadcasts + g["nodes"]
+    return g
+
+
 class _Step(torch.autograd.Function):
     """Forward and backward artifacts as one differentiable call."""
 
@@ -111,6 +157,8 @@ class _Step(torch.autograd.Function):
         args = {n: t.detach() for n, t in zip(module.input_names, flat)}
         outs = module.run_forward(args)
         ctx.module = module
+        # An output the loss does not use gets None, not a tensor of zeros.
+        ctx.set_materialize_grads(False)
         ctx.output_shapes = {n: outs[n].shape for n in module.outputs}
         ctx.device = next(iter(outs.values())).device
         saved = [outs[n] for n in module.saved_names]
@@ -131,18 +179,28 @@ class _Step(torch.autograd.Function):
         # An output "bn:0" (a multi-result op's first result) has the cotangent "cotangent_bn".
         out_grads = {n[:-2] if n.endswith(":0") else n: g for n, g in zip(module.outputs, grads)}
         shapes = {n[:-2] if n.endswith(":0") else n: s for n, s in ctx.output_shapes.items()}
-        args = {}
+        args, uniform = {}, {}
         for info in module.backward_exe.inputs:
             name = info.name
             if name.startswith("cotangent_") and name not in values:
-                out = name[len("cotangent_"):]
-                g = out_grads[out]
-                if g is None:  # the output took no part in the loss
-                    g = torch.zeros(shapes[out], dtype=TORCH_DTYPES[info.dtype], device=ctx.device)
-                args[name] = g.detach().contiguous()
+                g = out_grads[name[len("cotangent_"):]]
+                if g is None:  # the output took no part in the loss: zero
+                    uniform[name] = torch.zeros((), dtype=TORCH_DTYPES[info.dtype], device=ctx.device)
+                elif g.numel() > 1 and not any(g.stride()):
+                    # One value broadcast (a sum()'s gradient): its
+                    # element, not a materialized tensor.
+                    uniform[name] = g.detach().as_strided((), ())
+                else:
+                    args[name] = g.detach().contiguous()
             else:
                 args[name] = values[name].detach()
-        outs = module.run_backward(args)
+        run = module.backward_with_uniform(frozenset(uniform)) if uniform else module.run_backward
+        if run is None:  # no such variant: the values broadcast to whole tensors
+            run = module.run_backward
+            args.update({n: g.expand(shapes[n[len("cotangent_"):]]).contiguous() for n, g in uniform.items()})
+        else:
+            args.update({n + UNIFORM_SUFFIX: g for n, g in uniform.items()})
+        outs = run(args)
         return (None,) + tuple(outs.get("grad_" + n) for n in module.input_names)
 
 
@@ -163,6 +221,10 @@ class CompiledModule:
         self.forward_session = self.forward_exe.session()
         self.run_forward = _Runner(self.forward_session, symbolic)
         self.training = len(executables) > 1
+        # Set by compile(): the backward's graph file and a compile of a
+        # variant graph (backward_with_uniform).
+        self.backward_graph, self.compile_variant = None, None
+        self._uniform_runners, self._uniform_executables = {}, []
         if self.training:
             self.backward_exe = executables[1]
             self.backward_session = self.backward_exe.session()
@@ -178,6 +240,35 @@ class CompiledModule:
             self.saved_inputs = [n.replace(":", "_") for n in self.saved_names]
             self.backward_primals = [i.name for i in self.backward_exe.inputs
                                      if i.name in sources and i.name not in self.saved_inputs]
+
+    def backward_with_uniform(self, names):
+        """A runner of the backward variant taking the cotangents `names` as
+        one value each (uniform_cotangent_graph), compiled the first time a
+        backward sees them so (cached like every artifact); None where there
+        is none (no backward graph kept, symbolic shapes, the compile
+        failed: the caller materializes the tensors, as before)."""
+        if names in self._uniform_runners:
+            return self._uniform_runners[names]
+        run = None
+        graph = self._load_backward_graph() if self.compile_variant else None
+        variant = uniform_cotangent_graph(graph, names) if graph else None
+        if variant is not None:
+            try:
+                path = self.compile_variant(variant, "backward-uniform")
+                exe = tensorc.Executable.load(path)
+                run = _Runner(exe.session(), False)
+                self._uniform_executables.append(exe)
+            except (RuntimeError, tensorc.Error) as ex:
+                log.warning("tensorc.torch: no backward for uniform cotangents %s: %s", sorted(names), ex)
+        self._uniform_runners[names] = run
+        return run
+
+    def _load_backward_graph(self):
+        try:
+            with open(self.backward_graph) as f:
+                return json.load(f)
+        except (OSError, ValueError, TypeError):
+            return None
 
     def _flat_inputs(self, inputs):
         flat = []
@@ -274,6 +365,8 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     os.makedirs(folder, exist_ok=True)
     parts = ["forward", "backward"] if train else ["model"]
     artifacts = [os.path.join(folder, f"{graph['name']}-{key}.{p}.tcx") for p in parts]
+    # The backward's graph file, kept for its variants (backward_with_uniform).
+    backward_graph = os.path.join(folder, f"{graph['name']}-{key}.backward.json") if train else None
     cache_hit = all(os.path.exists(a) for a in artifacts)
     if cache_hit:
         log.debug("tensorc.torch: %s from the cache (%s)", graph["name"], artifacts[0])
@@ -294,7 +387,9 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
                 out = s + ".tcx"
                 _tool([exe, "compile", s, *argv, "-o", out])
                 built.append(out)
-            for b, a in zip(built, artifacts):  # atomic: another process sees all of a file or none
+            if train:  # atomic: another process sees all of a file or none
+                os.replace(sources[1], backward_graph)
+            for b, a in zip(built, artifacts):
                 os.replace(b, a)
         log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start,
                   artifacts[0])
@@ -302,6 +397,9 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
                             executables, symbolic=bool(spec))
     module.state, module.counters = list(g.state), list(g.counters)
+    if train and not spec:
+        module.backward_graph = backward_graph
+        module.compile_variant = lambda variant, part: _compile_graph(exe, argv, version, folder, variant, part)
     if spec:
         # Sizes below the traced minimum: a static artifact for that call's shapes.
         module.dynamic = spec
