@@ -452,9 +452,19 @@ class Session:
         else:
             _check(lib.tc_session_set_stream(self._handle, ctypes.c_void_p(int(stream))))
 
-    def set_cuda_graphs(self, on):
-        """cuda executables: replay the launch sequence as a CUDA graph."""
-        _check(lib.tc_session_set_cuda_graphs(self._handle, 1 if on else 0))
+    def set_cuda_graphs(self, mode):
+        """cuda executables: replay the launch sequence as a CUDA graph:
+        True or "always", False or "off", or "repeated" (only runs whose
+        tensor addresses and sizes one of the last 8 runs had: a loop on the
+        same tensors replays from its second run; docs/runtime.md)."""
+        modes = {"off": 0, "always": 1, "repeated": 2}
+        if isinstance(mode, str):
+            if mode not in modes:
+                raise ValueError(f"tensorc: set_cuda_graphs: expected one of {sorted(modes)} or a bool, got {mode!r}")
+            value = modes[mode]
+        else:
+            value = 1 if mode else 0
+        _check(lib.tc_session_set_cuda_graphs(self._handle, value))
 
     @property
     def last_device_ms(self):

@@ -58,8 +58,8 @@ public:
   virtual void setStream(void *stream, bool own) = 0;
   virtual double lastDeviceMs() const { return -1; }
   // Replays the launch sequence as a CUDA graph (reduce-overhead).
-  virtual void setGraphs(bool on) {
-    check(!on, "CUDA graphs (reduce-overhead) need a cuda executable");
+  virtual void setGraphs(CudaGraphs mode) {
+    check(mode == CudaGraphs::Off, "CUDA graphs (reduce-overhead) need a cuda executable");
   }
 };
 

@@ -366,7 +366,12 @@ tc_status_t tc_session_set_stream(tc_session_t *s, void *stream) {
 tc_status_t tc_session_set_cuda_graphs(tc_session_t *s, int32_t on) {
   if (!s)
     return nullArgument("session");
-  return guard(TC_STATUS_INVALID_ARGUMENT, [&] { s->session.setCudaGraphs(on != 0); });
+  using tensorc::runtime::CudaGraphs;
+  return guard(TC_STATUS_INVALID_ARGUMENT, [&] {
+    s->session.setCudaGraphs(on == TC_CUDA_GRAPHS_OFF        ? CudaGraphs::Off
+                             : on == TC_CUDA_GRAPHS_REPEATED ? CudaGraphs::Repeated
+                                                             : CudaGraphs::Always);
+  });
 }
 
 tc_status_t tc_session_use_own_stream(tc_session_t *s) {

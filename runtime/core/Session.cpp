@@ -49,7 +49,8 @@ Session::Session(std::shared_ptr<const Executable> executable)
     throw Error("Session: no executable");
   rethrow([&] {
     state_->backend = executable_->impl().backend->newSession();
-    state_->backend->setGraphs(executable_->impl().mode == "reduce-overhead");
+    if (executable_->impl().mode == "reduce-overhead")
+      state_->backend->setGraphs(CudaGraphs::Always);
   });
 }
 Session::~Session() = default;
@@ -528,8 +529,10 @@ void Session::setStream(void *stream) {
   rethrow([&] { state_->backend->setStream(stream, false); });
 }
 
-void Session::setCudaGraphs(bool on) {
-  rethrow([&] { state_->backend->setGraphs(on); });
+void Session::setCudaGraphs(bool on) { setCudaGraphs(on ? CudaGraphs::Always : CudaGraphs::Off); }
+
+void Session::setCudaGraphs(CudaGraphs mode) {
+  rethrow([&] { state_->backend->setGraphs(mode); });
 }
 
 void Session::useOwnStream() {

@@ -24,6 +24,11 @@ using cuda::Driver;
 class CudaBackend;
 
 class CudaSession final : public BackendSession {
+  // A captured graph's key: every value's address and the workspaces', then
+  // the symbols; the last kGraphs graphs are kept.
+  using GraphKey = std::pair<std::vector<DevicePtr>, std::vector<int64_t>>;
+  static constexpr size_t kGraphs = 8;
+
 public:
   explicit CudaSession(const cuda::CudaProgram &program)
       : program_(program), driver_(Driver::get()) {
@@ -107,21 +112,30 @@ public:
       executeTraced(a, frame, ptr);
       return;
     }
-    if (!graphs_) {
-      driver_.record(start_, stream_);
+    void *exec = nullptr;
+    if (graphsMode_ != CudaGraphs::Off) {
+      // Kernel arguments are baked into a graph: every value's address, the
+      // symbols and the workspaces' addresses identify it.
+      GraphKey key{ptr, frame.symbolValues};
+      key.first.push_back(workspace_.gemm);
+      key.first.push_back(workspace_.scratch);
+      exec = findGraph(key);
+      if (!exec && (graphsMode_ == CudaGraphs::Always || seenBefore(key)))
+        exec = capture(a, frame, ptr, std::move(key));
+    }
+    driver_.record(start_, stream_);
+    if (exec)
+      driver_.launchGraph(exec, stream_);
+    else
       program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_, {},
                       /*mayMeasure=*/true);
-      driver_.record(end_, stream_);
-      timed_ = true;
-      return;
-    }
-    void *exec = graphFor(a, frame, ptr);
-    driver_.record(start_, stream_);
-    driver_.launchGraph(exec, stream_);
     driver_.record(end_, stream_);
     timed_ = true;
   }
-  void setGraphs(bool on) override { graphs_ = on; }
+  void setGraphs(CudaGraphs mode) override {
+    graphsMode_ = mode;
+    seen_.clear();
+  }
   void readFlags(const std::vector<Address> &addresses) override {
     driver_.makeCurrent();
     if (addresses.size() > flagCount_) {
@@ -136,20 +150,35 @@ public:
   }
   const int32_t *flags() const override { return flags_; }
 
-  // The launch sequence for these addresses and sizes as a CUDA graph:
-  // captured once on the session's own stream (capture records, it does not
-  // run), then replayed. Kernel arguments are baked in, so the key is every
-  // value's address and every symbol; the last kGraphs are kept (LRU).
-  void *graphFor(const artifact::Artifact &a, const RunFrame &frame,
-                 const std::vector<DevicePtr> &ptr) {
-    GraphKey key{ptr, frame.symbolValues};
+  // The captured graph for this key (most recently used first), or null.
+  void *findGraph(const GraphKey &key) {
     for (size_t i = 0; i < graphs.size(); ++i)
       if (graphs[i].first == key) {
         std::rotate(graphs.begin(), graphs.begin() + long(i), graphs.begin() + long(i) + 1);
         return graphs.front().second;
       }
-    // Allocation and cuDNN's plan building cannot be captured: first.
+    return nullptr;
+  }
+  // Repeated mode: whether one of the last kGraphs runs had this key
+  // (remembering it if not).
+  bool seenBefore(const GraphKey &key) {
+    if (std::find(seen_.begin(), seen_.end(), key) != seen_.end())
+      return true;
+    if (seen_.size() == kGraphs)
+      seen_.pop_back();
+    seen_.insert(seen_.begin(), key);
+    return false;
+  }
+  // The launch sequence for these addresses and sizes as a CUDA graph:
+  // captured on the session's own stream (capture records, it does not
+  // run), kept for replays; the last kGraphs are kept (LRU).
+  void *capture(const artifact::Artifact &a, const RunFrame &frame, const std::vector<DevicePtr> &ptr,
+                GraphKey key) {
+    // Allocation and cuDNN's plan building cannot be captured: first (the
+    // key then names the workspaces the graph uses).
     program_.reserve(a, frame.shapes, stream_, workspace_);
+    key.first.end()[-2] = workspace_.gemm;
+    key.first.end()[-1] = workspace_.scratch;
     driver_.beginCapture(own_);
     try {
       program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, own_, workspace_);
@@ -248,7 +277,8 @@ private:
   std::vector<std::pair<DevicePtr, size_t>> staging_;
   int32_t *flags_ = nullptr;
   size_t flagCount_ = 0;
-  bool graphs_ = false;
+  CudaGraphs graphsMode_ = CudaGraphs::Off;
+  std::vector<GraphKey> seen_; // Repeated mode: keys of recent runs, most recent first
   struct Traced {
     size_t index;
     std::string label, what, steps;
@@ -257,8 +287,6 @@ private:
   std::vector<Traced> traced_;
   std::vector<void *> traceEvents_;
   double traceOriginUs_ = 0;
-  using GraphKey = std::pair<std::vector<DevicePtr>, std::vector<int64_t>>;
-  static constexpr size_t kGraphs = 8;
   std::vector<std::pair<GraphKey, void *>> graphs; // most recent first
 };
 

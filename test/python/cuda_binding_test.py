@@ -6,7 +6,8 @@ pointer passed as a device one, a non-contiguous tensor, another device.
 Resident training state on the GPU equals feeding X.next back by hand.
 Tensors 4 bytes off a 16-byte boundary (views at an odd offset) take the
 scalar paths of vectorized kernels, with the same results as aligned ones.
-A session runs from another thread than the one that made it.
+A session runs from another thread than the one that made it. Repeated
+CUDA graphs replay runs on recent tensors with equal results.
 usage: cuda_binding_test.py MLP.tcx TRAIN_STEP.tcx [VECTOR_ROWS.tcx [SIBLING_ROWS.tcx]]"""
 import sys
 
@@ -65,6 +66,35 @@ worker.start()
 worker.join()
 assert "error" not in from_thread, from_thread.get("error")
 assert torch.equal(from_thread["logits"], logits)
+
+# Repeated CUDA graphs: a run on the tensors of a recent run replays a graph
+# (captured at the second sighting), one on new tensors launches normally;
+# the results are the same either way, and a replay reads the tensors'
+# current contents.
+rs = exe.session()
+rs.set_stream(torch.cuda.current_stream().cuda_stream)
+rs.set_cuda_graphs("repeated")
+x = dev["x"].clone()
+pairs = [{"logits": torch.empty(B, 10, device="cuda"), "loss": torch.empty((), device="cuda")} for _ in range(2)]
+for i in range(6):
+    o = pairs[i % 2]
+    o["logits"].fill_(float("nan"))
+    rs.run(**dict(dev, x=x), outputs=o)
+    assert torch.equal(o["logits"], logits), i
+x.mul_(2)  # same address, new contents: the replayed graph must see them
+o = pairs[0]
+rs.run(**dict(dev, x=x), outputs=o)
+twice = torch.relu(2 * host["x"].double() @ host["w1"].double() + host["b1"].double()) @ host["w2"].double() + \
+    host["b2"].double()
+assert torch.allclose(o["logits"].double().cpu(), twice, rtol=1e-4, atol=1e-4)
+fresh = {"logits": torch.empty(B, 10, device="cuda"), "loss": torch.empty((), device="cuda")}
+rs.run(**dev, outputs=fresh)
+assert torch.equal(fresh["logits"], logits)
+try:
+    rs.set_cuda_graphs("sometimes")
+    raise AssertionError("accepted a bad CUDA graphs mode")
+except ValueError as e:
+    assert "expected one of" in str(e), e
 
 
 def expect_error(fragment, f):

@@ -703,6 +703,8 @@ TEST(CpuBackend, DevicePlacementAndRepeatedRuns) {
   std::vector<rt::Tensor> stated = s.run(v);
   expectError([&] { s.setStream(reinterpret_cast<void *>(1)); }, "takes no stream");
   expectError([&] { s.setCudaGraphs(true); }, "CUDA graphs (reduce-overhead) need a cuda executable");
+  expectError([&] { s.setCudaGraphs(rt::CudaGraphs::Repeated); }, "CUDA graphs (reduce-overhead) need a cuda executable");
+  s.setCudaGraphs(rt::CudaGraphs::Off);
   expectError([&] { exe->newTensor(rt::ElementType::F32, {-1}); }, "negative size");
 
   // The same tensors again (the fast path) with new contents: recomputed.

@@ -56,10 +56,12 @@ class _Runner:
     inputs and outputs by stream); on the CPU it completes before returning.
     Output shapes are computed per call only where dims are symbolic."""
 
-    def __init__(self, session, symbolic):
+    def __init__(self, session, symbolic, cuda_graphs=None):
         self.session, self.symbolic = session, symbolic
         device = session.executable.device
         self.cuda = device[0] == "cuda"
+        if self.cuda and cuda_graphs is not None:
+            session.set_cuda_graphs(cuda_graphs)
         self.device = torch.device("cuda", device[1]) if self.cuda else torch.device("cpu")
         self.outputs = [(info.name, TORCH_DTYPES[info.dtype]) for info in session.executable.outputs]
         self.input_names = [info.name for info in session.executable.inputs]
@@ -209,7 +211,8 @@ class CompiledModule:
     buffers (so in-place weight updates are seen) and the call's inputs,
     which must have the example inputs' dtypes and shapes."""
 
-    def __init__(self, model, sources, outputs, single, scalars, artifact, cache_hit, executables, symbolic=False):
+    def __init__(self, model, sources, outputs, single, scalars, artifact, cache_hit, executables, symbolic=False,
+                 cuda_graphs=None):
         self.model, self.sources, self.single, self.scalars = model, sources, single, scalars
         self.artifact, self.cache_hit = artifact, cache_hit
         self.input_names = list(sources)
@@ -219,7 +222,8 @@ class CompiledModule:
         self.state, self.counters = [], []  # set by compile(): buffers a call updates
         self.forward_exe = executables[0]
         self.forward_session = self.forward_exe.session()
-        self.run_forward = _Runner(self.forward_session, symbolic)
+        self.cuda_graphs = cuda_graphs
+        self.run_forward = _Runner(self.forward_session, symbolic, cuda_graphs)
         self.training = len(executables) > 1
         # Set by compile(): the backward's graph file and a compile of a
         # variant graph (backward_with_uniform).
@@ -228,7 +232,7 @@ class CompiledModule:
         if self.training:
             self.backward_exe = executables[1]
             self.backward_session = self.backward_exe.session()
-            self.run_backward = _Runner(self.backward_session, symbolic)
+            self.run_backward = _Runner(self.backward_session, symbolic, cuda_graphs)
             # Saved for the backward: the forward's outputs the backward reads
             # (a model output it needs is not a second output: compile()
             # drops such duplicates, which the artifact would copy). The
@@ -256,7 +260,7 @@ class CompiledModule:
             try:
                 path = self.compile_variant(variant, "backward-uniform")
                 exe = tensorc.Executable.load(path)
-                run = _Runner(exe.session(), False)
+                run = _Runner(exe.session(), False, self.cuda_graphs)
                 self._uniform_executables.append(exe)
             except (RuntimeError, tensorc.Error) as ex:
                 log.warning("tensorc.torch: no backward for uniform cotangents %s: %s", sorted(names), ex)
@@ -315,7 +319,7 @@ class CompiledModule:
 
 
 def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
-            options=(), dynamic=None):
+            options=(), dynamic=None, cuda_graphs="repeated"):
     """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
     or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
     CompiledModule. train=True also compiles the backward: gradients flow
@@ -324,7 +328,11 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     one artifact: True (dim 0 of every input, one size), or {input
     position: {dim: symbol}} (_dynamic.py); other dims are fixed by the
     example inputs. Artifacts are cached by content in `cache_dir`
-    (default $XDG_CACHE_HOME/tensorc/artifacts)."""
+    (default $XDG_CACHE_HOME/tensorc/artifacts). `cuda_graphs` (cuda):
+    "repeated" (a call whose tensors' addresses a recent call had replays
+    its launches as one CUDA graph: a training loop's steps from the
+    second on, as PyTorch's caching allocator hands out the same blocks),
+    "off", or "always" (what mode="reduce-overhead" sets)."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     spec = dynamic_dims(example_inputs, dynamic)
@@ -394,8 +402,9 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
         log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start,
                   artifacts[0])
     executables = [tensorc.Executable.load(a) for a in artifacts]
+    graphs = "always" if mode == "reduce-overhead" else cuda_graphs
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
-                            executables, symbolic=bool(spec))
+                            executables, symbolic=bool(spec), cuda_graphs=graphs)
     module.state, module.counters = list(g.state), list(g.counters)
     if train and not spec:
         module.backward_graph = backward_graph
@@ -404,5 +413,5 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
         # Sizes below the traced minimum: a static artifact for that call's shapes.
         module.dynamic = spec
         module.specialize = lambda inputs: compile(model, inputs, target, mode, train, cache_dir, tensorc_path,
-                                                   options)
+                                                   options, cuda_graphs=cuda_graphs)
     return module

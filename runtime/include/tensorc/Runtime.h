@@ -34,6 +34,15 @@ public:
 
 // Where memory lives. The numbering is DLPack's (kDLCPU = 1, kDLCUDA = 2).
 enum class DeviceType : int32_t { Host = 1, Cuda = 2 };
+
+// When a cuda session replays its launch sequence as a CUDA graph (one
+// graph per set of tensor addresses and bound sizes, the last 8 kept):
+// Off; Always (reduce-overhead: from the first run); Repeated: only a run
+// whose addresses and sizes one of the last 8 runs also had, so a loop on
+// the same tensors (a training step's, with PyTorch's caching allocator
+// handing out the same blocks each step) runs as one graph launch from its
+// second step, while runs on ever new tensors never pay for a capture.
+enum class CudaGraphs { Off, Always, Repeated };
 struct Device {
   DeviceType type = DeviceType::Host;
   int32_t ordinal = 0;
@@ -212,10 +221,12 @@ public:
   void setStream(void *stream);
   void useOwnStream();
   // cuda executables: replay the launch sequence as a CUDA graph (the
-  // executable's mode() sets the default). A graph is captured per set of
-  // bound sizes and tensor addresses (the last 8 are kept): loops that run
-  // on the same tensors replay it with one launch.
+  // executable's mode() sets the default: Always for reduce-overhead, else
+  // Off). A graph is captured per set of bound sizes and tensor addresses
+  // (the last 8 are kept): loops that run on the same tensors replay it
+  // with one launch. setCudaGraphs(bool): Always or Off.
   void setCudaGraphs(bool on);
+  void setCudaGraphs(CudaGraphs mode);
   // Resident state, for training steps (`tensorc compile --train`): every
   // input X that the artifact also returns as `X.next` (parameters,
   // optimizer state, the step count) can live in the session, on the

@@ -176,9 +176,16 @@ tc_status_t tc_session_synchronize(tc_session_t *session);
  * default). */
 tc_status_t tc_session_set_stream(tc_session_t *session, void *stream);
 tc_status_t tc_session_use_own_stream(tc_session_t *session);
-/* cuda executables: replay the launch sequence as a CUDA graph (nonzero) or
- * not; the default comes from the executable's mode. */
-tc_status_t tc_session_set_cuda_graphs(tc_session_t *session, int32_t on);
+/* cuda executables: replay the launch sequence as a CUDA graph:
+ * TC_CUDA_GRAPHS_OFF, TC_CUDA_GRAPHS_ALWAYS (any other nonzero value too),
+ * or TC_CUDA_GRAPHS_REPEATED: only runs whose tensor addresses and sizes
+ * one of the last 8 runs had (a loop on the same tensors replays from its
+ * second run; new tensors each run never pay for a capture). The default
+ * comes from the executable's mode (reduce-overhead: always, else off). */
+#define TC_CUDA_GRAPHS_OFF 0
+#define TC_CUDA_GRAPHS_ALWAYS 1
+#define TC_CUDA_GRAPHS_REPEATED 2
+tc_status_t tc_session_set_cuda_graphs(tc_session_t *session, int32_t mode);
 
 /* Resident state for training steps (docs/runtime.md): inputs X the
  * artifact also returns as X.next live in the session across runs.
