@@ -158,6 +158,7 @@ Driver::Driver() : api_(load().api.get()) {
   TC_CU(deviceGetAttribute(&minor_, 76, device)); // COMPUTE_CAPABILITY_MINOR
   TC_CU(deviceGetAttribute(&multiprocessors_, 16, device)); // MULTIPROCESSOR_COUNT
   TC_CU(deviceGetAttribute(&maxSharedOptIn_, 97, device)); // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  TC_CU(deviceGetAttribute(&l2Bytes_, 38, device));        // L2_CACHE_SIZE
   char name[256] = {};
   TC_CU(deviceGetName(name, sizeof name, device));
   name_ = name;

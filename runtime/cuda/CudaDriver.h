@@ -25,6 +25,8 @@ public:
   int multiprocessors() const { return multiprocessors_; }
   // Dynamic shared memory one block may opt in to (227 KiB on an H100).
   int maxSharedMemoryPerBlock() const { return maxSharedOptIn_; }
+  // The L2 cache's size in bytes (50 MiB on an H100 SXM).
+  int l2CacheBytes() const { return l2Bytes_; }
   // Makes the context current on the calling thread (cheap when it is):
   // every entry point that may run on another thread than the session's
   // creator calls it first.
@@ -79,7 +81,7 @@ private:
   Driver();
   const Api *api_;
   void *context_ = nullptr;
-  int major_ = 0, minor_ = 0, multiprocessors_ = 1, maxSharedOptIn_ = 48 * 1024;
+  int major_ = 0, minor_ = 0, multiprocessors_ = 1, maxSharedOptIn_ = 48 * 1024, l2Bytes_ = 64 << 20;
   std::string name_;
 };
 

@@ -424,6 +424,25 @@ size_t CudaProgram::tuneChoice(const artifact::Artifact &a, runtime::TuneSite si
       driver_.synchronize(stream);
     return trace::nowUs();
   };
+  // Device time between events, from a cold L2 (as Triton's do_bench):
+  // host clocks around a synchronized launch add its launch latency (5-20
+  // us) and their noise to kernels of tens of microseconds.
+  hooks.timeUs = [&](size_t k) {
+    if (!mayMeasure)
+      fail("cuda: autotuning cannot measure while a CUDA graph is captured");
+    const size_t flushBytes = 2 * size_t(driver_.l2CacheBytes());
+    if (!l2Flush_)
+      l2Flush_ = driver_.allocate(flushBytes);
+    if (!tuneStart_)
+      tuneStart_ = driver_.createEvent();
+    if (!tuneEnd_)
+      tuneEnd_ = driver_.createEvent();
+    driver_.fill(l2Flush_, 0, flushBytes, stream);
+    driver_.record(tuneStart_, stream);
+    launchCandidate(order[k]);
+    driver_.record(tuneEnd_, stream);
+    return double(driver_.elapsedMs(tuneStart_, tuneEnd_)) * 1e3;
+  };
   if (!mayMeasure) {
     // While capturing: only what is known (memory, cache); a miss in
     // max-autotune mode keeps the heuristic rather than measure.
@@ -514,6 +533,11 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
 CudaProgram::~CudaProgram() {
   if (constants_)
     driver_.free(constants_);
+  driver_.free(l2Flush_);
+  if (tuneStart_)
+    driver_.destroyEvent(tuneStart_);
+  if (tuneEnd_)
+    driver_.destroyEvent(tuneEnd_);
 }
 
 std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artifact &a, size_t si,

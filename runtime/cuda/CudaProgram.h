@@ -122,6 +122,12 @@ private:
   int variantCount_ = 0;
   bool hasMatmul_ = false;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
+  // Autotuning's timing (tuneChoice): an event pair, and a buffer of twice
+  // the L2 cache's size written before each timed run so that no candidate
+  // finds its operands in L2 left there by the one before; allocated the
+  // first time a candidate is timed.
+  mutable void *tuneStart_ = nullptr, *tuneEnd_ = nullptr;
+  mutable DevicePtr l2Flush_ = 0;
   // Queues an attention step (cuDNN's engines where they take it, else
   // kernels/Attention.cuh); returns what ran.
   std::string launchAttention(const artifact::Artifact &a, size_t step,

@@ -57,6 +57,10 @@ struct TrialHooks {
   std::function<std::string()> compare; // "" if the outputs equal the reference, else why not
   std::function<void()> restore;    // puts the reference back
   std::function<double()> nowUs;    // a clock for this device (synchronizes if it must)
+  // Optional: runs candidate k once and returns its device time (us),
+  // measured on the device (CUDA events around it, the L2 cache flushed
+  // first): then trials time with it instead of run() between nowUs().
+  std::function<double(size_t)> timeUs;
 };
 
 class Autotuner {
