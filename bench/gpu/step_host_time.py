@@ -47,24 +47,29 @@ def timings(run, n=50):
     return isolated, host, pipelined
 
 
-def kernel_tables(names):
-    from torch.profiler import ProfilerActivity, profile
+def steps(names):
+    """(workload, backend, training step) for inductor and tensorc per workload."""
     for name in names:
         mod, mk, train, _, _ = W.workloads()[name]
         mod = mod.to(W.DEV)
         for backend in ("inductor", "tensorc"):
             torch._dynamo.reset()
             inputs = mk()
-            run = W.step_fn(torch.compile(mod, backend=backend, dynamic=False), inputs, train)
-            for _ in range(5):
+            yield name, backend, W.step_fn(torch.compile(mod, backend=backend, dynamic=False), inputs, train)
+
+
+def kernel_tables(names):
+    from torch.profiler import ProfilerActivity, profile
+    for name, backend, run in steps(names):
+        for _ in range(5):
+            run()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as p:
+            for _ in range(10):
                 run()
             torch.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as p:
-                for _ in range(10):
-                    run()
-                torch.cuda.synchronize()
-            print(f"\n== {name}: {backend}, 10 steps")
-            print(p.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=60))
+        print(f"\n== {name}: {backend}, 10 steps")
+        print(p.key_averages().table(sort_by="cuda_time_total", row_limit=14, max_name_column_width=60))
 
 
 def main():
@@ -75,23 +80,16 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     table = []
     profiles = {}
-    for name in names:
-        mod, mk, train, _, _ = W.workloads()[name]
-        mod = mod.to(W.DEV)
-        for backend in ("inductor", "tensorc"):
-            torch._dynamo.reset()
-            inputs = mk()
-            fn = torch.compile(mod, backend=backend, dynamic=False)
-            run = W.step_fn(fn, inputs, train)
-            table.append((name, backend) + timings(run))
-            if backend == "tensorc":
-                prof = cProfile.Profile()
-                prof.enable()
-                for _ in range(200):  # synchronized: host time, not a full launch queue's back-pressure
-                    run()
-                    torch.cuda.synchronize()
-                prof.disable()
-                profiles[name] = prof
+    for name, backend, run in steps(names):
+        table.append((name, backend) + timings(run))
+        if backend == "tensorc":
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(200):  # synchronized: host time, not a full launch queue's back-pressure
+                run()
+                torch.cuda.synchronize()
+            prof.disable()
+            profiles[name] = prof
     print(f"{'workload':20} {'backend':9} {'isolated':>9} {'host':>7} {'pipelined':>9}  (ms per step)")
     for name, backend, iso, host, pipe in table:
         print(f"{name:20} {backend:9} {iso:9.3f} {host:7.3f} {pipe:9.3f}")
