@@ -18,11 +18,21 @@ namespace {
 // opt in to, leaving room for the nests' own (a few partial sums).
 constexpr int64_t kMaxRowCacheBytes = 224 * 1024;
 
-// The operands of chain steps first..last worth a row cache: read by at
-// least two of its steps, each reading it only at its row, written by none
-// (nor a view of what one writes: the copy is made before the first step
-// runs), laid out as [rows, inner] (leading dims multiplying to the chain's
-// rows, the rest static) with at least 256 elements per row.
+// Whether step s computes one element per row (a row's first element, a
+// gather at its target): such a step reads a handful of the row's elements,
+// which it finds in L1/L2 or memory as cheaply as in a row cache.
+bool onePerRow(const artifact::Step &s) {
+  return s.reduced.isStatic() && s.reduced.value() == 1 && s.threads == s.extent;
+}
+
+// The operands of chain steps first..last worth a row cache: read across
+// the row by at least two of its steps (steps computing one element per row
+// do not count: cross-entropy's shift and target logit beside its one
+// online log-sum-exp pass would otherwise cache a 201 KB row, one block per
+// SM, for a row read once), each step reading it only at its row, written
+// by none (nor a view of what one writes: the copy is made before the first
+// step runs), laid out as [rows, inner] (leading dims multiplying to the
+// chain's rows, the rest static) with at least 256 elements per row.
 std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const ProgramNotes &notes, size_t first,
                                       size_t last) {
   auto storageOf = [&](int v) { return artifact::storageValue(art, v); };
@@ -44,7 +54,7 @@ std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const Progr
       if (written.count(storageOf(v)) || std::find(atRow.begin(), atRow.end(), v) == atRow.end())
         refused.insert(v);
       byValue[v].params.push_back(param);
-      if (seen.insert(v).second)
+      if (seen.insert(v).second && !onePerRow(art.steps[i]))
         ++readers[v];
     }
   }

@@ -458,6 +458,26 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
       EXPECT_EQ(var.cacheBytes, 0) << var.name();
   }
   EXPECT_EQ(chains, 1u);
+
+  // Cross-entropy's forward reads the row in one online log-sum-exp pass;
+  // its shift (the first element) and the target's logit are one element
+  // per row: no cache (a 201 KB row would leave one block per SM). Its
+  // gradient (read again for exp(z - lse)) in the same chain keeps one.
+  for (bool grad : {false, true}) {
+    trace::Tracer c("xent");
+    trace::Tensor logits = c.input("logits", DType::F32, {"B", 4096});
+    trace::Tensor target = c.input("target", DType::I64, {"B"});
+    trace::Tensor loss = c.call("cross_entropy", {logits, target})[0];
+    c.output(loss);
+    if (grad)
+      c.output(c.call("softmax", {logits}, {{"axis", Attr(int64_t(-1))}})[0]);
+    artifact::Artifact xent = cudaArtifact(c.graph(), grad ? "xent_softmax" : "xent");
+    int64_t cached = 0;
+    for (const artifact::Step &st : xent.steps)
+      for (const artifact::KernelVariant &var : st.chainVariants)
+        cached = std::max(cached, var.cacheBytes);
+    EXPECT_EQ(cached, grad ? 4096 * 4 : 0) << (grad ? "with softmax" : "forward");
+  }
 }
 
 // Elementwise nests that read only what is outside their chain (a gelu and
