@@ -1,6 +1,7 @@
 #include "compiler/autodiff/Autodiff.h"
 
 #include "compiler/autodiff/GradRules.h"
+#include "compiler/autodiff/PrepareForward.h"
 #include "compiler/graph/GraphAnalysis.h"
 #include "ir/core/Error.h"
 
@@ -21,7 +22,8 @@ std::string key(const std::string &ref) {
 
 } // namespace
 
-JointGraph buildJointGraph(const Graph &forward, const AutodiffOptions &options) {
+JointGraph buildJointGraph(const Graph &original, const AutodiffOptions &options) {
+  const Graph forward = prepareForAutodiff(original);
   const std::string where = "autodiff " + forward.name;
   GraphAnalysis analysis = analyzeGraph(forward, where);
   std::set<std::string> inputNames;

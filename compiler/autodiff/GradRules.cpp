@@ -472,8 +472,25 @@ Grads crossEntropyRule(const GradContext &c) {
   const Dim &C = logits.shape()[classAxis];
   double smoothing = getFloat(c.attrs(), "label_smoothing");
   const std::string &reduction = getEnum(c.attrs(), "reduction");
-  Tensor valid = floatMask(ne(target, getInt(c.attrs(), "ignore_index")), logits.dtype());
+  Tensor isValid = ne(target, getInt(c.attrs(), "ignore_index"));
   Tensor g = c.grad();
+  if (reduction == "none" && smoothing == 0.0) {
+    // Softmax from the forward's per-row loss (lse - x[target], which the
+    // partition saves: a reduction is not recomputed): p = exp(x - x[target]
+    // - loss), one pass over the logits (prepareForAutodiff puts mean and
+    // sum reductions into this form). Rows whose target is ignore_index read
+    // class 0 and are selected away: their exp(x - x[0]) may overflow, and
+    // a product with 0 would be nan.
+    Tensor safeTarget = unsqueeze(where(isValid, target, 0), classAxis);
+    Tensor picked = gather(logits, safeTarget, classAxis);
+    Tensor p = exp(logits - picked - unsqueeze(c.outputs[0], classAxis));
+    Tensor oneHot = floatMask(
+        eq(safeTarget, iotaAlong(c.tracer, C, classAxis, logits.rank(), target.dtype())),
+        logits.dtype());
+    Tensor d = (p - oneHot) * unsqueeze(g, classAxis);
+    return {where(unsqueeze(isValid, classAxis), d, 0.0), std::nullopt};
+  }
+  Tensor valid = floatMask(isValid, logits.dtype());
   Tensor scale = reduction == "mean" ? valid * g / sum(valid) : valid * g;
   Tensor oneHot = floatMask(eq(unsqueeze(target, classAxis),
                                iotaAlong(c.tracer, C, classAxis, logits.rank(), target.dtype())),

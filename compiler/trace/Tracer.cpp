@@ -143,6 +143,13 @@ void Tracer::output(const Tensor &t) {
   graph_.outputs.push_back(t.ref());
 }
 
+std::string Tracer::freshName(const std::string &base) const {
+  std::string name = base;
+  for (int k = 1; names_.count(name) || reserved_.count(name); ++k)
+    name = base + "_" + std::to_string(k);
+  return name;
+}
+
 std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operand> &args,
                                  AttrMap attrs, const std::string &name) {
   Node node;
@@ -153,7 +160,7 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
   } else {
     do
       node.name = op + std::to_string(counter_++);
-    while (names_.count(node.name));
+    while (names_.count(node.name) || reserved_.count(node.name));
   }
   for (const Operand &a : args) {
     if (const Tensor *t = std::get_if<Tensor>(&a)) {

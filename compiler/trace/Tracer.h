@@ -79,6 +79,13 @@ public:
   // Appends a node as it is (literal dtypes and sharding kept); its name
   // must be fresh and its references must name existing values.
   std::vector<Tensor> addNode(const Node &node);
+  // Names generated for calls without a name skip these (a rewrite keeps
+  // the original graph's names free for the nodes it copies or replaces);
+  // an explicit name, addNode or Tensor::named may still take them.
+  void reserveNames(const std::set<std::string> &names) { reserved_.insert(names.begin(), names.end()); }
+  // `base`, or `base_1`, `base_2`, ...: the first that is neither taken nor
+  // reserved.
+  std::string freshName(const std::string &base) const;
   // Whether an input or node already has `name`.
   bool isNameTaken(const std::string &name) const { return names_.count(name) != 0; }
 
@@ -93,6 +100,7 @@ private:
   Graph graph_;
   std::vector<std::vector<TensorSpec>> nodeResults_;
   std::set<std::string> names_; // every input and node name, for uniqueness
+  std::set<std::string> reserved_; // see reserveNames
   int counter_ = 0;
 };
 

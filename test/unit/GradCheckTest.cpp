@@ -250,6 +250,17 @@ TEST(GradCheck, Losses) {
   targets.fixed = {0, 1, 2, 1};
   gradcheck("cross_entropy smoothing ignore", {floats("x", {4, 3}), targets},
             [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], "mean", 1, 0.2); });
+  // Without smoothing, the gradient is rebuilt from the saved per-row loss
+  // (prepareForAutodiff): ignored rows read class 0 and get no gradient.
+  for (const char *reduction : {"mean", "sum", "none"})
+    gradcheck(std::string("cross_entropy ignore ") + reduction,
+              {floats("x", {4, 3}, -30, 30), targets}, [reduction](Tracer &, auto &a) {
+                return trace::cross_entropy(a[0], a[1], reduction, 1);
+              });
+  In spatialTargets = ints("y", {2, 2}, 3);
+  spatialTargets.fixed = {2, 0, 0, 1};
+  gradcheck("cross_entropy spatial ignore", {floats("x", {2, 3, 2}), spatialTargets},
+            [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], "sum", 0); });
   gradcheck("cross_entropy spatial", {floats("x", {2, 3, 2}), ints("y", {2, 2}, 3)},
             [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1]); });
   gradcheck("cross_entropy 1-D", {floats("x", {4}), ints("y", {}, 4)},
@@ -393,6 +404,28 @@ TEST(Autodiff, DeadPathsAreNotBuilt) {
       readers += a.kind == Arg::Kind::Value && parseValueRef(a.value).producer == expNode;
   EXPECT_EQ(readers, 1);
   EXPECT_EQ(joint.graph.outputs.size(), 2u);
+}
+
+// prepareForAutodiff rewrites a mean cross-entropy into per-row losses and
+// their mean; every name the forward had (the loss, a node whose name a
+// generated node would take) still names the same value.
+TEST(Autodiff, PreparedForwardKeepsNames) {
+  Tracer t("f");
+  Tensor x = t.parameter("x", DType::F32, {4, 5});
+  Tensor y = t.input("y", DType::I64, {4});
+  Tensor loss = trace::cross_entropy(x, y).named("sum0");
+  Tensor twice = (loss * 2.0).named("cross_entropy0");
+  t.output(loss);
+  t.output(twice);
+  autodiff::JointGraph joint = autodiff::buildJointGraph(t.graph(), {{}, {"sum0"}, true});
+  std::map<std::string, std::string> opOf;
+  for (const Node &n : joint.graph.nodes)
+    opOf[n.name] = n.op;
+  EXPECT_EQ(opOf.at("sum0"), "div");
+  EXPECT_EQ(opOf.at("cross_entropy0"), "mul");
+  EXPECT_EQ(opOf.at("sum0_rows"), "cross_entropy");
+  EXPECT_EQ(joint.graph.outputs.at(0), "sum0");
+  EXPECT_EQ(joint.graph.outputs.at(1), "cross_entropy0");
 }
 
 TEST(Autodiff, Errors) {
