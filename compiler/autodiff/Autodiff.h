@@ -23,6 +23,12 @@ struct AutodiffOptions {
   std::vector<std::string> of;
   // Whether the forward outputs stay outputs of the joint graph.
   bool keepForwardOutputs = true;
+  // The backward will run as its own program (partitionJointGraph): the
+  // forward is first put in the form whose values the gradients read
+  // (prepareForAutodiff), so the partition saves them instead of the
+  // backward recomputing them. A joint program shares them through CSE and
+  // keeps the forward as it is.
+  bool separateBackward = false;
 };
 
 struct JointGraph {

@@ -73,11 +73,27 @@ using Build = std::function<Tensor(Tracer &, const std::vector<Tensor> &)>;
 // every input in `wrt`, against central differences, with c a random
 // cotangent (1 for a scalar output). `ins` describes how to draw each input.
 void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
+                    const std::vector<std::string> &wrt, double tol, uint64_t seed,
+                    bool separateBackward);
+
+// With the backward as part of one joint program and as its own program
+// (prepareForAutodiff's forms), both must be right.
+void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
                     const std::vector<std::string> &wrt, double tol, uint64_t seed) {
+  for (bool separate : {false, true}) {
+    SCOPED_TRACE(separate ? "backward as its own program" : "joint program");
+    gradcheckGraph(forward, ins, wrt, tol, seed, separate);
+  }
+}
+
+void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
+                    const std::vector<std::string> &wrt, double tol, uint64_t seed,
+                    bool separateBackward) {
   std::mt19937_64 rng(seed);
   autodiff::AutodiffOptions options;
   options.wrt = wrt;
   options.of = {forward.outputs.at(0)};
+  options.separateBackward = separateBackward;
   autodiff::JointGraph joint = autodiff::buildJointGraph(forward, options);
   GraphAnalysis fa = analyzeGraph(forward, "forward");
   GraphAnalysis ja = analyzeGraph(joint.graph, "joint");
@@ -250,8 +266,9 @@ TEST(GradCheck, Losses) {
   targets.fixed = {0, 1, 2, 1};
   gradcheck("cross_entropy smoothing ignore", {floats("x", {4, 3}), targets},
             [](Tracer &, auto &a) { return trace::cross_entropy(a[0], a[1], "mean", 1, 0.2); });
-  // Without smoothing, the gradient is rebuilt from the saved per-row loss
-  // (prepareForAutodiff): ignored rows read class 0 and get no gradient.
+  // Without smoothing, the gradient is rebuilt from the per-row loss
+  // (reduction none; or mean and sum as prepareForAutodiff rewrites them for
+  // a separate backward): ignored rows read class 0 and get no gradient.
   for (const char *reduction : {"mean", "sum", "none"})
     gradcheck(std::string("cross_entropy ignore ") + reduction,
               {floats("x", {4, 3}, -30, 30), targets}, [reduction](Tracer &, auto &a) {
@@ -417,7 +434,7 @@ TEST(Autodiff, PreparedForwardKeepsNames) {
   Tensor twice = (loss * 2.0).named("cross_entropy0");
   t.output(loss);
   t.output(twice);
-  autodiff::JointGraph joint = autodiff::buildJointGraph(t.graph(), {{}, {"sum0"}, true});
+  autodiff::JointGraph joint = autodiff::buildJointGraph(t.graph(), {{}, {"sum0"}, true, true});
   std::map<std::string, std::string> opOf;
   for (const Node &n : joint.graph.nodes)
     opOf[n.name] = n.op;

@@ -195,7 +195,9 @@ void addCompileCommand(CLI::App &app) {
       try {
         model->graph = transforms::recognizeAttention(model->graph);
         step = autodiff::buildTrainingStep(model->graph, options);
-        autodiff::JointGraph joint = autodiff::buildJointGraph(model->graph, options.autodiff);
+        autodiff::AutodiffOptions separate = options.autodiff;
+        separate.separateBackward = true;
+        autodiff::JointGraph joint = autodiff::buildJointGraph(model->graph, separate);
         autodiff::PartitionOptions partition;
         partition.memoryBudget = args->memoryBudget;
         parts = autodiff::partitionJointGraph(model->graph, joint, partition);

@@ -63,6 +63,7 @@ void addGradCommand(CLI::App &app) {
     autodiff::AutodiffOptions options;
     options.wrt = args->wrt;
     options.of = args->of;
+    options.separateBackward = args->partition;
     autodiff::JointGraph joint;
     try {
       // Hand-written attention becomes one op first, so its backward is
