@@ -174,15 +174,17 @@ class Tensor:
 _TORCH_ELEMENT_TYPES = {}  # torch dtype -> element type, filled once torch is loaded
 
 
-def _torch_struct(v, keep):
+def _torch_struct(v, keep, read_only=False):
     """A tc_tensor_t read straight from a torch tensor's attributes (what its
     DLPack capsule would hold, without making and parsing one: a few
     microseconds per tensor per call of a compiled module), or None for
     anything else (and for what __dlpack__ refuses or marks specially:
-    tensors requiring grad, conjugate/negative views, other layouts)."""
+    tensors requiring grad, conjugate/negative views, other layouts). An
+    input (`read_only`) may require grad: the run only reads it, as a torch
+    op under no_grad would (no detach() per call)."""
     torch = sys.modules.get("torch")
-    if torch is None or not isinstance(v, torch.Tensor) or v.requires_grad or v.layout != torch.strided or \
-            v.is_conj() or v.is_neg() or v.device.type not in ("cpu", "cuda"):
+    if torch is None or not isinstance(v, torch.Tensor) or (v.requires_grad and not read_only) or \
+            v.layout != torch.strided or v.is_conj() or v.is_neg() or v.device.type not in ("cpu", "cuda"):
         return None
     if not _TORCH_ELEMENT_TYPES:
         _TORCH_ELEMENT_TYPES.update({torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3,
@@ -208,18 +210,19 @@ class _ReusingEnqueue:
         session = self.session
         tensors = list(inputs) + list(outputs)
         try:
-            signature = [(t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors]
+            signature = [(t.shape, t.stride(), t.dtype, t.device) for t in tensors]
+            exported = any(t.requires_grad for t in outputs)  # DLPack's (refused) path
         except AttributeError:  # not torch tensors
-            signature = None
+            signature, exported = None, True
         if signature is None or signature != self.signature:
             keep = []
-            self.inputs, self.n = session._structs(list(inputs), keep)
+            self.inputs, self.n = session._structs(list(inputs), keep, read_only=True)
             self.outputs, self.m = session._structs(list(outputs), keep)
             # The descriptions (shape and stride arrays), not the tensors: a
             # later call's tensors replace these.
             self.arrays = [k for k in keep if isinstance(k, ctypes.Array)]
             self.signature = signature
-            if signature is None or any(t.requires_grad for t in tensors):
+            if exported:
                 self.signature = None  # described through DLPack: not reused
                 session._keep = keep
         else:
@@ -296,10 +299,10 @@ class Session:
             raise TypeError(f"tensorc: expected {len(infos)} {what}, got {len(args)}")
         return list(args)
 
-    def _structs(self, values, keep, stream=None):
+    def _structs(self, values, keep, stream=None, read_only=False):
         arr = (tc_tensor_t * max(len(values), 1))()
         for i, v in enumerate(values):
-            t = _torch_struct(v, keep) if stream is None else None
+            t = _torch_struct(v, keep, read_only) if stream is None else None
             if t is None:
                 b = v if isinstance(v, _dlpack.Borrowed) else _dlpack.Borrowed(v, stream)
                 keep.append(b)
@@ -309,7 +312,8 @@ class Session:
 
     def output_shapes(self, *args, **kwargs):
         keep = []
-        inputs, n = self._structs(self._ordered(self.executable.inputs, args, kwargs, "inputs"), keep)
+        inputs, n = self._structs(self._ordered(self.executable.inputs, args, kwargs, "inputs"), keep,
+                                  read_only=True)
         shapes = []
         for i, info in enumerate(self.executable.outputs):
             out = (ctypes.c_int64 * max(info.rank, 1))()

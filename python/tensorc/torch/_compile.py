@@ -309,8 +309,8 @@ class CompiledModule:
         if self.training and torch.is_grad_enabled():
             result = _Step.apply(self, *flat)
         else:
-            args = {n: t.detach() for n, t in zip(self.input_names, flat)}
-            out = self.run_forward(args)
+            # Inputs that require grad are read as they are (no detach()).
+            out = self.run_forward(dict(zip(self.input_names, flat)))
             result = tuple(out[n] for n in self.outputs)
         result = self._update_state(result, inputs)
         # Scalars travel as [1] (so their gradient is a cotangent like any other).

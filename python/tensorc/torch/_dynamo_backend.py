@@ -38,9 +38,14 @@ class _DynamoCall:
     """The compiled graph, called with Dynamo's flat inputs; one artifact
     per input signature (shapes, dtypes, requires_grad, grad mode)."""
 
-    def __init__(self, gm, options):
+    def __init__(self, gm, options, static=False):
         self.gm, self.options = gm, options
         self.compiled = {}
+        # Static: every input a tensor of fixed sizes. Dynamo's guards then
+        # fix each input's sizes, strides, dtype, device and requires_grad
+        # for this graph (another graph is compiled otherwise), so the grad
+        # mode alone picks the artifact: no signature per call.
+        self.static, self.by_grad_mode = static, {}
 
     def _signature(self, inputs):
         for i, x in enumerate(inputs):
@@ -64,11 +69,14 @@ class _DynamoCall:
             log.debug("tensorc backend: %s for %s (train=%s, %s)", "loaded" if fn.cache_hit else "compiled",
                       target, train, [list(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs])
             self.compiled[(train, key)] = fn
+        if self.static:
+            self.by_grad_mode[torch.is_grad_enabled()] = fn
         return fn
 
     def __call__(self, *inputs):
         # What the graph returns: Dynamo's graphs return a tuple.
-        return self.compiled_for(inputs)(*inputs)
+        fn = self.by_grad_mode.get(torch.is_grad_enabled()) if self.static else None
+        return (fn or self.compiled_for(inputs))(*inputs)
 
 
 def tensorc_backend(gm, example_inputs, **options):
@@ -76,7 +84,9 @@ def tensorc_backend(gm, example_inputs, **options):
     `example_inputs`. `options` go to tensorc.torch.compile (mode,
     cache_dir, tensorc_path, options); through torch.compile:
     torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead"))."""
-    call = _DynamoCall(gm, dict(options))
+    static = all(isinstance(x, torch.Tensor) and not any(map(_is_symbolic, (*x.shape, *x.stride())))
+                 for x in example_inputs)
+    call = _DynamoCall(gm, dict(options), static)
     # Compile now, on the example inputs: an unsupported op is an error at
     # compile time, naming the op and its source line. Where they are fake
     # (shapes without data), at the first call instead: the exporter runs
