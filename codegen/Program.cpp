@@ -425,8 +425,8 @@ private:
       lowerMatmul(op);
       return;
     }
-    if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward") {
-      lowerAttention(op, name != "scaled_dot_product_attention", attrs);
+    if (isFusedAttentionOp(name)) {
+      lowerAttention(op, name == "scaled_dot_product_attention_backward", attrs);
       return;
     }
     if (name == "gather" || name == "index_select" || name == "embedding" || name == "dropout") {
@@ -1173,9 +1173,19 @@ private:
   // attention step on contiguous operands; the backward's lse and delta
   // are f32 scratch buffers of q's shape without its last dim.
   void lowerAttention(Operation *op, bool backward, const AttrMap &attrs) {
+    // Operands by schema position (absent optional ones null): the
+    // backward's segments are grad, q, k, v, mask, out, lse.
+    std::vector<Value> operand;
+    if (auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes")) {
+      unsigned next = 0;
+      for (int32_t n : segments.asArrayRef())
+        operand.push_back(n ? op->getOperand(next++) : Value());
+    } else {
+      operand.assign(op->getOperands().begin(), op->getOperands().end());
+    }
     std::vector<std::optional<TensorSpec>> args;
-    for (Value v : op->getOperands())
-      args.push_back(specOf(v));
+    for (Value v : operand)
+      args.push_back(v ? std::optional<TensorSpec>(specOf(v)) : std::nullopt);
     std::string refusal = fusedAttentionRefusal(args, backward);
     check(refusal.empty(), "codegen: attention here must be decomposed (" + refusal + ")");
     check(bool(emitAttention_), "codegen: this backend has no fused attention; decompose it");
@@ -1195,12 +1205,31 @@ private:
     s.label = label_;
     s.attention = at;
     s.symbol = emitAttention_(q.dtype, at.paddedHeadDim, at.causal);
+    std::vector<int> results;
     for (Value r : op->getResults()) {
       int v = newProducedValue(specOf(r));
-      s.operands.push_back(v);
+      results.push_back(v);
       lazy_[r] = storedIdentity(v);
     }
+    // scaled_dot_product_attention_with_lse: the output, then the
+    // log-sum-exp the step writes (saveLse's operand layout).
+    s.operands = results;
+    if (!backward && results.size() == 2)
+      s.attention.saveLse = true;
     TensorSpec rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1)};
+    // A backward given the forward's output and log-sum-exp (operands 5
+    // and 6: saved by an earlier program) reads them: no recomputation.
+    if (backward && operand.size() == 7 && operand[5]) {
+      int lse = materialize(operand[6]), out = materialize(operand[5]);
+      s.operands.push_back(lse);
+      s.operands.push_back(newProducedValue(rows)); // delta
+      s.operands.insert(s.operands.end(), in.begin(), in.end());
+      s.attention.savedForward = true;
+      s.operands.push_back(out);
+      art_.steps.push_back(s);
+      chain_ = Chain{};
+      return;
+    }
     if (backward) {
       // The forward of the same q, k, v in this program keeps its output
       // and writes its log-sum-exp for us: no recomputation (FlashAttention-2's
@@ -2019,7 +2048,8 @@ bool supportsOp(const std::string &op) {
   // Composites the backend pipelines decompose into supported primitives.
   static const std::set<std::string> decomposed = {
       "softmax",    "log_softmax", "layer_norm", "rms_norm", "cross_entropy", "var",
-      "batch_norm", "scaled_dot_product_attention", "scaled_dot_product_attention_backward"};
+      "batch_norm", "scaled_dot_product_attention", "scaled_dot_product_attention_with_lse",
+      "scaled_dot_product_attention_backward"};
   static const std::set<std::string> special = {
       "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
       "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d",

@@ -19,6 +19,8 @@
 // unfused producer/consumer pair was not fused.
 #include "passes/Passes.h"
 
+#include "ir/core/FusedAttention.h"
+
 #include "ir/core/ReductionSplit.h"
 #include "ir/dialect/Conversion.h"
 
@@ -65,7 +67,7 @@ Kind classify(Operation *op) {
     return Kind::Gather;
   if (name == "matmul" || name == "conv2d" || name == "conv2d_backward_input" || name == "conv2d_backward_weight")
     return Kind::Matmul;
-  if (name == "scaled_dot_product_attention" || name == "scaled_dot_product_attention_backward")
+  if (isFusedAttentionOp(name))
     return Kind::Attention;
   return Kind::Elementwise;
 }

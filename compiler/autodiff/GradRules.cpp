@@ -524,15 +524,24 @@ Grads dropoutRule(const GradContext &c) {
 
 Grads attentionRule(const GradContext &c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+  // scaled_dot_product_attention_with_lse (prepareForAutodiff's form for a
+  // separate backward): the backward reads the saved output and
+  // log-sum-exp. Nothing differentiates the log-sum-exp itself.
+  bool withLse = c.outputs.size() == 2;
+  check(!withLse || !c.gradOutputs[1],
+        "the log-sum-exp result of scaled_dot_product_attention_with_lse has no gradient rule");
   // One fused backward op, unless an additive mask needs its gradient too.
   bool maskGrad = c.has(3) && c.needsGrad[3];
   if (!maskGrad) {
     AttrMap attrs{{"is_causal", getBool(c.attrs(), "is_causal")}};
     if (hasAttr(c.attrs(), "scale"))
       attrs["scale"] = getFloat(c.attrs(), "scale");
-    std::vector<Tensor> g = c.tracer.call(
-        "scaled_dot_product_attention_backward",
-        {c.grad(), q, k, v, c.has(3) ? Operand(c.in(3)) : Operand(std::monostate{})}, attrs);
+    std::vector<Operand> args{c.grad(), q, k, v, c.has(3) ? Operand(c.in(3)) : Operand(std::monostate{})};
+    if (withLse) {
+      args.push_back(c.outputs[0]);
+      args.push_back(c.outputs[1]);
+    }
+    std::vector<Tensor> g = c.tracer.call("scaled_dot_product_attention_backward", args, attrs);
     Grads out(c.inputs.size());
     for (int i = 0; i < 3; ++i)
       if (c.needsGrad[i])
@@ -812,7 +821,7 @@ const std::unordered_map<std::string, GradRule> &table() {
     r["cross_entropy"] = crossEntropyRule;
     r["embedding"] = embeddingRule;
     r["dropout"] = dropoutRule;
-    r["scaled_dot_product_attention"] = attentionRule;
+    r["scaled_dot_product_attention"] = r["scaled_dot_product_attention_with_lse"] = attentionRule;
     r["conv2d"] = conv2dRule;
     r["max_pool2d"] = r["avg_pool2d"] = poolRule;
     r["reshape"] = r["squeeze"] = r["unsqueeze"] = r["flatten"] = reshapeLikeRule;

@@ -104,7 +104,8 @@ int64_t numelAt(const TensorSpec &s, const std::map<std::string, int64_t> &dims)
 // How expensive recomputing an op is: 0 for ops the backward may always
 // compute again, more for those it recomputes only to meet a memory budget.
 int recomputeCost(const std::string &op) {
-  static const std::set<std::string> level2 = {"matmul", "conv2d", "scaled_dot_product_attention"};
+  static const std::set<std::string> level2 = {"matmul", "conv2d", "scaled_dot_product_attention",
+                                               "scaled_dot_product_attention_with_lse"};
   static const std::set<std::string> level1 = {
       "sum",        "mean",         "max",        "min",           "prod",
       "logsumexp",  "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
@@ -347,10 +348,11 @@ int64_t estimateFlops(const TypedNode &n, const std::map<std::string, int64_t> &
     const Shape &w = arg(1).shape;
     return 2 * out * evaluate(w[1], dims) * evaluate(w[2], dims) * evaluate(w[3], dims);
   }
-  if (op == "scaled_dot_product_attention") {
+  if (op == "scaled_dot_product_attention" || op == "scaled_dot_product_attention_with_lse") {
     const Shape &k = arg(1).shape, &q = arg(0).shape;
     int64_t s = evaluate(k[k.size() - 2], dims), e = evaluate(q.back(), dims);
-    return 4 * (out / std::max<int64_t>(evaluate(arg(2).shape.back(), dims), 1)) * s * e;
+    int64_t rows = numelAt(n.results[0], dims) / std::max<int64_t>(evaluate(arg(2).shape.back(), dims), 1);
+    return 4 * rows * s * e;
   }
   int64_t in = 0;
   for (const auto &t : n.argTypes)

@@ -8,6 +8,12 @@ using namespace trace;
 
 namespace {
 
+// Attention with its rows' log-sum-exp: the backward reads the saved output
+// and statistics (FlashAttention-2) instead of running the forward again.
+std::vector<Tensor> attentionWithLse(Tracer &t, const TypedNode &n, const std::vector<Operand> &args) {
+  return {t.call("scaled_dot_product_attention_with_lse", args, n.attrs).at(0)};
+}
+
 std::optional<std::vector<Tensor>> perRowCrossEntropy(Tracer &t, const TypedNode &n,
                                                       const std::vector<Operand> &args) {
   if (n.node->op != "cross_entropy" || getEnum(n.attrs, "reduction") == "none" ||
@@ -35,7 +41,13 @@ std::optional<std::vector<Tensor>> perRowCrossEntropy(Tracer &t, const TypedNode
 } // namespace
 
 Graph prepareForAutodiff(const Graph &forward) {
-  return rewriteGraph(forward, "autodiff", perRowCrossEntropy);
+  return rewriteGraph(forward, "autodiff",
+                      [](Tracer &t, const TypedNode &n,
+                         const std::vector<Operand> &args) -> std::optional<std::vector<Tensor>> {
+                        if (n.node->op == "scaled_dot_product_attention")
+                          return attentionWithLse(t, n, args);
+                        return perRowCrossEntropy(t, n, args);
+                      });
 }
 
 } // namespace tensorc::autodiff

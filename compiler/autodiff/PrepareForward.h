@@ -15,6 +15,10 @@ namespace tensorc::autodiff {
 // exp(x - x[target] - loss), in one pass over the logits, instead of
 // recomputing the row's log-sum-exp (a second pass over each row). The
 // reduced loss keeps the node's name and type.
+//
+// scaled_dot_product_attention becomes scaled_dot_product_attention_with_lse
+// (result 0 takes the node's name): its backward reads the saved output and
+// log-sum-exp instead of running the forward pass again.
 Graph prepareForAutodiff(const Graph &forward);
 
 } // namespace tensorc::autodiff

@@ -6,6 +6,7 @@
 #include "ir/core/ShapeInference.h"
 
 #include <cmath>
+#include <optional>
 #include <limits>
 
 namespace tensorc::interp {
@@ -222,7 +223,9 @@ struct Attention {
     return broadcastOffset(coords, batchOf(v.shape())) * S * Ev;
   }
 
-  void probabilities(const std::vector<int64_t> &coords, int64_t i, std::vector<double> &p) const {
+  // Row i's probabilities; `lse`, if given, gets the row's log-sum-exp.
+  void probabilities(const std::vector<int64_t> &coords, int64_t i, std::vector<double> &p,
+                     double *lse = nullptr) const {
     int64_t qb = qBase(coords), kb = kBase(coords);
     double m = -INFINITY;
     for (int64_t j = 0; j < S; ++j) {
@@ -249,19 +252,28 @@ struct Attention {
     }
     for (int64_t j = 0; j < S; ++j)
       p[j] /= sum;
+    if (lse)
+      *lse = m + std::log(sum);
   }
 };
 
+// scaled_dot_product_attention, and with_lse's log-sum-exp as result 1.
 std::vector<HostTensor> attention(const OpCall &c) {
   Attention a(c, 0, c.resultShapes[0]);
   HostTensor out = c.result();
+  std::optional<HostTensor> lse;
+  if (c.resultShapes.size() > 1)
+    lse = c.result(1);
   int64_t batches = product(a.batch, 0, a.batch.size());
   std::vector<double> p(a.S);
   for (int64_t b = 0; b < batches; ++b) {
     std::vector<int64_t> coords = unravel(b, a.batch);
     int64_t vb = a.vBase(coords);
     for (int64_t i = 0; i < a.L; ++i) {
-      a.probabilities(coords, i, p);
+      double rowLse = 0;
+      a.probabilities(coords, i, p, &rowLse);
+      if (lse)
+        lse->setF(b * a.L + i, rowLse);
       for (int64_t e = 0; e < a.Ev; ++e) {
         double acc = 0;
         for (int64_t j = 0; j < a.S; ++j)
@@ -270,6 +282,8 @@ std::vector<HostTensor> attention(const OpCall &c) {
       }
     }
   }
+  if (lse)
+    return {std::move(out), std::move(*lse)};
   return {std::move(out)};
 }
 
@@ -327,7 +341,7 @@ void addNNKernels(KernelTable &t) {
   t["embedding"] = embedding;
   t["dropout"] = dropout;
   t["batch_norm"] = batchNorm;
-  t["scaled_dot_product_attention"] = attention;
+  t["scaled_dot_product_attention"] = t["scaled_dot_product_attention_with_lse"] = attention;
 }
 
 } // namespace tensorc::interp

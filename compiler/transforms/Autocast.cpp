@@ -13,7 +13,8 @@ using trace::Tensor;
 using trace::Tracer;
 
 AutocastPolicy autocastPolicy(const std::string &op) {
-  static const std::set<std::string> low = {"matmul", "conv2d", "scaled_dot_product_attention"};
+  static const std::set<std::string> low = {"matmul", "conv2d", "scaled_dot_product_attention",
+                                            "scaled_dot_product_attention_with_lse"};
   static const std::set<std::string> f32 = {"exp",      "log",        "pow",           "reciprocal",
                                             "rsqrt",    "softmax",    "log_softmax",   "layer_norm",
                                             "rms_norm", "batch_norm", "cross_entropy", "sum",
@@ -65,16 +66,20 @@ Graph autocastGraph(const Graph &graph, DType low) {
     AutocastPolicy policy = autocastPolicy(copy.op);
     // The dtype every float tensor operand should have.
     std::optional<DType> target;
+    // Attention's saved log-sum-exp (the backward's operand 6) stays f32:
+    // it neither sets nor takes the operands' dtype.
+    auto keeps = [&](size_t i) { return copy.op == "scaled_dot_product_attention_backward" && i == 6; };
     if (policy == AutocastPolicy::Promote) {
-      for (const Arg &a : copy.args)
-        if (a.kind == Arg::Kind::Value) {
+      for (size_t i = 0; i < copy.args.size(); ++i)
+        if (const Arg &a = copy.args[i]; a.kind == Arg::Kind::Value && !keeps(i)) {
           DType d = t.value(now(a.value)).dtype();
           if (isFloat(d) && (!target || width(d) > width(*target)))
             target = d;
         }
     }
-    for (Arg &a : copy.args) {
-      if (a.kind != Arg::Kind::Value)
+    for (size_t i = 0; i < copy.args.size(); ++i) {
+      Arg &a = copy.args[i];
+      if (a.kind != Arg::Kind::Value || keeps(i))
         continue;
       Tensor v = t.value(now(a.value));
       DType d = v.dtype();

@@ -50,7 +50,9 @@ Tensor softmaxOf(const Context &c, const Tensor &x, int64_t axis);
 
 // softmax(q k^T * scale + masks): q, k, v and the optional mask are operands
 // first .. first + 3 (attention: 0; its backward: 1, after the cotangent).
-Tensor attentionProbabilities(const Context &c, size_t first) {
+// The scaled, masked scores q k^T * scale (+ mask) of attention's operands
+// from `first` (q, k, v, mask).
+Tensor attentionScores(const Context &c, size_t first) {
   const Tensor &q = c.in(first), &k = c.in(first + 1);
   Tensor s = matmul(q, transpose(k, -1, -2)) * attentionScale(c, q);
   if (getBool(c.attrs(), "is_causal")) {
@@ -63,7 +65,11 @@ Tensor attentionProbabilities(const Context &c, size_t first) {
     const Tensor &mask = c.in(first + 3);
     s = isBool(mask.dtype()) ? where(mask, s, -INFINITY) : s + mask;
   }
-  return softmaxOf(c, s, -1);
+  return s;
+}
+
+Tensor attentionProbabilities(const Context &c, size_t first) {
+  return softmaxOf(c, attentionScores(c, first), -1);
 }
 
 // The sizes of a conv2d gradient node: input (N, C, H, W), weight
@@ -285,6 +291,14 @@ const std::map<std::string, Rule> &rules() {
        [](const Context &c) {
          return std::vector{matmul(attentionProbabilities(c, 0), c.in(2))};
        }},
+      // The log-sum-exp from the same scores (CSE shares their product).
+      {"scaled_dot_product_attention_with_lse",
+       [](const Context &c) {
+         DType wide = c.node.results[1].dtype;
+         Tensor s = attentionScores(c, 0);
+         Tensor lse = squeeze(logSumExpOf(s.dtype() == wide ? s : cast(s, wide), {-1}), {-1});
+         return std::vector{matmul(attentionProbabilities(c, 0), c.in(2)), lse};
+       }},
       // A bias apart, as an add after the convolution (a convolution
       // library's forward without it; the add fuses with what follows).
       {"conv2d",
@@ -379,9 +393,8 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested,
           const std::vector<Operand> &args) -> std::optional<std::vector<Tensor>> {
         bool fusedAttention =
             keepFusedAttention &&
-            (n.node->op == "scaled_dot_product_attention" ||
-             n.node->op == "scaled_dot_product_attention_backward") &&
-            fusedAttentionRefusal(n.argTypes, n.node->op != "scaled_dot_product_attention")
+            isFusedAttentionOp(n.node->op) &&
+            fusedAttentionRefusal(n.argTypes, n.node->op == "scaled_dot_product_attention_backward")
                 .empty();
         if (!ops.count(n.node->op) || fusedAttention)
           return std::nullopt;

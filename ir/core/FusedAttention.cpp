@@ -35,6 +35,11 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
   return "";
 }
 
+bool isFusedAttentionOp(const std::string &op) {
+  return op == "scaled_dot_product_attention" || op == "scaled_dot_product_attention_with_lse" ||
+         op == "scaled_dot_product_attention_backward";
+}
+
 int64_t fusedAttentionPaddedHeadDim(int64_t headDim) { return (headDim + 15) / 16 * 16; }
 
 } // namespace tensorc

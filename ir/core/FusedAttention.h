@@ -21,6 +21,10 @@ inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
 // batch dims, one static head dim <= 128 shared by q, k and v.
 std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &args, bool backward);
 
+// scaled_dot_product_attention, its _with_lse form and its _backward: the
+// ops the fused kernels run.
+bool isFusedAttentionOp(const std::string &op);
+
 // The head dim the kernels are instantiated for: the next multiple of 16.
 int64_t fusedAttentionPaddedHeadDim(int64_t headDim);
 

@@ -104,8 +104,10 @@ std::vector<OpSchema> buildTable() {
       {dflt("training", b(false)), dflt("momentum", f(0.1)), dflt("eps", f(1e-5))}, true, 3);
   add("scaled_dot_product_attention", "nn", {in("query"), in("key"), in("value"), opt("mask")},
       {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)});
+  add("scaled_dot_product_attention_with_lse", "nn", {in("query"), in("key"), in("value"), opt("mask")},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)}, true, 2);
   add("scaled_dot_product_attention_backward", "nn",
-      {in("grad"), in("query"), in("key"), in("value"), opt("mask")},
+      {in("grad"), in("query"), in("key"), in("value"), opt("mask"), opt("out"), opt("lse")},
       {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)}, false, 3);
 
   // Shape ops.

@@ -428,11 +428,32 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
   return one(spec(ops, 0).dtype, batch);
 }
 
+// The log-sum-exp of each query row's scaled (and masked) scores, in
+// natural log: the attention output's shape without its last dim, f32 (f64
+// for f64 operands).
+TensorSpec attentionLse(const TensorSpec &out) {
+  return {out.dtype == DType::F64 ? DType::F64 : DType::F32, Shape(out.shape.begin(), out.shape.end() - 1)};
+}
+
+std::vector<TensorSpec> inferAttentionWithLse(const Operands &ops, const AttrMap &attrs) {
+  TensorSpec out = inferAttention(ops, attrs)[0];
+  return {out, attentionLse(out)};
+}
+
 std::vector<TensorSpec> inferAttentionBackward(const Operands &ops, const AttrMap &attrs) {
-  Operands forward(ops.begin() + 1, ops.end());
+  Operands forward(ops.begin() + 1, ops.begin() + std::min<size_t>(ops.size(), 5));
   TensorSpec out = inferAttention(forward, attrs)[0];
   check(ops[0].spec && *ops[0].spec == out,
         describe(ops[0]) + "; the gradient must have the attention output's type " + out.str());
+  // The forward's output and log-sum-exp (scaled_dot_product_attention_with_lse),
+  // both or neither.
+  bool saved = ops.size() > 5 && ops[5].spec, lse = ops.size() > 6 && ops[6].spec;
+  check(saved == lse, "the forward's out and lse are given together or not at all");
+  if (saved) {
+    check(*ops[5].spec == out, describe(ops[5]) + "; the saved output must have the type " + out.str());
+    check(*ops[6].spec == attentionLse(out),
+          describe(ops[6]) + "; the saved log-sum-exp must have the type " + attentionLse(out).str());
+  }
   return {spec(ops, 1), spec(ops, 2), spec(ops, 3)};
 }
 
@@ -755,6 +776,7 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["max_pool2d"] = r["avg_pool2d"] = inferPool;
     r["batch_norm"] = inferBatchNorm;
     r["scaled_dot_product_attention"] = inferAttention;
+    r["scaled_dot_product_attention_with_lse"] = inferAttentionWithLse;
     r["scaled_dot_product_attention_backward"] = inferAttentionBackward;
     r["conv2d_backward_input"] = inferConv2dBackwardInput;
     r["conv2d_backward_weight"] = inferConv2dBackwardWeight;

@@ -492,7 +492,30 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
                        OptionalAttr<F64Attr>:$scale);
 }
 
-def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention_backward"> {
+def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_with_lse"> {
+  let summary = "scaled_dot_product_attention and each query row's log-sum-exp";
+  let description = [{
+    `out` is `scaled_dot_product_attention` of the same operands and
+    attributes; `lse` is the natural log-sum-exp of each query row's scaled
+    and masked scores (`out`'s shape without its last dim; f32, f64 for f64
+    operands). Autodiff uses it when the backward runs as its own program:
+    the backward reads the saved `out` and `lse` instead of recomputing the
+    forward (FlashAttention-2's saved statistics).
+
+    Example:
+
+    ```mlir
+    %o, %lse = tc.scaled_dot_product_attention_with_lse %q, %k, %v {is_causal = true} : (!tc.tensor<[B, 4, T, 16], bf16>, !tc.tensor<[B, 4, T, 16], bf16>, !tc.tensor<[B, 4, T, 16], bf16>) -> (!tc.tensor<[B, 4, T, 16], bf16>, !tc.tensor<[B, 4, T], f32>)
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
+                       Optional<TC_Tensor>:$mask,
+                       DefaultValuedAttr<BoolAttr, "false">:$is_causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs TC_Tensor:$out, TC_Tensor:$lse);
+}
+
+def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention_backward", [AttrSizedOperandSegments]> {
   let summary = "the gradients of scaled_dot_product_attention";
   let description = [{
     Given `grad` (the cotangent of the attention output) and the forward's
@@ -501,16 +524,19 @@ def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention
     The probabilities are recomputed, as FlashAttention's backward does:
     `P = softmax(q k^T * scale + mask)`, `dv = P^T grad`,
     `dS = P * (grad v^T - rowsum(grad v^T * P))`, `dq = dS k * scale`,
-    `dk = dS^T q * scale`. Produced by autodiff; not differentiable itself.
+    `dk = dS^T q * scale`. `out` and `lse`, optional and given together, are
+    the forward's results (`scaled_dot_product_attention_with_lse`): a
+    backend may read them instead of recomputing them. Produced by
+    autodiff; not differentiable itself.
 
     Example:
 
     ```mlir
-    %g:3 = tc.scaled_dot_product_attention_backward %dy, %q, %k, %v {is_causal = true} : (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>) -> (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>)
+    %g:3 = tc.scaled_dot_product_attention_backward %dy, %q, %k, %v {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>} : (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>) -> (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>)
     ```
   }];
   let arguments = (ins TC_Tensor:$grad, TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
-                       Optional<TC_Tensor>:$mask,
+                       Optional<TC_Tensor>:$mask, Optional<TC_Tensor>:$out, Optional<TC_Tensor>:$lse,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs TC_Tensor:$grad_query, TC_Tensor:$grad_key, TC_Tensor:$grad_value);

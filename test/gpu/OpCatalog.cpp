@@ -234,6 +234,18 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
                           attrs));
         push_back(opGraph("scaled_dot_product_attention_backward",
                           {{d, shape(c.L)}, {d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}}, attrs));
+        // The forward with its log-sum-exp, and a backward reading both
+        // (a separate backward's saved values; autodiff's separateBackward).
+        push_back(opGraph("scaled_dot_product_attention_with_lse", {{d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}},
+                          attrs));
+        trace::Tracer t("saved_attention");
+        trace::Tensor q = t.input("q", d, shape(c.L)), k = t.input("k", d, shape(c.S)),
+                      v = t.input("v", d, shape(c.S)), g = t.input("g", d, shape(c.L));
+        std::vector<trace::Tensor> fwd = t.call("scaled_dot_product_attention_with_lse", {q, k, v}, attrs);
+        for (const trace::Tensor &r :
+             t.call("scaled_dot_product_attention_backward", {g, q, k, v, std::monostate{}, fwd[0], fwd[1]}, attrs))
+          t.output(r);
+        push_back(t.graph());
       }
   return gs;
 }

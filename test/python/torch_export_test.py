@@ -328,7 +328,14 @@ subprocess.run([tensorc, "grad", os.path.join(work, "causal-graph.json"), "--wrt
                check=True)
 with open(os.path.join(work, "causal-parts.forward.json")) as f:
     ops = [n["op"] for n in json_module.load(f)["nodes"]]
-assert ops == ["scaled_dot_product_attention"], ops
+# One attention op, which also writes each row's log-sum-exp for the
+# backward (saved with its output: the backward does not run it again).
+assert ops == ["scaled_dot_product_attention_with_lse"], ops
+with open(os.path.join(work, "causal-parts.backward.json")) as f:
+    backward = json_module.load(f)
+attention_backward = [n for n in backward["nodes"] if n["op"] == "scaled_dot_product_attention_backward"]
+assert len(attention_backward) == 1, backward["nodes"]
+assert len([a for a in attention_backward[0]["args"] if a is not None]) == 6, attention_backward
 
 problems = tt.explain(Unsupported(), torch.randn(3, 4)) + tt.explain(Recurrent(), torch.randn(2, 3, 20))
 assert [(p.what, p.path) for p in problems] == [("torch.cumsum", ""), ("torch.flip", ""), ("module GRU", "rnn")], \
