@@ -235,7 +235,11 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
         push_back(opGraph("scaled_dot_product_attention_backward",
                           {{d, shape(c.L)}, {d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}}, attrs));
         // The forward with its log-sum-exp, and a backward reading both
-        // (a separate backward's saved values; autodiff's separateBackward).
+        // (a separate backward's saved values; autodiff's separateBackward):
+        // bf16 and f32, head dims up to 64 and lengths up to 67 (the bundle's
+        // size), one and several tiles.
+        if (d == DType::F16 || c.E > 64 || c.L * c.S > 67 * 33)
+          continue;
         push_back(opGraph("scaled_dot_product_attention_with_lse", {{d, shape(c.L)}, {d, shape(c.S)}, {d, shape(c.S)}},
                           attrs));
         trace::Tracer t("saved_attention");
