@@ -16,7 +16,7 @@ namespace tensorc::trace {
 // The replacement of `node`, traced on `t` from its operands (rewritten
 // references; literals as literals, absent operands as monostate), or
 // nullopt to copy the node as it is. The replacement's results must have
-// the node's result types.
+// the node's result types unless the caller says they may change (autocast).
 using NodeRewrite = std::function<std::optional<std::vector<Tensor>>(
     Tracer &t, const TypedNode &node, const std::vector<Operand> &args)>;
 
@@ -26,6 +26,7 @@ using NodeRewrite = std::function<std::optional<std::vector<Tensor>>(
 // from outside (the graph's outputs, autodiff's `of`, a partition's forward
 // outputs) stay valid. A multi-result replacement's references are renamed
 // inside the graph only.
-Graph rewriteGraph(const Graph &graph, const std::string &where, const NodeRewrite &rewrite);
+Graph rewriteGraph(const Graph &graph, const std::string &where, const NodeRewrite &rewrite,
+                   bool sameTypes = true);
 
 } // namespace tensorc::trace

@@ -1,10 +1,11 @@
 #include "compiler/transforms/Autocast.h"
 
 #include "compiler/graph/GraphAnalysis.h"
+#include "compiler/trace/RewriteGraph.h"
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
 
-#include <map>
+#include <optional>
 #include <set>
 
 namespace tensorc::transforms {
@@ -48,74 +49,55 @@ Graph autocastGraph(const Graph &graph, DType low) {
   check(low == DType::BF16 || low == DType::F16,
         "autocast: the low-precision dtype must be bf16 or f16");
   GraphAnalysis analysis = analyzeGraph(graph, "autocast " + graph.name);
-  Graph start = graph;
-  start.nodes.clear();
-  start.outputs.clear();
-  Tracer t(start);
-  std::map<std::string, std::string> current; // old reference -> reference now carrying the value
-  auto now = [&](const std::string &ref) {
-    auto it = current.find(ref);
-    if (it != current.end())
-      return it->second;
-    ValueRef v = parseValueRef(ref);
-    auto it0 = current.find(v.producer + ":" + std::to_string(v.index));
-    return it0 != current.end() ? it0->second : ref;
-  };
-  for (const TypedNode &n : analysis.nodes) {
-    Node copy = *n.node;
-    AutocastPolicy policy = autocastPolicy(copy.op);
-    // The dtype every float tensor operand should have.
-    std::optional<DType> target;
-    // Attention's saved log-sum-exp (the backward's operand 6) stays f32:
-    // it neither sets nor takes the operands' dtype.
-    auto keeps = [&](size_t i) { return copy.op == "scaled_dot_product_attention_backward" && i == 6; };
-    if (policy == AutocastPolicy::Promote) {
-      for (size_t i = 0; i < copy.args.size(); ++i)
-        if (const Arg &a = copy.args[i]; a.kind == Arg::Kind::Value && !keeps(i)) {
-          DType d = t.value(now(a.value)).dtype();
-          if (isFloat(d) && (!target || width(d) > width(*target)))
-            target = d;
+  // Every node again, under its own name, with its float operands cast to
+  // the dtype its policy wants.
+  Graph out = trace::rewriteGraph(
+      graph, "autocast",
+      [&](Tracer &t, const TypedNode &n, const std::vector<trace::Operand> &args)
+          -> std::optional<std::vector<Tensor>> {
+        Node copy = *n.node;
+        AutocastPolicy policy = autocastPolicy(copy.op);
+        // Attention's saved log-sum-exp (the backward's operand 6) stays
+        // f32: it neither sets nor takes the operands' dtype.
+        auto keeps = [&](size_t i) { return copy.op == "scaled_dot_product_attention_backward" && i == 6; };
+        // The dtype every float tensor operand should have.
+        std::optional<DType> target;
+        if (policy == AutocastPolicy::Promote)
+          for (size_t i = 0; i < args.size(); ++i)
+            if (const Tensor *v = std::get_if<Tensor>(&args[i]); v && !keeps(i)) {
+              DType d = v->dtype();
+              if (isFloat(d) && (!target || width(d) > width(*target)))
+                target = d;
+            }
+        for (size_t i = 0; i < copy.args.size() && i < args.size(); ++i) {
+          const Tensor *v = std::get_if<Tensor>(&args[i]);
+          if (!v || copy.args[i].kind != Arg::Kind::Value)
+            continue;
+          DType d = v->dtype();
+          std::optional<DType> want;
+          if (keeps(i) || !isFloat(d))
+            want = std::nullopt;
+          else if (policy == AutocastPolicy::LowPrecision && d == DType::F32)
+            want = low;
+          else if (policy == AutocastPolicy::Float32 && (d == DType::F16 || d == DType::BF16))
+            want = DType::F32;
+          else if (policy == AutocastPolicy::Promote && target && d != *target)
+            want = target;
+          copy.args[i].value = want ? trace::cast(*v, *want).ref() : v->ref();
         }
-    }
-    for (size_t i = 0; i < copy.args.size(); ++i) {
-      Arg &a = copy.args[i];
-      if (a.kind != Arg::Kind::Value || keeps(i))
-        continue;
-      Tensor v = t.value(now(a.value));
-      DType d = v.dtype();
-      if (!isFloat(d))
-        continue;
-      std::optional<DType> want;
-      if (policy == AutocastPolicy::LowPrecision && d == DType::F32)
-        want = low;
-      else if (policy == AutocastPolicy::Float32 && (d == DType::F16 || d == DType::BF16))
-        want = DType::F32;
-      else if (policy == AutocastPolicy::Promote && target && d != *target)
-        want = target;
-      a.value = want ? trace::cast(v, *want).ref() : v.ref();
-    }
-    std::vector<Tensor> results;
-    try {
-      results = t.addNode(copy);
-    } catch (const Error &e) {
-      fail("autocast: node \"" + copy.name + "\" (" + copy.op + "): " + e.what());
-    }
-    for (size_t r = 0; r < results.size(); ++r) {
-      current[n.node->name + ":" + std::to_string(r)] = results[r].ref();
-      if (r == 0)
-        current[n.node->name] = results[r].ref();
-    }
-  }
-  Graph out = t.graph();
-  out.outputs.clear();
+        return t.addNode(copy);
+      },
+      /*sameTypes=*/false);
   // Outputs keep their dtypes.
-  Tracer finish(out);
-  for (size_t i = 0; i < graph.outputs.size(); ++i) {
-    Tensor v = finish.value(now(graph.outputs[i]));
+  Graph restored = out;
+  restored.outputs.clear();
+  Tracer t(restored);
+  for (size_t i = 0; i < out.outputs.size(); ++i) {
+    Tensor v = t.value(out.outputs[i]);
     DType original = analysis.outputs[i].dtype;
-    finish.output(v.dtype() == original ? v : trace::cast(v, original));
+    t.output(v.dtype() == original ? v : trace::cast(v, original));
   }
-  return finish.graph();
+  return t.graph();
 }
 
 } // namespace tensorc::transforms
