@@ -451,6 +451,29 @@ if "--compile" in sys.argv:
     assert uniform == {("cotangent_mul", "cotangent_tanh"): True, ("cotangent_mul",): True,
                        ("cotangent_tanh",): True}, uniform
     print("torch training: sum() gradients as one value (backward variants), gradients match PyTorch")
+    # Attention saves its output and log-sum-exp for the backward; its
+    # output is also the model's: one forward output, not a copy ("h" and
+    # "h:0" name the same value).
+    class HandAttention(torch.nn.Module):
+        def forward(self, q, k, v):
+            scores = (q @ k.transpose(-2, -1)) / 4.0
+            keep = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()
+            return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1) @ v
+
+    qkv = tuple(torch.randn(2, 3, 9, 16, requires_grad=True) for _ in range(3))
+    fast = tt.compile(HandAttention(), qkv, train=True, cache_dir=cache, tensorc_path=tensorc)
+    assert len(fast.forward_exe.outputs) == 2 and len(fast.saved_names) == 2, \
+        ([o.name for o in fast.forward_exe.outputs], fast.saved_names)
+    got, want = [], []
+    for fn, out in ((fast, got), (HandAttention(), want)):
+        for t in qkv:
+            t.grad = None
+        y = fn(*qkv)
+        (y * y).sum().backward()
+        out.extend([y.detach()] + [t.grad.clone() for t in qkv])
+    for a, b in zip(got, want):
+        assert (a - b).abs().max().item() <= 1e-4 * max(b.abs().max().item(), 1), (a, b, seed)
+    print("torch training: attention saves its output and log-sum-exp once, gradients match PyTorch")
     model, twin = Mlp().eval(), Mlp().eval()
     twin.load_state_dict(model.state_dict())
     x, t = torch.randn(8, 20), torch.randint(0, 7, (8,))

@@ -113,10 +113,15 @@ def _drop_repeated_outputs(path):
     """The partition lists what the backward needs after the model's outputs,
     a model output it needs again (softmax's): one output is enough, the
     artifact would copy the tensor into a second (CompiledModule saves the
-    model output itself)."""
+    model output itself). "h" and "h:0" are the same value (result 0 of a
+    node with several, e.g. attention with its log-sum-exp): the first
+    spelling stays."""
     with open(path) as f:
         g = json.load(f)
-    unique = list(dict.fromkeys(g["outputs"]))
+    first = {}
+    for ref in g["outputs"]:
+        first.setdefault(ref if ":" in ref else ref + ":0", ref)
+    unique = list(first.values())
     if unique != g["outputs"]:
         g["outputs"] = unique
         with open(path, "w") as f:
@@ -236,12 +241,19 @@ class CompiledModule:
             # Saved for the backward: the forward's outputs the backward reads
             # (a model output it needs is not a second output: compile()
             # drops such duplicates, which the artifact would copy). The
-            # backward names a saved result "bn:0" of a multi-result op "bn_0".
+            # backward names a saved result "bn:0" of a multi-result op "bn_0"
+            # (and a model output "bn", its result 0, is that value too).
             backward_inputs = {i.name for i in self.backward_exe.inputs}
             fwd_outputs = list(dict.fromkeys(o.name for o in self.forward_exe.outputs))
-            self.saved_names = [n for n in fwd_outputs if n.replace(":", "_") in backward_inputs and
-                                not n.startswith("cotangent_")]
-            self.saved_inputs = [n.replace(":", "_") for n in self.saved_names]
+
+            def saved_input(name):
+                if name.startswith("cotangent_"):
+                    return None
+                if name.replace(":", "_") in backward_inputs:
+                    return name.replace(":", "_")
+                return name + "_0" if ":" not in name and name + "_0" in backward_inputs else None
+            self.saved_names = [n for n in fwd_outputs if saved_input(n)]
+            self.saved_inputs = [saved_input(n) for n in self.saved_names]
             self.backward_primals = [i.name for i in self.backward_exe.inputs
                                      if i.name in sources and i.name not in self.saved_inputs]
 
