@@ -1173,19 +1173,13 @@ private:
   // attention step on contiguous operands; the backward's lse and delta
   // are f32 scratch buffers of q's shape without its last dim.
   void lowerAttention(Operation *op, bool backward, const AttrMap &attrs) {
-    // Operands by schema position (absent optional ones null): the
-    // backward's segments are grad, q, k, v, mask, out, lse.
-    std::vector<Value> operand;
-    if (auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes")) {
-      unsigned next = 0;
-      for (int32_t n : segments.asArrayRef())
-        operand.push_back(n ? op->getOperand(next++) : Value());
-    } else {
-      operand.assign(op->getOperands().begin(), op->getOperands().end());
-    }
+    // Operands by schema position (absent optional ones nullopt): the
+    // backward's are grad, q, k, v, mask, out, lse.
+    std::vector<std::optional<Value>> operand = tc::schemaOperands(
+        op, *findOpSchema(opName(op)));
     std::vector<std::optional<TensorSpec>> args;
-    for (Value v : operand)
-      args.push_back(v ? std::optional<TensorSpec>(specOf(v)) : std::nullopt);
+    for (const std::optional<Value> &v : operand)
+      args.push_back(v ? std::optional<TensorSpec>(specOf(*v)) : std::nullopt);
     std::string refusal = fusedAttentionRefusal(args, backward);
     check(refusal.empty(), "codegen: attention here must be decomposed (" + refusal + ")");
     check(bool(emitAttention_), "codegen: this backend has no fused attention; decompose it");
@@ -1220,7 +1214,7 @@ private:
     // A backward given the forward's output and log-sum-exp (operands 5
     // and 6: saved by an earlier program) reads them: no recomputation.
     if (backward && operand.size() == 7 && operand[5]) {
-      int lse = materialize(operand[6]), out = materialize(operand[5]);
+      int lse = materialize(*operand[6]), out = materialize(*operand[5]);
       s.operands.push_back(lse);
       s.operands.push_back(newProducedValue(rows)); // delta
       s.operands.insert(s.operands.end(), in.begin(), in.end());
