@@ -477,6 +477,10 @@ private:
       lowerPool(op, name, attrs);
       return;
     }
+    if (const OpSchema *schema = findOpSchema(name); schema && schema->category == "collective")
+      fail("codegen: collective '" + name +
+           "' cannot be compiled yet: the runtime has no NCCL/MPI engine (docs/sharding.md); "
+           "run the SPMD program on the interpreter with `tensorc run --devices N`");
     fail("cpu codegen: op '" + name + "' has no CPU implementation yet");
   }
 

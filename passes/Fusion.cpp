@@ -43,7 +43,7 @@ namespace {
 
 using namespace mlir;
 
-enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather };
+enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather, Collective };
 
 Kind classify(Operation *op) {
   static const std::set<std::string> views = {"reshape",      "permute", "transpose",
@@ -69,11 +69,14 @@ Kind classify(Operation *op) {
     return Kind::Matmul;
   if (isFusedAttentionOp(name))
     return Kind::Attention;
+  if (const OpSchema *schema = tc::schemaOf(op); schema && schema->category == "collective")
+    return Kind::Collective;
   return Kind::Elementwise;
 }
 
 bool isAnchor(Kind k) {
-  return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather;
+  return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather ||
+         k == Kind::Collective;
 }
 
 // Whether `operand` reaches `result`'s shape by broadcasting along at least
@@ -433,6 +436,8 @@ struct Fusion {
     std::optional<Kind> pk = anchor(g, &pa), ck = anchor(h, &ca);
     if (pk == Kind::Attention || ck == Kind::Attention)
       return "attention runs as its own kernel";
+    if (pk == Kind::Collective || ck == Kind::Collective)
+      return "a collective is a runtime step of its own, not part of a kernel";
     if (ck == Kind::Matmul && !pk)
       return "no prologue fusion into " + opLabel(ca) +
              ": the library call reads its operands from memory";
@@ -557,7 +562,7 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
     OpBuilder b(fn.getContext());
     std::string text;
     llvm::raw_string_ostream os(text);
-    int kernels = 0, aliases = 0, libraryCalls = 0;
+    int kernels = 0, aliases = 0, libraryCalls = 0, collectives = 0;
     // Emit groups in a topological order of the group graph.
     std::vector<int> order;
     std::set<int> done;
@@ -595,10 +600,14 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
       });
       allReshapes |= gemmTransposes;
       bool libraryAlone = m.size() == 1 && kind == Kind::Matmul;
-      if (allReshapes || libraryAlone) {
+      bool collective = kind == Kind::Collective; // alone: refuse() merges nothing into it
+      if (allReshapes || libraryAlone || collective) {
         for (int i : m)
           f.ops[i]->moveBefore(terminator);
-        if (libraryAlone) {
+        if (collective) {
+          ++collectives;
+          os << "collective " << opLabel(f.ops[m[0]]) << "\n";
+        } else if (libraryAlone) {
           ++libraryCalls;
           os << "library " << opLabel(f.ops[m[0]]) << "\n";
         } else {
@@ -682,7 +691,8 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
       op->erase();
     if (report) {
       llvm::outs() << "fusion of @" << fn.getName() << ": " << kernels << " kernels, "
-                   << libraryCalls << " library calls, " << aliases
+                   << libraryCalls << " library calls, "
+                   << (collectives ? std::to_string(collectives) + " collectives, " : "") << aliases
                    << " view-only groups (no launch: reshapes, GEMM transposes)\n"
                    << os.str();
       for (const std::string &r : f.refusals)

@@ -834,6 +834,7 @@ const std::unordered_map<std::string, GradRule> &table() {
     r["gather"] = gatherRule;
     r["index_select"] = indexSelectRule;
     r["pad"] = padRule;
+    r.insert(collectiveGradRules().begin(), collectiveGradRules().end());
     return r;
   }();
   return t;

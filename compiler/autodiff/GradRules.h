@@ -9,6 +9,8 @@
 
 #include <functional>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tensorc::autodiff {
@@ -38,6 +40,8 @@ using GradRule = std::function<std::vector<std::optional<Tensor>>(const GradCont
 
 // nullptr when the op has no rule (not differentiable, or not yet).
 const GradRule *findGradRule(const std::string &op);
+// The collectives' rules (CollectiveGradRules.cpp), part of findGradRule's table.
+const std::unordered_map<std::string, GradRule> &collectiveGradRules();
 
 // Sums a broadcast cotangent back to `shape` (undoing NumPy broadcasting).
 Tensor reduceToShape(const Tensor &g, const Shape &shape);

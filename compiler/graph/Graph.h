@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/core/Attr.h"
+#include "ir/core/Mesh.h"
 
 #include <map>
 #include <optional>
@@ -18,15 +19,6 @@ struct DimBound {
   int64_t min = 1;
   std::optional<int64_t> max;
   bool operator==(const DimBound &o) const { return min == o.min && max == o.max; }
-};
-
-struct Mesh {
-  std::string name;
-  std::vector<std::string> axes;
-  std::vector<int64_t> sizes;
-  bool operator==(const Mesh &o) const {
-    return name == o.name && axes == o.axes && sizes == o.sizes;
-  }
 };
 
 // Per tensor dim, the mesh axes it is split over (Shardy style).

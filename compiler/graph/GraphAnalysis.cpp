@@ -132,7 +132,8 @@ std::vector<size_t> topologicalOrder(const Graph &g, const std::string &where) {
 
 } // namespace
 
-TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &values) {
+TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &values,
+                   const std::vector<Mesh> &meshes) {
   TypedNode typed;
   typed.node = &n;
   typed.schema = findOpSchema(n.op);
@@ -205,7 +206,7 @@ TypedNode typeNode(const Node &n, const std::map<std::string, TensorSpec> &value
     operands.push_back({typed.argTypes[i], name});
   }
   typed.attrs = completeAttrs(op, n.attrs);
-  typed.results = inferResultTypes(op, operands, typed.attrs);
+  typed.results = inferResultTypes(op, operands, typed.attrs, meshes);
   return typed;
 }
 
@@ -254,18 +255,10 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
   for (const Mesh &m : g.meshes) {
     check(isValidName(m.name) && meshNames.insert(m.name).second,
           where + ": mesh \"" + m.name + "\" is defined twice or badly named");
-    check(m.axes.size() == m.sizes.size() && !m.axes.empty(),
-          where + ": mesh \"" + m.name +
-              "\": axes and sizes must be non-empty and of equal length");
-    std::set<std::string> axes(m.axes.begin(), m.axes.end());
-    check(axes.size() == m.axes.size(), where + ": mesh \"" + m.name + "\" repeats an axis");
-    int64_t devices = 1;
-    for (int64_t s : m.sizes) {
-      check(s >= 1 && s <= (1 << 20),
-            where + ": mesh \"" + m.name + "\" has an axis size out of range");
-      devices *= s; // at most 2^24 * 2^20 before the check below: no overflow
-      check(devices <= (1 << 24), where + ": mesh \"" + m.name +
-                                      "\" has more than 2^24 devices (the product of its sizes)");
+    try {
+      checkMesh(m);
+    } catch (const Error &e) {
+      fail(where + ": " + e.what());
     }
   }
   for (const GraphInput &in : g.inputs) {
@@ -289,7 +282,7 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
     std::string prefix = where + ": node \"" + n.name + "\" (" + n.op + "): ";
     TypedNode typed;
     try {
-      typed = typeNode(n, result.values);
+      typed = typeNode(n, result.values, g.meshes);
     } catch (const Error &e) {
       if (!findOpSchema(n.op))
         fail(where + ": node \"" + n.name + "\": " + e.what());

@@ -28,9 +28,11 @@ struct GraphAnalysis {
   std::vector<TensorSpec> outputs;
 };
 
-// Types one node against already-typed values (every reference form). Throws
-// Error with the bare problem; the caller says where.
-TypedNode typeNode(const Node &node, const std::map<std::string, TensorSpec> &values);
+// Types one node against already-typed values (every reference form) and
+// the graph's meshes (collectives name one). Throws Error with the bare
+// problem; the caller says where.
+TypedNode typeNode(const Node &node, const std::map<std::string, TensorSpec> &values,
+                   const std::vector<Mesh> &meshes = {});
 
 // `where` prefixes messages ("model.json"); a Literal's dtype when not given.
 // `requireOutputs` = false accepts a graph under construction (no outputs yet).

@@ -197,6 +197,8 @@ struct Reader {
       return Attr(dtype(j, context));
     case AttrKind::Dense:
       return Attr(dense(j, context));
+    case AttrKind::Strings:
+      return Attr(strings(j, context));
     }
     error(context, "unsupported attribute kind");
   }
@@ -369,6 +371,8 @@ Json writeAttr(const Attr &a) {
   }
   case AttrKind::DType:
     return std::string(dtypeName(std::get<DType>(a)));
+  case AttrKind::Strings:
+    return std::get<std::vector<std::string>>(a);
   case AttrKind::Dense: {
     const DenseValue &v = std::get<DenseValue>(a);
     Json data = Json::array();

@@ -1,5 +1,6 @@
 #include "compiler/interpreter/Interpreter.h"
 
+#include "compiler/interpreter/Collectives.h"
 #include "compiler/interpreter/Kernels.h"
 #include "ir/core/Error.h"
 
@@ -23,7 +24,10 @@ static const KernelTable &kernels() {
 
 } // namespace interp
 
-bool interpreterSupports(const std::string &op) { return interp::kernels().count(op) != 0; }
+bool interpreterSupports(const std::string &op) {
+  const OpSchema *schema = findOpSchema(op);
+  return interp::kernels().count(op) != 0 || (schema && schema->category == "collective");
+}
 
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
   constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57, kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
@@ -104,59 +108,128 @@ static std::map<std::string, int64_t> bindSymbols(const Graph &g,
   return bindings;
 }
 
-InterpreterResult interpret(const Graph &g, const GraphAnalysis &analysis,
-                            const std::map<std::string, HostTensor> &inputs) {
-  InterpreterResult result;
-  result.bindings = bindSymbols(g, inputs);
-  std::map<std::string, HostTensor> values(inputs.begin(), inputs.end());
-  auto lookup = [&](const std::string &ref) -> const HostTensor & {
-    auto it = values.find(ref);
-    if (it == values.end())
-      it = values.find(ref + ":0");
-    return it->second;
-  };
-  for (const TypedNode &typed : analysis.nodes) {
-    const Node &n = *typed.node;
-    try {
-      std::vector<HostTensor> literals;
-      literals.reserve(n.args.size());
-      interp::OpCall call{typed, {}, {}, {}};
-      for (size_t i = 0; i < typed.argTypes.size(); ++i) {
-        const Arg arg = i < n.args.size() ? n.args[i] : Arg::absent();
-        if (arg.kind == Arg::Kind::Absent) {
-          call.args.push_back(nullptr);
-        } else if (arg.kind == Arg::Kind::Value) {
-          call.args.push_back(&lookup(arg.value));
-        } else {
-          HostTensor t(typed.argTypes[i]->dtype, {});
-          if (arg.literal.kind == Literal::Kind::Float)
-            t.setF(0, arg.literal.floatValue);
-          else
-            t.setI(0, arg.literal.intValue);
-          literals.push_back(std::move(t));
-          call.args.push_back(&literals.back());
-        }
+// One node on every device's values; literals become scalars of their
+// resolved dtype.
+static void runNode(const Graph &g, const TypedNode &typed,
+                    std::vector<std::map<std::string, HostTensor>> &values,
+                    const std::vector<std::map<std::string, int64_t>> &bindings) {
+  const Node &n = *typed.node;
+  size_t devices = values.size();
+  std::vector<std::vector<HostTensor>> literals(devices);
+  std::vector<interp::OpCall> calls;
+  for (size_t d = 0; d < devices; ++d) {
+    auto lookup = [&](const std::string &ref) -> const HostTensor & {
+      auto it = values[d].find(ref);
+      if (it == values[d].end())
+        it = values[d].find(ref + ":0");
+      return it->second;
+    };
+    literals[d].reserve(n.args.size());
+    interp::OpCall call{typed, {}, {}, {}};
+    for (size_t i = 0; i < typed.argTypes.size(); ++i) {
+      const Arg arg = i < n.args.size() ? n.args[i] : Arg::absent();
+      if (arg.kind == Arg::Kind::Absent) {
+        call.args.push_back(nullptr);
+      } else if (arg.kind == Arg::Kind::Value) {
+        call.args.push_back(&lookup(arg.value));
+      } else {
+        HostTensor t(typed.argTypes[i]->dtype, {});
+        if (arg.literal.kind == Literal::Kind::Float)
+          t.setF(0, arg.literal.floatValue);
+        else
+          t.setI(0, arg.literal.intValue);
+        literals[d].push_back(std::move(t));
+        call.args.push_back(&literals[d].back());
       }
-      for (const TensorSpec &r : typed.results) {
-        call.resultShapes.push_back(concreteShape(r.shape, result.bindings));
-        call.resultDTypes.push_back(r.dtype);
-      }
-      auto kernel = interp::kernels().find(n.op);
-      check(kernel != interp::kernels().end(), "the interpreter has no kernel for this op");
-      std::vector<HostTensor> outs = kernel->second(call);
-      check(outs.size() == typed.results.size(), "kernel produced the wrong number of results");
-      for (size_t r = 0; r < outs.size(); ++r) {
-        check(outs[r].shape() == call.resultShapes[r] && outs[r].dtype() == call.resultDTypes[r],
-              "kernel result " + std::to_string(r) + " has the wrong type");
-        values[n.name + ":" + std::to_string(r)] = std::move(outs[r]);
-      }
-    } catch (const Error &e) {
-      fail("node \"" + n.name + "\" (" + n.op + "): " + e.what());
+    }
+    for (const TensorSpec &r : typed.results) {
+      call.resultShapes.push_back(concreteShape(r.shape, bindings[d]));
+      call.resultDTypes.push_back(r.dtype);
+    }
+    calls.push_back(std::move(call));
+  }
+  std::vector<std::vector<HostTensor>> outs(devices);
+  if (typed.schema->category == "collective") {
+    const Mesh &mesh = findMesh(g.meshes, getEnum(typed.attrs, "mesh"));
+    check(int64_t(devices) == mesh.numDevices(),
+          "a collective over mesh \"" + mesh.name + "\" (" + std::to_string(mesh.numDevices()) +
+              " devices) in a program run on " + std::to_string(devices) +
+              (devices == 1 ? " device" : " devices") +
+              "; run it as an SPMD program on that many devices");
+    interp::CollectiveCall call{typed, mesh, {}, calls[0].resultShapes[0], calls[0].resultDTypes[0]};
+    for (const interp::OpCall &c : calls)
+      if (!c.args.empty())
+        call.x.push_back(c.args[0]);
+    std::vector<HostTensor> perDevice = interp::runCollective(call);
+    for (size_t d = 0; d < devices; ++d)
+      outs[d].push_back(std::move(perDevice[d]));
+  } else {
+    auto kernel = interp::kernels().find(n.op);
+    check(kernel != interp::kernels().end(), "the interpreter has no kernel for this op");
+    for (size_t d = 0; d < devices; ++d)
+      outs[d] = kernel->second(calls[d]);
+  }
+  for (size_t d = 0; d < devices; ++d) {
+    check(outs[d].size() == typed.results.size(), "kernel produced the wrong number of results");
+    for (size_t r = 0; r < outs[d].size(); ++r) {
+      check(outs[d][r].shape() == calls[d].resultShapes[r] &&
+                outs[d][r].dtype() == calls[d].resultDTypes[r],
+            "kernel result " + std::to_string(r) + " has the wrong type");
+      values[d][n.name + ":" + std::to_string(r)] = std::move(outs[d][r]);
     }
   }
-  for (const std::string &out : g.outputs)
-    result.outputs.push_back(lookup(out));
-  return result;
+}
+
+std::vector<InterpreterResult>
+interpretSpmd(const Graph &g, const GraphAnalysis &analysis,
+              const std::vector<std::map<std::string, HostTensor>> &inputs) {
+  check(!inputs.empty(), "an SPMD program runs on at least one device");
+  std::vector<InterpreterResult> results(inputs.size());
+  std::vector<std::map<std::string, int64_t>> bindings;
+  for (size_t d = 0; d < inputs.size(); ++d) {
+    try {
+      results[d].bindings = bindSymbols(g, inputs[d]);
+    } catch (const Error &e) {
+      if (inputs.size() == 1)
+        throw;
+      fail("device " + std::to_string(d) + ": " + e.what());
+    }
+    bindings.push_back(results[d].bindings);
+  }
+  std::vector<std::map<std::string, HostTensor>> values;
+  for (const auto &in : inputs)
+    values.emplace_back(in.begin(), in.end());
+  for (const TypedNode &typed : analysis.nodes) {
+    try {
+      runNode(g, typed, values, bindings);
+    } catch (const Error &e) {
+      fail("node \"" + typed.node->name + "\" (" + typed.node->op + "): " + e.what());
+    }
+  }
+  for (size_t d = 0; d < inputs.size(); ++d)
+    for (const std::string &out : g.outputs) {
+      auto it = values[d].find(out);
+      if (it == values[d].end())
+        it = values[d].find(out + ":0");
+      results[d].outputs.push_back(it->second);
+    }
+  return results;
+}
+
+InterpreterResult interpret(const Graph &g, const GraphAnalysis &analysis,
+                            const std::map<std::string, HostTensor> &inputs) {
+  return std::move(interpretSpmd(g, analysis, {inputs})[0]);
+}
+
+int64_t spmdDevices(const Graph &g) {
+  int64_t devices = 1;
+  for (size_t i = 0; i < g.meshes.size(); ++i) {
+    check(i == 0 || g.meshes[i].numDevices() == devices,
+          "meshes \"" + g.meshes[0].name + "\" and \"" + g.meshes[i].name +
+              "\" have different device counts; an SPMD program runs on one set of devices");
+    devices = g.meshes[i].numDevices();
+  }
+  return devices;
 }
 
 } // namespace tensorc

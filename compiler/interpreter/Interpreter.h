@@ -25,6 +25,17 @@ struct InterpreterResult {
 InterpreterResult interpret(const Graph &graph, const GraphAnalysis &analysis,
                             const std::map<std::string, HostTensor> &inputs);
 
+// Runs `graph` as an SPMD program on simulated devices: every device runs
+// every node on its own values, in lockstep, and a collective exchanges
+// values among its group as docs/sharding.md defines. `inputs` holds one
+// map per device; a collective's mesh must have exactly that many devices.
+// interpret() is this on one device.
+std::vector<InterpreterResult>
+interpretSpmd(const Graph &graph, const GraphAnalysis &analysis,
+              const std::vector<std::map<std::string, HostTensor>> &inputs);
+// The device count of the graph's meshes (they must agree); 1 without meshes.
+int64_t spmdDevices(const Graph &graph);
+
 // Concrete sizes of `shape` under `bindings`; throws if a symbol is unbound.
 std::vector<int64_t> concreteShape(const Shape &shape,
                                    const std::map<std::string, int64_t> &bindings);

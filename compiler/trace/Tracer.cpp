@@ -130,6 +130,19 @@ void Tracer::bound(const std::string &symbol, int64_t min, std::optional<int64_t
   graph_.dims[symbol] = DimBound{min, max};
 }
 
+void Tracer::mesh(const std::string &name, const std::vector<std::string> &axes,
+                  const std::vector<int64_t> &sizes) {
+  Mesh m{name, axes, sizes};
+  try {
+    checkMesh(m);
+  } catch (const Error &e) {
+    fail("trace " + graph_.name + ": " + e.what());
+  }
+  for (const Mesh &existing : graph_.meshes)
+    check(existing.name != name, "trace " + graph_.name + ": mesh \"" + name + "\" is declared twice");
+  graph_.meshes.push_back(std::move(m));
+}
+
 void Tracer::shard(const Tensor &t, const Sharding &sharding) {
   check(t.tracer() == this, "trace " + graph_.name + ": sharding a tensor from another tracer");
   if (t.node_ < 0)
@@ -189,7 +202,7 @@ std::vector<Tensor> Tracer::call(const std::string &op, const std::vector<Operan
       values[t->ref()] = t->spec();
   TypedNode typed;
   try {
-    typed = typeNode(node, values);
+    typed = typeNode(node, values, graph_.meshes);
   } catch (const Error &e) {
     fail("trace " + graph_.name + ": node \"" + node.name + "\" (" + op + "): " + e.what());
   }
@@ -210,7 +223,7 @@ std::vector<Tensor> Tracer::addNode(const Node &node) {
       values[a.value] = value(a.value).spec();
   TypedNode typed;
   try {
-    typed = typeNode(node, values);
+    typed = typeNode(node, values, graph_.meshes);
   } catch (const Error &e) {
     fail("trace " + graph_.name + ": node \"" + node.name + "\" (" + node.op + "): " + e.what());
   }
@@ -350,6 +363,36 @@ Tensor cross_entropy(const Tensor &logits, const Tensor &target, const std::stri
               {"ignore_index", ignore_index},
               {"label_smoothing", label_smoothing}});
 }
+static AttrMap groupAttrs(const MeshAxes &over, AttrMap more = {}) {
+  more.emplace("mesh", over.mesh);
+  more.emplace("axes", over.axes);
+  return more;
+}
+Tensor all_reduce(const Tensor &x, const MeshAxes &over, const std::string &reduction) {
+  return one(*x.tracer(), "all_reduce", {x}, groupAttrs(over, {{"reduction", reduction}}));
+}
+Tensor all_gather(const Tensor &x, const MeshAxes &over, int64_t axis) {
+  return one(*x.tracer(), "all_gather", {x}, groupAttrs(over, {{"axis", axis}}));
+}
+Tensor reduce_scatter(const Tensor &x, const MeshAxes &over, int64_t axis,
+                      const std::string &reduction) {
+  return one(*x.tracer(), "reduce_scatter", {x},
+             groupAttrs(over, {{"axis", axis}, {"reduction", reduction}}));
+}
+Tensor all_to_all(const Tensor &x, const MeshAxes &over, int64_t split_axis, int64_t concat_axis) {
+  return one(*x.tracer(), "all_to_all", {x},
+             groupAttrs(over, {{"split_axis", split_axis}, {"concat_axis", concat_axis}}));
+}
+Tensor all_slice(const Tensor &x, const MeshAxes &over, int64_t axis) {
+  return one(*x.tracer(), "all_slice", {x}, groupAttrs(over, {{"axis", axis}}));
+}
+Tensor collective_broadcast(const Tensor &x, const MeshAxes &over, int64_t root) {
+  return one(*x.tracer(), "collective_broadcast", {x}, groupAttrs(over, {{"root", root}}));
+}
+Tensor axis_index(Tracer &t, const MeshAxes &over) {
+  return one(t, "axis_index", {}, groupAttrs(over));
+}
+
 Tensor embedding(const Tensor &indices, const Tensor &weight) {
   return one(*indices.tracer(), "embedding", {indices, weight});
 }

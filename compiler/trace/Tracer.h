@@ -69,6 +69,9 @@ public:
                    const std::vector<std::variant<int64_t, std::string>> &shape);
   void bound(const std::string &symbol, int64_t min, std::optional<int64_t> max = std::nullopt);
   void output(const Tensor &t);
+  // Declares a device mesh that shardings and collectives may name.
+  void mesh(const std::string &name, const std::vector<std::string> &axes,
+            const std::vector<int64_t> &sizes);
   // Attaches a sharding to the node that produced `t` (inputs: to the input).
   void shard(const Tensor &t, const Sharding &sharding);
 
@@ -208,6 +211,22 @@ Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tens
                                     std::optional<Tensor> mask = std::nullopt,
                                     bool is_causal = false,
                                     std::optional<double> scale = std::nullopt);
+
+// Collectives (docs/sharding.md): `over` names a declared mesh and the axes
+// whose devices communicate.
+struct MeshAxes {
+  std::string mesh;
+  std::vector<std::string> axes;
+};
+Tensor all_reduce(const Tensor &x, const MeshAxes &over, const std::string &reduction = "sum");
+Tensor all_gather(const Tensor &x, const MeshAxes &over, int64_t axis = 0);
+Tensor reduce_scatter(const Tensor &x, const MeshAxes &over, int64_t axis = 0,
+                      const std::string &reduction = "sum");
+Tensor all_to_all(const Tensor &x, const MeshAxes &over, int64_t split_axis, int64_t concat_axis);
+Tensor all_slice(const Tensor &x, const MeshAxes &over, int64_t axis = 0);
+Tensor collective_broadcast(const Tensor &x, const MeshAxes &over, int64_t root = 0);
+// This device's rank in its group (an i64 scalar).
+Tensor axis_index(Tracer &t, const MeshAxes &over);
 
 using DimSpec = std::vector<std::variant<int64_t, std::string>>;
 Tensor reshape(const Tensor &x, const DimSpec &shape);

@@ -25,6 +25,8 @@ const char *attrKindName(AttrKind kind) {
     return "dtype";
   case AttrKind::Dense:
     return "dense literal";
+  case AttrKind::Strings:
+    return "string list";
   }
   return "?";
 }
@@ -64,6 +66,12 @@ std::string attrStr(const Attr &a) {
     const DenseValue &d = std::get<DenseValue>(a);
     return "dense<" + std::to_string(d.size()) + " x " + std::string(dtypeName(d.dtype)) + ">";
   }
+  case AttrKind::Strings: {
+    std::string out = "[";
+    for (const std::string &v : std::get<std::vector<std::string>>(a))
+      out += (out.size() > 1 ? ", \"" : "\"") + v + "\"";
+    return out + "]";
+  }
   }
   return "?";
 }
@@ -88,6 +96,9 @@ const std::vector<int64_t> &getInts(const AttrMap &a, const std::string &n) {
 const Shape &getDims(const AttrMap &a, const std::string &n) { return get<Shape>(a, n); }
 DType getDType(const AttrMap &a, const std::string &n) { return get<DType>(a, n); }
 const DenseValue &getDense(const AttrMap &a, const std::string &n) { return get<DenseValue>(a, n); }
+const std::vector<std::string> &getStrings(const AttrMap &a, const std::string &n) {
+  return get<std::vector<std::string>>(a, n);
+}
 bool hasAttr(const AttrMap &a, const std::string &n) { return a.count(n) != 0; }
 
 } // namespace tensorc

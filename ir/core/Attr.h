@@ -26,10 +26,12 @@ struct DenseValue {
 };
 
 // The kinds, in the order of Attr's alternatives.
-enum class AttrKind { Int, Float, Bool, Enum, Ints, Dims, DType, Dense };
+// `Enum` is a string: one of the schema's choices, or any name when the
+// schema lists none (a mesh's name). `Strings` is a list of names (mesh axes).
+enum class AttrKind { Int, Float, Bool, Enum, Ints, Dims, DType, Dense, Strings };
 
 using Attr = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, Shape, DType,
-                          DenseValue>;
+                          DenseValue, std::vector<std::string>>;
 using AttrMap = std::map<std::string, Attr>;
 
 inline AttrKind kindOf(const Attr &a) { return AttrKind(a.index()); }
@@ -45,6 +47,7 @@ const std::vector<int64_t> &getInts(const AttrMap &attrs, const std::string &nam
 const Shape &getDims(const AttrMap &attrs, const std::string &name);
 DType getDType(const AttrMap &attrs, const std::string &name);
 const DenseValue &getDense(const AttrMap &attrs, const std::string &name);
+const std::vector<std::string> &getStrings(const AttrMap &attrs, const std::string &name);
 bool hasAttr(const AttrMap &attrs, const std::string &name);
 
 } // namespace tensorc

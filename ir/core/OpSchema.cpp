@@ -127,6 +127,23 @@ std::vector<OpSchema> buildTable() {
   add("index_select", "shape", {in("x"), in("index")}, {req("axis", AttrKind::Int)});
   add("pad", "shape", {in("x")}, {req("pads", AttrKind::Ints), dflt("value", f(0.0))});
 
+  // Collectives over the axes of a device mesh (docs/sharding.md): every
+  // device runs the same program; these are where its devices communicate.
+  auto group = [](std::vector<AttrDef> more) {
+    std::vector<AttrDef> attrs{req("mesh", AttrKind::Enum), req("axes", AttrKind::Strings)};
+    attrs.insert(attrs.end(), more.begin(), more.end());
+    return attrs;
+  };
+  auto reduction = [] { return choice("reduction", "sum", {"sum", "mean", "max", "min"}); };
+  add("all_reduce", "collective", {in("x")}, group({reduction()}));
+  add("all_gather", "collective", {in("x")}, group({dflt("axis", i(0))}));
+  add("reduce_scatter", "collective", {in("x")}, group({dflt("axis", i(0)), reduction()}));
+  add("all_to_all", "collective", {in("x")},
+      group({req("split_axis", AttrKind::Int), req("concat_axis", AttrKind::Int)}));
+  add("all_slice", "collective", {in("x")}, group({dflt("axis", i(0))}));
+  add("collective_broadcast", "collective", {in("x")}, group({dflt("root", i(0))}));
+  add("axis_index", "collective", {}, group({}), false);
+
   // Creation ops.
   add("constant", "creation", {}, {req("value", AttrKind::Dense)}, false);
   add("full", "creation", {},
@@ -186,7 +203,7 @@ AttrMap completeAttrs(const OpSchema &op, const AttrMap &attrs) {
     check(kindOf(value) == def->kind, "attribute '" + name + "' must be a " +
                                           attrKindName(def->kind) + ", got " +
                                           attrKindName(kindOf(value)));
-    if (def->kind == AttrKind::Enum) {
+    if (def->kind == AttrKind::Enum && !def->choices.empty()) {
       const std::string &s = std::get<std::string>(value);
       if (std::find(def->choices.begin(), def->choices.end(), s) == def->choices.end()) {
         std::string options;

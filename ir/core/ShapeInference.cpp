@@ -741,6 +741,52 @@ std::vector<TensorSpec> inferIota(const Operands &, const AttrMap &attrs) {
   return one(getDType(attrs, "dtype"), {Dim::of(int64_t(n))});
 }
 
+// ---------------------------------------------------------------- collectives
+
+std::vector<TensorSpec> inferCollective(const OpSchema &op, const Operands &ops,
+                                        const AttrMap &attrs, const std::vector<Mesh> &meshes) {
+  const Mesh &mesh = findMesh(meshes, getEnum(attrs, "mesh"));
+  checkMesh(mesh);
+  DeviceGroups groups(mesh, getStrings(attrs, "axes"));
+  if (op.name == "axis_index")
+    return one(DType::I64, {});
+  const OperandRef &x = ops[0];
+  TensorSpec out = *x.spec;
+  Dim g = Dim::of(groups.groupSize());
+  std::string groupText = "the group size " + std::to_string(groups.groupSize()) + " (axes " +
+                          attrStr(Attr(getStrings(attrs, "axes"))) + " of mesh \"" + mesh.name + "\")";
+  auto gathered = [&](const char *key) {
+    int64_t axis = normalizeAxis(getInt(attrs, key), x.spec->rank(), key);
+    out.shape[axis] = out.shape[axis] * g;
+  };
+  auto scattered = [&](const char *key) {
+    int64_t axis = normalizeAxis(getInt(attrs, key), x.spec->rank(), key);
+    std::optional<Dim> part = out.shape[axis].dividedBy(g);
+    check(part.has_value(), describe(x) + "; dim " + std::to_string(axis) + " (" +
+                                out.shape[axis].str() + ") is not divisible by " + groupText);
+    out.shape[axis] = *part;
+  };
+  if (hasAttr(attrs, "reduction")) {
+    const std::string &reduction = getEnum(attrs, "reduction");
+    (reduction == "mean" ? requireFloat : requireNumeric)(x);
+  }
+  if (op.name == "all_gather") {
+    gathered("axis");
+  } else if (op.name == "reduce_scatter" || op.name == "all_slice") {
+    scattered("axis");
+  } else if (op.name == "all_to_all") {
+    scattered("split_axis");
+    gathered("concat_axis");
+  } else if (op.name == "collective_broadcast") {
+    int64_t root = getInt(attrs, "root");
+    check(root >= 0 && root < groups.groupSize(),
+          "root " + std::to_string(root) + " is not a rank of " + groupText);
+  } else {
+    check(op.name == "all_reduce", "no shape rule for collective '" + op.name + "'");
+  }
+  return {out};
+}
+
 const std::unordered_map<std::string, Rule> &rules() {
   static const std::unordered_map<std::string, Rule> table = [] {
     std::unordered_map<std::string, Rule> r;
@@ -892,14 +938,16 @@ std::vector<int64_t> poolStride(const AttrMap &attrs) {
 
 std::vector<TensorSpec> inferResultTypes(const OpSchema &op,
                                          const std::vector<OperandRef> &operands,
-                                         const AttrMap &attrs) {
+                                         const AttrMap &attrs, const std::vector<Mesh> &meshes) {
   auto it = rules().find(op.name);
-  check(it != rules().end(), "no shape rule for op '" + op.name + "'");
+  check(op.category == "collective" || it != rules().end(), "no shape rule for op '" + op.name + "'");
   for (const OperandRef &o : operands)
     if (o.spec)
       for (const Dim &d : o.spec->shape)
         check(!d.isStatic() || d.value() >= 0, describe(o) + " has a negative dim");
-  std::vector<TensorSpec> results = it->second(operands, attrs);
+  std::vector<TensorSpec> results = op.category == "collective"
+                                        ? inferCollective(op, operands, attrs, meshes)
+                                        : it->second(operands, attrs);
   for (const TensorSpec &r : results)
     numElements(r.shape); // throws on overflow
   return results;

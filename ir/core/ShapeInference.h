@@ -7,6 +7,7 @@
 // (512, 256)"); the caller adds the file, node and op.
 #pragma once
 
+#include "ir/core/Mesh.h"
 #include "ir/core/OpSchema.h"
 
 #include <optional>
@@ -21,9 +22,10 @@ struct OperandRef {
 };
 
 // `operands` follows the schema's operand order, with a variadic operand
-// expanded in place; `attrs` must come from completeAttrs().
-std::vector<TensorSpec>
-inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands, const AttrMap &attrs);
+// expanded in place; `attrs` must come from completeAttrs(). `meshes` are
+// the module's: a collective's result shape depends on its group's size.
+std::vector<TensorSpec> inferResultTypes(const OpSchema &op, const std::vector<OperandRef> &operands,
+                                         const AttrMap &attrs, const std::vector<Mesh> &meshes = {});
 
 // Helpers shared with the interpreter, which applies the same rules to
 // concrete sizes.

@@ -149,6 +149,12 @@ mlir::Attribute toMlirAttr(mlir::MLIRContext *ctx, const Attr &attr) {
     return mlir::TypeAttr::get(toMlirElementType(ctx, std::get<DType>(attr)));
   case AttrKind::Dense:
     return denseToMlir(ctx, std::get<DenseValue>(attr));
+  case AttrKind::Strings: {
+    llvm::SmallVector<llvm::StringRef> names;
+    for (const std::string &s : std::get<std::vector<std::string>>(attr))
+      names.push_back(s);
+    return b.getStrArrayAttr(names);
+  }
   }
   return {};
 }
@@ -206,6 +212,19 @@ Attr toCoreAttr(mlir::Attribute attr, const AttrDef &def) {
     if (auto a = llvm::dyn_cast<mlir::DenseElementsAttr>(attr))
       return Attr(denseFromMlir(a));
     return wrong();
+  case AttrKind::Strings: {
+    auto a = llvm::dyn_cast<mlir::ArrayAttr>(attr);
+    if (!a)
+      return wrong();
+    std::vector<std::string> names;
+    for (mlir::Attribute e : a) {
+      auto s = llvm::dyn_cast<mlir::StringAttr>(e);
+      if (!s)
+        return wrong();
+      names.push_back(s.getValue().str());
+    }
+    return Attr(names);
+  }
   }
   return wrong();
 }

@@ -13,6 +13,26 @@ using namespace mlir;
 
 namespace tensorc::tc {
 
+// The module's meshes, for a collective's group size; nothing to find for
+// the other ops.
+static std::vector<Mesh> moduleMeshes(Operation *op, const OpSchema &schema) {
+  std::vector<Mesh> meshes;
+  if (schema.category != "collective")
+    return meshes;
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!module)
+    return meshes;
+  for (MeshOp mesh : module.getOps<MeshOp>()) {
+    Mesh m;
+    m.name = mesh.getSymName().str();
+    for (StringRef axis : mesh.getAxes().getAsValueRange<StringAttr>())
+      m.axes.push_back(axis.str());
+    m.sizes.assign(mesh.getSizes().begin(), mesh.getSizes().end());
+    meshes.push_back(std::move(m));
+  }
+  return meshes;
+}
+
 LogicalResult verifyInferredResultTypes(Operation *op) {
   const OpSchema *schema = schemaOf(op);
   if (!schema)
@@ -41,7 +61,7 @@ LogicalResult verifyInferredResultTypes(Operation *op) {
   std::vector<TensorSpec> inferred;
   try {
     AttrMap attrs = completeAttrs(*schema, coreAttrs(op, *schema));
-    inferred = inferResultTypes(*schema, operands, attrs);
+    inferred = inferResultTypes(*schema, operands, attrs, moduleMeshes(op, *schema));
   } catch (const Error &e) {
     return op->emitOpError() << e.what();
   }

@@ -858,6 +858,105 @@ def TC_YieldOp : Op<TC_Dialect, "yield", [Terminator, HasParent<"FusedOp">, Pure
 // Distribution
 //===----------------------------------------------------------------------===//
 
+// Collectives. Every device of a mesh runs the same program; a collective
+// over `axes` exchanges values among the devices that agree on the mesh's
+// other axes (its group). A device's rank in its group is the row-major index
+// of its coordinates on `axes`, in the order listed. docs/sharding.md has the
+// device numbering and how the reference interpreter runs N devices.
+class TC_CollectiveOp<string mnemonic, string summaryText, string descriptionText,
+                      dag extraArgs = (ins), list<Trait> traits = []>
+    : TC_Op<mnemonic, traits> {
+  let summary = summaryText;
+  let description = descriptionText;
+  let arguments = !con((ins TC_Tensor:$x, StrAttr:$mesh, StrArrayAttr:$axes), extraArgs);
+}
+
+def TC_AllReduceOp : TC_CollectiveOp<"all_reduce", "reduce over a device group, result on every member", [{
+    Every member of the group gets the elementwise `reduction` ("sum",
+    "mean", "max" or "min") of the members' `x`. Same shape and dtype as `x`
+    (numeric; "mean" needs a float dtype). Differentiable: the cotangent of a
+    sum is the all_reduce sum of the members' cotangents.
+
+    Example:
+
+    ```mlir
+    %g = tc.all_reduce %x {mesh = "mesh", axes = ["data"], reduction = "mean"} : (!tc.tensor<[512, 256], f32>) -> !tc.tensor<[512, 256], f32>
+    ```
+  }], (ins DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction)>;
+
+def TC_AllGatherOp : TC_CollectiveOp<"all_gather", "concatenate the group's values along an axis", [{
+    Every member gets the members' `x` concatenated along `axis` in rank
+    order: that dim is `G` times `x`'s, `G` the group size.
+
+    Example:
+
+    ```mlir
+    %w = tc.all_gather %shard {mesh = "mesh", axes = ["data"], axis = 0 : i64} : (!tc.tensor<[128, 256], f32>) -> !tc.tensor<[256, 256], f32>
+    ```
+  }], (ins DefaultValuedAttr<I64Attr, "0">:$axis)>;
+
+def TC_ReduceScatterOp : TC_CollectiveOp<"reduce_scatter", "reduce over a device group, each member keeping its chunk", [{
+    The elementwise `reduction` of the members' `x` (as all_reduce), split
+    into `G` equal chunks along `axis`; the member of rank `r` gets chunk
+    `r`. That dim of `x` must be divisible by `G`.
+
+    Example:
+
+    ```mlir
+    %g = tc.reduce_scatter %x {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[256, 256], f32>) -> !tc.tensor<[128, 256], f32>
+    ```
+  }], (ins DefaultValuedAttr<I64Attr, "0">:$axis, DefaultValuedAttr<StrAttr, "\"sum\"">:$reduction)>;
+
+def TC_AllToAllOp : TC_CollectiveOp<"all_to_all", "exchange chunks among a device group", [{
+    Each member splits its `x` into `G` equal chunks along `split_axis`; the
+    member of rank `r` receives chunk `r` of every member and concatenates
+    them in rank order along `concat_axis`. `split_axis`'s dim shrinks by
+    `G`, then `concat_axis`'s grows by `G`.
+
+    Example:
+
+    ```mlir
+    %y = tc.all_to_all %x {mesh = "mesh", axes = ["model"], split_axis = 1 : i64, concat_axis = 0 : i64} : (!tc.tensor<[4, 8], f32>) -> !tc.tensor<[8, 4], f32>
+    ```
+  }], (ins I64Attr:$split_axis, I64Attr:$concat_axis)>;
+
+def TC_AllSliceOp : TC_CollectiveOp<"all_slice", "each member keeps its rank's chunk", [{
+    `x` split into `G` equal chunks along `axis`; the member of rank `r`
+    keeps chunk `r`. No data moves between devices: this is how a replicated
+    value becomes a sharded one (Shardy's `all_slice`).
+
+    Example:
+
+    ```mlir
+    %s = tc.all_slice %w {mesh = "mesh", axes = ["model"], axis = 1 : i64} : (!tc.tensor<[256, 1024], f32>) -> !tc.tensor<[256, 512], f32>
+    ```
+  }], (ins DefaultValuedAttr<I64Attr, "0">:$axis)>;
+
+def TC_CollectiveBroadcastOp : TC_CollectiveOp<"collective_broadcast", "the root member's value on every member", [{
+    Every member gets the `x` of the member whose rank is `root`.
+
+    Example:
+
+    ```mlir
+    %p = tc.collective_broadcast %x {mesh = "mesh", axes = ["data"], root = 0 : i64} : (!tc.tensor<[16], f32>) -> !tc.tensor<[16], f32>
+    ```
+  }], (ins DefaultValuedAttr<I64Attr, "0">:$root)>;
+
+def TC_AxisIndexOp : TC_Op<"axis_index"> {
+  let summary = "this device's rank in its group";
+  let description = [{
+    An i64 scalar: the rank, within the group of `axes` of `mesh`, of the
+    device running the program (row-major over `axes` in the order listed).
+
+    Example:
+
+    ```mlir
+    %r = tc.axis_index {mesh = "mesh", axes = ["data"]} : () -> !tc.tensor<[], i64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$mesh, StrArrayAttr:$axes);
+}
+
 def TC_MeshOp : Op<TC_Dialect, "mesh", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   let summary = "a named device mesh";
   let description = [{

@@ -514,3 +514,39 @@ func.func @f(%a: !tc.tensor<[4], f32> {tc.sharding = #tc.sharding<@nomesh, [[]]>
 func.func @f(%a: !tc.tensor<[B], f32>) attributes {tc.dim_bounds = {B = array<i64: 5, 2>}} {
   return
 }
+
+// -----
+
+tc.mesh @m axes = ["data", "model"] sizes = [2, 3]
+func.func @f(%a: !tc.tensor<[4, 8], f32>) {
+  // expected-error @+1 {{dim 0 (4) is not divisible by the group size 3 (axes ["model"] of mesh "m")}}
+  %0 = tc.reduce_scatter %a {mesh = "m", axes = ["model"]} : (!tc.tensor<[4, 8], f32>) -> !tc.tensor<[1, 8], f32>
+  return
+}
+
+// -----
+
+tc.mesh @m axes = ["data"] sizes = [2]
+func.func @f(%a: !tc.tensor<[4], f32>) {
+  // expected-error @+1 {{mesh "grid" is not declared; meshes: "m"}}
+  %0 = tc.all_reduce %a {mesh = "grid", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  return
+}
+
+// -----
+
+tc.mesh @m axes = ["data"] sizes = [2]
+func.func @f(%a: !tc.tensor<[4], f32>) {
+  // expected-error @+1 {{result #0 is declared '!tc.tensor<[4], f32>' but inferred as '!tc.tensor<[8], f32>'}}
+  %0 = tc.all_gather %a {mesh = "m", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  return
+}
+
+// -----
+
+tc.mesh @m axes = ["data"] sizes = [2]
+func.func @f() {
+  // expected-error @+1 {{axis "model" is not an axis of mesh "m"}}
+  %0 = tc.axis_index {mesh = "m", axes = ["model"]} : () -> !tc.tensor<[], i64>
+  return
+}

@@ -94,3 +94,22 @@ func.func @shapes(%x: !tc.tensor<[2, 3, 4], f32>, %i: !tc.tensor<[2, 3, 1], i64>
   %11 = tc.matmul %x, %t : (!tc.tensor<[2, 3, 4], f32>, !tc.tensor<[2, 4, 3], f32>) -> !tc.tensor<[2, 3, 3], f32>
   return %0, %1, %2 : !tc.tensor<[4, 3, 2], f32>, !tc.tensor<[2, 3, 1], f32>, !tc.tensor<[5, 3, 4], f32>
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: !tc.tensor<[8, B], f32>) -> !tc.tensor<[], i64> {
+  // CHECK: tc.all_reduce {{.*}} {axes = ["data"], mesh = "mesh", reduction = "mean"}
+  %0 = tc.all_reduce %x {mesh = "mesh", axes = ["data"], reduction = "mean"} : (!tc.tensor<[8, B], f32>) -> !tc.tensor<[8, B], f32>
+  // CHECK: tc.all_gather {{.*}} -> !tc.tensor<[8, 8*B], f32>
+  %1 = tc.all_gather %0 {mesh = "mesh", axes = ["model", "data"], axis = 1 : i64} : (!tc.tensor<[8, B], f32>) -> !tc.tensor<[8, 8*B], f32>
+  // CHECK: tc.reduce_scatter {{.*}} -> !tc.tensor<[2, 8*B], f32>
+  %2 = tc.reduce_scatter %1 {mesh = "mesh", axes = ["data"], reduction = "max"} : (!tc.tensor<[8, 8*B], f32>) -> !tc.tensor<[2, 8*B], f32>
+  // CHECK: tc.all_to_all {{.*}} -> !tc.tensor<[4, 4*B], f32>
+  %3 = tc.all_to_all %2 {mesh = "mesh", axes = ["model"], split_axis = 1 : i64, concat_axis = 0 : i64} : (!tc.tensor<[2, 8*B], f32>) -> !tc.tensor<[4, 4*B], f32>
+  // CHECK: tc.all_slice {{.*}} -> !tc.tensor<[1, 4*B], f32>
+  %4 = tc.all_slice %3 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[4, 4*B], f32>) -> !tc.tensor<[1, 4*B], f32>
+  // CHECK: tc.collective_broadcast {{.*}} {axes = ["data"], mesh = "mesh", root = 3 : i64}
+  %5 = tc.collective_broadcast %4 {mesh = "mesh", axes = ["data"], root = 3 : i64} : (!tc.tensor<[1, 4*B], f32>) -> !tc.tensor<[1, 4*B], f32>
+  // CHECK: tc.axis_index {axes = ["model", "data"], mesh = "mesh"} : () -> !tc.tensor<[], i64>
+  %6 = tc.axis_index {mesh = "mesh", axes = ["model", "data"]} : () -> !tc.tensor<[], i64>
+  return %6 : !tc.tensor<[], i64>
+}

@@ -487,9 +487,11 @@ TEST(CpuBackend, ConcurrentRunsAreIdentical) {
     }
 }
 
+// Every op but the collectives, which need a communication engine (MPI for
+// CPU artifacts: not yet, docs/sharding.md).
 TEST(CpuBackend, EveryOpIsSupported) {
   for (const OpSchema &op : allOpSchemas())
-    EXPECT_TRUE(codegen::cpu::cpuSupportsOp(op.name)) << op.name;
+    EXPECT_EQ(codegen::cpu::cpuSupportsOp(op.name), op.category != "collective") << op.name;
 }
 
 TEST(CpuBackend, ArgReductions) {

@@ -69,8 +69,10 @@ TEST(CudaCodegen, CatalogCoversEveryOp) {
   for (const auto &[name, g] : gpu::largeGraphs())
     for (const Node &n : g.nodes)
       covered.insert(n.op);
+  // Collectives run through NCCL, not kernels: not yet (docs/sharding.md).
   for (const OpSchema &op : allOpSchemas())
-    EXPECT_TRUE(covered.count(op.name)) << op.name << " has no GPU parity case";
+    EXPECT_EQ(covered.count(op.name) != 0, op.category != "collective")
+        << op.name << (op.category == "collective" ? " is a collective" : " has no GPU parity case");
 }
 
 // Drops the attention instantiations (lines `TC_ATTENTION_*(name, args)`)

@@ -58,12 +58,19 @@ HostTensor draw(const In &in, std::mt19937_64 &rng) {
   return t;
 }
 
-double run(const Graph &g, const GraphAnalysis &a, const std::map<std::string, HostTensor> &inputs,
-           const HostTensor *cotangent) {
-  HostTensor y = interpret(g, a, inputs).outputs.at(0);
+// An SPMD program (docs/sharding.md) is differentiated as the sum over
+// devices of each device's <c_d, y_d>; one device is the ordinary case.
+using PerDevice = std::vector<std::map<std::string, HostTensor>>;
+
+double run(const Graph &g, const GraphAnalysis &a, const PerDevice &inputs,
+           const std::vector<HostTensor> &cotangents) {
+  std::vector<InterpreterResult> results = interpretSpmd(g, a, inputs);
   double total = 0;
-  for (int64_t i = 0; i < y.numel(); ++i)
-    total += y.getF(i) * (cotangent ? cotangent->getF(i) : 1.0);
+  for (size_t d = 0; d < results.size(); ++d) {
+    const HostTensor &y = results[d].outputs.at(0);
+    for (int64_t i = 0; i < y.numel(); ++i)
+      total += y.getF(i) * (cotangents.empty() ? 1.0 : cotangents[d].getF(i));
+  }
   return total;
 }
 
@@ -98,45 +105,55 @@ void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
   GraphAnalysis fa = analyzeGraph(forward, "forward");
   GraphAnalysis ja = analyzeGraph(joint.graph, "joint");
 
-  std::map<std::string, HostTensor> inputs;
-  for (const In &in : ins)
-    inputs.emplace(in.name, draw(in, rng));
-  HostTensor y = interpret(forward, fa, inputs).outputs.at(0);
-  std::optional<HostTensor> cot;
-  std::map<std::string, HostTensor> jointInputs = inputs;
+  size_t devices = size_t(spmdDevices(forward));
+  PerDevice inputs(devices);
+  for (auto &perDevice : inputs)
+    for (const In &in : ins)
+      perDevice.emplace(in.name, draw(in, rng));
+  std::vector<InterpreterResult> forwardResults = interpretSpmd(forward, fa, inputs);
+  std::vector<HostTensor> cot;
+  PerDevice jointInputs = inputs;
   if (!joint.cotangentInputs.empty()) {
     ASSERT_EQ(joint.cotangentInputs.size(), 1u);
-    cot = HostTensor(DType::F64, y.shape());
-    for (int64_t i = 0; i < cot->numel(); ++i)
-      cot->setF(i, std::uniform_real_distribution<double>(-1, 1)(rng));
-    jointInputs.emplace(joint.cotangentInputs[0], *cot);
+    for (size_t d = 0; d < devices; ++d) {
+      HostTensor c(DType::F64, forwardResults[d].outputs.at(0).shape());
+      for (int64_t i = 0; i < c.numel(); ++i)
+        c.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+      jointInputs[d].emplace(joint.cotangentInputs[0], c);
+      cot.push_back(std::move(c));
+    }
   }
-  std::vector<HostTensor> outs = interpret(joint.graph, ja, jointInputs).outputs;
+  std::vector<InterpreterResult> jointResults = interpretSpmd(joint.graph, ja, jointInputs);
   size_t first = forward.outputs.size();
-  ASSERT_EQ(outs.size(), first + joint.wrt.size());
-  for (size_t w = 0; w < joint.wrt.size(); ++w) {
-    HostTensor analytic = outs[first + w];
-    HostTensor x = inputs.at(joint.wrt[w]);
-    ASSERT_EQ(analytic.shape(), x.shape()) << joint.wrt[w];
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      double v = x.getF(i), h = 1e-6 * std::max(1.0, std::fabs(v));
-      std::map<std::string, HostTensor> plus = inputs, minus = inputs;
-      plus.at(joint.wrt[w]).setF(i, v + h);
-      minus.at(joint.wrt[w]).setF(i, v - h);
-      double numeric = (run(forward, fa, plus, cot ? &*cot : nullptr) -
-                        run(forward, fa, minus, cot ? &*cot : nullptr)) /
-                       (2 * h);
-      double got = analytic.getF(i);
-      EXPECT_NEAR(got, numeric, tol * std::max(1.0, std::fabs(numeric)) + 1e-7)
-          << "d/d " << joint.wrt[w] << "[" << i << "]";
+  for (size_t d = 0; d < devices; ++d) {
+    const std::vector<HostTensor> &outs = jointResults[d].outputs;
+    ASSERT_EQ(outs.size(), first + joint.wrt.size());
+    for (size_t w = 0; w < joint.wrt.size(); ++w) {
+      HostTensor analytic = outs[first + w];
+      HostTensor x = inputs[d].at(joint.wrt[w]);
+      ASSERT_EQ(analytic.shape(), x.shape()) << joint.wrt[w];
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        double v = x.getF(i), h = 1e-6 * std::max(1.0, std::fabs(v));
+        PerDevice plus = inputs, minus = inputs;
+        plus[d].at(joint.wrt[w]).setF(i, v + h);
+        minus[d].at(joint.wrt[w]).setF(i, v - h);
+        double numeric = (run(forward, fa, plus, cot) - run(forward, fa, minus, cot)) / (2 * h);
+        double got = analytic.getF(i);
+        EXPECT_NEAR(got, numeric, tol * std::max(1.0, std::fabs(numeric)) + 1e-7)
+            << "d/d " << joint.wrt[w] << "[" << i << "]"
+            << (devices > 1 ? " on device " + std::to_string(d) : std::string());
+      }
     }
   }
 }
 
-void gradcheck(const std::string &label, std::vector<In> ins, Build build, double tol = 1e-6) {
+void gradcheck(const std::string &label, std::vector<In> ins, Build build, double tol = 1e-6,
+               const std::optional<Mesh> &mesh = std::nullopt) {
   uint64_t seed = freshSeed();
   SCOPED_TRACE(label + " (seed " + std::to_string(seed) + ")");
   Tracer t("f");
+  if (mesh)
+    t.mesh(mesh->name, mesh->axes, mesh->sizes);
   std::vector<Tensor> args;
   std::vector<std::string> wrt;
   for (const In &in : ins) {
@@ -367,6 +384,45 @@ TEST(GradCheck, Convolution) {
   });
   gradcheck("avg_pool2d exclude pad", {floats("x", {1, 1, 5, 4})}, [](Tracer &, auto &a) {
     return trace::avg_pool2d(a[0], {2, 2}, std::vector<int64_t>{2, 2}, {1, 1}, false, false);
+  });
+}
+
+// SPMD programs on a 2 x 3 mesh: each collective's rule against finite
+// differences of the sum over devices (each device's inputs drawn apart).
+TEST(GradCheck, Collectives) {
+  Mesh mesh{"mesh", {"data", "model"}, {2, 3}};
+  trace::MeshAxes data{"mesh", {"data"}}, model{"mesh", {"model"}}, both{"mesh", {"model", "data"}};
+  auto check = [&](const std::string &label, std::vector<In> ins, Build build) {
+    gradcheck(label, std::move(ins), std::move(build), 1e-6, mesh);
+  };
+  for (const char *reduction : {"sum", "mean", "max", "min"}) {
+    check(std::string("all_reduce ") + reduction, {floats("x", {2, 3})},
+          [&](Tracer &, const std::vector<Tensor> &a) {
+            return sin(all_reduce(a[0], data, reduction)) * a[0];
+          });
+    check(std::string("reduce_scatter ") + reduction, {floats("x", {2, 12})},
+          [&](Tracer &, const std::vector<Tensor> &a) {
+            return sin(reduce_scatter(a[0], both, 1, reduction));
+          });
+  }
+  check("all_gather", {floats("x", {2, 3})}, [&](Tracer &, const std::vector<Tensor> &a) {
+    return sin(all_gather(a[0], model, 1));
+  });
+  check("all_to_all", {floats("x", {3, 6})}, [&](Tracer &, const std::vector<Tensor> &a) {
+    return sin(all_to_all(a[0], model, 1, 0)) * 2.0;
+  });
+  check("all_slice", {floats("x", {2, 6})}, [&](Tracer &, const std::vector<Tensor> &a) {
+    return exp(all_slice(a[0], model, 1));
+  });
+  check("all_slice of a symbolic dim", {symbolic("x", {"3*N", 2}, {6, 2}), symbolic("y", {"N"}, {2})},
+        [&](Tracer &, const std::vector<Tensor> &a) {
+          return sin(all_slice(a[0], model, 0)) * unsqueeze(a[1], 1);
+        });
+  check("collective_broadcast", {floats("x", {4})}, [&](Tracer &, const std::vector<Tensor> &a) {
+    return sin(collective_broadcast(a[0], both, 4)) * a[0];
+  });
+  check("slice then gather back", {floats("x", {2, 6})}, [&](Tracer &, const std::vector<Tensor> &a) {
+    return all_gather(exp(all_slice(a[0], both, 1)), both, 1);
   });
 }
 

@@ -48,6 +48,35 @@ std::string compileForCpu(Model &model, const std::string &file) {
   }
 }
 
+// `--devices N`: every device's inputs, the SPMD interpreter, then each
+// device's outputs (under OUTPUT_DIR/deviceD with --output-dir).
+void runSpmd(Model &model, const std::map<std::string, HostTensor> &given, const RunArgs &args,
+             int64_t devices) {
+  int64_t meshDevices = spmdDevices(model.graph);
+  check(meshDevices == devices, args.file + ": --devices " + std::to_string(devices) +
+                                    " but the graph's meshes have " + std::to_string(meshDevices) +
+                                    " devices");
+  std::vector<std::map<std::string, HostTensor>> inputs;
+  for (int64_t d = 0; d < devices; ++d)
+    inputs.push_back(completeInputs(model.graph, model.analysis, given, args.seed + uint64_t(d),
+                                    parseDimAssignments(args.dims)));
+  std::vector<InterpreterResult> results;
+  try {
+    results = interpretSpmd(model.graph, model.analysis, inputs);
+  } catch (const Error &e) {
+    fail(args.file + ": " + e.what());
+  }
+  for (int64_t d = 0; d < devices; ++d) {
+    std::cout << "device " << d << ":\n";
+    RunArgs perDevice = args;
+    if (!args.outputDir.empty())
+      perDevice.outputDir =
+          (std::filesystem::path(args.outputDir) / ("device" + std::to_string(d))).string();
+    printOutputs(model.graph.outputs, results[size_t(d)].outputs, results[size_t(d)].bindings,
+                 perDevice);
+  }
+}
+
 } // namespace
 
 void addRunCommand(CLI::App &app) {
@@ -59,7 +88,13 @@ void addRunCommand(CLI::App &app) {
                   "cpu: compile a graph file or module for the CPU in memory and run that "
                   "(artifacts always run on their own target)")
       ->check(CLI::IsMember({"cpu"}));
-  cmd->callback([args] {
+  auto devices = std::make_shared<int64_t>(1);
+  cmd->add_option("--devices", *devices,
+                  "run a graph that uses collectives as an SPMD program on N simulated devices "
+                  "(the interpreter; N = its mesh's device count); inputs not given by --input "
+                  "are drawn per device from --seed + device")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 12));
+  cmd->callback([args, devices] {
     if (isArtifactFile(args->file)) {
       check(args->target.empty(), "--target does not apply to an artifact: it runs on its own target");
       runArtifact(*args);
@@ -67,12 +102,19 @@ void addRunCommand(CLI::App &app) {
     }
     check(!args->target.empty() || (args->bench == 0 && args->threads == 0 && args->variant < 0),
           "--bench, --threads and --variant need a compiled model (a .tcx artifact or --target cpu)");
+    check(*devices == 1 || args->target.empty(),
+          "--devices runs the interpreter; it does not combine with --target");
     std::unique_ptr<Model> model = loadModel(args->file);
     std::vector<std::pair<std::string, DType>> declared;
     for (const GraphInput &i : model->graph.inputs)
       declared.emplace_back(i.name, i.spec.dtype);
+    std::map<std::string, HostTensor> given = readGivenInputs(*args, declared);
+    if (*devices > 1) {
+      runSpmd(*model, given, *args, *devices);
+      return;
+    }
     std::map<std::string, HostTensor> inputs =
-        completeInputs(model->graph, model->analysis, readGivenInputs(*args, declared), args->seed,
+        completeInputs(model->graph, model->analysis, given, args->seed,
                        parseDimAssignments(args->dims));
     InterpreterResult result;
     if (!args->target.empty()) {
