@@ -1,0 +1,320 @@
+#include "compiler/sharding/SpmdPartition.h"
+
+#include "compiler/trace/Tracer.h"
+#include "ir/core/Error.h"
+#include "runtime/host/HostTensor.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tensorc::sharding {
+
+using trace::Operand;
+using trace::Tensor;
+using trace::Tracer;
+
+namespace {
+
+int64_t axesSize(const Mesh &mesh, const std::vector<std::string> &axes) {
+  int64_t size = 1;
+  for (const std::string &a : axes)
+    size *= mesh.sizes[size_t(std::find(mesh.axes.begin(), mesh.axes.end(), a) - mesh.axes.begin())];
+  return size;
+}
+
+// The mesh's axes in `axes`, in the mesh's order (collectives over several
+// partial axes list them so).
+std::vector<std::string> inMeshOrder(const Mesh &mesh, const std::set<std::string> &axes) {
+  std::vector<std::string> out;
+  for (const std::string &a : mesh.axes)
+    if (axes.count(a))
+      out.push_back(a);
+  return out;
+}
+
+Shape localShape(const Shape &global, const DimAxes &dims, const Mesh &mesh, const std::string &what) {
+  Shape local = global;
+  for (size_t d = 0; d < global.size() && d < dims.size(); ++d) {
+    int64_t parts = axesSize(mesh, dims[d]);
+    if (parts == 1)
+      continue;
+    std::optional<Dim> q = global[d].dividedBy(Dim::of(parts));
+    check(q.has_value(), "sharding: " + what + " dim " + std::to_string(d) + " (" + global[d].str() +
+                             ") cannot be split " + std::to_string(parts) + " ways over " +
+                             dimAxesStr(dims) + (global[d].isStatic() ? "" : "; write it as " +
+                             std::to_string(parts) + "*" + global[d].str() + " with a new symbol"));
+    local[d] = *q;
+  }
+  return local;
+}
+
+std::string axesList(const std::vector<std::string> &axes) {
+  std::string out = "[";
+  for (size_t i = 0; i < axes.size(); ++i)
+    out += (i ? ", " : "") + axes[i];
+  return out + "]";
+}
+
+bool isPrefix(const std::vector<std::string> &a, const std::vector<std::string> &b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// A value of the global program as the device holds it.
+struct Local {
+  Tensor tensor;
+  DimAxes dims;
+  std::set<std::string> partial; // axes over which it is a partial value
+  std::string partialKind = "sum";
+};
+
+class Partitioner {
+public:
+  Partitioner(const Graph &g, const GraphAnalysis &a, const ShardingPlan &p)
+      : global(g), analysis(a), plan(p), t(g.name) {
+    t.mesh(plan.mesh.name, plan.mesh.axes, plan.mesh.sizes);
+    std::set<std::string> names;
+    for (const GraphInput &in : g.inputs)
+      names.insert(in.name);
+    for (const Node &n : g.nodes)
+      names.insert(n.name);
+    t.reserveNames(names);
+  }
+
+  SpmdProgram run(const PartitionOptions &options) {
+    SpmdProgram out;
+    for (const GraphInput &in : global.inputs) {
+      const DimAxes &dims = plan.of(in.name);
+      Shape shape = localShape(in.spec.shape, dims, plan.mesh, "input \"" + in.name + "\"");
+      trace::DimSpec spec;
+      for (const Dim &d : shape)
+        spec.push_back(d.isStatic() ? std::variant<int64_t, std::string>(d.value())
+                                    : std::variant<int64_t, std::string>(d.str()));
+      Tensor tensor = in.trainable ? t.parameter(in.name, in.spec.dtype, spec)
+                                   : t.input(in.name, in.spec.dtype, spec);
+      values[in.name] = Local{tensor, dims, {}, "sum"};
+      out.inputShardings.push_back(dims);
+    }
+    for (const TypedNode &n : analysis.nodes)
+      partitionNode(n);
+    for (const std::string &ref : global.outputs) {
+      std::string canonical = canonicalRef(global, ref);
+      DimAxes target = options.replicateOutputs ? DimAxes(values.at(canonical).dims.size())
+                                                : plan.of(canonical);
+      Tensor local = reshard(canonical, target, "output " + ref);
+      t.output(local);
+      out.outputShardings.push_back(target);
+    }
+    out.local = t.graph();
+    out.local.dims = global.dims;
+    out.communication = std::move(communication);
+    return out;
+  }
+
+private:
+  void note(const std::string &node, const std::string &value, const std::string &what,
+            const Tensor &result) {
+    Dim elements = numElements(result.shape());
+    int64_t bytes = elements.isStatic() ? elements.value() * int64_t(dtypeSize(result.dtype())) : -1;
+    communication.push_back({node, value, what, bytes});
+  }
+
+  // `ref`'s local value resharded to `target` (partial values completed).
+  Tensor reshard(const std::string &ref, const DimAxes &target, const std::string &forWhat) {
+    auto cached = resharded.find({ref, target});
+    if (cached != resharded.end())
+      return cached->second;
+    Tensor result = reshardOnce(ref, target, forWhat);
+    resharded.emplace(std::make_pair(ref, target), result);
+    return result;
+  }
+
+  Tensor reshardOnce(const std::string &ref, const DimAxes &target, const std::string &forWhat) {
+    Local v = values.at(ref);
+    std::string base = parseValueRef(ref).producer;
+    auto over = [&](std::vector<std::string> axes) { return trace::MeshAxes{plan.mesh.name, axes}; };
+    if (!v.partial.empty()) {
+      // A partial sum over exactly the axis a target dim adds: reduce_scatter.
+      std::set<std::string> rest = v.partial;
+      if (v.partialKind == "sum")
+        for (size_t d = 0; d < target.size(); ++d) {
+          if (target[d].size() != v.dims[d].size() + 1 || !isPrefix(v.dims[d], target[d]))
+            continue;
+          const std::string &axis = target[d].back();
+          if (!rest.count(axis) || !v.tensor.shape()[d].dividedBy(Dim::of(axesSize(plan.mesh, {axis}))))
+            continue;
+          v.tensor = reduce_scatter(v.tensor, over({axis}), int64_t(d), "sum")
+                         .named(t.freshName(base + "_reduce_scatter"));
+          note(forWhat, ref, "reduce_scatter over [" + axis + "] along dim " + std::to_string(d), v.tensor);
+          v.dims[d] = target[d];
+          rest.erase(axis);
+        }
+      if (!rest.empty()) {
+        std::vector<std::string> axes = inMeshOrder(plan.mesh, rest);
+        v.tensor = all_reduce(v.tensor, over(axes), v.partialKind).named(t.freshName(base + "_all_reduce"));
+        note(forWhat, ref, "all_reduce (" + v.partialKind + ") over " + axesList(axes), v.tensor);
+      }
+      v.partial.clear();
+    }
+    for (size_t d = 0; d < target.size(); ++d) {
+      if (isPrefix(v.dims[d], target[d]))
+        continue;
+      std::vector<std::string> keep = isPrefix(target[d], v.dims[d]) ? target[d] : std::vector<std::string>{};
+      std::vector<std::string> gone(v.dims[d].begin() + long(keep.size()), v.dims[d].end());
+      v.tensor = all_gather(v.tensor, over(gone), int64_t(d)).named(t.freshName(base + "_all_gather"));
+      note(forWhat, ref, "all_gather over " + axesList(gone) + " along dim " + std::to_string(d), v.tensor);
+      v.dims[d] = keep;
+    }
+    for (size_t d = 0; d < target.size(); ++d) {
+      if (v.dims[d] == target[d])
+        continue;
+      std::vector<std::string> extra(target[d].begin() + long(v.dims[d].size()), target[d].end());
+      Shape check = localShape({v.tensor.shape()[d]}, {extra}, plan.mesh, "value \"" + ref + "\"");
+      (void)check;
+      v.tensor = all_slice(v.tensor, over(extra), int64_t(d)).named(t.freshName(base + "_all_slice"));
+      v.dims[d] = target[d];
+    }
+    return v.tensor;
+  }
+
+  void partitionNode(const TypedNode &n) {
+    const Node &node = *n.node;
+    std::optional<FactorRule> rule = factorRule(n);
+    std::vector<std::string> operandRefs(n.argTypes.size());
+    for (size_t i = 0; i < n.argTypes.size() && i < node.args.size(); ++i)
+      if (node.args[i].kind == Arg::Kind::Value)
+        operandRefs[i] = canonicalRef(global, node.args[i].value);
+    std::vector<std::string> resultRefs;
+    for (size_t r = 0; r < n.results.size(); ++r)
+      resultRefs.push_back(node.name + ":" + std::to_string(r));
+
+    std::vector<std::vector<std::string>> assignment;
+    if (rule) {
+      std::vector<const DimAxes *> results, operands;
+      for (const std::string &r : resultRefs)
+        results.push_back(&plan.of(r));
+      for (const std::string &o : operandRefs)
+        operands.push_back(o.empty() ? nullptr : &values.at(o).dims);
+      assignment = assignFactors(*rule, results, operands);
+    }
+    auto dimsOf = [&](const std::vector<int> &factors, int64_t rank) {
+      DimAxes dims(static_cast<size_t>(rank));
+      if (rule)
+        for (size_t d = 0; d < factors.size(); ++d)
+          if (factors[d] != kNoFactor)
+            dims[d] = assignment[size_t(factors[d])];
+      return dims;
+    };
+    std::vector<Operand> args;
+    std::string label = "node \"" + node.name + "\" (" + node.op + ")";
+    for (size_t i = 0; i < n.argTypes.size(); ++i) {
+      const Arg a = i < node.args.size() ? node.args[i] : Arg::absent();
+      if (a.kind == Arg::Kind::Value) {
+        DimAxes needed = dimsOf(rule ? rule->operandDims[i] : std::vector<int>{}, n.argTypes[i]->rank());
+        args.push_back(reshard(operandRefs[i], needed, label));
+      } else if (a.kind == Arg::Kind::Literal) {
+        args.push_back(a.literal.kind == Literal::Kind::Float ? Operand(a.literal.floatValue)
+                                                              : Operand(a.literal.intValue));
+      } else {
+        args.push_back(std::monostate{});
+      }
+    }
+    std::vector<DimAxes> resultDims;
+    for (size_t r = 0; r < n.results.size(); ++r)
+      resultDims.push_back(dimsOf(rule ? rule->resultDims[r] : std::vector<int>{}, n.results[r].rank()));
+    AttrMap attrs = n.attrs;
+    if (node.op == "broadcast_to") {
+      Shape shape = localShape(n.results[0].shape, resultDims[0], plan.mesh, label + " result");
+      attrs["shape"] = shape;
+    }
+    // Factors only the operands have: the results are partial over their axes.
+    std::set<std::string> partial;
+    if (rule) {
+      std::set<int> inResults;
+      for (const auto &dims : rule->resultDims)
+        inResults.insert(dims.begin(), dims.end());
+      for (int f = 0; f < rule->numFactors; ++f)
+        if (!inResults.count(f))
+          partial.insert(assignment[size_t(f)].begin(), assignment[size_t(f)].end());
+    }
+    // cross_entropy's mean over split rows: the local sum over the global
+    // count of counted rows (rows ignored differ per device).
+    bool meanOverSplitRows = node.op == "cross_entropy" && !partial.empty() &&
+                             getEnum(n.attrs, "reduction") == "mean";
+    if (meanOverSplitRows)
+      attrs["reduction"] = std::string("sum");
+    std::vector<Tensor> results;
+    try {
+      results = t.call(node.op, args, canonicalAttrs(*n.schema, attrs),
+                       meanOverSplitRows ? t.freshName(node.name + "_local_sum") : node.name);
+    } catch (const Error &e) {
+      fail("sharding: " + label + ": the local op does not type-check: " + e.what());
+    }
+    std::string kind = rule ? rule->partial : "sum";
+    if (meanOverSplitRows) {
+      const Tensor &target = std::get<Tensor>(args[1]);
+      Tensor counted = sum(cast(ne(target, getInt(n.attrs, "ignore_index")), results[0].dtype()));
+      std::vector<std::string> axes = inMeshOrder(plan.mesh, partial);
+      trace::MeshAxes over{plan.mesh.name, axes};
+      Tensor total = all_reduce(results[0], over, "sum");
+      note(label, node.name + ":0", "all_reduce (sum) over " + axesList(axes), total);
+      Tensor count = all_reduce(counted, over, "sum");
+      note(label, node.name + ":0", "all_reduce (sum) over " + axesList(axes) + " (counted rows)", count);
+      results[0] = div(total, count).named(node.name);
+      partial.clear();
+    }
+    if (!partial.empty() && node.op == "mean") {
+      // The mean of the local rows is the global mean times G: a partial sum
+      // once divided by G (chunks are equal).
+      double G = double(axesSize(plan.mesh, std::vector<std::string>(partial.begin(), partial.end())));
+      results[0] = results[0] / G;
+      kind = "sum";
+    }
+    for (size_t r = 0; r < results.size(); ++r)
+      values[resultRefs[r]] = Local{results[r], resultDims[r], partial, kind};
+  }
+
+  const Graph &global;
+  const GraphAnalysis &analysis;
+  const ShardingPlan &plan;
+  Tracer t;
+  std::map<std::string, Local> values;
+  // Each value resharded once per target, whichever consumers need it.
+  std::map<std::pair<std::string, DimAxes>, Tensor> resharded;
+  std::vector<Communication> communication;
+};
+
+} // namespace
+
+SpmdProgram partitionSpmd(const Graph &global, const GraphAnalysis &analysis,
+                          const ShardingPlan &plan, const PartitionOptions &options) {
+  return Partitioner(global, analysis, plan).run(options);
+}
+
+HostTensor shardOf(const HostTensor &global, const DimAxes &dims, const Mesh &mesh, int64_t device) {
+  std::vector<int64_t> shape = global.shape(), offset(shape.size(), 0);
+  for (size_t d = 0; d < shape.size() && d < dims.size(); ++d) {
+    if (dims[d].empty())
+      continue;
+    DeviceGroups groups(mesh, dims[d]);
+    check(shape[d] % groups.groupSize() == 0, "sharding: dim " + std::to_string(d) + " of size " +
+                                                  std::to_string(shape[d]) + " does not split " +
+                                                  std::to_string(groups.groupSize()) + " ways");
+    shape[d] /= groups.groupSize();
+    offset[d] = groups.rankOf(device) * shape[d];
+  }
+  HostTensor out(global.dtype(), shape);
+  std::vector<int64_t> coords(shape.size(), 0);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t rest = i, src = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      coords[d] = rest % shape[d];
+      rest /= shape[d];
+    }
+    for (size_t d = 0; d < shape.size(); ++d)
+      src = src * global.shape()[d] + coords[d] + offset[d];
+    isFloat(global.dtype()) ? out.setF(i, global.getF(src)) : out.setI(i, global.getI(src));
+  }
+  return out;
+}
+
+} // namespace tensorc::sharding

@@ -1,0 +1,246 @@
+// Sharding propagation and SPMD partitioning: every partitioned program,
+// run on the interpreter's simulated devices, gives each device its shard of
+// what the global program computes (docs/sharding.md).
+#include "TestUtil.h"
+
+#include "compiler/autodiff/Autodiff.h"
+#include "compiler/sharding/SpmdPartition.h"
+#include "ir/core/Error.h"
+
+#include <random>
+
+using namespace tensorc;
+using namespace tensorc::testing;
+using namespace tensorc::sharding;
+using trace::Tensor;
+using trace::Tracer;
+
+namespace {
+
+std::map<std::string, HostTensor> randomInputs(const Graph &g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, HostTensor> inputs;
+  for (const GraphInput &in : g.inputs) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : in.spec.shape)
+      shape.push_back(d.value());
+    HostTensor t(in.spec.dtype, shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      isFloat(in.spec.dtype) ? t.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng))
+                             : t.setI(i, std::uniform_int_distribution<int64_t>(0, 4)(rng));
+    inputs.emplace(in.name, t);
+  }
+  return inputs;
+}
+
+// Partitions `g` (its inputs' shardings set), runs the global program and
+// the per-device one, and checks every device's outputs against its shards
+// of the global outputs. Returns the partition for further checks.
+SpmdProgram expectPartitionMatches(const Graph &g, double tol = 1e-12) {
+  uint64_t seed = freshSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  GraphAnalysis a = analyzeGraph(g, "global");
+  ShardingPlan plan = propagateShardings(g, a);
+  SpmdProgram spmd = partitionSpmd(g, a, plan);
+  GraphAnalysis la = analyzeGraph(spmd.local, "local");
+  std::map<std::string, HostTensor> inputs = randomInputs(g, seed);
+  std::vector<HostTensor> want = interpret(g, a, inputs).outputs;
+  int64_t devices = plan.mesh.numDevices();
+  std::vector<std::map<std::string, HostTensor>> local(static_cast<size_t>(devices));
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    for (int64_t d = 0; d < devices; ++d)
+      local[size_t(d)].emplace(g.inputs[i].name,
+                               shardOf(inputs.at(g.inputs[i].name), spmd.inputShardings[i], plan.mesh, d));
+  std::vector<InterpreterResult> got = interpretSpmd(spmd.local, la, local);
+  for (int64_t d = 0; d < devices; ++d)
+    for (size_t o = 0; o < g.outputs.size(); ++o) {
+      HostTensor expected = shardOf(want[o], spmd.outputShardings[o], plan.mesh, d);
+      const HostTensor &out = got[size_t(d)].outputs[o];
+      EXPECT_EQ(out.shape(), expected.shape()) << g.outputs[o] << " on device " << d;
+      if (out.shape() != expected.shape())
+        continue;
+      for (int64_t i = 0; i < out.numel(); ++i)
+        EXPECT_NEAR(out.getF(i), expected.getF(i), tol * std::max(1.0, std::fabs(expected.getF(i))))
+            << g.outputs[o] << "[" << i << "] on device " << d;
+    }
+  return spmd;
+}
+
+// A two-layer MLP's training graph: the loss and every parameter's gradient.
+Graph mlpTraining(const std::string &reduction = "sum") {
+  Tracer t("mlp");
+  Tensor x = t.input("x", DType::F64, {8, 12});
+  Tensor labels = t.input("labels", DType::I64, {8});
+  Tensor w1 = t.parameter("w1", DType::F64, {12, 16});
+  Tensor b1 = t.parameter("b1", DType::F64, {16});
+  Tensor w2 = t.parameter("w2", DType::F64, {16, 6});
+  Tensor b2 = t.parameter("b2", DType::F64, {6});
+  Tensor h = tanh(matmul(x, w1) + b1);
+  Tensor logits = matmul(h, w2) + b2;
+  t.output(cross_entropy(logits, labels, reduction).named("loss"));
+  return autodiff::buildJointGraph(t.graph(), {}).graph;
+}
+
+// Shardings of inputs and of nodes, by name.
+void shard(Graph &g, const Mesh &mesh, const std::map<std::string, DimAxes> &shardings) {
+  g.meshes = {mesh};
+  for (GraphInput &in : g.inputs)
+    if (shardings.count(in.name))
+      in.sharding = Sharding{mesh.name, shardings.at(in.name)};
+  for (Node &n : g.nodes)
+    if (shardings.count(n.name))
+      n.sharding = Sharding{mesh.name, shardings.at(n.name)};
+}
+
+bool communicates(const SpmdProgram &p, const std::string &what) {
+  for (const Communication &c : p.communication)
+    if (c.collective.find(what) != std::string::npos)
+      return true;
+  return false;
+}
+
+std::string report(const SpmdProgram &p) {
+  std::string out;
+  for (const Communication &c : p.communication)
+    out += c.node + ": " + c.value + ": " + c.collective + "\n";
+  return out;
+}
+
+TEST(Sharding, DataParallelMlp) {
+  for (int64_t devices : {2, 4, 8})
+    for (const char *reduction : {"sum", "mean"}) {
+      SCOPED_TRACE(std::to_string(devices) + " devices, " + reduction);
+      Graph g = mlpTraining(reduction);
+      shard(g, Mesh{"mesh", {"data"}, {devices}}, {{"x", {{"data"}, {}}}, {"labels", {{"data"}}}});
+      SpmdProgram p = expectPartitionMatches(g);
+      // Parameters stay whole; their gradients are all-reduced partial sums.
+      EXPECT_TRUE(communicates(p, "all_reduce (sum) over [data]")) << report(p);
+      EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+    }
+}
+
+TEST(Sharding, TensorParallelMlp) {
+  // Megatron: the first layer's columns, the second's rows.
+  for (int64_t devices : {2, 4}) {
+    Graph g = mlpTraining();
+    shard(g, Mesh{"mesh", {"model"}, {devices}},
+          {{"w1", {{}, {"model"}}}, {"b1", {{"model"}}}, {"w2", {{"model"}, {}}}});
+    SpmdProgram p = expectPartitionMatches(g);
+    EXPECT_TRUE(communicates(p, "all_reduce (sum) over [model]")) << report(p);
+  }
+}
+
+TEST(Sharding, FullyShardedMlp) {
+  // ZeRO-3: parameters and their gradients split like the batch.
+  Graph g = mlpTraining();
+  shard(g, Mesh{"mesh", {"data"}, {4}},
+        {{"x", {{"data"}, {}}}, {"labels", {{"data"}}}, {"w1", {{"data"}, {}}}, {"w2", {{"data"}, {}}},
+         {"grad_w1", {{"data"}, {}}}, {"grad_w2", {{"data"}, {}}}});
+  SpmdProgram p = expectPartitionMatches(g);
+  // Parameters gathered before use, gradients reduce-scattered.
+  EXPECT_TRUE(communicates(p, "all_gather over [data] along dim 0")) << report(p);
+  EXPECT_TRUE(communicates(p, "reduce_scatter over [data] along dim 0")) << report(p);
+  for (const Communication &c : p.communication)
+    if (c.value == "grad_w1:0" || c.value == "grad_w2:0")
+      EXPECT_NE(c.collective.find("reduce_scatter"), std::string::npos) << report(p);
+}
+
+TEST(Sharding, TwoDimensionalMesh) {
+  Graph g = mlpTraining();
+  shard(g, Mesh{"mesh", {"data", "model"}, {2, 2}},
+        {{"x", {{"data"}, {}}}, {"labels", {{"data"}}}, {"w1", {{}, {"model"}}}, {"b1", {{"model"}}},
+         {"w2", {{"model"}, {}}}});
+  expectPartitionMatches(g);
+}
+
+// Reductions over a split dim (partial sums, maxima, a scaled mean), an axis
+// that must be whole (softmax: gathered), views and broadcasts.
+TEST(Sharding, ReductionsViewsAndWholeAxes) {
+  Tracer t("ops");
+  Tensor x = t.input("x", DType::F64, {8, 6});
+  Tensor w = t.input("w", DType::F64, {6});
+  t.output(softmax(x, 0));
+  t.output(mean(x, {0}));
+  t.output(max(x, {0}, true));
+  t.output(min(x, {0}));
+  t.output(sum(x * x));
+  t.output(broadcast_to(unsqueeze(mean(x, {1}), 1), {8, 6}) + x);
+  t.output(layer_norm(transpose(x, 0, 1), std::nullopt, std::nullopt, 0) * 2.0);
+  t.output(layer_norm(x, w));
+  Graph g = t.graph();
+  for (const DimAxes &x : {DimAxes{{"data"}, {}}, DimAxes{{}, {"data"}}, DimAxes{{"data", "model"}, {}},
+                           DimAxes{{"model"}, {"data"}}}) {
+    SCOPED_TRACE(dimAxesStr(x));
+    Graph sharded = g;
+    shard(sharded, Mesh{"mesh", {"data", "model"}, {2, 2}}, {{"x", x}});
+    expectPartitionMatches(sharded);
+  }
+}
+
+// shardOf agrees with the collectives: gathering every device's shard
+// rebuilds the global value on each device.
+TEST(Sharding, ShardsGatherBackToTheWhole) {
+  Mesh mesh{"mesh", {"data", "model"}, {2, 3}};
+  HostTensor global(DType::F64, {6, 6});
+  for (int64_t i = 0; i < global.numel(); ++i)
+    global.setF(i, double(i));
+  auto check = [&](const DimAxes &dims, const std::function<Tensor(const Tensor &)> &gather) {
+    SCOPED_TRACE(dimAxesStr(dims));
+    Tracer t("g");
+    t.mesh(mesh.name, mesh.axes, mesh.sizes);
+    HostTensor piece = shardOf(global, dims, mesh, 0);
+    Tensor x = t.input("x", DType::F64, {piece.shape()[0], piece.shape()[1]});
+    t.output(gather(x));
+    GraphAnalysis a = analyzeGraph(t.graph(), "g");
+    std::vector<std::map<std::string, HostTensor>> inputs;
+    for (int64_t d = 0; d < 6; ++d)
+      inputs.push_back({{"x", shardOf(global, dims, mesh, d)}});
+    for (const InterpreterResult &r : interpretSpmd(t.graph(), a, inputs))
+      for (int64_t i = 0; i < global.numel(); ++i)
+        EXPECT_EQ(r.outputs[0].getF(i), global.getF(i));
+  };
+  check({{"data"}, {"model"}}, [](const Tensor &x) {
+    return all_gather(all_gather(x, {"mesh", {"model"}}, 1), {"mesh", {"data"}}, 0);
+  });
+  check({{"model", "data"}, {}}, [](const Tensor &x) { return all_gather(x, {"mesh", {"model", "data"}}, 0); });
+  check({{}, {"data", "model"}}, [](const Tensor &x) { return all_gather(x, {"mesh", {"data", "model"}}, 1); });
+}
+
+TEST(Sharding, PropagationFollowsTheAnnotations) {
+  Graph g = mlpTraining();
+  shard(g, Mesh{"mesh", {"data"}, {2}}, {{"x", {{"data"}, {}}}});
+  GraphAnalysis a = analyzeGraph(g, "g");
+  ShardingPlan plan = propagateShardings(g, a);
+  EXPECT_EQ(dimAxesStr(plan.of("labels")), "[data]");
+  EXPECT_EQ(dimAxesStr(plan.of("w1")), "[_, _]");
+  EXPECT_EQ(dimAxesStr(plan.of("loss:0")), "[]");
+}
+
+TEST(Sharding, Errors) {
+  auto message = [](Graph g) {
+    try {
+      GraphAnalysis a = analyzeGraph(g, "g");
+      ShardingPlan plan = propagateShardings(g, a);
+      partitionSpmd(g, a, plan);
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  Graph none = mlpTraining();
+  EXPECT_NE(message(none).find("declares 0 meshes; SPMD partitioning takes exactly one"), std::string::npos);
+  Graph odd = mlpTraining();
+  shard(odd, Mesh{"mesh", {"data"}, {3}}, {{"x", {{"data"}, {}}}});
+  EXPECT_NE(message(odd).find("input \"x\": sharding splits dim 0 of size 8 into 3 parts"),
+            std::string::npos)
+      << message(odd);
+  Graph collective = mlpTraining();
+  collective.meshes = {Mesh{"mesh", {"data"}, {2}}};
+  collective.nodes.push_back(Node{"r", "all_reduce", {Arg::ref("x")},
+                                  {{"mesh", std::string("mesh")}, {"axes", std::vector<std::string>{"data"}}}, {}});
+  EXPECT_NE(message(collective).find("node \"r\" (all_reduce) is a collective: the partitioner takes a global program"),
+            std::string::npos)
+      << message(collective);
+}
+
+} // namespace
