@@ -197,6 +197,90 @@ std::optional<FactorRule> attention(const TypedNode &n) {
   return b.rule;
 }
 
+// reshape, flatten: dims regroup without moving elements. Dims match up in
+// groups of equal products; in each group only the major (first) dims can
+// split, and together: a dim split G ways in row-major order is the same
+// elements as the major dim of its group split G ways (which must divide).
+// Size-1 dims never split.
+std::optional<FactorRule> regroup(const TypedNode &n) {
+  const Shape &in = n.argTypes[0]->shape, &out = n.results[0].shape;
+  RuleBuilder b(n);
+  std::vector<int> &x = b.rule.operandDims[0], &y = b.rule.resultDims[0];
+  x.assign(in.size(), kNoFactor);
+  y.assign(out.size(), kNoFactor);
+  size_t i = 0, j = 0;
+  auto skipOnes = [&] {
+    while (i < in.size() && in[i] == Dim::of(1))
+      ++i;
+    while (j < out.size() && out[j] == Dim::of(1))
+      ++j;
+  };
+  skipOnes();
+  while (i < in.size() && j < out.size()) {
+    size_t i0 = i, j0 = j;
+    Dim pa = in[i++], pb = out[j++];
+    while (pa != pb) {
+      if (pb.dividedBy(pa) && i < in.size())
+        pa = pa * in[i++];
+      else if (pa.dividedBy(pb) && j < out.size())
+        pb = pb * out[j++];
+      else
+        return std::nullopt;
+    }
+    int f = b.factor();
+    x[i0] = f;
+    y[j0] = f;
+    for (size_t k = i0 + 1; k < i; ++k)
+      if (in[k] != Dim::of(1))
+        x[k] = b.factor(true);
+    for (size_t k = j0 + 1; k < j; ++k)
+      if (out[k] != Dim::of(1))
+        y[k] = b.factor(true);
+    skipOnes();
+  }
+  if (i != in.size() || j != out.size())
+    return std::nullopt;
+  return b.rule;
+}
+
+// concat, split: the joined axis stays whole.
+FactorRule alongAxis(const TypedNode &n, int64_t axis) {
+  RuleBuilder b(n);
+  int64_t rank = n.results[0].rank();
+  std::vector<int> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    dims.push_back(b.factor(d == axis));
+  for (size_t i = 0; i < n.argTypes.size(); ++i)
+    if (n.argTypes[i])
+      b.rule.operandDims[i] = dims;
+  for (size_t r = 0; r < n.results.size(); ++r)
+    b.rule.resultDims[r] = dims;
+  return b.rule;
+}
+
+// slice: dims it keeps whole (start 0, step 1, end past the size) split;
+// the dims it cuts stay whole.
+FactorRule sliceRule(const TypedNode &n) {
+  RuleBuilder b(n);
+  const Shape &x = n.argTypes[0]->shape;
+  SliceAttrs s = sliceAttrs(n.attrs);
+  std::vector<int> dims;
+  for (size_t d = 0; d < x.size(); ++d) {
+    bool cut = false;
+    for (size_t k = 0; k < s.axes.size(); ++k) {
+      if (normalizeAxis(s.axes[k], int64_t(x.size())) != int64_t(d))
+        continue;
+      bool whole = s.starts[k] == 0 && s.steps[k] == 1 && x[d].isStatic() && s.ends[k] >= x[d].value();
+      bool wholeSymbolic = s.starts[k] == 0 && s.steps[k] == 1 && s.ends[k] >= (int64_t(1) << 62);
+      cut = !(whole || wholeSymbolic);
+    }
+    dims.push_back(b.factor(cut));
+  }
+  b.rule.operandDims[0] = dims;
+  b.rule.resultDims[0] = dims;
+  return b.rule;
+}
+
 } // namespace
 
 std::optional<FactorRule> factorRule(const TypedNode &n) {
@@ -264,6 +348,14 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
   }
   if (isFusedAttentionOp(op) || op == "scaled_dot_product_attention_backward")
     return attention(n);
+  if (op == "reshape" || op == "flatten")
+    return regroup(n);
+  if (op == "concat")
+    return alongAxis(n, normalizeAxis(getInt(n.attrs, "axis"), n.results[0].rank()));
+  if (op == "split")
+    return alongAxis(n, normalizeAxis(getInt(n.attrs, "axis"), n.argTypes[0]->rank()));
+  if (op == "slice")
+    return sliceRule(n);
   return std::nullopt;
 }
 

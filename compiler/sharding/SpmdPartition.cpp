@@ -106,11 +106,45 @@ public:
     }
     out.local = t.graph();
     out.local.dims = global.dims;
+    keepOutputNames(out.local);
     out.communication = std::move(communication);
     return out;
   }
 
 private:
+  // An output resharded at the end is a collective's result: it takes the
+  // output's global name (the local node that had it becomes NAME_local), so
+  // the per-device program's outputs read as the global program's.
+  void keepOutputNames(Graph &local) {
+    for (size_t o = 0; o < global.outputs.size(); ++o) {
+      std::string wanted = parseValueRef(global.outputs[o]).producer;
+      ValueRef got = parseValueRef(local.outputs[o]);
+      bool isInput = std::any_of(global.inputs.begin(), global.inputs.end(),
+                                 [&](const GraphInput &in) { return in.name == wanted; });
+      if (isInput || got.producer == wanted || got.index != 0)
+        continue;
+      renameNode(local, wanted, t.freshName(wanted + "_local"));
+      renameNode(local, got.producer, wanted);
+    }
+  }
+
+  static void renameNode(Graph &g, const std::string &from, const std::string &to) {
+    auto rename = [&](std::string &ref) {
+      ValueRef v = parseValueRef(ref);
+      if (v.producer == from)
+        ref = ref.find(':') == std::string::npos ? to : to + ":" + std::to_string(v.index);
+    };
+    for (Node &n : g.nodes) {
+      if (n.name == from)
+        n.name = to;
+      for (Arg &a : n.args)
+        if (a.kind == Arg::Kind::Value)
+          rename(a.value);
+    }
+    for (std::string &out : g.outputs)
+      rename(out);
+  }
+
   void note(const std::string &node, const std::string &value, const std::string &what,
             const Tensor &result) {
     Dim elements = numElements(result.shape());
@@ -222,7 +256,7 @@ private:
     for (size_t r = 0; r < n.results.size(); ++r)
       resultDims.push_back(dimsOf(rule ? rule->resultDims[r] : std::vector<int>{}, n.results[r].rank()));
     AttrMap attrs = n.attrs;
-    if (node.op == "broadcast_to") {
+    if (node.op == "broadcast_to" || node.op == "reshape") {
       Shape shape = localShape(n.results[0].shape, resultDims[0], plan.mesh, label + " result");
       attrs["shape"] = shape;
     }
@@ -283,11 +317,59 @@ private:
   std::vector<Communication> communication;
 };
 
+Dim scaleSymbol(const Dim &d, const std::string &symbol, int64_t factor) {
+  Dim out = Dim::of(d.coefficient());
+  for (const std::string &s : d.symbols())
+    out = out * Dim::symbol(s) * Dim::of(s == symbol ? factor : 1);
+  return out;
+}
+
+// A symbolic dim split G ways that G does not divide (a batch `B`) means
+// each device's size: the global program is rewritten with G*B for B
+// everywhere, so the per-device program keeps the symbol B. A symbol split
+// two different ways is an error.
+Graph scaleSplitSymbols(const Graph &global, const ShardingPlan &plan) {
+  std::map<std::string, int64_t> factors;
+  for (const GraphInput &in : global.inputs) {
+    const DimAxes &dims = plan.of(in.name);
+    for (size_t d = 0; d < dims.size() && d < in.spec.shape.size(); ++d) {
+      int64_t parts = axesSize(plan.mesh, dims[d]);
+      const Dim &dim = in.spec.shape[d];
+      if (parts == 1 || dim.dividedBy(Dim::of(parts)) || !dim.isPlainSymbol())
+        continue;
+      const std::string &symbol = dim.symbols()[0];
+      auto [it, fresh] = factors.emplace(symbol, parts);
+      check(fresh || it->second == parts, "sharding: symbol " + symbol + " is split " +
+                                              std::to_string(it->second) + " ways and " +
+                                              std::to_string(parts) + " ways");
+    }
+  }
+  if (factors.empty())
+    return global;
+  Graph g = global;
+  auto scale = [&](Shape &shape) {
+    for (Dim &d : shape)
+      for (const auto &[symbol, factor] : factors)
+        d = scaleSymbol(d, symbol, factor);
+  };
+  for (GraphInput &in : g.inputs)
+    scale(in.spec.shape);
+  for (Node &n : g.nodes)
+    for (auto &[name, value] : n.attrs)
+      if (Shape *shape = std::get_if<Shape>(&value))
+        scale(*shape);
+  return g;
+}
+
 } // namespace
 
 SpmdProgram partitionSpmd(const Graph &global, const GraphAnalysis &analysis,
                           const ShardingPlan &plan, const PartitionOptions &options) {
-  return Partitioner(global, analysis, plan).run(options);
+  Graph scaled = scaleSplitSymbols(global, plan);
+  if (scaled == global)
+    return Partitioner(global, analysis, plan).run(options);
+  GraphAnalysis scaledAnalysis = analyzeGraph(scaled, "sharding " + global.name);
+  return Partitioner(scaled, scaledAnalysis, plan).run(options);
 }
 
 HostTensor shardOf(const HostTensor &global, const DimAxes &dims, const Mesh &mesh, int64_t device) {

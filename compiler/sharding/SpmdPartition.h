@@ -6,7 +6,9 @@
 // completed where a consumer or an output needs the whole value: by a
 // reduce_scatter when the target splits a dim over exactly the partial axis,
 // else an all_reduce. Resharding gathers (all_gather) before it slices
-// (all_slice, which moves no data).
+// (all_slice, which moves no data). A plain symbolic dim split G ways that
+// G does not divide (a batch B over `data`) is the per-device size: the
+// global batch is G*B, and the per-device program keeps the symbol B.
 #pragma once
 
 #include "compiler/sharding/Propagation.h"

@@ -4,6 +4,8 @@
 #include "TestUtil.h"
 
 #include "compiler/autodiff/Autodiff.h"
+#include "compiler/graph/GraphJson.h"
+#include "compiler/sharding/Presets.h"
 #include "compiler/sharding/SpmdPartition.h"
 #include "ir/core/Error.h"
 
@@ -17,14 +19,12 @@ using trace::Tracer;
 
 namespace {
 
-std::map<std::string, HostTensor> randomInputs(const Graph &g, uint64_t seed) {
+std::map<std::string, HostTensor> randomInputs(const Graph &g, uint64_t seed,
+                                               const std::map<std::string, int64_t> &bindings) {
   std::mt19937_64 rng(seed);
   std::map<std::string, HostTensor> inputs;
   for (const GraphInput &in : g.inputs) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : in.spec.shape)
-      shape.push_back(d.value());
-    HostTensor t(in.spec.dtype, shape);
+    HostTensor t(in.spec.dtype, concreteShape(in.spec.shape, bindings));
     for (int64_t i = 0; i < t.numel(); ++i)
       isFloat(in.spec.dtype) ? t.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng))
                              : t.setI(i, std::uniform_int_distribution<int64_t>(0, 4)(rng));
@@ -36,14 +36,16 @@ std::map<std::string, HostTensor> randomInputs(const Graph &g, uint64_t seed) {
 // Partitions `g` (its inputs' shardings set), runs the global program and
 // the per-device one, and checks every device's outputs against its shards
 // of the global outputs. Returns the partition for further checks.
-SpmdProgram expectPartitionMatches(const Graph &g, double tol = 1e-12) {
+// `bindings`: the global sizes of symbolic dims.
+SpmdProgram expectPartitionMatches(const Graph &g, double tol = 1e-12,
+                                   const std::map<std::string, int64_t> &bindings = {}) {
   uint64_t seed = freshSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   GraphAnalysis a = analyzeGraph(g, "global");
   ShardingPlan plan = propagateShardings(g, a);
   SpmdProgram spmd = partitionSpmd(g, a, plan);
   GraphAnalysis la = analyzeGraph(spmd.local, "local");
-  std::map<std::string, HostTensor> inputs = randomInputs(g, seed);
+  std::map<std::string, HostTensor> inputs = randomInputs(g, seed, bindings);
   std::vector<HostTensor> want = interpret(g, a, inputs).outputs;
   int64_t devices = plan.mesh.numDevices();
   std::vector<std::map<std::string, HostTensor>> local(static_cast<size_t>(devices));
@@ -117,6 +119,39 @@ TEST(Sharding, DataParallelMlp) {
       EXPECT_TRUE(communicates(p, "all_reduce (sum) over [data]")) << report(p);
       EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
     }
+}
+
+// A symbolic batch B split over `data` is each device's batch: the global
+// program runs on devices * B rows.
+TEST(Sharding, SymbolicBatch) {
+  Graph g = readGraphFile(TENSORC_EXAMPLES_DIR "/mlp.json");
+  for (GraphInput &in : g.inputs)
+    if (in.spec.dtype == DType::F32)
+      in.spec.dtype = DType::F64;
+  g = autodiff::buildJointGraph(g, {}).graph;
+  shard(g, Mesh{"mesh", {"data"}, {3}}, {{"x", {{"data"}, {}}}});
+  SpmdProgram p = expectPartitionMatches(g, 1e-9, {{"B", 6}});
+  EXPECT_EQ(p.local.inputs[0].spec.str(), "(B, 784) f64");
+}
+
+// The transformer block (reshapes into heads, attention, layer norms): its
+// training graph under data parallelism.
+TEST(Sharding, DataParallelTransformerBlock) {
+  Graph g = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
+  for (GraphInput &in : g.inputs)
+    if (in.spec.dtype == DType::F32)
+      in.spec.dtype = DType::F64;
+  g = autodiff::buildJointGraph(g, {}).graph;
+  g.meshes = {Mesh{"mesh", {"data"}, {2}}};
+  applyPreset(g, "ddp");
+  SpmdProgram p = expectPartitionMatches(g, 1e-9, {{"B", 4}, {"T", 3}});
+  // Pure data parallelism: reshapes into heads, splits and slices keep the
+  // batch split; the only communication is one all_reduce per gradient.
+  size_t parameters = 0;
+  for (const GraphInput &in : g.inputs)
+    parameters += in.trainable;
+  EXPECT_EQ(p.communication.size(), parameters) << report(p);
+  EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
 }
 
 TEST(Sharding, TensorParallelMlp) {

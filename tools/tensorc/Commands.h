@@ -16,6 +16,7 @@ void addCompileCommand(CLI::App &app);
 void addRunCommand(CLI::App &app);
 void addOpsCommand(CLI::App &app);
 void addGradCommand(CLI::App &app);
+void addShardCommand(CLI::App &app);
 
 // Writes `text` to `path` atomically: a temporary file renamed into place,
 // so a failed command never leaves partial output. "-" writes to stdout.

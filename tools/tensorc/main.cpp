@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
   tensorc::cli::addVerifyCommand(app);
   tensorc::cli::addCompileCommand(app);
   tensorc::cli::addGradCommand(app);
+  tensorc::cli::addShardCommand(app);
   tensorc::cli::addRunCommand(app);
   tensorc::cli::addOpsCommand(app);
   bool knownCommand = false;
@@ -39,7 +40,7 @@ int main(int argc, char **argv) {
     knownCommand |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !knownCommand) {
     std::cerr << "tensorc: unknown command '" << argv[1]
-              << "' (expected verify, compile, grad, run or ops; see tensorc --help)\n";
+              << "' (expected verify, compile, grad, shard, run or ops; see tensorc --help)\n";
     return 1;
   }
   return tensorc::cli::runCommandLine(app, argc, argv);
