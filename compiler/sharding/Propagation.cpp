@@ -110,12 +110,34 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
       plan.values[n.node->name + ":0"] = n.node->sharding->dims;
     }
   }
+  std::set<std::string> annotated;
+  for (const auto &[ref, dims] : plan.values)
+    annotated.insert(ref);
   auto find = [&](const std::string &ref) -> const DimAxes * {
     auto it = plan.values.find(ref);
     return it == plan.values.end() ? nullptr : &it->second;
   };
   auto replicated = [](int64_t rank) { return DimAxes(size_t(rank)); };
-  for (const TypedNode &n : analysis.nodes) {
+  // `derived` splits every dim at least as `current` does, and one more.
+  auto refines = [](const DimAxes &current, const DimAxes &derived) {
+    bool more = false;
+    for (size_t d = 0; d < current.size() && d < derived.size(); ++d) {
+      if (current[d].size() > derived[d].size() ||
+          !std::equal(current[d].begin(), current[d].end(), derived[d].begin()))
+        return false;
+      more |= derived[d].size() > current[d].size();
+    }
+    return more;
+  };
+  bool changed = false;
+  auto offer = [&](const std::string &ref, const DimAxes &derived) {
+    const DimAxes *current = find(ref);
+    if (!current || (!annotated.count(ref) && refines(*current, derived))) {
+      plan.values[ref] = derived;
+      changed = true;
+    }
+  };
+  auto visit = [&](const TypedNode &n) {
     std::vector<std::string> operandRefs(n.argTypes.size()), resultRefs;
     for (size_t i = 0; i < n.argTypes.size() && i < n.node->args.size(); ++i)
       if (n.node->args[i].kind == Arg::Kind::Value)
@@ -126,11 +148,11 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
     if (!rule) {
       for (size_t i = 0; i < operandRefs.size(); ++i)
         if (!operandRefs[i].empty() && !find(operandRefs[i]))
-          plan.values[operandRefs[i]] = replicated(n.argTypes[i]->rank());
+          offer(operandRefs[i], replicated(n.argTypes[i]->rank()));
       for (size_t r = 0; r < resultRefs.size(); ++r)
         if (!find(resultRefs[r]))
-          plan.values[resultRefs[r]] = replicated(n.results[r].rank());
-      continue;
+          offer(resultRefs[r], replicated(n.results[r].rank()));
+      return;
     }
     std::vector<const DimAxes *> results, operands;
     for (const std::string &r : resultRefs)
@@ -139,11 +161,23 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
       operands.push_back(o.empty() ? nullptr : find(o));
     std::vector<std::vector<std::string>> assignment = assignFactors(*rule, results, operands);
     for (size_t i = 0; i < operandRefs.size(); ++i)
-      if (!operandRefs[i].empty() && !find(operandRefs[i]))
-        plan.values[operandRefs[i]] = dimsFromFactors(rule->operandDims[i], assignment);
+      if (!operandRefs[i].empty())
+        offer(operandRefs[i], dimsFromFactors(rule->operandDims[i], assignment));
     for (size_t r = 0; r < resultRefs.size(); ++r)
-      if (!find(resultRefs[r]))
-        plan.values[resultRefs[r]] = dimsFromFactors(rule->resultDims[r], assignment);
+      offer(resultRefs[r], dimsFromFactors(rule->resultDims[r], assignment));
+  };
+  // Sweeps forward and backward until nothing changes (each change adds an
+  // axis to a value's sharding, so this ends).
+  for (int sweep = 0; sweep < 64; ++sweep) {
+    changed = false;
+    if (sweep % 2 == 0)
+      for (const TypedNode &n : analysis.nodes)
+        visit(n);
+    else
+      for (auto it = analysis.nodes.rbegin(); it != analysis.nodes.rend(); ++it)
+        visit(*it);
+    if (!changed && sweep > 0)
+      break;
   }
   for (const GraphInput &in : g.inputs) // inputs no node reads
     if (!find(in.name))

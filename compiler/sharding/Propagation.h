@@ -1,17 +1,18 @@
 // Sharding propagation: from the shardings a graph file or the tracing API
 // puts on some inputs and nodes to one sharding of every value.
 //
-// One sweep over the nodes in topological order: a node's factors
-// (ShardingRules.h) take their axes from its operands' shardings first (how
-// the data already lies: no movement), then its results'; the first tensor
-// that splits a factor over axes not yet used by another of the node's
-// factors decides it; factors that
-// must stay whole get none. Values without a sharding yet (every result,
-// and operands seen for the first time, such as unannotated parameters) get
-// the factors' axes; annotated or earlier-decided values keep theirs, and
-// where they differ from what the node needs, the partitioner reshards
-// (docs/sharding.md, "Propagation"). An op without a rule makes its results
-// replicated.
+// Sweeps over the nodes, forward then backward, until nothing changes. At
+// each node the factors (ShardingRules.h) take their axes from its
+// operands' shardings first (how the data already lies: no movement), then
+// its results'; the first tensor that splits a factor over axes not yet used
+// by another of the node's factors decides it; factors that must stay whole
+// get none. A value without a sharding takes the factors' axes; a value the
+// propagation decided earlier takes them too where they only split it
+// further (so an optimizer's sharded moments make the gradient that feeds
+// them sharded, back through the elementwise math); annotated values never
+// change. Where a value's sharding differs from what a node needs, the
+// partitioner reshards (docs/sharding.md, "Propagation"). An op without a
+// rule makes its results replicated.
 #pragma once
 
 #include "compiler/graph/GraphAnalysis.h"

@@ -4,6 +4,7 @@
 #include "TestUtil.h"
 
 #include "compiler/autodiff/Autodiff.h"
+#include "compiler/autodiff/TrainingStep.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/sharding/Presets.h"
 #include "compiler/sharding/SpmdPartition.h"
@@ -25,8 +26,10 @@ std::map<std::string, HostTensor> randomInputs(const Graph &g, uint64_t seed,
   std::map<std::string, HostTensor> inputs;
   for (const GraphInput &in : g.inputs) {
     HostTensor t(in.spec.dtype, concreteShape(in.spec.shape, bindings));
+    // Adam's second moments are squares: never negative.
+    double lo = in.name.find("exp_avg_sq") != std::string::npos ? 0.0 : -1.0;
     for (int64_t i = 0; i < t.numel(); ++i)
-      isFloat(in.spec.dtype) ? t.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng))
+      isFloat(in.spec.dtype) ? t.setF(i, std::uniform_real_distribution<double>(lo, 1)(rng))
                              : t.setI(i, std::uniform_int_distribution<int64_t>(0, 4)(rng));
     inputs.emplace(in.name, t);
   }
@@ -152,6 +155,41 @@ TEST(Sharding, DataParallelTransformerBlock) {
     parameters += in.trainable;
   EXPECT_EQ(p.communication.size(), parameters) << report(p);
   EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+}
+
+// Whole AdamW training steps (loss, updated parameters and moments) of the
+// MLP and the transformer block under each preset, on 2, 4 and 8 devices,
+// equal to the one-device step.
+TEST(Sharding, TrainingStepsUnderPresets) {
+  for (const char *example : {"mlp.json", "transformer_block.json"}) {
+    Graph forward = readGraphFile(std::string(TENSORC_EXAMPLES_DIR "/") + example);
+    if (forward.outputs.size() == 1 && forward.outputs[0] == "y") { // the block: a scalar loss of y
+      Graph body = forward;
+      body.outputs.clear();
+      Tracer t(body);
+      Tensor y = t.value("y");
+      t.output(mean(y * y).named("loss"));
+      forward = t.graph();
+    }
+    for (GraphInput &in : forward.inputs)
+      if (in.spec.dtype == DType::F32)
+        in.spec.dtype = DType::F64;
+    autodiff::TrainingStepOptions options;
+    options.optimizer.kind = autodiff::Optimizer::AdamW;
+    options.optimizer.lr = 0.01;
+    options.optimizer.weightDecay = 0.1;
+    Graph step = autodiff::buildTrainingStep(forward, options).graph;
+    for (const char *preset : {"ddp", "fsdp"})
+      for (int64_t devices : {2, 4, 8}) {
+        SCOPED_TRACE(std::string(example) + ", " + preset + ", " + std::to_string(devices) + " devices");
+        Graph g = step;
+        g.meshes = {Mesh{"mesh", {"data"}, {devices}}};
+        applyPreset(g, preset);
+        SpmdProgram p = expectPartitionMatches(g, 1e-9, {{"B", 2 * devices}, {"T", 3}});
+        if (std::string(preset) == "fsdp")
+          EXPECT_TRUE(communicates(p, "reduce_scatter")) << report(p);
+      }
+  }
 }
 
 TEST(Sharding, TensorParallelMlp) {
