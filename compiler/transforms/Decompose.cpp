@@ -157,6 +157,72 @@ Tensor logSoftmaxOf(const Context &c, const Tensor &x, int64_t axis) {
   return r.z - r.lse;
 }
 
+// Collectives along an axis other than 0, as the flat collectives runtimes
+// have (NCCL and MPI exchange contiguous chunks: all_gather concatenates
+// along the first dim): the axis's G chunks are moved to a leading dim of
+// size G first, or after.
+trace::MeshAxes groupOf(const Context &c) {
+  return {getEnum(c.attrs(), "mesh"), getStrings(c.attrs(), "axes")};
+}
+int64_t groupSize(const Context &c) {
+  trace::MeshAxes over = groupOf(c);
+  return DeviceGroups(findMesh(c.t.graph().meshes, over.mesh), over.axes).groupSize();
+}
+// x with `axis` split into (G, size / G) and the G dim moved to the front.
+Tensor chunksFirst(const Tensor &x, int64_t axis, int64_t G) {
+  trace::DimSpec split = dimSpec(x.shape());
+  Dim part = *x.shape()[axis].dividedBy(Dim::of(G)); // shape inference checked it divides
+  split[axis] = dimSpec({part})[0];
+  split.insert(split.begin() + axis, G);
+  std::vector<int64_t> perm{axis};
+  for (int64_t d = 0; d <= x.rank(); ++d)
+    if (d != axis)
+      perm.push_back(d);
+  return permute(reshape(x, split), perm);
+}
+// The inverse: a leading dim of G chunks merged into `axis` (of the rest).
+Tensor chunksInto(const Tensor &y, int64_t axis) {
+  std::vector<int64_t> perm;
+  for (int64_t d = 1; d <= axis; ++d)
+    perm.push_back(d);
+  perm.push_back(0);
+  for (int64_t d = axis + 1; d < y.rank(); ++d)
+    perm.push_back(d);
+  Tensor moved = axis == 0 ? y : permute(y, perm);
+  return flatten(moved, axis, axis + 1);
+}
+Tensor squeezeFirst(const Tensor &y) { return squeeze(y, {0}); }
+
+std::vector<Tensor> flatCollective(const Context &c) {
+  const std::string &op = c.node.node->op;
+  const Tensor &x = c.in(0);
+  auto axisOf = [&](const char *key) { return normalizeAxis(getInt(c.attrs(), key), x.rank()); };
+  int64_t G = groupSize(c);
+  if (op == "all_gather") {
+    int64_t axis = axisOf("axis");
+    if (axis == 0)
+      return {all_gather(x, groupOf(c), 0)};
+    return {chunksInto(all_gather(unsqueeze(x, 0), groupOf(c), 0), axis)};
+  }
+  if (op == "reduce_scatter" || op == "all_slice") {
+    int64_t axis = axisOf("axis");
+    if (axis == 0)
+      return {op == "all_slice" ? all_slice(x, groupOf(c), 0)
+                                : reduce_scatter(x, groupOf(c), 0, getEnum(c.attrs(), "reduction"))};
+    Tensor chunks = chunksFirst(x, axis, G);
+    Tensor mine = op == "all_slice" ? all_slice(chunks, groupOf(c), 0)
+                                    : reduce_scatter(chunks, groupOf(c), 0, getEnum(c.attrs(), "reduction"));
+    return {squeezeFirst(mine)};
+  }
+  // all_to_all: chunk r of the split axis to member r, received in member
+  // order along the concat axis.
+  int64_t split = axisOf("split_axis"), concat = axisOf("concat_axis");
+  if (split == 0 && concat == 0)
+    return {all_to_all(x, groupOf(c), 0, 0)};
+  Tensor exchanged = all_to_all(chunksFirst(x, split, G), groupOf(c), 0, 0);
+  return {chunksInto(exchanged, concat)};
+}
+
 const std::map<std::string, Rule> &rules() {
   static const std::map<std::string, Rule> r = {
       {"softmax",
@@ -172,6 +238,10 @@ const std::map<std::string, Rule> &rules() {
          Tensor lse = logSumExpOf(x, axes);
          return std::vector{getBool(c.attrs(), "keepdim") ? lse : squeeze(lse, axes)};
        }},
+      {"all_gather", flatCollective},
+      {"reduce_scatter", flatCollective},
+      {"all_slice", flatCollective},
+      {"all_to_all", flatCollective},
       {"gelu",
        [](const Context &c) {
          const Tensor &x = c.in(0);

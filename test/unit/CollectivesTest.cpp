@@ -3,6 +3,7 @@
 #include "TestUtil.h"
 
 #include "compiler/graph/GraphJson.h"
+#include "compiler/transforms/Decompose.h"
 #include "ir/core/Error.h"
 #include "ir/core/Mesh.h"
 
@@ -204,6 +205,58 @@ TEST(Collectives, Identities) {
     }
     for (int64_t i = 0; i < scatter[d].numel(); ++i)
       EXPECT_NEAR(scatter[d].getF(i), sliceOfSum[d].getF(i), 1e-15);
+  }
+}
+
+// The backends' form (compiler/transforms/Decompose.cpp): every collective
+// along axis 0 of contiguous chunks, as NCCL and MPI exchange them; the
+// rewritten program computes the same on every device.
+TEST(Collectives, FlatFormsComputeTheSame) {
+  std::mt19937_64 rng(freshSeed());
+  std::vector<HostTensor> xs;
+  for (int d = 0; d < 6; ++d) {
+    HostTensor t(DType::F64, {6, 6, 3});
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.setF(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    xs.push_back(t);
+  }
+  trace::MeshAxes model{"mesh", {"model"}}, both{"mesh", {"model", "data"}};
+  std::vector<std::function<Tensor(Tracer &, const Tensor &)>> programs = {
+      [&](Tracer &, const Tensor &x) { return all_gather(x, model, 1); },
+      [&](Tracer &, const Tensor &x) { return all_gather(x, both, 2); },
+      [&](Tracer &, const Tensor &x) { return all_gather(x, model, 0); },
+      [&](Tracer &, const Tensor &x) { return reduce_scatter(x, model, 1, "max"); },
+      [&](Tracer &, const Tensor &x) { return reduce_scatter(x, both, 0); },
+      [&](Tracer &, const Tensor &x) { return reduce_scatter(x, both, -2, "mean"); },
+      [&](Tracer &, const Tensor &x) { return all_slice(x, model, 1); },
+      [&](Tracer &, const Tensor &x) { return all_slice(x, both, 0); },
+      [&](Tracer &, const Tensor &x) { return all_to_all(x, model, 1, 2); },
+      [&](Tracer &, const Tensor &x) { return all_to_all(x, model, 0, 1); },
+      [&](Tracer &, const Tensor &x) { return all_to_all(x, model, 1, 0); },
+      [&](Tracer &, const Tensor &x) { return all_to_all(x, both, 1, 1); },
+      [&](Tracer &, const Tensor &x) { return all_to_all(x, model, 0, 0); },
+  };
+  for (size_t p = 0; p < programs.size(); ++p) {
+    SCOPED_TRACE("program " + std::to_string(p));
+    Tracer t("g");
+    t.mesh(kMesh.name, kMesh.axes, kMesh.sizes);
+    Tensor x = t.input("x", DType::F64, {6, 6, 3});
+    t.output(programs[p](t, x));
+    Graph flat = transforms::decomposeGraph(t.graph(), {"all_gather", "reduce_scatter", "all_slice", "all_to_all"});
+    for (const Node &n : flat.nodes)
+      for (const char *key : {"axis", "split_axis", "concat_axis"})
+        if (hasAttr(n.attrs, key))
+          EXPECT_EQ(getInt(n.attrs, key), 0) << n.name << " " << key;
+    std::vector<std::map<std::string, HostTensor>> inputs;
+    for (const HostTensor &v : xs)
+      inputs.push_back({{"x", v}});
+    std::vector<InterpreterResult> want = interpretSpmd(t.graph(), analyzeGraph(t.graph(), "g"), inputs);
+    std::vector<InterpreterResult> got = interpretSpmd(flat, analyzeGraph(flat, "flat"), inputs);
+    for (int d = 0; d < 6; ++d) {
+      ASSERT_EQ(got[d].outputs[0].shape(), want[d].outputs[0].shape());
+      for (int64_t i = 0; i < want[d].outputs[0].numel(); ++i)
+        EXPECT_EQ(got[d].outputs[0].getF(i), want[d].outputs[0].getF(i)) << "device " << d << " [" << i << "]";
+    }
   }
 }
 
