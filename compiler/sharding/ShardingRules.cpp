@@ -350,6 +350,16 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
     return attention(n);
   if (op == "reshape" || op == "flatten")
     return regroup(n);
+  if (op == "embedding") { // rows of the table stay whole (vocab-parallel: not yet)
+    RuleBuilder b(n);
+    std::vector<int> indices = freshFactors(b, n.argTypes[0]->rank());
+    int vocab = b.factor(true), width = b.factor();
+    b.rule.operandDims[0] = indices;
+    b.rule.operandDims[1] = {vocab, width};
+    b.rule.resultDims[0] = indices;
+    b.rule.resultDims[0].push_back(width);
+    return b.rule;
+  }
   if (op == "concat")
     return alongAxis(n, normalizeAxis(getInt(n.attrs, "axis"), n.results[0].rank()));
   if (op == "split")

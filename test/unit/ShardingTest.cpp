@@ -240,6 +240,8 @@ TEST(Sharding, ReductionsViewsAndWholeAxes) {
   t.output(broadcast_to(unsqueeze(mean(x, {1}), 1), {8, 6}) + x);
   t.output(layer_norm(transpose(x, 0, 1), std::nullopt, std::nullopt, 0) * 2.0);
   t.output(layer_norm(x, w));
+  Tensor table = t.input("table", DType::F64, {5, 4});
+  t.output(embedding(cast(abs(x * 2.0), DType::I64), table)); // indices in [0, 2]
   Graph g = t.graph();
   for (const DimAxes &x : {DimAxes{{"data"}, {}}, DimAxes{{}, {"data"}}, DimAxes{{"data", "model"}, {}},
                            DimAxes{{"model"}, {"data"}}}) {
