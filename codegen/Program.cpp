@@ -477,10 +477,10 @@ private:
       lowerPool(op, name, attrs);
       return;
     }
-    if (const OpSchema *schema = findOpSchema(name); schema && schema->category == "collective")
-      fail("codegen: collective '" + name +
-           "' cannot be compiled yet: the runtime has no NCCL/MPI engine (docs/sharding.md); "
-           "run the SPMD program on the interpreter with `tensorc run --devices N`");
+    if (schema->category == "collective") {
+      lowerCollective(op, name, attrs);
+      return;
+    }
     fail("cpu codegen: op '" + name + "' has no CPU implementation yet");
   }
 
@@ -1130,6 +1130,54 @@ private:
                   return b.create<arith::DivFOp>(loc, acc, nf).getResult();
                 }));
     lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
+  // A collective in its flat form (compiler/transforms/Decompose.cpp): one
+  // step on contiguous operands that the runtime's communicator runs.
+  void lowerCollective(Operation *op, const std::string &name, const AttrMap &attrs) {
+    using artifact::CollectiveStep;
+    using Op = CollectiveStep::Op;
+    for (const char *key : {"axis", "split_axis", "concat_axis"})
+      check(!hasAttr(attrs, key) || getInt(attrs, key) == 0,
+            "codegen: collective '" + name + "' along an axis other than 0 (the pipeline lowers them)");
+    auto module = op->getParentOfType<ModuleOp>();
+    std::optional<tc::MeshOp> meshOp;
+    for (tc::MeshOp m : module.getOps<tc::MeshOp>())
+      if (m.getSymName() == getEnum(attrs, "mesh"))
+        meshOp = m;
+    check(meshOp.has_value(), "codegen: collective '" + name + "' names an undeclared mesh");
+    Step s;
+    s.kind = Step::Kind::Collective;
+    s.label = label_;
+    CollectiveStep &c = s.collective;
+    c.op = name == "all_reduce"       ? Op::AllReduce
+           : name == "all_gather"     ? Op::AllGather
+           : name == "reduce_scatter" ? Op::ReduceScatter
+           : name == "all_to_all"     ? Op::AllToAll
+           : name == "all_slice"      ? Op::AllSlice
+           : name == "axis_index"     ? Op::AxisIndex
+                                      : Op::Broadcast;
+    if (hasAttr(attrs, "reduction")) {
+      const std::string &r = getEnum(attrs, "reduction");
+      using R = CollectiveStep::Reduction;
+      c.reduction = r == "sum" ? R::Sum : r == "mean" ? R::Mean : r == "max" ? R::Max : R::Min;
+    }
+    c.mesh = getEnum(attrs, "mesh");
+    for (StringRef axis : meshOp->getAxes().getAsValueRange<StringAttr>())
+      c.meshAxes.push_back(axis.str());
+    c.meshSizes.assign(meshOp->getSizes().begin(), meshOp->getSizes().end());
+    c.axes = getStrings(attrs, "axes");
+    if (hasAttr(attrs, "root"))
+      c.root = getInt(attrs, "root");
+    std::vector<int> inputs;
+    if (op->getNumOperands() > 0)
+      inputs.push_back(materialize(op->getOperand(0)));
+    int out = newProducedValue(specOf(op->getResult(0)));
+    s.operands = {out};
+    s.operands.insert(s.operands.end(), inputs.begin(), inputs.end());
+    art_.steps.push_back(s);
+    chain_ = Chain{};
+    lazy_[op->getResult(0)] = storedIdentity(out);
   }
 
   void lowerMatmul(Operation *op) {

@@ -12,6 +12,7 @@ packages=(
   libsqlite3-0
   zlib1g-dev libncurses-dev  # static zlib and terminfo for scripts/portable-compiler.sh
   python3-torch  # the PyTorch exporter's tests (python/tensorc/torch; PyTorch 1.13, CPU)
+  openmpi-bin  # mpirun and Open MPI (the runtime dlopens libmpi.so.40): SPMD programs on the CPU
 )
 
 sudo_cmd=()

@@ -43,3 +43,13 @@ if os.environ.get("TENSORC_LIT_ASAN"):
     for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
         if var in os.environ:
             config.environment[var] = os.environ[var]
+
+# Open MPI (openmpi-bin, libopenmpi-dev; installed by scripts/setup.sh) for
+# SPMD programs run as one process per device. `%mpirun N` launches N
+# processes, as root too (CI containers) and more than the cores.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe -np"))
+    for var in ("OMPI_MCA_plm", "OMPI_MCA_btl"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]

@@ -1,6 +1,7 @@
 #include "runtime/artifact/Artifact.h"
 
 #include "ir/core/Error.h"
+#include "ir/core/Mesh.h"
 
 #include <nlohmann/json.hpp>
 
@@ -57,6 +58,8 @@ const char *stepName(Step::Kind k) {
     return "copy";
   case Step::Kind::Attention:
     return "attention";
+  case Step::Kind::Collective:
+    return "collective";
   case Step::Kind::Convolution:
     return "convolution";
   }
@@ -270,6 +273,16 @@ json manifestJson(const Artifact &a) {
       if (s.attention.savedForward)
         j["saved_forward"] = true;
     }
+    if (s.kind == Step::Kind::Collective) {
+      const CollectiveStep &c = s.collective;
+      j["collective"] = {{"op", CollectiveStep::opName(c.op)},
+                         {"reduction", CollectiveStep::reductionName(c.reduction)},
+                         {"mesh", c.mesh},
+                         {"mesh_axes", c.meshAxes},
+                         {"mesh_sizes", c.meshSizes},
+                         {"axes", c.axes},
+                         {"root", c.root}};
+    }
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
@@ -320,6 +333,36 @@ void validateConvolution(const Artifact &a, const Step &s, const std::string &wh
     check(padded >= span && (padded - span) / c.stride[k] + 1 == y.shape[2 + k].value(),
           what + ": convolution output size does not match");
   }
+}
+
+// A collective moves whole chunks between contiguous values: its operands'
+// sizes must be the flat form's, its group a real one of a real mesh.
+void validateCollective(const Artifact &a, const Step &s, const std::string &what) {
+  const CollectiveStep &c = s.collective;
+  Mesh mesh{c.mesh, c.meshAxes, c.meshSizes};
+  checkMesh(mesh);
+  DeviceGroups groups(mesh, c.axes);
+  Dim G = Dim::of(groups.groupSize());
+  using Op = CollectiveStep::Op;
+  bool axisIndex = c.op == Op::AxisIndex;
+  check(s.operands.size() == (axisIndex ? 1u : 2u), what + ": a collective has result[, x] operands");
+  const ValueDecl &out = a.values[size_t(s.operands[0])];
+  if (axisIndex) {
+    check(out.dtype == DType::I64 && out.shape.empty(), what + ": axis_index writes an i64 scalar");
+    return;
+  }
+  const ValueDecl &x = a.values[size_t(s.operands[1])];
+  check(out.dtype == x.dtype, what + ": a collective's result and operand differ in dtype");
+  Dim n = numElements(x.shape), m = numElements(out.shape);
+  bool sizes = c.op == Op::AllGather                              ? m == n * G
+               : c.op == Op::ReduceScatter || c.op == Op::AllSlice ? n == m * G
+                                                                   : m == n;
+  check(sizes, what + ": a collective's operand sizes do not match its group of " +
+                   std::to_string(groups.groupSize()));
+  check(c.root >= 0 && c.root < groups.groupSize(), what + ": broadcast root out of range");
+  bool reduces = c.op == Op::AllReduce || c.op == Op::ReduceScatter;
+  check(!reduces || (isNumeric(x.dtype) && (c.reduction != CollectiveStep::Reduction::Mean || isFloat(x.dtype))),
+        what + ": a reduction of a dtype it does not take");
 }
 
 // Everything a loader relies on: indices in range, operand counts, the
@@ -523,6 +566,8 @@ void validate(const Artifact &a) {
           what + ": wrong number of operands");
     if (s.kind == Step::Kind::Attention && s.operands.size() == want)
       validateAttention(a, s, what);
+    if (s.kind == Step::Kind::Collective)
+      validateCollective(a, s, what);
     if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work, s.threads, s.reduced}, what);
@@ -713,6 +758,7 @@ Artifact parse(const std::string &bytes, const std::string &where) {
                : kind == "copy"   ? Step::Kind::Copy
                : kind == "attention" ? Step::Kind::Attention
                : kind == "convolution" ? Step::Kind::Convolution
+               : kind == "collective" ? Step::Kind::Collective
                                   : (fail("step: unknown kind '" + kind + "'"), Step::Kind::Loop);
       s.label = j.at("label").get<std::string>();
       s.operands = j.at("operands").get<std::vector<int>>();
@@ -756,6 +802,32 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.attention.saveLse = j.value("save_lse", false);
         s.attention.savedForward = j.value("saved_forward", false);
       }
+      if (s.kind == Step::Kind::Collective) {
+        const json &c = j.at("collective");
+        std::string op = c.at("op").get<std::string>(), reduction = c.at("reduction").get<std::string>();
+        using Op = CollectiveStep::Op;
+        using Reduction = CollectiveStep::Reduction;
+        bool known = false;
+        for (Op o : {Op::AllReduce, Op::AllGather, Op::ReduceScatter, Op::AllToAll, Op::AllSlice,
+                     Op::Broadcast, Op::AxisIndex})
+          if (op == CollectiveStep::opName(o)) {
+            s.collective.op = o;
+            known = true;
+          }
+        check(known, "step: unknown collective '" + op + "'");
+        known = false;
+        for (Reduction r : {Reduction::Sum, Reduction::Mean, Reduction::Max, Reduction::Min})
+          if (reduction == CollectiveStep::reductionName(r)) {
+            s.collective.reduction = r;
+            known = true;
+          }
+        check(known, "step: unknown collective reduction '" + reduction + "'");
+        s.collective.mesh = c.at("mesh").get<std::string>();
+        s.collective.meshAxes = c.at("mesh_axes").get<std::vector<std::string>>();
+        s.collective.meshSizes = c.at("mesh_sizes").get<std::vector<int64_t>>();
+        s.collective.axes = c.at("axes").get<std::vector<std::string>>();
+        s.collective.root = c.at("root").get<int64_t>();
+      }
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
         s.transposeB = j.at("transpose_b").get<bool>();
@@ -784,6 +856,40 @@ Artifact readFile(const std::string &path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse(ss.str(), path);
+}
+
+const char *CollectiveStep::opName(Op op) {
+  switch (op) {
+  case Op::AllReduce:
+    return "all_reduce";
+  case Op::AllGather:
+    return "all_gather";
+  case Op::ReduceScatter:
+    return "reduce_scatter";
+  case Op::AllToAll:
+    return "all_to_all";
+  case Op::AllSlice:
+    return "all_slice";
+  case Op::Broadcast:
+    return "broadcast";
+  case Op::AxisIndex:
+    return "axis_index";
+  }
+  return "?";
+}
+
+const char *CollectiveStep::reductionName(Reduction r) {
+  switch (r) {
+  case Reduction::Sum:
+    return "sum";
+  case Reduction::Mean:
+    return "mean";
+  case Reduction::Max:
+    return "max";
+  case Reduction::Min:
+    return "min";
+  }
+  return "?";
 }
 
 bool writesOperand(const Step &step, size_t operand) {

@@ -20,7 +20,8 @@ namespace tensorc::artifact {
 // 2: kernel variants and matmul epilogues are typed manifest fields.
 // 3: chain kernel variants may keep rows in shared memory (cache_bytes).
 // 5: convolution steps (cuDNN, with a loop kernel to fall back on).
-inline constexpr uint32_t kFormatVersion = 5;
+// 6: collective steps.
+inline constexpr uint32_t kFormatVersion = 6;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -97,6 +98,29 @@ struct ConvolutionStep {
 // outputs (lanes == 1), or LANES threads cooperating on each output (a
 // reduction; lanes a power of two up to 32, or the whole block). Chain
 // kernels (row): BLOCK threads on one row of the chain.
+// A collective step (docs/sharding.md): this device's part of a collective
+// over `axes` of the mesh `mesh` (`meshSizes` devices per axis, row-major
+// device numbering), in the flat form the compiler lowers every collective
+// to (chunks along the first dim, contiguous): all_reduce, all_gather,
+// reduce_scatter, all_to_all (chunk r to member r), all_slice (keep chunk
+// r), broadcast (from member `root`), axis_index (the i64 rank). Operands:
+// result, then x (none for axis_index). The runtime runs it through the
+// executable's communicator (MPI for CPU artifacts).
+struct CollectiveStep {
+  enum class Op { AllReduce, AllGather, ReduceScatter, AllToAll, AllSlice, Broadcast, AxisIndex };
+  enum class Reduction { Sum, Mean, Max, Min };
+  Op op = Op::AllReduce;
+  Reduction reduction = Reduction::Sum;
+  std::string mesh;
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshSizes;
+  std::vector<std::string> axes; // the group's axes, in rank order
+  int64_t root = 0;
+
+  static const char *opName(Op op);
+  static const char *reductionName(Reduction r);
+};
+
 struct KernelVariant {
   int block = 256;
   int items = 1;
@@ -152,7 +176,7 @@ struct MatmulEpilogue {
 };
 
 struct Step {
-  enum class Kind { Loop, Matmul, Copy, Attention, Convolution };
+  enum class Kind { Loop, Matmul, Copy, Attention, Convolution, Collective };
   Kind kind = Kind::Loop;
   std::string label; // the tc kernel or op it came from (errors, profiles)
   // Outputs first, then inputs. Loop: the value the kernel writes, then the
@@ -186,6 +210,7 @@ struct Step {
   // Convolution: also a loop step's fields (symbol, extent, work, threads,
   // reduced, variants; never chained), its kernel the fallback.
   ConvolutionStep convolution;
+  CollectiveStep collective; // Collective
 };
 
 // Whether a step writes its operand number `operand` (the first ones, and a

@@ -8,6 +8,7 @@
 #include "ir/core/Error.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/tune/Autotuner.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/core/Blas.h"
 #include "runtime/core/KernelLibrary.h"
 #include "runtime/host/ThreadPool.h"
@@ -174,6 +175,15 @@ public:
             where + ": step '" + s.label + "' is a " +
                 (s.kind == Step::Kind::Attention ? "fused attention" : "convolution") +
                 " step, which only the CUDA backend runs");
+    // The processes of the run, for its collectives (MPI under mpirun).
+    for (const Step &s : a.steps)
+      if (s.kind == Step::Kind::Collective && !communicator_) {
+        try {
+          communicator_ = processCommunicator();
+        } catch (const Error &e) {
+          fail(where + ": " + e.what());
+        }
+      }
     library_ = std::make_unique<KernelLibrary>(a.code, where);
     for (const Step &s : a.steps)
       kernels_.push_back(s.kind == Step::Kind::Loop ? library_->loopKernel(s.symbol) : nullptr);
@@ -216,6 +226,7 @@ public:
 
   std::unique_ptr<KernelLibrary> library_;
   std::vector<LoopKernelFn> kernels_; // per step (null for library steps)
+  std::shared_ptr<Communicator> communicator_; // artifacts with collective steps
   std::shared_ptr<uint8_t> constants_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<Autotuner> tuner_; // null: the heuristics alone
@@ -371,10 +382,17 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
     case Step::Kind::Attention:
     case Step::Kind::Convolution:
       fail("cpu: attention and convolution steps run on the GPU only"); // refused at load
+    case Step::Kind::Collective: {
+      size_t out = size_t(step.operands[0]), in = step.operands.size() > 1 ? size_t(step.operands[1]) : out;
+      runHostCollective(*x.communicator_, step.collective, a.values[in].dtype, ptr[out],
+                        step.operands.size() > 1 ? ptr[in] : nullptr, numelOf(frame.shapes[in]),
+                        numelOf(frame.shapes[out]));
+      break;
+    }
     }
     if (tracing) {
       trace::Slice slice{step.label, "step", startUs, trace::nowUs() - startUs, 0, {}};
-      const char *kinds[] = {"loop", "matmul", "copy", "attention", "convolution"};
+      const char *kinds[] = {"loop", "matmul", "copy", "attention", "convolution", "collective"};
       slice.args = {{"launch", step.kind == Step::Kind::Loop ? "loop " + step.symbol : kinds[int(step.kind)]},
                     {"steps", si == firstStep ? std::to_string(si)
                                               : std::to_string(firstStep) + "-" + std::to_string(si)}};

@@ -337,6 +337,10 @@ private:
 
 std::unique_ptr<Backend> makeCudaBackend(const artifact::Artifact &a, const std::string &where,
                                          const LoadOptions &options) {
+  for (const artifact::Step &s : a.steps)
+    check(s.kind != artifact::Step::Kind::Collective,
+          where + ": step '" + s.label + "' is a collective; the CUDA runtime has no NCCL engine yet "
+                  "(docs/sharding.md)");
   return std::make_unique<CudaBackend>(a, where, options);
 }
 

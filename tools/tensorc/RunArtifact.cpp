@@ -251,7 +251,24 @@ void printOutputs(const std::vector<std::string> &names, const std::vector<HostT
   }
 }
 
-void runArtifact(const RunArgs &args) {
+// Under mpirun each process is one device of an SPMD run (docs/sharding.md):
+// its rank, or -1 when not launched so.
+static int64_t launchedRank() {
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank ? std::atoll(rank) : -1;
+}
+
+void runArtifact(const RunArgs &given) {
+  // One device of an SPMD run draws its missing inputs from --seed + rank
+  // and writes its outputs under OUTPUT_DIR/deviceR, as `tensorc run
+  // --devices N` does for each simulated device.
+  RunArgs args = given;
+  int64_t rank = launchedRank();
+  if (rank >= 0) {
+    args.seed += uint64_t(rank);
+    if (!args.outputDir.empty())
+      args.outputDir = (std::filesystem::path(args.outputDir) / ("device" + std::to_string(rank))).string();
+  }
   std::shared_ptr<runtime::Executable> exe;
   runtime::LoadOptions load;
   load.threads = args.threads;
@@ -275,6 +292,8 @@ void runArtifact(const RunArgs &args) {
   std::vector<std::string> names;
   for (const runtime::TensorInfo &o : exe->outputs())
     names.push_back(o.name);
+  if (rank >= 0)
+    std::cout << "device " << rank << ":\n";
   printOutputs(names, outputs, bindings, args);
 }
 
