@@ -1,0 +1,81 @@
+"""Runs a training-step artifact for --steps steps and prints each step's
+loss: in one process the global step on the whole batch, or under mpirun the
+per-device step (tensorc shard) on this rank's shards of the same data and
+initial parameters. The shardings are tensorc shard's: --mesh AXIS=SIZE,...
+and --shard NAME=DIMS (per dim `_` or axes joined by +). Parameters and
+optimizer state (w, w.momentum, ...) are updated from the step's `.next`
+outputs. Rank 0 prints `step I loss L`."""
+import argparse
+import os
+
+import numpy as np
+
+import tensorc
+
+parser = argparse.ArgumentParser()
+parser.add_argument("artifact")
+parser.add_argument("--batch", type=int, default=8)
+parser.add_argument("--steps", type=int, default=10)
+parser.add_argument("--mesh", default="")
+parser.add_argument("--shard", action="append", default=[])
+args = parser.parse_args()
+
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+axes, sizes = [], []
+for item in filter(None, args.mesh.split(",")):
+    name, size = item.split("=")
+    axes.append(name)
+    sizes.append(int(size))
+shardings = {}
+for item in args.shard:
+    name, dims = item.split("=")
+    shardings[name] = [[] if d == "_" else d.split("+") for d in dims.split(",")] if dims else []
+
+
+def coordinates(device):
+    coords = []
+    for size in reversed(sizes):
+        coords.append(device % size)
+        device //= size
+    return list(reversed(coords))
+
+
+def shard_of(value, dims):
+    """This rank's piece of a global value (row-major device numbering)."""
+    coords = coordinates(rank)
+    index = []
+    for d, dim_axes in enumerate(dims):
+        parts, position = 1, 0
+        for a in dim_axes:
+            k = axes.index(a)
+            parts *= sizes[k]
+            position = position * sizes[k] + coords[k]
+        n = value.shape[d] // parts
+        index.append(slice(position * n, (position + 1) * n))
+    return np.ascontiguousarray(value[tuple(index)])
+
+
+exe = tensorc.Executable.load(args.artifact)
+rng = np.random.default_rng(0)
+data = {
+    "x": rng.uniform(-1, 1, (args.batch, 784)).astype(np.float32),
+    "labels": rng.integers(0, 10, (args.batch,)).astype(np.int64),
+    "w1": (rng.uniform(-1, 1, (784, 128)) * 0.05).astype(np.float32),
+    "b1": np.zeros(128, np.float32),
+    "w2": (rng.uniform(-1, 1, (128, 10)) * 0.1).astype(np.float32),
+    "b2": np.zeros(10, np.float32),
+}
+inputs = {}
+for name in exe.inputs:
+    name = name[0] if isinstance(name, tuple) else getattr(name, "name", name)
+    value = data[name] if name in data else np.zeros_like(data[name.split(".")[0]])
+    inputs[name] = shard_of(value, shardings.get(name, [[]] * value.ndim))
+session = exe.session()
+for step in range(args.steps):
+    out = session.run(**inputs)
+    loss = float(np.from_dlpack(out["loss"]))
+    if rank == 0:
+        print("step %d loss %.7g" % (step, loss), flush=True)
+    for name in list(inputs):
+        if name + ".next" in out:
+            inputs[name] = np.array(np.from_dlpack(out[name + ".next"]))
