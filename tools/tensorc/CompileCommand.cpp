@@ -1,6 +1,7 @@
 // tensorc compile FILE --emit=mlir|json -o OUT: runs the compile pipeline and
 // writes the result.
 #include "tools/tensorc/Commands.h"
+#include "tools/tensorc/ShardOptions.h"
 
 #include "codegen/cpu/CpuProgram.h"
 #include "codegen/cuda/CudaProgram.h"
@@ -11,6 +12,7 @@
 #include "compiler/driver/RunPipeline.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
+#include "compiler/sharding/SpmdPartition.h"
 #include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/BackendPipelines.h"
 #include "compiler/transforms/RecognizeAttention.h"
@@ -39,6 +41,8 @@ struct CompileArgs {
   int64_t growthInterval = 2000;
   std::string optimizer = "sgd", loss, autocast;
   std::vector<std::string> wrt;
+  std::string mesh;                   // --mesh
+  std::vector<std::string> shardings; // --shard: presets and NAME=DIMS
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   std::optional<double> weightDecay;
   std::optional<int64_t> memoryBudget;
@@ -101,6 +105,12 @@ void addCompileCommand(CLI::App &app) {
       "--train", args->train,
       "compile a training step: forward, backward and optimizer update in one program; with -o OUT "
       "also writes OUT's .forward and .backward siblings");
+  cmd->add_option("--mesh", args->mesh,
+                  "partition into the program each device runs (SPMD) over this mesh, AXIS=SIZE,... "
+                  "(docs/sharding.md)");
+  cmd->add_option("--shard", args->shardings,
+                  "with --mesh: ddp, fsdp (presets) or NAME=DIMS for an input or node (per dim `_` or "
+                  "mesh axes joined by +); repeatable");
   cmd->add_option("--optimizer", args->optimizer, "with --train: sgd (default), momentum or adamw")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}));
   cmd->add_option("--lr", args->lr, "learning rate (default 1e-3)");
@@ -210,8 +220,9 @@ void addCompileCommand(CLI::App &app) {
       model->analysis = analyzeGraph(step.graph, args->file);
       model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
       stage.stop();
-      // Artifacts hold the whole step; the .forward/.backward siblings are IR.
-      if (args->output != "-" && args->target.empty()) {
+      // Artifacts hold the whole step; the .forward/.backward siblings are IR
+      // (of the global program: not written for a partitioned step).
+      if (args->output != "-" && args->target.empty() && args->mesh.empty() && args->shardings.empty()) {
         for (auto [graph, part] :
              {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
           GraphAnalysis a = analyzeGraph(*graph, args->file);
@@ -227,6 +238,24 @@ void addCompileCommand(CLI::App &app) {
                 !args->memoryBudget && args->wrt.empty() && args->loss.empty(),
             "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, "
             "--fuse or --pipeline");
+    }
+    if (!args->mesh.empty() || !args->shardings.empty()) {
+      stage = root.nest("sharding (propagation, SPMD partition)");
+      std::vector<std::string> presets, annotations;
+      for (const std::string &s : args->shardings)
+        (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
+      try {
+        applyShardOptions(model->graph, args->mesh, presets, annotations);
+        GraphAnalysis global = analyzeGraph(model->graph, args->file);
+        model->graph = sharding::partitionSpmd(model->graph, global,
+                                               sharding::propagateShardings(model->graph, global))
+                           .local;
+      } catch (const Error &e) {
+        fail(args->file + ": " + e.what());
+      }
+      model->analysis = analyzeGraph(model->graph, args->file);
+      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
+      stage.stop();
     }
     mlir::PassManager pm(model->context.get());
     PipelineOptions pipeline;

@@ -3,11 +3,11 @@
 // to every value, the communication made explicit as collectives
 // (docs/sharding.md).
 #include "tools/tensorc/Commands.h"
+#include "tools/tensorc/ShardOptions.h"
 
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
-#include "compiler/sharding/Presets.h"
 #include "compiler/sharding/SpmdPartition.h"
 #include "ir/core/Error.h"
 
@@ -23,71 +23,6 @@ struct ShardArgs {
   std::vector<std::string> shardings;
   bool report = false;
 };
-
-int64_t parseSize(const std::string &text, const std::string &what) {
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::exception &) {
-    used = 0;
-  }
-  check(used == text.size() && !text.empty(), what + ": \"" + text + "\" is not an integer");
-  return v;
-}
-
-// "data=2,model=4"
-Mesh parseMesh(const std::string &text) {
-  Mesh m{"mesh", {}, {}};
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    size_t eq = item.find('=');
-    check(eq != std::string::npos && eq > 0, "--mesh: \"" + item + "\" is not AXIS=SIZE");
-    m.axes.push_back(item.substr(0, eq));
-    m.sizes.push_back(parseSize(item.substr(eq + 1), "--mesh " + item));
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  checkMesh(m);
-  return m;
-}
-
-// "x=data,_" or "w=_,data+model": per dim, `_` or axes joined by `+`.
-std::pair<std::string, sharding::DimAxes> parseSharding(const std::string &text) {
-  size_t eq = text.find('=');
-  check(eq != std::string::npos && eq > 0,
-        "--shard: \"" + text + "\" is not NAME=DIMS (e.g. x=data,_ or w=_,data+model)");
-  std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
-  sharding::DimAxes out;
-  if (dims.empty())
-    return {name, out}; // a scalar
-  size_t start = 0;
-  while (true) {
-    size_t end = dims.find(',', start);
-    std::string dim = dims.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::vector<std::string> axes;
-    if (dim != "_") {
-      size_t s = 0;
-      while (true) {
-        size_t plus = dim.find('+', s);
-        std::string axis = dim.substr(s, plus == std::string::npos ? std::string::npos : plus - s);
-        check(!axis.empty(), "--shard " + text + ": an empty axis name");
-        axes.push_back(axis);
-        if (plus == std::string::npos)
-          break;
-        s = plus + 1;
-      }
-    }
-    out.push_back(axes);
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return {name, out};
-}
 
 std::string bytesStr(int64_t bytes) {
   if (bytes < 0)
@@ -128,33 +63,9 @@ void addShardCommand(CLI::App &app) {
     Graph g = model->graph;
     sharding::SpmdProgram spmd;
     try {
-      if (!args->mesh.empty()) {
-        Mesh mesh = parseMesh(args->mesh);
-        check(g.meshes.empty() || (g.meshes.size() == 1 && g.meshes[0].axes == mesh.axes &&
-                                   g.meshes[0].sizes == mesh.sizes),
-              "--mesh differs from the mesh the graph declares");
-        if (g.meshes.empty())
-          g.meshes = {mesh};
-      }
-      check(g.meshes.size() == 1, "the graph declares " + std::to_string(g.meshes.size()) +
-                                      " meshes; give one with --mesh AXIS=SIZE,...");
-      for (const std::string &text : args->shardings) {
-        auto [name, dims] = parseSharding(text);
-        bool found = false;
-        for (GraphInput &in : g.inputs)
-          if (in.name == name) {
-            in.sharding = Sharding{g.meshes[0].name, dims};
-            found = true;
-          }
-        for (Node &n : g.nodes)
-          if (n.name == name) {
-            n.sharding = Sharding{g.meshes[0].name, dims};
-            found = true;
-          }
-        check(found, "--shard " + text + ": the graph has no input or node named \"" + name + "\"");
-      }
-      if (!args->preset.empty())
-        sharding::applyPreset(g, args->preset);
+      applyShardOptions(g, args->mesh, args->preset.empty() ? std::vector<std::string>{}
+                                                             : std::vector<std::string>{args->preset},
+                        args->shardings);
       GraphAnalysis analysis = analyzeGraph(g, args->file);
       sharding::ShardingPlan plan = sharding::propagateShardings(g, analysis);
       spmd = sharding::partitionSpmd(g, analysis, plan);

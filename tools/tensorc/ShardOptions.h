@@ -1,0 +1,18 @@
+// The sharding options `tensorc shard` and `tensorc compile` share: a mesh
+// (`data=2,model=2`), presets (ddp, fsdp) and annotations (`w1=_,model`).
+#pragma once
+
+#include "compiler/graph/Graph.h"
+
+#include <string>
+#include <vector>
+
+namespace tensorc::cli {
+
+// Puts the mesh (unless the graph declares the same one) and the shardings
+// on `graph`: annotations by input or node name first, then the presets for
+// what they leave. Throws Error naming the bad option.
+void applyShardOptions(Graph &graph, const std::string &mesh, const std::vector<std::string> &presets,
+                       const std::vector<std::string> &annotations);
+
+} // namespace tensorc::cli
