@@ -1,8 +1,11 @@
 #include "compiler/sharding/Presets.h"
 
 #include "ir/core/Error.h"
+#include "ir/core/OpSchema.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 namespace tensorc::sharding {
@@ -22,9 +25,110 @@ std::string ownerParameter(const std::set<std::string> &parameters, const std::s
 
 } // namespace
 
+// The trainable 2-D weight a matmul's rhs reads, as [in, out] (`w`) or
+// [out, in] (`transpose(w)`, PyTorch's nn.Linear layout); "" if neither.
+struct LinearWeight {
+  std::string name;
+  bool transposed = false;
+};
+
+// Megatron tensor parallelism for pairs of linear layers joined by
+// elementwise ops (an MLP: fc, bias, activation, proj): the first splits its
+// output columns (and its bias), the second its input rows, over `model`;
+// the second's partial sums are all-reduced once. Other layers are left as
+// they are.
+void tensorParallel(Graph &g, const Mesh &mesh) {
+  std::map<std::string, const Node *> producers;
+  std::map<std::string, std::vector<const Node *>> users;
+  for (const Node &n : g.nodes) {
+    producers[n.name] = &n;
+    for (const Arg &a : n.args)
+      if (a.kind == Arg::Kind::Value)
+        users[parseValueRef(a.value).producer].push_back(&n);
+  }
+  std::map<std::string, const GraphInput *> inputs;
+  for (const GraphInput &in : g.inputs)
+    inputs[in.name] = &in;
+  auto trainable2d = [&](const std::string &ref) -> const GraphInput * {
+    auto it = inputs.find(ref);
+    return it != inputs.end() && it->second->trainable && it->second->spec.rank() == 2 ? it->second : nullptr;
+  };
+  auto weightOf = [&](const Node &matmul) -> std::optional<LinearWeight> {
+    if (matmul.op != "matmul" || matmul.args.size() != 2 || matmul.args[1].kind != Arg::Kind::Value)
+      return std::nullopt;
+    const std::string &rhs = matmul.args[1].value;
+    if (trainable2d(rhs))
+      return LinearWeight{rhs, false};
+    auto p = producers.find(parseValueRef(rhs).producer);
+    if (p != producers.end() && p->second->op == "transpose" && p->second->args[0].kind == Arg::Kind::Value &&
+        trainable2d(p->second->args[0].value))
+      return LinearWeight{p->second->args[0].value, true};
+    return std::nullopt;
+  };
+  auto elementwise = [](const Node &n) {
+    const OpSchema *s = findOpSchema(n.op);
+    return s && (s->category == "unary" || s->category == "binary" || s->category == "elementwise");
+  };
+  auto shardDim = [&](const std::string &name, int64_t rank, int64_t dim) {
+    for (GraphInput &in : g.inputs)
+      if (in.name == name && !in.sharding) {
+        in.sharding = Sharding{mesh.name, std::vector<std::vector<std::string>>(size_t(rank))};
+        in.sharding->dims[size_t(dim)] = {"model"};
+      }
+  };
+  std::set<std::string> used;
+  for (const Node &first : g.nodes) {
+    std::optional<LinearWeight> w1 = weightOf(first);
+    if (!w1 || used.count(first.name))
+      continue;
+    // Follow the first layer's result through elementwise ops to a matmul:
+    // each value's first user in node order (a joint graph's forward nodes
+    // come before the backward nodes that read the same values).
+    std::string value = first.name;
+    std::vector<std::string> biases;
+    const Node *second = nullptr;
+    for (int hops = 0; hops < 16 && !second; ++hops) {
+      auto u = users.find(value);
+      if (u == users.end() || u->second.empty())
+        break;
+      const Node &next = *u->second[0];
+      if (next.op == "matmul") {
+        if (next.args[0].kind == Arg::Kind::Value && parseValueRef(next.args[0].value).producer == value &&
+            weightOf(next))
+          second = &next;
+        break;
+      }
+      if (!elementwise(next))
+        break;
+      for (const Arg &a : next.args) // a bias: a trainable vector of the layer's width
+        if (a.kind == Arg::Kind::Value && inputs.count(a.value) && inputs[a.value]->trainable &&
+            inputs[a.value]->spec.rank() == 1)
+          biases.push_back(a.value);
+      value = next.name;
+    }
+    if (!second || used.count(second->name))
+      continue;
+    std::optional<LinearWeight> w2 = weightOf(*second);
+    used.insert(first.name);
+    used.insert(second->name);
+    shardDim(w1->name, 2, w1->transposed ? 0 : 1); // columns: the output features
+    for (const std::string &b : biases)
+      shardDim(b, 1, 0);
+    shardDim(w2->name, 2, w2->transposed ? 1 : 0); // rows: the input features
+  }
+}
+
 void applyPreset(Graph &g, const std::string &preset) {
-  check(preset == "ddp" || preset == "fsdp",
-        "unknown sharding preset \"" + preset + "\" (expected ddp or fsdp)");
+  check(preset == "ddp" || preset == "fsdp" || preset == "tp",
+        "unknown sharding preset \"" + preset + "\" (expected ddp, fsdp or tp)");
+  if (preset == "tp") {
+    check(g.meshes.size() == 1, "--preset tp needs exactly one mesh (--mesh model=N)");
+    const Mesh &mesh = g.meshes[0];
+    check(std::find(mesh.axes.begin(), mesh.axes.end(), "model") != mesh.axes.end(),
+          "--preset tp splits over a mesh axis named \"model\"; mesh \"" + mesh.name + "\" has none");
+    tensorParallel(g, mesh);
+    return;
+  }
   check(g.meshes.size() == 1, "--preset " + preset + " needs exactly one mesh (--mesh data=N)");
   const Mesh &mesh = g.meshes[0];
   auto axis = std::find(mesh.axes.begin(), mesh.axes.end(), "data");

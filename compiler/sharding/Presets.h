@@ -8,6 +8,13 @@
 //         and its gradient output (`grad_w`) split along the first dim over
 //         `data` where it divides (ZeRO-3): parameters all-gathered before
 //         use, gradients reduce-scattered.
+//   tp    Megatron tensor parallelism over the `model` axis for pairs of
+//         linear layers joined by elementwise ops (fc, bias, activation,
+//         proj): the first layer's weight (`[in, out]`, or `[out, in]` read
+//         through a transpose) and bias split by output features, the
+//         second's weight by input features; one all_reduce per pair.
+//         Attention's fused QKV weight is not split (its `split` needs the
+//         whole vector); with separate q, k, v weights, annotate them.
 //
 // Values already annotated keep their sharding.
 #pragma once

@@ -192,6 +192,35 @@ TEST(Sharding, TrainingStepsUnderPresets) {
   }
 }
 
+// The tp preset finds the Megatron pairs: the MLP's two layers, the
+// transformer block's fc and proj (its fused QKV weight stays whole).
+TEST(Sharding, TensorParallelPreset) {
+  Graph mlp = mlpTraining();
+  mlp.meshes = {Mesh{"mesh", {"model"}, {2}}};
+  applyPreset(mlp, "tp");
+  GraphAnalysis a = analyzeGraph(mlp, "mlp");
+  ShardingPlan plan = propagateShardings(mlp, a);
+  EXPECT_EQ(dimAxesStr(plan.of("w1")), "[_, model]");
+  EXPECT_EQ(dimAxesStr(plan.of("b1")), "[model]");
+  EXPECT_EQ(dimAxesStr(plan.of("w2")), "[model, _]");
+  expectPartitionMatches(mlp);
+
+  Graph block = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
+  for (GraphInput &in : block.inputs)
+    if (in.spec.dtype == DType::F32)
+      in.spec.dtype = DType::F64;
+  block = autodiff::buildJointGraph(block, {}).graph;
+  block.meshes = {Mesh{"mesh", {"data", "model"}, {2, 2}}};
+  applyPreset(block, "ddp");
+  applyPreset(block, "tp");
+  GraphAnalysis ba = analyzeGraph(block, "block");
+  ShardingPlan blockPlan = propagateShardings(block, ba);
+  EXPECT_EQ(dimAxesStr(blockPlan.of("fc_w")), "[_, model]");
+  EXPECT_EQ(dimAxesStr(blockPlan.of("fc_proj_w")), "[model, _]");
+  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), "[_, _]");
+  expectPartitionMatches(block, 1e-9, {{"B", 4}, {"T", 3}});
+}
+
 TEST(Sharding, TensorParallelMlp) {
   // Megatron: the first layer's columns, the second's rows.
   for (int64_t devices : {2, 4}) {

@@ -48,11 +48,12 @@ void addShardCommand(CLI::App &app) {
                   "the device mesh, AXIS=SIZE,... (e.g. data=2,model=2); default: the graph's one mesh");
   cmd->add_option("--preset", args->preset,
                   "ddp: data inputs split along dim 0 over `data`; fsdp: parameters, optimizer "
-                  "state and gradients too")
-      ->check(CLI::IsMember({"ddp", "fsdp"}));
+                  "state and gradients too; tp: Megatron pairs of linear layers over `model`")
+      ->check(CLI::IsMember({"ddp", "fsdp", "tp"}));
   cmd->add_option("--shard", args->shardings,
                   "NAME=DIMS for an input or node: per dim `_` or mesh axes joined by + "
-                  "(x=data,_  w1=_,model); repeatable, wins over the preset");
+                  "(x=data,_  w1=_,model), or a preset (ddp, fsdp, tp); repeatable; annotations win "
+                  "over presets");
   cmd->add_option("--emit", args->emit, "json (a graph file, the default) or mlir")
       ->check(CLI::IsMember({"mlir", "json"}));
   cmd->add_option("-o,--output", args->output, "output path, - for stdout (the default)");
@@ -63,9 +64,12 @@ void addShardCommand(CLI::App &app) {
     Graph g = model->graph;
     sharding::SpmdProgram spmd;
     try {
-      applyShardOptions(g, args->mesh, args->preset.empty() ? std::vector<std::string>{}
-                                                             : std::vector<std::string>{args->preset},
-                        args->shardings);
+      std::vector<std::string> presets, annotations;
+      if (!args->preset.empty())
+        presets.push_back(args->preset);
+      for (const std::string &s : args->shardings)
+        (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
+      applyShardOptions(g, args->mesh, presets, annotations);
       GraphAnalysis analysis = analyzeGraph(g, args->file);
       sharding::ShardingPlan plan = sharding::propagateShardings(g, analysis);
       spmd = sharding::partitionSpmd(g, analysis, plan);
