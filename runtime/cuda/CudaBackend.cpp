@@ -4,6 +4,7 @@
 // around the launch sequence (Session::lastDeviceMs) and page-locked memory
 // the run-time check flags are copied into without blocking.
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/Nccl.h"
 
 #include "ir/core/Error.h"
 #include "runtime/cuda/CudaProgram.h"
@@ -337,11 +338,18 @@ private:
 
 std::unique_ptr<Backend> makeCudaBackend(const artifact::Artifact &a, const std::string &where,
                                          const LoadOptions &options) {
+  auto backend = std::make_unique<CudaBackend>(a, where, options);
+  // An SPMD program's processes meet once, at load (ncclCommInitRank).
   for (const artifact::Step &s : a.steps)
-    check(s.kind != artifact::Step::Kind::Collective,
-          where + ": step '" + s.label + "' is a collective; the CUDA runtime has no NCCL engine yet "
-                  "(docs/sharding.md)");
-  return std::make_unique<CudaBackend>(a, where, options);
+    if (s.kind == artifact::Step::Kind::Collective) {
+      try {
+        cuda::Nccl::process();
+      } catch (const Error &e) {
+        fail(where + ": " + e.what());
+      }
+      break;
+    }
+  return backend;
 }
 
 } // namespace tensorc::runtime

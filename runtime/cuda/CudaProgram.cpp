@@ -1,4 +1,5 @@
 #include "runtime/cuda/CudaProgram.h"
+#include "runtime/cuda/Nccl.h"
 
 #include "ir/core/Error.h"
 #include "runtime/cache/KernelCache.h"
@@ -746,6 +747,19 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
       return {si, "copy"};
+    }
+    if (s.kind == Step::Kind::Collective) {
+      int out = s.operands[0], in = s.operands.size() > 1 ? s.operands[1] : out;
+      auto elements = [&](int v) {
+        int64_t n = 1;
+        for (int64_t d : shapes[size_t(v)])
+          n *= d;
+        return n;
+      };
+      Nccl::process().run(s.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
+                          s.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_,
+                          stream);
+      return {si, std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op)};
     }
     if (!s.chainKernel.empty()) {
       // The chain's steps, and how much of each row they compute.

@@ -2,6 +2,7 @@
 // MODEL.tcx` through the runtime library alone (no MLIR/LLVM; the bundle's
 // bin/tensorc). Compiling needs the full tensorc.
 #include "ir/core/Error.h"
+#include "tools/tensorc/Launch.h"
 #include "tools/tensorc/RunArtifact.h"
 
 #include <iostream>
@@ -19,10 +20,11 @@ int main(int argc, char **argv) {
                                "artifacts; compile graph files with the full tensorc");
     tensorc::cli::runArtifact(args);
   });
-  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run") {
+  tensorc::cli::addLaunchCommand(app);
+  if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "run" && std::string(argv[1]) != "launch") {
     std::cerr << "tensorc: '" << argv[1]
               << "' is not available in this runtime-only build (deployment bundle): only "
-                 "`tensorc run MODEL.tcx`; use the full tensorc to compile\n";
+                 "`tensorc run MODEL.tcx` and `tensorc launch`; use the full tensorc to compile\n";
     return 1;
   }
   return tensorc::cli::runCommandLine(app, argc, argv);

@@ -251,11 +251,13 @@ void printOutputs(const std::vector<std::string> &names, const std::vector<HostT
   }
 }
 
-// Under mpirun each process is one device of an SPMD run (docs/sharding.md):
-// its rank, or -1 when not launched so.
+// Under mpirun or tensorc launch each process is one device of an SPMD run
+// (docs/sharding.md): its rank, or -1 when not launched so.
 static int64_t launchedRank() {
-  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return rank ? std::atoll(rank) : -1;
+  for (const char *name : {"OMPI_COMM_WORLD_RANK", "RANK"})
+    if (const char *rank = std::getenv(name); rank && *rank)
+      return std::atoll(rank);
+  return -1;
 }
 
 void runArtifact(const RunArgs &given) {

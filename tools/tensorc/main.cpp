@@ -1,5 +1,6 @@
 // tensorc: the command-line driver.
 #include "tools/tensorc/Commands.h"
+#include "tools/tensorc/Launch.h"
 #include "tools/tensorc/RunArtifact.h"
 
 #include "compiler/graph/Graph.h"
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   tensorc::cli::addCompileCommand(app);
   tensorc::cli::addGradCommand(app);
   tensorc::cli::addShardCommand(app);
+  tensorc::cli::addLaunchCommand(app);
   tensorc::cli::addRunCommand(app);
   tensorc::cli::addOpsCommand(app);
   bool knownCommand = false;
@@ -40,7 +42,7 @@ int main(int argc, char **argv) {
     knownCommand |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !knownCommand) {
     std::cerr << "tensorc: unknown command '" << argv[1]
-              << "' (expected verify, compile, grad, shard, run or ops; see tensorc --help)\n";
+              << "' (expected verify, compile, grad, shard, run, launch or ops; see tensorc --help)\n";
     return 1;
   }
   return tensorc::cli::runCommandLine(app, argc, argv);

@@ -1,0 +1,265 @@
+#include "runtime/cuda/Nccl.h"
+
+#include "ir/core/Error.h"
+#include "ir/core/Mesh.h"
+#include "runtime/host/DynamicLibrary.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <glob.h>
+#include <thread>
+
+namespace tensorc::cuda {
+
+// NCCL's C API, as nccl.h (2.18+) declares it.
+struct NcclUniqueId {
+  char internal[128];
+};
+enum NcclType { kInt32 = 2, kInt64 = 4, kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9 };
+enum NcclOp { kSum = 0, kMax = 2, kMin = 3, kAvg = 4 };
+
+struct NcclApi {
+  DynamicLibrary library;
+  int (*GetUniqueId)(NcclUniqueId *);
+  int (*CommInitRank)(void **, int, NcclUniqueId, int);
+  int (*CommSplit)(void *, int, int, void **, void *);
+  int (*CommDestroy)(void *);
+  int (*AllReduce)(const void *, void *, size_t, int, int, void *, void *);
+  int (*AllGather)(const void *, void *, size_t, int, void *, void *);
+  int (*ReduceScatter)(const void *, void *, size_t, int, int, void *, void *);
+  int (*Broadcast)(const void *, void *, size_t, int, int, void *, void *);
+  int (*Send)(const void *, size_t, int, int, void *, void *);
+  int (*Recv)(void *, size_t, int, int, void *, void *);
+  int (*GroupStart)();
+  int (*GroupEnd)();
+  const char *(*GetErrorString)(int);
+};
+
+namespace {
+
+std::vector<std::string> ncclCandidates() {
+  std::vector<std::string> out;
+  if (const char *lib = std::getenv("TENSORC_NCCL_LIB"); lib && *lib)
+    out.push_back(lib);
+  out.push_back("libnccl.so.2");
+  std::vector<std::string> patterns = {"/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                                       "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                                       "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2"};
+  for (const char *env : {"VIRTUAL_ENV", "CONDA_PREFIX", "HOME"})
+    if (const char *root = std::getenv(env); root && *root)
+      patterns.push_back(std::string(root) + (std::string(env) == "HOME" ? "/.local" : "") +
+                         "/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2");
+  for (const std::string &p : patterns) {
+    glob_t g{};
+    if (::glob(p.c_str(), 0, nullptr, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i)
+        out.push_back(g.gl_pathv[i]);
+    ::globfree(&g);
+  }
+  return out;
+}
+
+int64_t envInt(const char *name) {
+  const char *v = std::getenv(name);
+  check(v && *v, std::string("NCCL: ") + name +
+                     " is not set; a CUDA artifact with collectives runs one process per GPU: start it "
+                     "with `tensorc launch --nproc N -- tensorc run MODEL.tcx ...`");
+  return std::atoll(v);
+}
+
+std::string hex(const NcclUniqueId &id) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : id.internal) {
+    s += digits[c >> 4];
+    s += digits[c & 15];
+  }
+  return s;
+}
+
+NcclUniqueId unhex(const std::string &s) {
+  NcclUniqueId id{};
+  check(s.size() == 2 * sizeof id.internal, "NCCL: a malformed unique id in the rendezvous file");
+  for (size_t i = 0; i < sizeof id.internal; ++i)
+    id.internal[i] = char(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  return id;
+}
+
+int typeOf(DType d) {
+  switch (d) {
+  case DType::F32:
+    return kFloat32;
+  case DType::F64:
+    return kFloat64;
+  case DType::F16:
+    return kFloat16;
+  case DType::BF16:
+    return kBfloat16;
+  case DType::I32:
+    return kInt32;
+  case DType::I64:
+    return kInt64;
+  default:
+    fail("NCCL: no reduction of " + std::string(dtypeName(d)));
+  }
+}
+
+} // namespace
+
+Nccl &Nccl::process() {
+  static std::mutex mutex;
+  static std::unique_ptr<Nccl> nccl;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!nccl)
+    nccl.reset(new Nccl());
+  return *nccl;
+}
+
+Nccl::Nccl() : api_(std::make_unique<NcclApi>()) {
+  rank_ = envInt("RANK");
+  size_ = envInt("WORLD_SIZE");
+  const char *rendezvous = std::getenv("TENSORC_RENDEZVOUS");
+  check(rendezvous && *rendezvous, "NCCL: TENSORC_RENDEZVOUS is not set; start the processes with "
+                                   "`tensorc launch --nproc N -- ...`");
+  std::string tried;
+  api_->library = DynamicLibrary::open(ncclCandidates(), /*global=*/false, tried);
+  check(bool(api_->library), "NCCL: cannot load libnccl.so.2 (tried " + tried + ")");
+  DynamicLibrary &l = api_->library;
+  l.bind(api_->GetUniqueId, "ncclGetUniqueId");
+  l.bind(api_->CommInitRank, "ncclCommInitRank");
+  l.bind(api_->CommSplit, "ncclCommSplit");
+  l.bind(api_->CommDestroy, "ncclCommDestroy");
+  l.bind(api_->AllReduce, "ncclAllReduce");
+  l.bind(api_->AllGather, "ncclAllGather");
+  l.bind(api_->ReduceScatter, "ncclReduceScatter");
+  l.bind(api_->Broadcast, "ncclBroadcast");
+  l.bind(api_->Send, "ncclSend");
+  l.bind(api_->Recv, "ncclRecv");
+  l.bind(api_->GroupStart, "ncclGroupStart");
+  l.bind(api_->GroupEnd, "ncclGroupEnd");
+  l.bind(api_->GetErrorString, "ncclGetErrorString");
+  check(l.missing().empty(), "NCCL: libnccl.so.2 lacks " + l.missing() + " (NCCL 2.18 or newer is needed)");
+  std::filesystem::path file = std::filesystem::path(rendezvous) / "nccl-id";
+  NcclUniqueId id{};
+  if (rank_ == 0) {
+    check(api_->GetUniqueId(&id) == 0, "NCCL: ncclGetUniqueId failed");
+    std::filesystem::path tmp = file;
+    tmp += ".tmp";
+    std::ofstream(tmp) << hex(id);
+    std::filesystem::rename(tmp, file); // atomic: the others never read half of it
+  } else {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(file)) {
+      check(std::chrono::steady_clock::now() < deadline,
+            "NCCL: rank " + std::to_string(rank_) + " waited 120 s for rank 0's unique id in " + file.string() +
+                " (rank 0 did not start or failed)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::string text;
+    std::ifstream(file) >> text;
+    id = unhex(text);
+  }
+  int status = api_->CommInitRank(&world_, int(size_), id, int(rank_));
+  check(status == 0, "NCCL: ncclCommInitRank failed on rank " + std::to_string(rank_) + ": " +
+                         api_->GetErrorString(status));
+}
+
+Nccl::~Nccl() {
+  // Communicators are left to the process's exit: destroying them needs the
+  // other ranks at the same point, which an exiting process cannot promise.
+}
+
+void *Nccl::group(const std::vector<int64_t> &devices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool everyDeviceInOrder = devices.size() == size_t(size_);
+  for (size_t i = 0; i < devices.size() && everyDeviceInOrder; ++i)
+    everyDeviceInOrder = devices[i] == int64_t(i);
+  if (everyDeviceInOrder)
+    return world_;
+  auto it = groups_.find(devices);
+  if (it != groups_.end())
+    return it->second;
+  int key = 0;
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i] == rank_)
+      key = int(i);
+  int color = int(*std::min_element(devices.begin(), devices.end()));
+  void *comm = nullptr;
+  int status = api_->CommSplit(world_, color, key, &comm, nullptr);
+  check(status == 0, "NCCL: ncclCommSplit failed on rank " + std::to_string(rank_) + ": " +
+                         api_->GetErrorString(status));
+  groups_.emplace(devices, comm);
+  return comm;
+}
+
+void Nccl::run(const artifact::CollectiveStep &step, DType dtype, DevicePtr out, DevicePtr in, int64_t inElements,
+               int64_t outElements, const Driver &driver, Stream stream) {
+  using Op = artifact::CollectiveStep::Op;
+  using Reduction = artifact::CollectiveStep::Reduction;
+  Mesh mesh{step.mesh, step.meshAxes, step.meshSizes};
+  check(size_ == mesh.numDevices(),
+        "collective " + std::string(artifact::CollectiveStep::opName(step.op)) + ": the artifact's mesh \"" +
+            mesh.name + "\" has " + std::to_string(mesh.numDevices()) + " devices but this run has " +
+            std::to_string(size_) + "; launch it with tensorc launch --nproc " + std::to_string(mesh.numDevices()));
+  DeviceGroups groups(mesh, step.axes);
+  int64_t r = groups.rankOf(rank_), G = groups.groupSize();
+  std::vector<int64_t> members = groups.groupOf(rank_);
+  size_t elementBytes = dtypeSize(dtype);
+  auto ok = [&](int status, const char *what) {
+    check(status == 0, std::string("NCCL: ") + what + " failed on rank " + std::to_string(rank_) + ": " +
+                           api_->GetErrorString(status));
+  };
+  if (step.op == Op::AxisIndex) {
+    // The rank as an i64, from host memory that outlives the copy.
+    static thread_local int64_t value;
+    value = r;
+    driver.copyToDevice(out, &value, sizeof value, stream);
+    driver.synchronize(stream);
+    return;
+  }
+  if (step.op == Op::AllSlice) {
+    size_t chunk = size_t(outElements) * elementBytes;
+    driver.copyOnDevice(out, in + DevicePtr(size_t(r) * chunk), chunk, stream);
+    return;
+  }
+  void *comm = group(members); // a group of one is NCCL's too (a copy)
+  // Groups in rank order: NCCL ranks of a split communicator follow `key`.
+  int op = step.reduction == Reduction::Sum ? kSum : step.reduction == Reduction::Mean ? kAvg
+           : step.reduction == Reduction::Max ? kMax : kMin;
+  void *src = reinterpret_cast<void *>(in), *dst = reinterpret_cast<void *>(out);
+  switch (step.op) {
+  case Op::AllReduce:
+    ok(api_->AllReduce(src, dst, size_t(outElements), typeOf(dtype), op, comm, stream), "ncclAllReduce");
+    return;
+  case Op::ReduceScatter:
+    ok(api_->ReduceScatter(src, dst, size_t(outElements), typeOf(dtype), op, comm, stream), "ncclReduceScatter");
+    return;
+  case Op::AllGather:
+    ok(api_->AllGather(src, dst, size_t(inElements) * elementBytes, /*ncclUint8*/ 1, comm, stream), "ncclAllGather");
+    return;
+  case Op::Broadcast:
+    ok(api_->Broadcast(src, dst, size_t(inElements) * elementBytes, 1, int(step.root), comm, stream), "ncclBroadcast");
+    return;
+  case Op::AllToAll: {
+    size_t chunk = size_t(inElements) * elementBytes / size_t(G);
+    ok(api_->GroupStart(), "ncclGroupStart");
+    for (int64_t peer = 0; peer < G; ++peer) {
+      ok(api_->Send(reinterpret_cast<const char *>(src) + size_t(peer) * chunk, chunk, 1, int(peer), comm, stream),
+         "ncclSend");
+      ok(api_->Recv(reinterpret_cast<char *>(dst) + size_t(peer) * chunk, chunk, 1, int(peer), comm, stream),
+         "ncclRecv");
+    }
+    ok(api_->GroupEnd(), "ncclGroupEnd");
+    return;
+  }
+  default:
+    fail("NCCL: unknown collective");
+  }
+}
+
+} // namespace tensorc::cuda

@@ -1,0 +1,47 @@
+// NCCL for the collective steps of CUDA artifacts (docs/sharding.md):
+// libnccl.so.2 opened with dlopen (the system's, $TENSORC_NCCL_LIB, or the
+// one in PyTorch's pip wheels), one process per GPU.
+//
+// The processes of a run are started by `tensorc launch --nproc N` (or any
+// launcher that sets RANK and WORLD_SIZE as torchrun does, plus
+// TENSORC_RENDEZVOUS): rank 0 creates NCCL's unique id and writes it to a
+// file in the rendezvous directory; the others wait for it (a rank that
+// never comes is a timeout naming it, not a hang).
+#pragma once
+
+#include "runtime/artifact/Artifact.h"
+#include "runtime/cuda/CudaDriver.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace tensorc::cuda {
+
+struct NcclApi;
+
+class Nccl {
+public:
+  // The process's communicator over every rank; throws Error when the
+  // environment has no launcher's variables or NCCL cannot be loaded.
+  static Nccl &process();
+  ~Nccl();
+  int64_t rank() const { return rank_; }
+  int64_t size() const { return size_; }
+  // Queues one collective step on `stream` (operands contiguous, device
+  // memory): `out`, `in` and the element counts of the step's operands.
+  void run(const artifact::CollectiveStep &step, DType dtype, DevicePtr out, DevicePtr in, int64_t inElements,
+           int64_t outElements, const Driver &driver, Stream stream);
+
+private:
+  Nccl();
+  void *group(const std::vector<int64_t> &devices);
+  std::unique_ptr<NcclApi> api_;
+  void *world_ = nullptr;
+  int64_t rank_ = 0, size_ = 1;
+  std::mutex mutex_;
+  std::map<std::vector<int64_t>, void *> groups_;
+};
+
+} // namespace tensorc::cuda
