@@ -2100,9 +2100,12 @@ bool supportsOp(const std::string &op) {
       "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
       "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d",
       "conv2d_backward_input", "conv2d_backward_weight"};
+  // Collectives: steps the runtime runs through MPI (CPU) or NCCL (CUDA).
+  const OpSchema *schema = findOpSchema(op);
+  bool collective = schema && schema->category == "collective";
   return isScalarOp(op) || reductionOps().count(op) || reshapeOps().count(op) ||
          viewOps().count(op) || generatorOps().count(op) || special.count(op) ||
-         decomposed.count(op);
+         decomposed.count(op) || collective;
 }
 
 artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, const NestEmitter &emit,

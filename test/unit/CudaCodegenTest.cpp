@@ -69,7 +69,8 @@ TEST(CudaCodegen, CatalogCoversEveryOp) {
   for (const auto &[name, g] : gpu::largeGraphs())
     for (const Node &n : g.nodes)
       covered.insert(n.op);
-  // Collectives run through NCCL, not kernels: not yet (docs/sharding.md).
+  // Collectives run through NCCL, one process per GPU: not single-process
+  // parity cases (docs/sharding.md has how they were checked).
   for (const OpSchema &op : allOpSchemas())
     EXPECT_EQ(covered.count(op.name) != 0, op.category != "collective")
         << op.name << (op.category == "collective" ? " is a collective" : " has no GPU parity case");

@@ -41,7 +41,8 @@ static std::vector<std::string> engines(const OpSchema &op) {
   if (codegen::cpu::cpuSupportsOp(op.name))
     e.push_back("cpu");
   // The CUDA backend shares the program builder (codegen/Program.cpp); its
-  // GPU parity cases cover every op (test/gpu/OpCatalog.cpp).
+  // GPU parity cases cover every op but the collectives, which run one
+  // process per GPU through NCCL (test/gpu/OpCatalog.cpp, docs/sharding.md).
   if (codegen::supportsOp(op.name))
     e.push_back("cuda");
   return e;
