@@ -317,6 +317,11 @@ std::string rowSpace(Operation *op) {
     auto a = op->getAttrOfType<IntegerAttr>("axis");
     for (int64_t x = norm(a ? a.getInt() : -1); x < rank; ++x)
       axes.push_back(x);
+  } else if (name == "cross_entropy") {
+    // Its row statistics (log-sum-exp over the classes) are a softmax's
+    // over the same axis: the loss and its gradient's softmax share them,
+    // and the logits are read once for both.
+    axes.push_back(rank >= 2 ? 1 : 0);
   } else {
     return "";
   }
@@ -539,6 +544,29 @@ struct Fusion {
         if (onlyReductionAnchors && !wouldCycle(g, h))
           parent[g] = h;
       }
+    // Horizontal over rows: independent row-wise kernels over the same rows
+    // of the same input (a cross-entropy loss and its gradient's softmax)
+    // become one, so each row is read once for both.
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        Operation *a = ops[i], *b = ops[j];
+        if (classify(a) != Kind::Reduction || classify(b) != Kind::Reduction ||
+            a->getOperand(0) != b->getOperand(0))
+          continue;
+        int g = find(int(i)), h = find(int(j));
+        if (g == h || anchorsOtherThanReductions(g) || anchorsOtherThanReductions(h))
+          continue;
+        std::string space = groupRowSpace(g);
+        if (space.empty() || space != groupRowSpace(h) || wouldCycle(g, h))
+          continue;
+        parent[g] = h;
+      }
+  }
+
+  bool anchorsOtherThanReductions(int g) {
+    return llvm::any_of(members(g), [&](int m) {
+      return isAnchor(classify(ops[m])) && classify(ops[m]) != Kind::Reduction;
+    });
   }
 };
 

@@ -122,6 +122,21 @@ func.func @xent_grad(%x: !tc.tensor<[8, 16], f32>, %t: !tc.tensor<[8], i64>) -> 
 
 // -----
 
+// The composite form (before decomposition): a cross-entropy loss and its
+// gradient's softmax over the same rows of the same logits share one
+// kernel (one read of each row for both), though neither uses the other.
+// REPORT-LABEL: fusion of @xent_composite: 1 kernels
+// REPORT-NEXT: kernel k0 (reduction): loss (cross_entropy), p (softmax), g (mul)
+func.func @xent_composite(%x: !tc.tensor<[8, 16], f32>, %t: !tc.tensor<[8], i64>) -> (!tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>) {
+  %loss = tc.cross_entropy %x, %t : (!tc.tensor<[8, 16], f32>, !tc.tensor<[8], i64>) -> !tc.tensor<[], f32> loc("loss")
+  %p = tc.softmax %x {axis = 1 : i64} : (!tc.tensor<[8, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("p")
+  %h = tc.constant {tc.literal, value = dense<0.125> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %g = tc.mul %p, %h : (!tc.tensor<[8, 16], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[8, 16], f32> loc("g")
+  return %loss, %g : !tc.tensor<[], f32>, !tc.tensor<[8, 16], f32>
+}
+
+// -----
+
 // A training step of a summed softmax is one kernel: the loss (a sum over
 // every axis, whose first stage runs over the softmax's rows) joins the
 // softmax, and the backward's recomputed 1 - rowsum joins the gradient
