@@ -150,6 +150,26 @@ def measure_floor():
     return bw, rate
 
 
+def gemms_alone(name, mod, iters):
+    """The time of a training step's GEMMs alone, in one timed call (cuBLAS
+    through torch.mm, the layouts the step uses): the bar for a GEMM-bound
+    step. The MLP's six: x @ W1^T, g @ W2^T forward; dy^T @ g, dy @ W2,
+    dh^T @ x, dh @ W1 backward. None for other workloads."""
+    if name != "mlp_bf16_fb":
+        return None
+    w1, w2 = mod.fc1.weight.detach(), mod.fc2.weight.detach()  # [h, d], [d, h]
+    t = 8192
+    h, d = w1.shape
+    x = torch.randn(t, d, device="cuda", dtype=w1.dtype)
+    g = torch.randn(t, h, device="cuda", dtype=w1.dtype)
+    dy = torch.randn(t, d, device="cuda", dtype=w1.dtype)
+
+    def gemms():
+        x @ w1.t(), g @ w2.t(), dy.t() @ g, dy @ w2, g.t() @ x, g @ w1
+
+    return events_median(gemms, iters)
+
+
 WARM_START = r"""
 import sys, time
 t0 = time.perf_counter()
@@ -361,6 +381,9 @@ def main():
             row["tc_error"] = str(ex)[:300]
         del inputs
         torch.cuda.empty_cache()
+        gemm_ms = gemms_alone(name, mod, a.iters)
+        if gemm_ms is not None:
+            row["gemms_ms"] = round(gemm_ms, 4)
         if "tc_ms" in row and "default_ms" in row:
             row["speedup_vs_compile"] = round(row["default_ms"] / row["tc_ms"], 3)
         rows.append(row)
@@ -401,6 +424,10 @@ def main():
             f(r.get("backend_cold_s"), 2),
             "-" if r.get("backend_max_rel_err") is None else f"{r['backend_max_rel_err']:.2g}"] if a.backend else [])) +
             " |")
+    for r in rows:
+        if r.get("gemms_ms") and r.get("tc_device_ms"):
+            print(f"{r['workload']}: its GEMMs alone {r['gemms_ms']:.3f} ms; tensorc's device time "
+                  f"{r['tc_device_ms'] / r['gemms_ms']:.3f}x of that")
     for r in rows:
         for k in r:
             if k.endswith("_error"):

@@ -279,6 +279,29 @@ std::vector<std::pair<std::string, Graph>> largeGraphs() {
   gs.emplace_back("large_sum", opGraph("sum", {{DType::F32, {701, 1003}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
   gs.emplace_back("large_softmax", opGraph("softmax", {{DType::F32, {517, 1031}}}));
   gs.emplace_back("large_mean_all", opGraph("mean", {{DType::F32, {699, 1001}}}));
+  // A cross-entropy training step with a GPT-2-sized vocabulary: the loss
+  // and the gradient's softmax share one row kernel, the 201 KB rows in
+  // shared memory (fusion's row-space merge).
+  {
+    trace::Tracer t("large_xent");
+    trace::Tensor x = t.parameter("x", DType::F32, {9, 50257});
+    t.output(t.call("cross_entropy", {x, t.input("target", DType::I64, {9})})[0]);
+    gs.emplace_back("large_cross_entropy_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  // Independent reductions over the same rows of one input (different
+  // kinds, keepdim or not) merge into one row kernel.
+  {
+    trace::Tracer t("row_siblings");
+    trace::Tensor x = t.input("x", DType::F32, {13, 1031});
+    AttrMap rows{{"axes", Attr(std::vector<int64_t>{1})}};
+    AttrMap rowsKept{{"axes", Attr(std::vector<int64_t>{1})}, {"keepdim", Attr(true)}};
+    t.output(t.call("sum", {x}, rows)[0]);
+    t.output(t.call("max", {x}, rowsKept)[0]);
+    t.output(t.call("logsumexp", {x}, rows)[0]);
+    t.output(t.call("softmax", {x})[0]);
+    t.output(t.call("layer_norm", {x})[0]);
+    gs.emplace_back("row_siblings", t.graph());
+  }
   return gs;
 }
 

@@ -246,6 +246,42 @@ TEST(CpuBackend, RowKernelsOfTrainingSteps) {
     }
 }
 
+// Independent row-wise ops over the same rows of one input share a kernel
+// (fusion's row-space merge): a cross-entropy loss beside its gradient's
+// softmax, and reductions of different kinds, keepdim or not.
+TEST(CpuBackend, RowSiblingsShareAKernel) {
+  codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true,
+                              /*splitColumnReductions=*/true};
+  for (bool symbolic : {false, true}) {
+    std::variant<int64_t, std::string> rows = symbolic ? std::variant<int64_t, std::string>("B") : int64_t(7);
+    std::vector<std::map<std::string, int64_t>> dims =
+        symbolic ? std::vector<std::map<std::string, int64_t>>{{{"B", 1}}, {{"B", 9}}}
+                 : std::vector<std::map<std::string, int64_t>>{{}};
+    for (const char *reduction : {"mean", "sum"}) {
+      trace::Tracer t("xent");
+      trace::Tensor x = t.parameter("x", DType::F32, {rows, 301});
+      t.output(t.call("cross_entropy", {x, t.input("target", DType::I64, {rows})}, {{"reduction", Attr(reduction)}},
+                      "loss")[0]);
+      Graph step = autodiff::buildJointGraph(t.graph()).graph;
+      SCOPED_TRACE(std::string("cross_entropy ") + reduction + (symbolic ? " [B, 301]" : " [7, 301]"));
+      checkGraph(step, dims);
+      checkGraph(step, dims, gpu);
+    }
+    trace::Tracer t("siblings");
+    trace::Tensor x = t.input("x", DType::F32, {rows, 3, 257});
+    AttrMap last{{"axes", Attr(std::vector<int64_t>{2})}};
+    AttrMap lastKept{{"axes", Attr(std::vector<int64_t>{-1})}, {"keepdim", Attr(true)}};
+    t.output(t.call("sum", {x}, last)[0]);
+    t.output(t.call("max", {x}, lastKept)[0]);
+    t.output(t.call("logsumexp", {x}, last)[0]);
+    t.output(t.call("softmax", {x})[0]);
+    t.output(t.call("layer_norm", {x})[0]);
+    SCOPED_TRACE(symbolic ? "siblings [B, 3, 257]" : "siblings [7, 3, 257]");
+    checkGraph(t.graph(), dims);
+    checkGraph(t.graph(), dims, gpu);
+  }
+}
+
 TEST(CpuBackend, Reductions) {
   std::vector<std::vector<int64_t>> axesSets = {{0}, {1}, {2}, {0, 2}, {-1}, {0, 1, 2}};
   for (const char *op : {"sum", "mean", "max", "min", "prod", "logsumexp"})
