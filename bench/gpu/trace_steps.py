@@ -20,10 +20,11 @@ def main():
         steps = [e for e in events if e.get("cat") == "step"]  # CPU: host time
     if not steps:
         sys.exit("no step slices in the trace")
-    # Runs repeat the same launches: the first launch's count is the run count.
-    first = steps[0]
-    runs = sum(1 for e in steps if e["name"] == first["name"] and e.get("args") == first.get("args"))
-    last = steps[-(len(steps) // max(runs, 1)):]
+    # Runs repeat the same launches: the last run starts at the last launch
+    # with the first launch's label (its kernel variant may differ: the
+    # first run may pick another, or tune).
+    start = max(i for i, e in enumerate(steps) if e["name"] == steps[0]["name"])
+    last = steps[start:]
     per = collections.defaultdict(float)
     for e in last:
         per[e["name"] + " | " + e.get("args", {}).get("launch", "")] += e["dur"]
