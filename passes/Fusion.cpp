@@ -167,9 +167,26 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
   return cheap;
 }
 
+// Whether `user` reads its operand from memory whichever kernel computes
+// it: a library call (matmul, convolution), or a view every user of which
+// does.
+bool readFromMemory(Operation *user, int depth = 0) {
+  if (!user->getName().getStringRef().starts_with("tc."))
+    return false;
+  Kind k = classify(user);
+  if (k == Kind::Matmul)
+    return true;
+  if (k != Kind::View || depth > 8 || user->getNumResults() != 1 || user->getResult(0).use_empty())
+    return false;
+  return llvm::all_of(user->getUsers(), [&](Operation *u) { return readFromMemory(u, depth + 1); });
+}
+
 // Gives every user of a recomputed broadcast its own copy (consumers first,
 // so a copied chain copies its producers too): each copy then fuses into
-// its one consumer's kernel.
+// its one consumer's kernel. Users that read from memory (GEMMs, through
+// views or not) share the original: each copy of theirs would be one more
+// kernel writing the same tensor (an LM head's backward wrote its
+// [4096, 32000] logits gradient twice, once per GEMM).
 void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
                  llvm::DenseSet<Operation *> &copies) {
   std::vector<Operation *> order;
@@ -181,9 +198,14 @@ void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
     Operation *op = *it;
     copies.insert(op);
     std::vector<OpOperand *> uses;
-    for (OpOperand &use : op->getResult(0).getUses())
-      uses.push_back(&use);
-    for (size_t u = 1; u < uses.size(); ++u) {
+    bool shared = false;
+    for (OpOperand &use : op->getResult(0).getUses()) {
+      if (readFromMemory(use.getOwner()))
+        shared = true;
+      else
+        uses.push_back(&use);
+    }
+    for (size_t u = shared ? 0 : 1; u < uses.size(); ++u) {
       b.setInsertionPoint(uses[u]->getOwner());
       Operation *copy = b.clone(*op);
       uses[u]->set(copy->getResult(0));
@@ -470,9 +492,44 @@ struct Fusion {
     }
     if (pk == Kind::Matmul && classify(c) != Kind::Elementwise)
       return "only elementwise ops join a matmul epilogue";
+    if (pk == Kind::Matmul && !ck && readOnlyByReductions(c))
+      return "read only by reductions: joins their kernel, which reads the GEMM's product (an epilogue "
+             "kernel would write it and the reduction read it back)";
     if (wouldCycle(g, h))
       return "fusing would create a cycle between kernels";
     return "";
+  }
+
+  // Whether everything computed from elementwise op `op` (through more
+  // elementwise ops and views) ends in reductions: no function result, no
+  // matmul or other anchor reads any of it. A GEMM's epilogue of that kind
+  // (the f32 cast of an LM head's logits before cross-entropy: 2 x 262 MB
+  // written and read back at a 32000 vocabulary) belongs to the reductions.
+  bool readOnlyByReductions(Operation *op) {
+    std::vector<Operation *> work{op};
+    llvm::DenseSet<Operation *> seen;
+    bool reduction = false;
+    while (!work.empty()) {
+      Operation *o = work.back();
+      work.pop_back();
+      if (!seen.insert(o).second)
+        continue;
+      for (Operation *user : o->getUsers()) {
+        if (!index.count(user))
+          return false; // a function result (or an op outside the kernels)
+        Kind k = classify(user);
+        if (k == Kind::Reduction) {
+          reduction = true;
+          continue;
+        }
+        if (k != Kind::Elementwise && k != Kind::View)
+          return false;
+        work.push_back(user);
+      }
+      if (seen.size() > 32)
+        return false;
+    }
+    return reduction;
   }
 
   // Recomputed broadcasts (one user each): they join only their consumer's

@@ -22,14 +22,15 @@ func.func @chain(%x: !tc.tensor<[B, 4], f32>, %y: !tc.tensor<[4], f32>) -> !tc.t
 
 // -----
 
-// matmul keeps its elementwise epilogue but not a prologue; the softmax
-// takes its epilogue.
-// REPORT-LABEL: fusion of @mlp: 3 kernels
+// A matmul takes no prologue; an epilogue read only by reductions joins
+// their kernel (which reads the GEMM's product: no epilogue kernel writing
+// relu/exp for the softmax to read back).
+// REPORT-LABEL: fusion of @mlp: 2 kernels, 1 library calls
 // REPORT-NEXT: kernel k0 (elementwise): s (mul)
-// REPORT-NEXT: kernel k1 (matmul): m (matmul), r (relu), e (exp)
-// REPORT-NEXT: kernel k2 (reduction): sm (softmax), o (mul)
+// REPORT-NEXT: library m (matmul)
+// REPORT-NEXT: kernel k1 (reduction): r (relu), e (exp), sm (softmax), o (mul)
 // REPORT: not fused: s (mul) -> m (matmul): no prologue fusion into m (matmul): the library call reads its operands from memory
-// REPORT: not fused: e (exp) -> sm (softmax): both kernels have an anchor (m (matmul), sm (softmax))
+// REPORT: not fused: m (matmul) -> r (relu): read only by reductions: joins their kernel
 func.func @mlp(%x: !tc.tensor<[B, 4], f32>, %w: !tc.tensor<[4, 4], f32>) -> !tc.tensor<[B, 4], f32> {
   %s = tc.mul %x, %x : (!tc.tensor<[B, 4], f32>, !tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("s")
   %m = tc.matmul %s, %w : (!tc.tensor<[B, 4], f32>, !tc.tensor<[4, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("m")
@@ -38,6 +39,22 @@ func.func @mlp(%x: !tc.tensor<[B, 4], f32>, %w: !tc.tensor<[4, 4], f32>) -> !tc.
   %sm = tc.softmax %e : (!tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("sm")
   %o = tc.mul %sm, %x : (!tc.tensor<[B, 4], f32>, !tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("o")
   return %o : !tc.tensor<[B, 4], f32>
+}
+
+// -----
+
+// An epilogue that is also a result stays with the matmul (it is written
+// anyway); the softmax reads it.
+// REPORT-LABEL: fusion of @epilogue_kept: 2 kernels
+// REPORT-NEXT: kernel k0 (matmul): m (matmul), r (relu), e (exp)
+// REPORT-NEXT: kernel k1 (reduction): sm (softmax)
+// REPORT: not fused: e (exp) -> sm (softmax): both kernels have an anchor (m (matmul), sm (softmax))
+func.func @epilogue_kept(%x: !tc.tensor<[B, 4], f32>, %w: !tc.tensor<[4, 4], f32>) -> (!tc.tensor<[B, 4], f32>, !tc.tensor<[B, 4], f32>) {
+  %m = tc.matmul %x, %w : (!tc.tensor<[B, 4], f32>, !tc.tensor<[4, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("m")
+  %r = tc.relu %m : (!tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("r")
+  %e = tc.exp %r : (!tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("e")
+  %sm = tc.softmax %e : (!tc.tensor<[B, 4], f32>) -> !tc.tensor<[B, 4], f32> loc("sm")
+  return %e, %sm : !tc.tensor<[B, 4], f32>, !tc.tensor<[B, 4], f32>
 }
 
 // -----
