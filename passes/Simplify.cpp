@@ -16,6 +16,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <numeric>
+#include <set>
 
 namespace tensorc {
 
@@ -154,6 +155,50 @@ struct PermuteChain : OpRewritePattern<PermuteOp> {
   }
 };
 
+// transpose(matmul(a, b)) over the last two dims -> matmul(b^T, a^T): the
+// GEMM writes the transposed product itself, its operands' transposes are
+// GEMM flags rather than copies. A weight gradient in PyTorch's [out, in]
+// layout was a GEMM and then a kernel transposing its product (every
+// nn.Linear of a model through the PyTorch bridge).
+struct TransposedProduct : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    auto mm = op.getX().getDefiningOp<MatmulOp>();
+    if (!mm || !mm->hasOneUse())
+      return failure();
+    std::optional<TensorSpec> out = toTensorSpec(op.getType());
+    std::optional<TensorSpec> a = toTensorSpec(mm->getOperand(0).getType());
+    std::optional<TensorSpec> b = toTensorSpec(mm->getOperand(1).getType());
+    if (!out || !a || !b || a->rank() < 2 || b->rank() < 2)
+      return failure(); // a vector operand: no transpose to trade
+    // Batch dims equal on both sides: a weight shared across the batch
+    // ([B, M, K] @ [K, N]) is one GEMM over the flattened rows, which the
+    // swapped form ([N, K] @ [B, K, M]) would lose.
+    if (a->rank() != b->rank() ||
+        !std::equal(a->shape.begin(), a->shape.end() - 2, b->shape.begin(), b->shape.end() - 2))
+      return failure();
+    int64_t r = out->rank();
+    auto norm = [r](int64_t d) { return d < 0 ? d + r : d; };
+    std::set<int64_t> dims{norm(op.getDim0()), norm(op.getDim1())};
+    if (dims != std::set<int64_t>{r - 2, r - 1})
+      return failure();
+    auto transposed = [&](Value v, TensorSpec spec) {
+      std::swap(spec.shape[spec.rank() - 2], spec.shape[spec.rank() - 1]);
+      return rewriter
+          .create<TransposeOp>(op.getLoc(), toMlirType(op.getContext(), spec), v, rewriter.getI64IntegerAttr(-2),
+                               rewriter.getI64IntegerAttr(-1))
+          .getResult();
+    };
+    Value bt = transposed(mm->getOperand(1), *b), at = transposed(mm->getOperand(0), *a);
+    auto product = rewriter.create<MatmulOp>(op.getLoc(), op.getType(), bt, at);
+    for (NamedAttribute attr : mm->getAttrs()) // dialect attributes such as tc.sharding
+      if (attr.getName().getValue().contains('.'))
+        product->setAttr(attr.getName(), attr.getValue());
+    rewriter.replaceOp(op, product.getResult());
+    return success();
+  }
+};
+
 // squeeze, unsqueeze and flatten are reshapes; one view op lets reshape
 // chains collapse (the reshape folder) and later fusion see one kind.
 template <typename OpTy> struct ViewAsReshape : OpRewritePattern<OpTy> {
@@ -274,7 +319,8 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<DivOp>>(ctx, 1.0, false);
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
-    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast>(ctx);
+    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast,
+                 TransposedProduct>(ctx);
     patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(
         ctx);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())

@@ -118,6 +118,18 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     t.output(t.call("matmul", {xt, dy})[0]);
     t.output(t.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
     gs.emplace_back("linear_grad_" + std::string(dtypeName(d)), t.graph());
+    // PyTorch's [out, in] layout: the transposed product, which
+    // tensorc-simplify turns into the product of the swapped transposes (the
+    // GEMM writes it; no transposing copy), batched or not.
+    trace::Tracer u("lingrad_out_in");
+    trace::Tensor ux = u.input("x", d, {"B", 33}), udy = u.input("dy", d, {"B", 19});
+    trace::Tensor uxt = u.call("transpose", {ux}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    u.output(u.call("transpose", {u.call("matmul", {uxt, udy})[0]},
+                    {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0]);
+    trace::Tensor ba = u.input("a", d, {3, "B", 7}), bb = u.input("b", d, {3, 7, 5});
+    u.output(u.call("transpose", {u.call("matmul", {ba, bb})[0]},
+                    {{"dim0", Attr(int64_t(-1))}, {"dim1", Attr(int64_t(-2))}})[0]);
+    gs.emplace_back("linear_grad_out_in_" + std::string(dtypeName(d)), u.graph());
   }
   push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
   push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));

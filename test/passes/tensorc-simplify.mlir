@@ -95,3 +95,29 @@ func.func @reduce_of_broadcast(%b: !tc.tensor<[3], f32>, %c: !tc.tensor<[1], f32
   %sym = tc.sum %y : (!tc.tensor<[N], f32>) -> !tc.tensor<[], f32>
   return %s, %m, %mx, %sym : !tc.tensor<[3], f32>, !tc.tensor<[1, 1, 3], f32>, !tc.tensor<[4, 5], f32>, !tc.tensor<[], f32>
 }
+
+// -----
+
+// A transposed product is the product of the transposed operands, swapped:
+// the GEMM writes it (its operands' transposes are GEMM flags); batched
+// too. A product with a weight shared across the batch (one GEMM over the
+// flattened rows), or a transpose of other dims, stays.
+// CHECK-LABEL: func.func @transposed_product
+// CHECK-SAME: (%[[A:[^:]*]]: !tc.tensor<[B, 3, 4], f32>, %[[W:[^:]*]]: !tc.tensor<[B, 4, 5], f32>, %[[V:[^:]*]]: !tc.tensor<[4, 5], f32>
+// CHECK-DAG: %[[WT:.*]] = tc.transpose %[[W]] {dim0 = -2 : i64, dim1 = -1 : i64} : (!tc.tensor<[B, 4, 5], f32>) -> !tc.tensor<[B, 5, 4], f32>
+// CHECK-DAG: %[[AT:.*]] = tc.transpose %[[A]] {dim0 = -2 : i64, dim1 = -1 : i64} : (!tc.tensor<[B, 3, 4], f32>) -> !tc.tensor<[B, 4, 3], f32>
+// CHECK: %[[P:.*]] = tc.matmul %[[WT]], %[[AT]] : (!tc.tensor<[B, 5, 4], f32>, !tc.tensor<[B, 4, 3], f32>) -> !tc.tensor<[B, 5, 3], f32>
+// CHECK: %[[M:.*]] = tc.matmul %[[A]], %[[V]]
+// CHECK: %[[T:.*]] = tc.transpose %[[M]] {dim0 = -1 : i64, dim1 = -2 : i64}
+// CHECK: %[[M2:.*]] = tc.matmul %[[A]], %[[V]]
+// CHECK: %[[T2:.*]] = tc.transpose %[[M2]] {dim0 = 0 : i64, dim1 = 2 : i64}
+// CHECK: return %[[P]], %[[T]], %[[T2]]
+func.func @transposed_product(%a: !tc.tensor<[B, 3, 4], f32>, %w: !tc.tensor<[B, 4, 5], f32>, %v: !tc.tensor<[4, 5], f32>) -> (!tc.tensor<[B, 5, 3], f32>, !tc.tensor<[B, 5, 3], f32>, !tc.tensor<[5, 3, B], f32>) {
+  %m = tc.matmul %a, %w : (!tc.tensor<[B, 3, 4], f32>, !tc.tensor<[B, 4, 5], f32>) -> !tc.tensor<[B, 3, 5], f32>
+  %t = tc.transpose %m {dim0 = -1 : i64, dim1 = -2 : i64} : (!tc.tensor<[B, 3, 5], f32>) -> !tc.tensor<[B, 5, 3], f32>
+  %m1 = tc.matmul %a, %v : (!tc.tensor<[B, 3, 4], f32>, !tc.tensor<[4, 5], f32>) -> !tc.tensor<[B, 3, 5], f32>
+  %t1 = tc.transpose %m1 {dim0 = -1 : i64, dim1 = -2 : i64} : (!tc.tensor<[B, 3, 5], f32>) -> !tc.tensor<[B, 5, 3], f32>
+  %m2 = tc.matmul %a, %v : (!tc.tensor<[B, 3, 4], f32>, !tc.tensor<[4, 5], f32>) -> !tc.tensor<[B, 3, 5], f32>
+  %t2 = tc.transpose %m2 {dim0 = 0 : i64, dim1 = 2 : i64} : (!tc.tensor<[B, 3, 5], f32>) -> !tc.tensor<[5, 3, B], f32>
+  return %t, %t1, %t2 : !tc.tensor<[B, 5, 3], f32>, !tc.tensor<[B, 5, 3], f32>, !tc.tensor<[5, 3, B], f32>
+}
