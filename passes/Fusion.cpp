@@ -465,6 +465,12 @@ struct Fusion {
       return "attention runs as its own kernel";
     if (pk == Kind::Collective || ck == Kind::Collective)
       return "a collective is a runtime step of its own, not part of a kernel";
+    // Left out of its producer's kernel, the transpose is a view the GEMM
+    // reads with its transpose flag; inside, the kernel wrote it transposed
+    // (an embedding gradient's one-hot, [4096, 32000], written column-wise).
+    if (isMatrixTranspose(c) && !c->use_empty() &&
+        llvm::all_of(c->getUsers(), [](Operation *u) { return u->getName().getStringRef() == "tc.matmul"; }))
+      return "a transpose read only by GEMMs is their transpose flag, not a copy";
     if (ck == Kind::Matmul && !pk)
       return "no prologue fusion into " + opLabel(ca) +
              ": the library call reads its operands from memory";

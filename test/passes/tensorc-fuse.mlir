@@ -223,3 +223,21 @@ func.func @norm_weight_grad_two_inputs(%x: !tc.tensor<[B, 8], f32>, %dy: !tc.ten
   %dw = tc.sum %h {axes = array<i64: 0>} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8], f32> loc("dw")
   return %dw, %gx : !tc.tensor<[8], f32>, !tc.tensor<[B, 8], f32>
 }
+
+// -----
+
+// A transpose read only by a GEMM stays out of its producer's kernel: the
+// kernel writes the one-hot row-major and the GEMM reads it with its
+// transpose flag (inside, the kernel wrote it column-wise).
+// REPORT-LABEL: fusion of @transpose_flag: 1 kernels, 1 library calls, 1 view-only groups
+// REPORT-NEXT: kernel k0 (elementwise): eq (eq), oh (cast)
+// REPORT-NEXT: library g (matmul)
+// REPORT: not fused: oh (cast) -> ohT (transpose): a transpose read only by GEMMs is their transpose flag, not a copy
+func.func @transpose_flag(%t: !tc.tensor<[8, 1], i64>, %dy: !tc.tensor<[8, 4], f32>) -> !tc.tensor<[16, 4], f32> {
+  %io = tc.iota {length = [16]} : () -> !tc.tensor<[16], i64>
+  %eq = tc.eq %t, %io : (!tc.tensor<[8, 1], i64>, !tc.tensor<[16], i64>) -> !tc.tensor<[8, 16], i1> loc("eq")
+  %oh = tc.cast %eq {to = f32} : (!tc.tensor<[8, 16], i1>) -> !tc.tensor<[8, 16], f32> loc("oh")
+  %ohT = tc.transpose %oh {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[8, 16], f32>) -> !tc.tensor<[16, 8], f32> loc("ohT")
+  %g = tc.matmul %ohT, %dy : (!tc.tensor<[16, 8], f32>, !tc.tensor<[8, 4], f32>) -> !tc.tensor<[16, 4], f32> loc("g")
+  return %g : !tc.tensor<[16, 4], f32>
+}
