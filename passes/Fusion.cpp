@@ -597,14 +597,7 @@ struct Fusion {
         llvm::DenseSet<Value> gi = externalInputs(g), hi = externalInputs(h);
         if (!llvm::any_of(gi, [&](Value v) { return hi.contains(v); }))
           continue;
-        bool onlyReductionAnchors = true;
-        for (int m : members(g))
-          onlyReductionAnchors &=
-              !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
-        for (int m : members(h))
-          onlyReductionAnchors &=
-              !isAnchor(classify(ops[m])) || classify(ops[m]) == Kind::Reduction;
-        if (onlyReductionAnchors && !wouldCycle(g, h))
+        if (!anchorsOtherThanReductions(g) && !anchorsOtherThanReductions(h) && !wouldCycle(g, h))
           parent[g] = h;
       }
     // Horizontal over rows: independent row-wise kernels over the same rows
