@@ -481,6 +481,10 @@ private:
       lowerCollective(op, name, attrs);
       return;
     }
+    if (name == "embedding_backward") {
+      lowerScatterAdd(op, attrs);
+      return;
+    }
     fail("cpu codegen: op '" + name + "' has no CPU implementation yet");
   }
 
@@ -1175,6 +1179,22 @@ private:
     int out = newProducedValue(specOf(op->getResult(0)));
     s.operands = {out};
     s.operands.insert(s.operands.end(), inputs.begin(), inputs.end());
+    art_.steps.push_back(s);
+    chain_ = Chain{};
+    lazy_[op->getResult(0)] = storedIdentity(out);
+  }
+
+  // embedding_backward: a scatter-add step the runtime runs (a loop nest
+  // cannot write at computed indices) on contiguous grad and indices.
+  void lowerScatterAdd(Operation *op, const AttrMap &attrs) {
+    Step s;
+    s.kind = Step::Kind::ScatterAdd;
+    s.label = label_;
+    if (hasAttr(attrs, "padding_idx"))
+      s.skipIndex = getInt(attrs, "padding_idx");
+    int grad = materialize(op->getOperand(0)), indices = materialize(op->getOperand(1));
+    int out = newProducedValue(specOf(op->getResult(0)));
+    s.operands = {out, grad, indices};
     art_.steps.push_back(s);
     chain_ = Chain{};
     lazy_[op->getResult(0)] = storedIdentity(out);
@@ -2099,7 +2119,7 @@ bool supportsOp(const std::string &op) {
   static const std::set<std::string> special = {
       "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
       "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d",
-      "conv2d_backward_input", "conv2d_backward_weight"};
+      "conv2d_backward_input", "conv2d_backward_weight", "embedding_backward"};
   // Collectives: steps the runtime runs through MPI (CPU) or NCCL (CUDA).
   const OpSchema *schema = findOpSchema(op);
   bool collective = schema && schema->category == "collective";

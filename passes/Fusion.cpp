@@ -43,7 +43,9 @@ namespace {
 
 using namespace mlir;
 
-enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather, Collective };
+// Scatter: embedding_backward, a scatter-add step of the runtime's (rows
+// summed at computed indices: no loop nest writes that).
+enum class Kind { Elementwise, View, Creation, Reduction, Matmul, Attention, Gather, Collective, Scatter };
 
 Kind classify(Operation *op) {
   static const std::set<std::string> views = {"reshape",      "permute", "transpose",
@@ -69,6 +71,8 @@ Kind classify(Operation *op) {
     return Kind::Matmul;
   if (isFusedAttentionOp(name))
     return Kind::Attention;
+  if (name == "embedding_backward")
+    return Kind::Scatter;
   if (const OpSchema *schema = tc::schemaOf(op); schema && schema->category == "collective")
     return Kind::Collective;
   return Kind::Elementwise;
@@ -76,7 +80,7 @@ Kind classify(Operation *op) {
 
 bool isAnchor(Kind k) {
   return k == Kind::Reduction || k == Kind::Matmul || k == Kind::Attention || k == Kind::Gather ||
-         k == Kind::Collective;
+         k == Kind::Collective || k == Kind::Scatter;
 }
 
 // Whether `operand` reaches `result`'s shape by broadcasting along at least
@@ -465,6 +469,8 @@ struct Fusion {
       return "attention runs as its own kernel";
     if (pk == Kind::Collective || ck == Kind::Collective)
       return "a collective is a runtime step of its own, not part of a kernel";
+    if (pk == Kind::Scatter || ck == Kind::Scatter)
+      return "a scatter-add is a runtime step of its own, not part of a kernel";
     // Left out of its producer's kernel, the transpose is a view the GEMM
     // reads with its transpose flag; inside, the kernel wrote it transposed
     // (an embedding gradient's one-hot, [4096, 32000], written column-wise).
@@ -684,13 +690,17 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
       });
       allReshapes |= gemmTransposes;
       bool libraryAlone = m.size() == 1 && kind == Kind::Matmul;
-      bool collective = kind == Kind::Collective; // alone: refuse() merges nothing into it
-      if (allReshapes || libraryAlone || collective) {
+      // Alone: refuse() merges nothing into them.
+      bool collective = kind == Kind::Collective, scatter = kind == Kind::Scatter;
+      if (allReshapes || libraryAlone || collective || scatter) {
         for (int i : m)
           f.ops[i]->moveBefore(terminator);
         if (collective) {
           ++collectives;
           os << "collective " << opLabel(f.ops[m[0]]) << "\n";
+        } else if (scatter) {
+          ++libraryCalls;
+          os << "scatter-add " << opLabel(f.ops[m[0]]) << "\n";
         } else if (libraryAlone) {
           ++libraryCalls;
           os << "library " << opLabel(f.ops[m[0]]) << "\n";

@@ -80,6 +80,9 @@ public:
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.
   void addColumnSums(const std::string &prefix, DType dtype);
+  // NAME(out, grad, indices, rows, cols, numWeights, skip): a scatter-add step's
+  // kernel (kernels/ScatterAdd.cuh) for these dtypes.
+  void addScatterAdd(const std::string &name, DType out, DType grad, DType indices);
   // A configuration of the fused attention kernels (kernels/Attention.cuh;
   // kernels/AttentionF32.cuh for f32);
   // returns their symbol prefix. Only the kernels required after the

@@ -156,6 +156,12 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       columnSums.insert(art.values[size_t(st.operands[2])].dtype);
   for (DType d : columnSums)
     source.addColumnSums("tc_" + art.function, d); // per program: TUs may be combined
+  std::set<std::string> scatterAdds;
+  for (const artifact::Step &st : art.steps)
+    if (st.kind == artifact::Step::Kind::ScatterAdd &&
+        scatterAdds.insert(artifact::scatterAddKernel(art, st)).second)
+      source.addScatterAdd(artifact::scatterAddKernel(art, st), art.values[size_t(st.operands[0])].dtype,
+                           art.values[size_t(st.operands[1])].dtype, art.values[size_t(st.operands[2])].dtype);
   art.code = source.source();
   art.target.kind = "cuda";
   art.target.triple = "nvptx64-nvidia-cuda";

@@ -504,15 +504,31 @@ Grads crossEntropyRule(const GradContext &c) {
   return {d * unsqueeze(scale, classAxis), std::nullopt};
 }
 
+// embedding_backward's sum (f32 for 16-bit grads) in `like`'s dtype.
+Tensor rowsSummedByIndex(const Tensor &grad, const Tensor &indices, int64_t rows, const Tensor &like,
+                         std::optional<int64_t> paddingIdx = std::nullopt) {
+  Tensor sums = embeddingBackward(grad, indices, rows, paddingIdx);
+  return sums.dtype() == like.dtype() ? sums : cast(sums, like.dtype());
+}
+
 Grads embeddingRule(const GradContext &c) {
   const Tensor &indices = c.in(0), &weight = c.in(1);
   const Dim &V = weight.shape()[0];
+  // A scatter-add of the cotangent's rows: O(N*D). A symbolic table size
+  // (rare) keeps the one-hot product, O(V*N*D).
+  std::optional<int64_t> padding;
+  if (hasAttr(c.attrs(), "padding_idx"))
+    padding = getInt(c.attrs(), "padding_idx");
+  if (V.isStatic())
+    return {std::nullopt, rowsSummedByIndex(c.grad(), indices, V.value(), weight, padding)};
   Dim n = numElements(indices.shape());
   trace::DimSpec flat = dimSpec({n});
   Tensor oneHot = floatMask(
       eq(unsqueeze(reshape(indices, flat), 1), iotaAlong(c.tracer, V, 1, 2, indices.dtype())),
       weight.dtype()); // (N, V)
   Tensor g = reshape(c.grad(), dimSpec({n, weight.shape()[1]}));
+  if (padding)
+    g = where(unsqueeze(ne(reshape(indices, flat), double(*padding)), 1), g, 0.0);
   return {std::nullopt, matmul(transpose(oneHot, 0, 1), g)};
 }
 
@@ -775,8 +791,9 @@ Grads indexSelectRule(const GradContext &c) {
   const Tensor &x = c.in(0), &index = c.in(1);
   int64_t axis = normalizeAxis(getInt(c.attrs(), "axis"), x.rank());
   const Dim &S = x.shape()[axis];
-  Tensor oneHot = floatMask(eq(unsqueeze(index, 1), iotaAlong(c.tracer, S, 1, 2, index.dtype())),
-                            x.dtype()); // (n, S)
+  auto oneHot = [&] { // (n, S)
+    return floatMask(eq(unsqueeze(index, 1), iotaAlong(c.tracer, S, 1, 2, index.dtype())), x.dtype());
+  };
   std::vector<int64_t> front{axis};
   for (int64_t d = 0; d < x.rank(); ++d)
     if (d != axis)
@@ -784,7 +801,8 @@ Grads indexSelectRule(const GradContext &c) {
   Tensor g = permute(c.grad(), front);
   Shape rest(g.shape().begin() + 1, g.shape().end());
   Tensor flat = reshape(g, dimSpec({g.shape()[0], numElements(rest)}));
-  Tensor dFront = matmul(transpose(oneHot, 0, 1), flat); // (S, rest)
+  Tensor dFront = S.isStatic() ? rowsSummedByIndex(flat, index, S.value(), x)
+                               : matmul(transpose(oneHot(), 0, 1), flat); // (S, rest)
   Shape frontShape{S};
   frontShape.insert(frontShape.end(), rest.begin(), rest.end());
   std::vector<int64_t> inverse(front.size());

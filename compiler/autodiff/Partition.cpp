@@ -110,6 +110,7 @@ int recomputeCost(const std::string &op) {
       "sum",        "mean",         "max",        "min",           "prod",
       "logsumexp",  "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
       "layer_norm", "rms_norm",     "batch_norm", "cross_entropy", "embedding",
+      "embedding_backward",
       "gather",     "index_select", "max_pool2d", "avg_pool2d"};
   if (level2.count(op))
     return 2;

@@ -56,6 +56,8 @@ static int64_t indexBound(const GraphAnalysis &analysis, const std::string &name
         continue;
       if (op == "embedding" && i == 0)
         bound = std::min(bound, size(n.argTypes[1]->shape[0]));
+      else if (op == "embedding_backward" && i == 1)
+        bound = std::min(bound, getInt(n.attrs, "num_weights"));
       else if (op == "cross_entropy" && i == 1) {
         const Shape &logits = n.argTypes[0]->shape;
         bound = std::min(bound, size(logits[logits.size() >= 2 ? 1 : 0]));

@@ -137,6 +137,27 @@ std::vector<HostTensor> embedding(const OpCall &c) {
   return {std::move(out)};
 }
 
+// Sums in f64 (the oracle), rounded once to the result's dtype.
+std::vector<HostTensor> embeddingBackward(const OpCall &c) {
+  const HostTensor &g = c.arg(0), &idx = c.arg(1);
+  int64_t V = getInt(c.attrs(), "num_weights"), D = g.shape().back();
+  int64_t padding = hasAttr(c.attrs(), "padding_idx") ? getInt(c.attrs(), "padding_idx") : -1;
+  std::vector<double> sums(size_t(V * D), 0.0);
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t row = idx.getI(i);
+    check(row >= 0 && row < V, "index " + std::to_string(row) + " is outside the table's rows [0, " +
+                                   std::to_string(V) + ")");
+    if (row == padding)
+      continue;
+    for (int64_t d = 0; d < D; ++d)
+      sums[size_t(row * D + d)] += g.getF(i * D + d);
+  }
+  HostTensor out = c.result();
+  for (int64_t i = 0; i < V * D; ++i)
+    out.setF(i, sums[size_t(i)]);
+  return {std::move(out)};
+}
+
 std::vector<HostTensor> dropout(const OpCall &c) {
   const HostTensor &x = c.arg(0);
   uint64_t seed = uint64_t(c.arg(1).getI(0));
@@ -339,6 +360,7 @@ void addNNKernels(KernelTable &t) {
   t["layer_norm"] = t["rms_norm"] = norm;
   t["cross_entropy"] = crossEntropy;
   t["embedding"] = embedding;
+  t["embedding_backward"] = embeddingBackward;
   t["dropout"] = dropout;
   t["batch_norm"] = batchNorm;
   t["scaled_dot_product_attention"] = t["scaled_dot_product_attention_with_lse"] = attention;

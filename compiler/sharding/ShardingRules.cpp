@@ -360,6 +360,16 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
     b.rule.resultDims[0].push_back(width);
     return b.rule;
   }
+  if (op == "embedding_backward") { // split indices (DDP's batch): partial sums of the table's gradient
+    RuleBuilder b(n);
+    std::vector<int> indices = freshFactors(b, n.argTypes[1]->rank());
+    int vocab = b.factor(true), width = b.factor();
+    b.rule.operandDims[0] = indices;
+    b.rule.operandDims[0].push_back(width);
+    b.rule.operandDims[1] = indices;
+    b.rule.resultDims[0] = {vocab, width};
+    return b.rule;
+  }
   if (op == "concat")
     return alongAxis(n, normalizeAxis(getInt(n.attrs, "axis"), n.results[0].rank()));
   if (op == "split")

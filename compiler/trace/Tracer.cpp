@@ -393,8 +393,18 @@ Tensor axis_index(Tracer &t, const MeshAxes &over) {
   return one(t, "axis_index", {}, groupAttrs(over));
 }
 
-Tensor embedding(const Tensor &indices, const Tensor &weight) {
-  return one(*indices.tracer(), "embedding", {indices, weight});
+Tensor embedding(const Tensor &indices, const Tensor &weight, std::optional<int64_t> paddingIdx) {
+  AttrMap attrs;
+  if (paddingIdx)
+    attrs["padding_idx"] = *paddingIdx;
+  return one(*indices.tracer(), "embedding", {indices, weight}, attrs);
+}
+Tensor embeddingBackward(const Tensor &grad, const Tensor &indices, int64_t numWeights,
+                         std::optional<int64_t> paddingIdx) {
+  AttrMap attrs{{"num_weights", numWeights}};
+  if (paddingIdx)
+    attrs["padding_idx"] = *paddingIdx;
+  return one(*grad.tracer(), "embedding_backward", {grad, indices}, attrs);
 }
 Tensor dropout(const Tensor &x, const Tensor &seed, double p, int64_t stream) {
   return one(*x.tracer(), "dropout", {x, seed}, {{"p", p}, {"stream", stream}});

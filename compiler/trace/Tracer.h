@@ -188,7 +188,11 @@ Tensor rms_norm(const Tensor &x, std::optional<Tensor> weight = std::nullopt, in
 Tensor cross_entropy(const Tensor &logits, const Tensor &target,
                      const std::string &reduction = "mean", int64_t ignore_index = -100,
                      double label_smoothing = 0.0);
-Tensor embedding(const Tensor &indices, const Tensor &weight);
+Tensor embedding(const Tensor &indices, const Tensor &weight, std::optional<int64_t> paddingIdx = std::nullopt);
+// The gradient of an embedding table of `numWeights` rows: grad's rows summed
+// by index (f32 for f16/bf16 grad), rows at `paddingIdx` left out.
+Tensor embeddingBackward(const Tensor &grad, const Tensor &indices, int64_t numWeights,
+                         std::optional<int64_t> paddingIdx = std::nullopt);
 Tensor dropout(const Tensor &x, const Tensor &seed, double p = 0.5, int64_t stream = 0);
 Tensor conv2d(const Tensor &x, const Tensor &weight, std::optional<Tensor> bias = std::nullopt,
               std::vector<int64_t> stride = {1, 1}, std::vector<int64_t> padding = {0, 0},

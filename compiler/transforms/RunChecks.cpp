@@ -106,6 +106,9 @@ CheckedGraph addRunChecks(const Graph &graph, const std::string &where) {
     } else if (n.op == "embedding") {
       const Dim &rows = t.argTypes[1]->shape[0];
       checkIndex(0, rows, std::nullopt, "an index is outside the table's rows [0, " + rows.str() + ")");
+    } else if (n.op == "embedding_backward") {
+      Dim rows = Dim::of(getInt(t.attrs, "num_weights"));
+      checkIndex(1, rows, std::nullopt, "an index is outside the table's rows [0, " + rows.str() + ")");
     } else if (n.op == "gather" || n.op == "index_select") {
       const TensorSpec &x = *t.argTypes[0];
       int64_t axis = normalizeAxis(getInt(t.attrs, "axis"), x.rank());

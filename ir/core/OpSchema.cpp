@@ -76,7 +76,9 @@ std::vector<OpSchema> buildTable() {
   add("cross_entropy", "nn", {in("logits"), in("target")},
       {choice("reduction", "mean", {"mean", "sum", "none"}), dflt("ignore_index", i(-100)),
        dflt("label_smoothing", f(0.0))});
-  add("embedding", "nn", {in("indices"), in("weight")});
+  add("embedding", "nn", {in("indices"), in("weight")}, {optional("padding_idx", AttrKind::Int)});
+  // The gradient of embedding's table (autodiff's; not differentiable).
+  add("embedding_backward", "nn", {in("grad"), in("indices")},       {req("num_weights", AttrKind::Int), optional("padding_idx", AttrKind::Int)}, false);
   add("dropout", "nn", {in("x"), in("seed")}, {dflt("p", f(0.5)), dflt("stream", i(0))});
   add("conv2d", "nn", {in("x"), in("weight"), opt("bias")},
       {dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})),

@@ -210,12 +210,38 @@ std::vector<TensorSpec> inferCrossEntropy(const Operands &ops, const AttrMap &at
   return getEnum(attrs, "reduction") == "none" ? one(dtype, expected) : one(dtype, {});
 }
 
-std::vector<TensorSpec> inferEmbedding(const Operands &ops, const AttrMap &) {
+// padding_idx, where given, is a row of the table (when its size is known).
+void checkPaddingIndex(const AttrMap &attrs, const Dim &rows) {
+  if (!hasAttr(attrs, "padding_idx"))
+    return;
+  int64_t p = getInt(attrs, "padding_idx");
+  check(p >= 0 && (!rows.isStatic() || p < rows.value()),
+        "padding_idx " + std::to_string(p) + " is outside the table's rows [0, " + rows.str() + ")");
+}
+
+std::vector<TensorSpec> inferEmbedding(const Operands &ops, const AttrMap &attrs) {
   requireInteger(ops[0]);
   requireRank(ops[1], 2);
+  checkPaddingIndex(attrs, spec(ops, 1).shape[0]);
   Shape out = spec(ops, 0).shape;
   out.push_back(spec(ops, 1).shape[1]);
   return one(spec(ops, 1).dtype, out);
+}
+
+std::vector<TensorSpec> inferEmbeddingBackward(const Operands &ops, const AttrMap &attrs) {
+  requireFloat(ops[0]);
+  requireInteger(ops[1]);
+  const Shape &g = spec(ops, 0).shape, &idx = spec(ops, 1).shape;
+  check(g.size() == idx.size() + 1 && std::equal(idx.begin(), idx.end(), g.begin()),
+        describe(ops[0]) + "; expected the indices' shape " + shapeStr(idx) + " plus one dim (" +
+            describe(ops[1]) + ")");
+  int64_t numWeights = getInt(attrs, "num_weights");
+  check(numWeights >= 1, "num_weights must be >= 1, got " + std::to_string(numWeights));
+  checkPaddingIndex(attrs, Dim::of(numWeights));
+  DType dtype = spec(ops, 0).dtype;
+  if (dtype == DType::F16 || dtype == DType::BF16)
+    dtype = DType::F32; // the accumulator
+  return one(dtype, {Dim::of(numWeights), g.back()});
 }
 
 std::vector<TensorSpec> inferDropout(const Operands &ops, const AttrMap &attrs) {
@@ -817,6 +843,7 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["layer_norm"] = r["rms_norm"] = inferNorm;
     r["cross_entropy"] = inferCrossEntropy;
     r["embedding"] = inferEmbedding;
+    r["embedding_backward"] = inferEmbeddingBackward;
     r["dropout"] = inferDropout;
     r["conv2d"] = inferConv2d;
     r["max_pool2d"] = r["avg_pool2d"] = inferPool;

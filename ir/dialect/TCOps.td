@@ -296,7 +296,9 @@ def TC_EmbeddingOp : TC_Op<"embedding"> {
   let description = [{
     `result[i..., :] = weight[indices[i...], :]` for a (V, D) `weight` and
     integer `indices` of any shape; result shape is indices' shape + (D).
-    An index outside [0, V) is a run-time error.
+    An index outside [0, V) is a run-time error. With `padding_idx` (in
+    [0, V)), rows looked up at that index get no gradient (PyTorch's
+    `padding_idx`; the lookup itself is unchanged).
 
     Example:
 
@@ -304,7 +306,34 @@ def TC_EmbeddingOp : TC_Op<"embedding"> {
     %e = tc.embedding %ids, %table : (!tc.tensor<[B, T], i64>, !tc.tensor<[50257, 768], f32>) -> !tc.tensor<[B, T, 768], f32>
     ```
   }];
-  let arguments = (ins TC_Tensor:$indices, TC_Tensor:$weight);
+  let arguments = (ins TC_Tensor:$indices, TC_Tensor:$weight, OptionalAttr<I64Attr>:$padding_idx);
+}
+
+def TC_EmbeddingBackwardOp : TC_Op<"embedding_backward"> {
+  let summary = "the gradient of an embedding table: rows summed by index";
+  let description = [{
+    Given `grad` (I..., D), the cotangent of an embedding's result, and the
+    embedding's integer `indices` (I...), returns the gradient of its
+    (`num_weights`, D) table: `result[v, :] = sum of grad[i..., :] over the
+    i... with indices[i...] = v` (zero rows for indices never looked up).
+    The result is accumulated in f32 for f16/bf16 `grad` (the result dtype
+    is then f32; autodiff casts it to the table's dtype), in `grad`'s dtype
+    otherwise. An index outside [0, `num_weights`) is a run-time error.
+    Rows of `grad` at `padding_idx` (optional, in [0, `num_weights`)) are
+    left out.
+    Produced by autodiff (the gradient of embedding and index_select); not
+    differentiable itself. It runs as a scatter-add step (CPU: in index
+    order; CUDA: atomic adds, so the order of a row's sums, and its last
+    bits, vary between runs).
+
+    Example:
+
+    ```mlir
+    %dw = tc.embedding_backward %dy, %ids {num_weights = 50257 : i64} : (!tc.tensor<[B, T, 768], bf16>, !tc.tensor<[B, T], i64>) -> !tc.tensor<[50257, 768], f32>
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$grad, TC_Tensor:$indices, I64Attr:$num_weights,
+                       OptionalAttr<I64Attr>:$padding_idx);
 }
 
 def TC_DropoutOp : TC_Op<"dropout"> {

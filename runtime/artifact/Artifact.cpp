@@ -62,6 +62,8 @@ const char *stepName(Step::Kind k) {
     return "collective";
   case Step::Kind::Convolution:
     return "convolution";
+  case Step::Kind::ScatterAdd:
+    return "scatter_add";
   }
   return "?";
 }
@@ -283,6 +285,8 @@ json manifestJson(const Artifact &a) {
                          {"axes", c.axes},
                          {"root", c.root}};
     }
+    if (s.kind == Step::Kind::ScatterAdd && s.skipIndex >= 0)
+      j["skip_index"] = s.skipIndex;
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
@@ -365,8 +369,20 @@ void validateCollective(const Artifact &a, const Step &s, const std::string &wha
         what + ": a reduction of a dtype it does not take");
 }
 
-// Everything a loader relies on: indices in range, operand counts, the
-// signature pointing at input/output storage.
+// The runtimes index grad and the result from these shapes alone.
+void validateScatterAdd(const Artifact &a, const Step &s, const std::string &what) {
+  const ValueDecl &out = a.values[size_t(s.operands[0])], &grad = a.values[size_t(s.operands[1])],
+                  &indices = a.values[size_t(s.operands[2])];
+  check(isFloat(grad.dtype) && out.dtype == (grad.dtype == DType::F64 ? DType::F64 : DType::F32),
+        what + ": a scatter-add sums a float tensor into f32 (f64 for f64)");
+  check(indices.dtype == DType::I32 || indices.dtype == DType::I64, what + ": scatter-add indices are not i32/i64");
+  check(out.shape.size() == 2 && out.shape[0].isStatic() && grad.shape.size() == indices.shape.size() + 1 &&
+            std::equal(indices.shape.begin(), indices.shape.end(), grad.shape.begin()) &&
+            grad.shape.back() == out.shape[1],
+        what + ": scatter-add shapes do not match (result (V, D), grad (N..., D), indices (N...))");
+  check(s.skipIndex >= -1 && s.skipIndex < out.shape[0].value(), what + ": skip_index outside the result's rows");
+}
+
 // The kernels index q, k, v (and the gradients, the scratch) from the
 // shapes of q and k alone: every operand must agree with them.
 void validateAttention(const Artifact &a, const Step &s, const std::string &what) {
@@ -412,6 +428,8 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
   check(dout.dtype == q.dtype && dout.shape == q.shape, what + ": attention cotangent differs from q");
 }
 
+// Everything a loader relies on: indices in range, operand counts, the
+// signature pointing at input/output storage.
 void validate(const Artifact &a) {
   std::set<std::string> symbolNames;
   for (const SymbolDecl &s : a.symbols) {
@@ -546,6 +564,7 @@ void validate(const Artifact &a) {
     bool bias = s.epilogue.bias || s.epilogue.biasGradient;
     size_t want = s.kind == Step::Kind::Matmul      ? (bias ? 4 : 3)
                   : s.kind == Step::Kind::Copy      ? 2
+                  : s.kind == Step::Kind::ScatterAdd ? 3
                   : s.kind == Step::Kind::Attention
                       ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4))
                                                     : 0;
@@ -568,6 +587,8 @@ void validate(const Artifact &a) {
       validateAttention(a, s, what);
     if (s.kind == Step::Kind::Collective)
       validateCollective(a, s, what);
+    if (s.kind == Step::Kind::ScatterAdd && s.operands.size() == want)
+      validateScatterAdd(a, s, what);
     if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work, s.threads, s.reduced}, what);
@@ -759,6 +780,7 @@ Artifact parse(const std::string &bytes, const std::string &where) {
                : kind == "attention" ? Step::Kind::Attention
                : kind == "convolution" ? Step::Kind::Convolution
                : kind == "collective" ? Step::Kind::Collective
+               : kind == "scatter_add" ? Step::Kind::ScatterAdd
                                   : (fail("step: unknown kind '" + kind + "'"), Step::Kind::Loop);
       s.label = j.at("label").get<std::string>();
       s.operands = j.at("operands").get<std::vector<int>>();
@@ -828,6 +850,8 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.collective.axes = c.at("axes").get<std::vector<std::string>>();
         s.collective.root = c.at("root").get<int64_t>();
       }
+      if (s.kind == Step::Kind::ScatterAdd)
+        s.skipIndex = j.value("skip_index", int64_t(-1));
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
         s.transposeB = j.at("transpose_b").get<bool>();
@@ -900,6 +924,11 @@ bool writesOperand(const Step &step, size_t operand) {
     return at.savedForward ? operand < 3 || operand == 4 : operand < 5;
   }
   return operand == 0 || (step.epilogue.biasGradient && operand == 3);
+}
+
+std::string scatterAddKernel(const Artifact &a, const Step &step) {
+  auto dtype = [&](size_t i) { return std::string(dtypeName(a.values[size_t(step.operands[i])].dtype)); };
+  return "tc_" + a.function + "_scatter_add_" + dtype(0) + "_" + dtype(1) + "_" + dtype(2);
 }
 
 ConvolutionOperands convolutionOperands(const Step &step) {

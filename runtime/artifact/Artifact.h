@@ -21,7 +21,8 @@ namespace tensorc::artifact {
 // 3: chain kernel variants may keep rows in shared memory (cache_bytes).
 // 5: convolution steps (cuDNN, with a loop kernel to fall back on).
 // 6: collective steps.
-inline constexpr uint32_t kFormatVersion = 6;
+// 7: scatter-add steps (embedding_backward).
+inline constexpr uint32_t kFormatVersion = 7;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -176,7 +177,12 @@ struct MatmulEpilogue {
 };
 
 struct Step {
-  enum class Kind { Loop, Matmul, Copy, Attention, Convolution, Collective };
+  // ScatterAdd: result (V, D) = the rows of grad (N..., D) summed at
+  // indices (N...) (embedding_backward; operands result, grad, indices).
+  // The result is f32 (f64 for f64 grads): CPU adds in index order, CUDA
+  // with atomic adds. An index outside [0, V) is skipped on the GPU (the
+  // run-time index check reports it), an error on the CPU.
+  enum class Kind { Loop, Matmul, Copy, Attention, Convolution, Collective, ScatterAdd };
   Kind kind = Kind::Loop;
   std::string label; // the tc kernel or op it came from (errors, profiles)
   // Outputs first, then inputs. Loop: the value the kernel writes, then the
@@ -211,6 +217,9 @@ struct Step {
   // reduced, variants; never chained), its kernel the fallback.
   ConvolutionStep convolution;
   CollectiveStep collective; // Collective
+  // ScatterAdd: grad rows at this index are left out (embedding's
+  // padding_idx); -1: none.
+  int64_t skipIndex = -1;
 };
 
 // Whether a step writes its operand number `operand` (the first ones, and a
@@ -264,6 +273,10 @@ struct Artifact {
   std::string code; // the kernels: a shared library (cpu) or CUDA C++ source (cuda)
   std::string data; // bytes of constants
 };
+
+// The CUDA kernel of a scatter-add step (codegen/cuda/kernels/ScatterAdd.cuh),
+// by its dtypes: tc_<function>_scatter_add_<result>_<grad>_<indices>.
+std::string scatterAddKernel(const Artifact &a, const Step &step);
 
 // The most iterations any of `steps` first..last (a chain) computes per row
 // of the first's extent: threads x reduced / rows, each Dim evaluated by

@@ -11,6 +11,7 @@
 #include "runtime/comm/Communicator.h"
 #include "runtime/core/Blas.h"
 #include "runtime/core/KernelLibrary.h"
+#include "runtime/core/ScatterAdd.h"
 #include "runtime/host/ThreadPool.h"
 #include "runtime/host/Trace.h"
 #include "runtime/tune/TuneDb.h"
@@ -382,6 +383,14 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
     case Step::Kind::Attention:
     case Step::Kind::Convolution:
       fail("cpu: attention and convolution steps run on the GPU only"); // refused at load
+    case Step::Kind::ScatterAdd: {
+      size_t out = size_t(step.operands[0]), grad = size_t(step.operands[1]), idx = size_t(step.operands[2]);
+      const std::vector<int64_t> &outShape = frame.shapes[out];
+      scatterAdd({ptr[out], a.values[out].dtype, ptr[grad], a.values[grad].dtype, ptr[idx], a.values[idx].dtype,
+                  numelOf(frame.shapes[idx]), outShape[1], outShape[0], step.skipIndex},
+                 step.label);
+      break;
+    }
     case Step::Kind::Collective: {
       size_t out = size_t(step.operands[0]), in = step.operands.size() > 1 ? size_t(step.operands[1]) : out;
       runHostCollective(*x.communicator_, step.collective, a.values[in].dtype, ptr[out],
@@ -392,7 +401,7 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
     }
     if (tracing) {
       trace::Slice slice{step.label, "step", startUs, trace::nowUs() - startUs, 0, {}};
-      const char *kinds[] = {"loop", "matmul", "copy", "attention", "convolution", "collective"};
+      const char *kinds[] = {"loop", "matmul", "copy", "attention", "convolution", "collective", "scatter-add"};
       slice.args = {{"launch", step.kind == Step::Kind::Loop ? "loop " + step.symbol : kinds[int(step.kind)]},
                     {"steps", si == firstStep ? std::to_string(si)
                                               : std::to_string(firstStep) + "-" + std::to_string(si)}};

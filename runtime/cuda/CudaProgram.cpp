@@ -77,6 +77,12 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       if (!columnSums_.count(d))
         columnSums_[d] = driver_.function(module_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
     }
+  for (const Step &s : a.steps)
+    if (s.kind == Step::Kind::ScatterAdd) {
+      std::string name = artifact::scatterAddKernel(a, s);
+      if (!scatterAdds_.count(name))
+        scatterAdds_[name] = driver_.function(module_, name);
+    }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
     for (const artifact::KernelVariant &v : s.chainVariants) {
@@ -747,6 +753,24 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
       return {si, "copy"};
+    }
+    if (s.kind == Step::Kind::ScatterAdd) {
+      // Zeroed, then atomic adds: 256 columns per block along x, rows
+      // along y (grid-stride past 65535).
+      DevicePtr out = ptr[size_t(s.operands[0])], grad = ptr[size_t(s.operands[1])],
+                indices = ptr[size_t(s.operands[2])];
+      const std::vector<int64_t> &outShape = shapes[size_t(s.operands[0])];
+      long long rows = 1, cols = outShape[1], numWeights = outShape[0], skip = s.skipIndex;
+      for (int64_t d : shapes[size_t(s.operands[2])])
+        rows *= d;
+      driver_.fill(out, 0, bytesOf(s.operands[0]), stream);
+      if (rows > 0 && cols > 0) {
+        void *params[] = {&out, &grad, &indices, &rows, &cols, &numWeights, &skip};
+        long long chunks = std::min<long long>((cols + 255) / 256, 65535);
+        driver_.launch(scatterAdds_.at(artifact::scatterAddKernel(a, s)), unsigned(chunks), 256, params, stream,
+                       unsigned(std::min<long long>(rows, 65535)));
+      }
+      return {si, "scatter-add"};
     }
     if (s.kind == Step::Kind::Collective) {
       int out = s.operands[0], in = s.operands.size() > 1 ? s.operands[1] : out;

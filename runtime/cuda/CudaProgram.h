@@ -122,6 +122,7 @@ private:
   int variantCount_ = 0;
   bool hasMatmul_ = false;
   std::map<DType, void *> columnSums_; // bias-gradient fallback kernels, by dtype
+  std::map<std::string, void *> scatterAdds_; // scatter-add steps' kernels, by name
   // Autotuning's timing (tuneChoice): an event pair, and a buffer of twice
   // the L2 cache's size written before each timed run so that no candidate
   // finds its operands in L2 left there by the one before; allocated the

@@ -147,6 +147,13 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
   push_back(opGraph("gather", {{DType::F32, {5, 6}}, {DType::I64, {4, 6}}}, {{"axis", Attr(int64_t(0))}}));
   push_back(opGraph("index_select", {{DType::BF16, {5, 6}}, {DType::I32, {9}}}, {{"axis", Attr(int64_t(1))}}));
   push_back(opGraph("embedding", {{DType::I64, {"B", 3}}, {DType::F32, {11, 8}}}));
+  // Scatter-add steps (atomic adds on the GPU): rows hit many times, rows
+  // never hit, 16-bit grads summed in f32, i32 indices.
+  for (DType d : {DType::F32, DType::BF16, DType::F16})
+    push_back(opGraph("embedding_backward", {{d, {"B", 3, 8}}, {DType::I64, {"B", 3}}},
+                      {{"num_weights", Attr(int64_t(11))}}));
+  push_back(opGraph("embedding_backward", {{DType::F64, {1000, 300}}, {DType::I32, {1000}}},
+                    {{"num_weights", Attr(int64_t(4097))}}));
   push_back(opGraph("dropout", {{DType::F32, {7, 33}}, {DType::I64, {}}}, {{"p", Attr(0.3)}}));
   push_back(opGraph("conv2d", {{DType::F32, {"B", 4, 10, 7}}, {DType::F32, {6, 2, 3, 2}}, {DType::F32, {6}}},
                        {{"stride", Attr(std::vector<int64_t>{2, 1})}, {"padding", Attr(std::vector<int64_t>{1, 2})},
@@ -354,6 +361,18 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
       y = t.call("log", {y})[0];
     t.output(o == "cross_entropy" ? y : t.call("sum", {t.call("mul", {y, y})[0]})[0]);
     gs.emplace_back(std::string("offset_") + op + "_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  // An embedding table's gradient: a scatter-add step (f32 sums, then a
+  // cast for bf16), and index_select's, through the same step.
+  for (DType d : {DType::F32, DType::BF16}) {
+    trace::Tracer t("embedding_grad");
+    trace::Tensor table = t.parameter("table", d, {37, 24}), ids = t.input("ids", DType::I64, {"B", 5});
+    trace::Tensor e = t.call("embedding", {ids, table})[0];
+    t.output(t.call("sum", {t.call("mul", {e, e})[0]})[0]);
+    trace::Tensor x = t.parameter("x", d, {6, 9}), cols = t.input("cols", DType::I32, {7});
+    trace::Tensor picked = t.call("index_select", {x, cols}, {{"axis", Attr(int64_t(1))}})[0];
+    t.output(t.call("sum", {t.call("exp", {picked})[0]})[0]);
+    gs.emplace_back("embedding_grad_" + std::string(dtypeName(d)), autodiff::buildJointGraph(t.graph()).graph);
   }
   return gs;
 }

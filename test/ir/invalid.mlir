@@ -177,6 +177,22 @@ func.func @f(%a: !tc.tensor<[4, 10], f32>, %t: !tc.tensor<[4], i64>) {
 
 // -----
 
+func.func @f(%g: !tc.tensor<[4, 5, 3], f32>, %i: !tc.tensor<[4], i64>) {
+  // expected-error @+1 {{expected the indices' shape (4) plus one dim}}
+  %0 = tc.embedding_backward %g, %i {num_weights = 10 : i64} : (!tc.tensor<[4, 5, 3], f32>, !tc.tensor<[4], i64>) -> !tc.tensor<[10, 3], f32>
+  return
+}
+
+// -----
+
+func.func @f(%g: !tc.tensor<[4, 3], bf16>, %i: !tc.tensor<[4], i64>) {
+  // expected-error @+1 {{result #0 is declared '!tc.tensor<[10, 3], bf16>' but inferred as '!tc.tensor<[10, 3], f32>'}}
+  %0 = tc.embedding_backward %g, %i {num_weights = 10 : i64} : (!tc.tensor<[4, 3], bf16>, !tc.tensor<[4], i64>) -> !tc.tensor<[10, 3], bf16>
+  return
+}
+
+// -----
+
 func.func @f(%i: !tc.tensor<[4], f32>, %w: !tc.tensor<[10, 3], f32>) {
   // expected-error @+1 {{indices is (4) f32; an integer dtype}}
   %0 = tc.embedding %i, %w : (!tc.tensor<[4], f32>, !tc.tensor<[10, 3], f32>) -> !tc.tensor<[4, 3], f32>

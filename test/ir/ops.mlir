@@ -61,6 +61,9 @@ func.func @nn(%x: !tc.tensor<[B, T, 64], f32>, %w: !tc.tensor<[64], f32>, %label
   // CHECK: tc.batch_norm {{.*}} -> (!tc.tensor<[N, 8, 5, 5], f32>, !tc.tensor<[8], f32>, !tc.tensor<[8], f32>)
   %8:3 = tc.batch_norm %7, %m, %v {training = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (!tc.tensor<[N, 8, 5, 5], f32>, !tc.tensor<[8], f32>, !tc.tensor<[8], f32>) -> (!tc.tensor<[N, 8, 5, 5], f32>, !tc.tensor<[8], f32>, !tc.tensor<[8], f32>)
   %9 = tc.embedding %ids, %table : (!tc.tensor<[B, T], i64>, !tc.tensor<[100, 64], f32>) -> !tc.tensor<[B, T, 64], f32>
+  // CHECK: tc.embedding_backward {{.*}} {num_weights = 100 : i64} : (!tc.tensor<[B, T, 64], bf16>, !tc.tensor<[B, T], i64>) -> !tc.tensor<[100, 64], f32>
+  %emb16 = tc.cast %9 {to = bf16} : (!tc.tensor<[B, T, 64], f32>) -> !tc.tensor<[B, T, 64], bf16>
+  %embgrad = tc.embedding_backward %emb16, %ids {num_weights = 100 : i64} : (!tc.tensor<[B, T, 64], bf16>, !tc.tensor<[B, T], i64>) -> !tc.tensor<[100, 64], f32>
   // CHECK: tc.reshape %{{.*}} {shape = ["B*T", 64]} : (!tc.tensor<[B, T, 64], f32>) -> !tc.tensor<[B*T, 64], f32>
   %10 = tc.reshape %9 {shape = ["B*T", 64]} : (!tc.tensor<[B, T, 64], f32>) -> !tc.tensor<[B*T, 64], f32>
   %11 = tc.mean %10 {axes = array<i64: 1>} : (!tc.tensor<[B*T, 64], f32>) -> !tc.tensor<[B*T], f32>

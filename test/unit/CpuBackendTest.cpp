@@ -551,6 +551,11 @@ TEST(CpuBackend, ConcatPadAndIndexing) {
   checkOp("gather", {{DType::BF16, {5, 6}}, {DType::I32, {5, 3}}}, {{"axis", Attr(int64_t(-1))}});
   checkOp("index_select", {{DType::F32, {5, 6, 2}}, {DType::I64, {9}}}, {{"axis", Attr(int64_t(1))}});
   checkOp("embedding", {{DType::I64, {"B", 3}}, {DType::F32, {11, 8}}}, {}, {{{"B", 2}}, {{"B", 5}}});
+  // The scatter-add step: every float dtype, both index dtypes, symbolic rows.
+  for (DType d : kFloats)
+    checkOp("embedding_backward", {{d, {"B", 3, 8}}, {DType::I64, {"B", 3}}}, {{"num_weights", Attr(int64_t(11))}},
+            {{{"B", 1}}, {{"B", 5}}});
+  checkOp("embedding_backward", {{DType::F32, {7, 5}}, {DType::I32, {7}}}, {{"num_weights", Attr(int64_t(3))}});
   for (double p : {0.0, 0.3, 1.0})
     checkOp("dropout", {{DType::F32, {7, 33}}, {DType::I64, {}}},
             {{"p", Attr(p)}, {"stream", Attr(int64_t(3))}});

@@ -283,6 +283,20 @@ TEST(Interpreter, EmbeddingGatherIndexSelect) {
       {3, 1, 6, 4});
 }
 
+TEST(Interpreter, EmbeddingBackwardSumsRowsByIndex) {
+  // Rows 1 and 2 of grad go to table row 1; table rows 0 and 3 stay zero.
+  HostTensor g = f64({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), idx = i64({2, 2}, {2, 1, 1, 3});
+  expectValues(runOp1("embedding_backward", {g, i64({2, 2}, {2, 1, 1, 2})}, {{"num_weights", int64_t(4)}}), {4, 2},
+               {0, 0, 8, 10, 8, 10, 0, 0});
+  expectValues(runOp1("embedding_backward", {g, tensor(DType::I32, {2, 2}, {0, 0, 0, 0})},
+                      {{"num_weights", int64_t(1)}}),
+               {1, 2}, {16, 20});
+  EXPECT_THROW(runOp1("embedding_backward", {g, idx}, {{"num_weights", int64_t(3)}}), Error); // 3 is out
+  EXPECT_THROW(runOp1("embedding_backward", {g, i64({2, 2}, {0, -1, 0, 0})}, {{"num_weights", int64_t(3)}}), Error);
+  EXPECT_THROW(runOp1("embedding_backward", {g, i64({4}, {0, 0, 0, 0})}, {{"num_weights", int64_t(3)}}), Error);
+  EXPECT_THROW(runOp1("embedding_backward", {g, idx}, {{"num_weights", int64_t(0)}}), Error);
+}
+
 TEST(Interpreter, PhiloxKnownAnswers) {
   // Random123's known-answer vectors for philox4x32-10.
   EXPECT_EQ(philox4x32({0, 0, 0, 0}, {0, 0}),

@@ -3,11 +3,6 @@
 // no GEMM algorithm with the bias-gradient epilogue for the shape. f16/bf16
 // and f32 accumulate in f32, f64 in f64.
 
-__device__ __forceinline__ float tc_widen(__half v) { return __half2float(v); }
-__device__ __forceinline__ float tc_widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float tc_widen(float v) { return v; }
-__device__ __forceinline__ double tc_widen(double v) { return v; }
-
 template <typename T>
 __device__ __forceinline__ void tc_column_sums(T *__restrict__ out, const T *__restrict__ in, long long rows,
                                                long long cols) {

@@ -9,6 +9,8 @@ namespace tensorc::codegen::cuda {
 const char *preludeSource();
 // codegen/cuda/kernels/ColumnSums.cuh: the bias-gradient fallback kernel.
 const char *columnSumsSource();
+// codegen/cuda/kernels/ScatterAdd.cuh: embedding_backward's scatter-add.
+const char *scatterAddSource();
 // codegen/cuda/kernels/Attention.cuh: fused attention, forward and backward.
 const char *attentionKernelSource();
 // codegen/cuda/kernels/AttentionF32.cuh: its f32 counterpart on CUDA cores

@@ -20,6 +20,12 @@ template <typename T> __device__ __forceinline__ T tc_highest();
 template <> __device__ __forceinline__ int tc_highest<int>() { return 2147483647; }
 template <> __device__ __forceinline__ long long tc_highest<long long>() { return 9223372036854775807LL; }
 // A computed value to its storage type (one rounding for f16/bf16).
+// A float's accumulator type and value: f32 for 16-bit floats and f32, f64 for f64.
+__device__ __forceinline__ float tc_widen(__half v) { return __half2float(v); }
+__device__ __forceinline__ float tc_widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float tc_widen(float v) { return v; }
+__device__ __forceinline__ double tc_widen(double v) { return v; }
+
 template <typename S, typename T> __device__ __forceinline__ S tc_store(T v) { return (S)v; }
 template <> __device__ __forceinline__ __half tc_store<__half, float>(float v) { return __float2half(v); }
 template <> __device__ __forceinline__ __nv_bfloat16 tc_store<__nv_bfloat16, float>(float v) { return __float2bfloat16(v); }

@@ -252,10 +252,22 @@ def _cross_entropy(e, n):
                                e.arg(n, 7, "label_smoothing", 0.0))
 
 
-def _embedding(e, n):
-    if n.kwargs.get("max_norm") is not None:
+def _embedding_attrs(e, padding_idx, max_norm, scale_grad_by_freq, rows):
+    """embedding's attributes: padding_idx (its row gets no gradient, as in PyTorch)."""
+    if max_norm is not None:
         raise e.unsupported("embedding with max_norm")
-    return e.g.add("embedding", [e.ref(n.args[0]), e.ref(e.arg(n, 1, "weight"))], None, n.name)
+    if scale_grad_by_freq:
+        raise e.unsupported("embedding with scale_grad_by_freq")
+    if padding_idx is None:
+        return None
+    return {"padding_idx": int(padding_idx) + rows if padding_idx < 0 else int(padding_idx)}
+
+
+def _embedding(e, n):
+    weight = e.arg(n, 1, "weight")
+    attrs = _embedding_attrs(e, e.arg(n, 2, "padding_idx"), e.arg(n, 3, "max_norm"), e.arg(n, 5, "scale_grad_by_freq"),
+                             e.out(weight).shape[0])
+    return e.g.add("embedding", [e.ref(n.args[0]), e.ref(weight)], attrs, n.name)
 
 
 def _dropout_fn(e, n):
@@ -455,9 +467,8 @@ def _layer_norm_module(e, n, m):
 
 
 def _embedding_module(e, n, m):
-    if m.max_norm is not None:
-        raise e.unsupported("embedding with max_norm")
-    return e.g.add("embedding", [e.ref(n.args[0]), e.param_input(f"{n.target}.weight")], None, n.name)
+    attrs = _embedding_attrs(e, m.padding_idx, m.max_norm, m.scale_grad_by_freq, m.num_embeddings)
+    return e.g.add("embedding", [e.ref(n.args[0]), e.param_input(f"{n.target}.weight")], attrs, n.name)
 
 
 def _dropout_module(e, n, m):
