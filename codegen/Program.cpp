@@ -1773,10 +1773,14 @@ private:
             dtypeSize(art_.values[v].dtype) == dtypeSize(art_.values[out].dtype))
           inPlaceCandidates_[art_.steps.size()].push_back(v);
     notes_.readAtRowOnly.resize(art_.steps.size() + 1);
+    notes_.readAtPointOnly.resize(art_.steps.size() + 1);
     if (rowParallel)
-      for (int v : leaves)
+      for (int v : leaves) {
         if (!scattered.count(v))
           notes_.readAtRowOnly.back().push_back(v);
+        if (!elsewhere.count(v) && art_.values[v].shape == space)
+          notes_.readAtPointOnly.back().push_back(v);
+      }
     art_.steps.push_back(st);
   }
 
@@ -2136,6 +2140,7 @@ artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, cons
   if (notes) {
     *notes = builder.notes();
     notes->readAtRowOnly.resize(a.steps.size());
+    notes->readAtPointOnly.resize(a.steps.size());
   }
   return a;
 }

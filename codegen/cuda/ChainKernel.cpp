@@ -4,12 +4,20 @@
 #include "codegen/cuda/CudaKernel.h"
 #include "codegen/cuda/PointPrinter.h"
 
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace tensorc::codegen::cuda {
 
 namespace {
 int64_t alignedTo16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+// Rows cached in more than this leave room for at most one block per SM
+// (an H100's 228 KiB, 1 KiB of it per block reserved): such chains also
+// get variants splitting each row across a cluster.
+constexpr int64_t kClusterSplitBytes = 96 * 1024;
+// tc_split_chunk (kernels/Prelude.cuh): a cluster block's part of n.
+int64_t splitChunk(int64_t n, int cluster) { return ((n + cluster - 1) / cluster + 3) / 4 * 4; }
 } // namespace
 
 // Chain kernels' pointers are not __restrict__: later nests read what
@@ -84,28 +92,52 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
   std::string symbolArgs;
   for (size_t i = 0; i < symbols.size(); ++i)
     symbolArgs += ", s" + std::to_string(i);
-  auto body = [&](bool cached) {
+  // The nest each parameter belongs to.
+  std::vector<size_t> nestOf(k);
+  for (size_t n = 0; n < nests.size(); ++n)
+    for (size_t p : nestParams[n])
+      nestOf[p] = n;
+  enum class Mode { Plain, Cached, Split };
+  auto body = [&](Mode mode) {
     std::vector<bool> fromCache(k, false);
     std::string c;
-    if (cached) {
-      // Each cached operand's row: copied into shared memory once, then every
-      // nest reads it there through a pointer offset by the row's start, so
-      // that its own indexing (row * inner + column) lands in the copy.
+    bool split = mode == Mode::Split;
+    if (mode != Mode::Plain) {
+      // Each cached operand's row (or, split across a cluster, the block's
+      // part of it): copied into shared memory once, then the nests read it
+      // there through a pointer offset by the part's start, so that their
+      // own indexing (row * inner + column) lands in the copy. Split, only
+      // the nests reading it at their own point find their columns in the
+      // part; the others read device memory (nothing in the chain writes a
+      // cached operand).
       c += "  extern __shared__ __align__(16) unsigned char tc_row_cache[];\n";
-      int64_t offset = 0;
+      std::string offset = "0LL";
       for (size_t j = 0; j < cache.size(); ++j) {
         const RowCacheOperand &r = cache[j];
         std::string t = storageCType(r.dtype), inner = std::to_string(r.inner) + "LL";
-        std::string cj = "c" + std::to_string(j);
-        c += "  " + t + " *" + cj + " = reinterpret_cast<" + t + " *>(tc_row_cache + " + std::to_string(offset) +
-             ");\n";
-        c += "  tc_copy_row<BLOCK>(" + cj + ", p" + std::to_string(r.params[0]) + " + i0 * " + inner + ", " + inner +
-             ");\n";
+        std::string cj = "c" + std::to_string(j), lo = "lo" + std::to_string(j), hi = "hi" + std::to_string(j);
+        c += "  " + t + " *" + cj + " = reinterpret_cast<" + t + " *>(tc_row_cache + " + offset + ");\n";
+        if (split) {
+          c += "  long long " + lo + ", " + hi + ";\n  tc_split_range(" + inner + ", rank, CLUSTER, " + lo + ", " +
+               hi + ");\n";
+          c += "  tc_copy_row<BLOCK>(" + cj + ", p" + std::to_string(r.params[0]) + " + i0 * " + inner + " + " + lo +
+               ", " + hi + " - " + lo + ");\n";
+        } else {
+          c += "  tc_copy_row<BLOCK>(" + cj + ", p" + std::to_string(r.params[0]) + " + i0 * " + inner + ", " +
+               inner + ");\n";
+        }
         for (size_t p : r.params) {
-          c += "  const " + t + " *q" + std::to_string(p) + " = " + cj + " - i0 * " + inner + ";\n";
+          bool atPoint = std::find(r.pointParams.begin(), r.pointParams.end(), p) != r.pointParams.end();
+          auto columns = rowSplitsColumns_.find(nests[nestOf[p]].symbol);
+          if (split && !(atPoint && columns != rowSplitsColumns_.end() && columns->second))
+            continue;
+          c += "  const " + t + " *q" + std::to_string(p) + " = " + cj + " - i0 * " + inner + (split ? " - " + lo : "") +
+               ";\n";
           fromCache[p] = true;
         }
-        offset += alignedTo16(r.inner * int64_t(dtypeSize(r.dtype)));
+        std::string rowBytes = split ? "tc_split_chunk(" + inner + ", CLUSTER) * " + std::to_string(dtypeSize(r.dtype))
+                                     : std::to_string(r.inner * int64_t(dtypeSize(r.dtype)));
+        offset += " + (" + rowBytes + " + 15) / 16 * 16";
       }
       c += "  __syncthreads(); // the copies are complete\n";
     }
@@ -114,8 +146,10 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       for (size_t p : nestParams[n])
         args += (fromCache[p] ? ", q" : ", p") + std::to_string(p);
       if (n)
-        c += "  __syncthreads(); // the next nest reads this row's results\n";
-      c += "  " + nests[n].symbol + "_row<BLOCK>(i0" + args + symbolArgs + ");\n";
+        c += split ? "  tc_cluster_sync(); // the next nest reads this row's results, from any block\n"
+                   : "  __syncthreads(); // the next nest reads this row's results\n";
+      c += "  " + nests[n].symbol + "_row<BLOCK, " + (split ? "CLUSTER" : "1") + ">(i0, " + (split ? "rank" : "0u") +
+           args + symbolArgs + ");\n";
     }
     return c;
   };
@@ -127,18 +161,27 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
   for (const RowCacheOperand &r : cache)
     cacheBytes += alignedTo16(r.inner * int64_t(dtypeSize(r.dtype)));
   bool withCache = !cache.empty() && sibling.empty();
+  bool withSplit = withCache && cacheBytes > kClusterSplitBytes;
   os << "// " << name << ": one row per block through " << nests.size() << " nests";
   if (withCache)
     os << " (or with " << cache.size() << " operand rows, " << cacheBytes << " bytes, in shared memory)";
   os << "\n";
-  for (bool cached : {false, true}) {
-    if (cached && !withCache)
+  for (Mode mode : {Mode::Plain, Mode::Cached, Mode::Split}) {
+    if ((mode == Mode::Cached && !withCache) || (mode == Mode::Split && !withSplit))
       continue;
-    os << "template <int BLOCK>\n__device__ __forceinline__ void " << name << (cached ? "_cached" : "_body") << "("
-       << params << ") {\n";
-    os << "  const long long i0 = blockIdx.x;\n";
+    if (mode == Mode::Split) {
+      // Block `rank` of each cluster of CLUSTER consecutive blocks computes
+      // its part of row blockIdx.x / CLUSTER (the cluster returns as one).
+      os << "template <int BLOCK, int CLUSTER>\n__device__ __forceinline__ void " << name << "_split(" << params
+         << ") {\n";
+      os << "  const long long i0 = blockIdx.x / CLUSTER;\n  const unsigned rank = blockIdx.x % CLUSTER;\n";
+    } else {
+      os << "template <int BLOCK>\n__device__ __forceinline__ void " << name
+         << (mode == Mode::Cached ? "_cached" : "_body") << "(" << params << ") {\n";
+      os << "  const long long i0 = blockIdx.x;\n";
+    }
     os << "  if (i0 >= " << rowCount << ") return;\n";
-    os << (cached ? "" : sibling) << body(cached) << "}\n";
+    os << (mode == Mode::Plain ? sibling : "") << body(mode) << "}\n";
   }
   std::string callArgs;
   for (size_t i = 0; i < k; ++i)
@@ -157,10 +200,34 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       c.cacheBytes = cacheBytes;
       variants.push_back(c);
     }
-  for (const KernelVariant &v : variants)
+  // Split: 256 threads per block, and the block size for a block's part of
+  // the row.
+  if (withSplit)
+    for (int cluster : {2, 4}) {
+      int64_t bytes = 0;
+      for (const RowCacheOperand &r : cache)
+        bytes += alignedTo16(splitChunk(r.inner, cluster) * int64_t(dtypeSize(r.dtype)));
+      std::set<int> sizes = {256};
+      if (rowWork > 0)
+        sizes.insert(std::min(512, artifact::chainRowThreads((rowWork + cluster - 1) / cluster)));
+      for (int block : sizes) {
+        KernelVariant c{block, 1, 1, true};
+        c.cacheBytes = bytes;
+        c.cluster = cluster;
+        variants.push_back(c);
+      }
+    }
+  for (const KernelVariant &v : variants) {
+    if (v.cluster > 1) { // clusters: sm_90 and later (the runtime launches these there only)
+      os << "#if __CUDA_ARCH__ >= 900\nextern \"C\" __global__ void __cluster_dims__(" << v.cluster
+         << ", 1, 1) __launch_bounds__(" << v.block << ") " << name << "_" << v.name() << "(" << params << ") { "
+         << name << "_split<" << v.block << ", " << v.cluster << ">(" << callArgs << "); }\n#endif\n";
+      continue;
+    }
     os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << name << "_" << v.name() << "("
        << params << ") { " << name << (v.cacheBytes ? "_cached" : "_body") << "<" << v.block << ">(" << callArgs
        << "); }\n";
+  }
   os << "\n";
   kernels_ += os.str();
   return variants;

@@ -46,8 +46,13 @@ struct ChainedNest {
 // (and more than once), whose row of `inner` elements a chain kernel variant
 // copies into shared memory first; `params` are the chain kernel's
 // parameters (pointers) that hold it.
+// `pointParams`: those of `params` whose nest reads the operand only at
+// the point it computes: a chain kernel variant that splits rows across a
+// cluster reads them from its block's part of the cache (the others read
+// device memory).
 struct RowCacheOperand {
   std::vector<size_t> params;
+  std::vector<size_t> pointParams;
   int64_t inner = 0;
   DType dtype = DType::F32;
 };
@@ -67,6 +72,9 @@ public:
   // iterations any nest computes per row where static (then only 256
   // threads and artifact::chainRowThreads(rowWork): NVRTC compiles each
   // variant at load), else 0 (every block size).
+  // Rows cached in more than kClusterSplitBytes also get variants that
+  // split each row across a thread-block cluster of 2 or 4 blocks (sm_90+;
+  // KernelVariant::cluster), each caching its part.
   // `siblings`: no nest reads what another of the chain writes; where
   // every nest is also elementwise with four outputs per vector over the
   // same outputs per row, the kernel computes them all per element
@@ -107,6 +115,11 @@ private:
     std::string params, aligned, compute, index, outT, total;
   };
   std::map<std::string, VectorElementwise> vectorElementwise_; // by nest symbol
+  // By nest symbol: whether its row template, split across a cluster,
+  // gives each block a part of the columns of the operands it reads at its
+  // own point (elementwise nests and reductions of whole rows), so that the
+  // block's part of a row cache holds what it reads.
+  std::map<std::string, bool> rowSplitsColumns_;
   // The chain body of sibling nests (none reads what another writes), or
   // "" where one of them is not VectorElementwise or their totals differ.
   std::string siblingChainBody(const std::string &name, const std::vector<ChainedNest> &nests,

@@ -44,7 +44,7 @@ std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const Progr
   std::set<int> refused;
   size_t param = 0;
   for (size_t i = first; i <= last; ++i) {
-    const std::vector<int> &atRow = notes.readAtRowOnly[i];
+    const std::vector<int> &atRow = notes.readAtRowOnly[i], &atPoint = notes.readAtPointOnly[i];
     const std::vector<int> &ops = art.steps[i].operands;
     std::set<int> seen;
     for (size_t o = 0; o < ops.size(); ++o, ++param) {
@@ -54,6 +54,8 @@ std::vector<RowCacheOperand> rowCache(const artifact::Artifact &art, const Progr
       if (written.count(storageOf(v)) || std::find(atRow.begin(), atRow.end(), v) == atRow.end())
         refused.insert(v);
       byValue[v].params.push_back(param);
+      if (std::find(atPoint.begin(), atPoint.end(), v) != atPoint.end())
+        byValue[v].pointParams.push_back(param);
       if (seen.insert(v).second && !onePerRow(art.steps[i]))
         ++readers[v];
     }

@@ -266,9 +266,12 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     }
     return c;
   };
-  auto scalarIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
+  // `base`: where this thread's share starts besides `first` (a row split
+  // across a cluster: the block's part of the reduced iterations).
+  auto scalarIterations = [&](const std::string &first, const std::string &stride, const std::string &indent,
+                              const std::string &base) {
     if (arg) { // one accumulator: positions in order
-      std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + first +
+      std::string c = indent + "#pragma unroll 4\n" + indent + "for (long long r = " + base + first +
                       "; r < reduced; r += " + stride + ") {\n";
       c += indices("r", indent + "  ");
       c += indent + "  const " + acct + " x = " + pointCall + ";\n";
@@ -281,7 +284,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     std::string c = indent + "{\n";
     std::string in = indent + "  ";
     c += extraAccumulators(in);
-    c += in + "long long r = " + first + ";\n";
+    c += in + "long long r = " + base + first + ";\n";
     c += in + "for (; r + 3 * (" + stride + ") < reduced; r += 4 * (" + stride + ")) {\n";
     c += in + "  " + acct + " x[4];\n";
     c += in + "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u) {\n";
@@ -297,7 +300,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     c += mergeExtraAccumulators(in);
     return c + indent + "}\n";
   };
-  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent) {
+  auto reducedIterations = [&](const std::string &first, const std::string &stride, const std::string &indent,
+                               const std::string &base = "") {
     if (reductionVectors) {
       // Four consecutive positions per load (a vector), two loads before
       // the combines, one accumulator per lane; where an operand's pointer
@@ -313,15 +317,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
         return in + "  " + vector->resultType + " " + x + "[4];\n" + in + "  { const long long " + last + " = " + r + "; " + sym +
                "_point4(" + callArgs + ", " + x + "); }\n";
       };
-      c += in + "long long r = 4 * (" + first + ");\n";
+      c += in + "long long r = " + base + "4 * (" + first + ");\n";
       c += in + "for (; r + 4 * (" + stride + ") < reduced; r += 8 * (" + stride + ")) {\n";
       c += pointAt("r", "xa") + pointAt("r + 4 * (" + stride + ")", "xb") + lanesOf("xa") + lanesOf("xb");
       c += in + "}\n";
       c += in + "if (r < reduced) {\n" + pointAt("r", "xa") + lanesOf("xa") + in + "}\n";
       c += mergeExtraAccumulators(in);
-      return c + indent + "} else\n" + scalarIterations(first, stride, indent);
+      return c + indent + "} else\n" + scalarIterations(first, stride, indent, base);
     }
-    return scalarIterations(first, stride, indent);
+    return scalarIterations(first, stride, indent, base);
   };
   std::string shuffleStep = "{ ";
   for (size_t f = 0; f < fields.size(); ++f)
@@ -490,11 +494,21 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // output whose first index is i0), so a chain of nests over the same rows
   // (softmax's max, sum and normalize; layer norm's passes) runs as one
   // kernel, one row per block, __syncthreads between nests (chainKernel).
+  // With CLUSTER > 1 the row is split across the blocks of a thread-block
+  // cluster, block `rank` computing its contiguous part (tc_split_range,
+  // multiples of 4): an elementwise nest's outputs; a reduction's reduced
+  // iterations where a row has few outputs (each block's partial result is
+  // combined by rank 0 through distributed shared memory, in rank order),
+  // else its outputs.
   if (!spec.space.empty() && !spec.reduced[0]) {
     std::string inner = "1LL";
     for (size_t d = 1; d < rank; ++d)
       if (!spec.reduced[d])
         inner += " * " + dims(d);
+    // Whether the row's split parts are parts of each operand row read at
+    // the nest's own point (so a cluster block may read them from its part
+    // of a row cache): elementwise, or reducing every dim but the rows.
+    rowSplitsColumns_[sym] = reducedDims.empty() || inner == "1LL";
     auto innerIndices = [&](const std::string &linear, const std::string &indent) {
       std::string c;
       bool any = false;
@@ -518,7 +532,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     std::string plain = params;
     for (size_t at; (at = plain.find("__restrict__ ")) != std::string::npos;)
       plain.erase(at, 13);
-    os << "template <int BLOCK>\n__device__ __forceinline__ void " << sym << "_row(long long i0, " << plain << ") {\n";
+    os << "template <int BLOCK, int CLUSTER>\n__device__ __forceinline__ void " << sym
+       << "_row(long long i0, unsigned rank, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
     if (reducedDims.empty()) {
       // Four rounds per thread, every load before any store: the operands
@@ -527,13 +542,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       // (1.9 of 2.9 TB/s on an H100 for a read + write chain). A round is
       // one output, or four consecutive ones (vectors) where the nest has
       // them and the pointers are aligned.
+      os << "  long long lo = 0, hi = inner;\n";
+      os << "  if constexpr (CLUSTER > 1) tc_split_range(inner, rank, CLUSTER, lo, hi);\n";
       auto rounds = [&](bool vectors, const std::string &in) {
         std::string w = vectors ? "4LL * " : "";
-        std::string c = in + "for (long long p0 = " + w + "threadIdx.x; p0 < inner; p0 += " + w + "4LL * BLOCK) {\n";
+        std::string c = in + "for (long long p0 = lo + " + w + "threadIdx.x; p0 < hi; p0 += " + w + "4LL * BLOCK) {\n";
         c += in + "  " + (vectors ? "tc_vec4<" + outT + ">" : outT) + " v[4];\n" + in + "  long long at[4];\n";
         c += "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u) {\n";
         c += in + "    const long long p = p0 + " + w + "(long long)u * BLOCK;\n";
-        c += in + "    at[u] = -1;\n" + in + "    if (p >= inner) continue;\n";
+        c += in + "    at[u] = -1;\n" + in + "    if (p >= hi) continue;\n";
         c += innerIndices("p", in + "    ");
         c += vectors ? vectorOutputs("v[u]", in + "    ") : in + "    v[u] = " + value + ";\n";
         c += in + "    at[u] = " + index + ";\n" + in + "  }\n";
@@ -545,12 +562,23 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
         os << "  if (" << vectorsAligned(true) << ") {\n" << rounds(true, "    ") << "    return;\n  }\n";
       os << rounds(false, "  ") << "}\n";
     } else {
-      std::string reducedLoop = reducedIterations("first", "stride", "      ");
-      os << "  const long long reduced = " << reducedTotal << ";\n";
+      std::string reducedLoop = reducedIterations("first", "stride", "      ", "rlo + ");
+      os << "  long long rlo = 0, reduced = " << reducedTotal << ";\n";
       os << "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
-      // Few outputs per row (a row max/sum): the whole block reduces each.
+      // Few outputs per row (a row max/sum): the whole block reduces each,
+      // over its part of the reduced iterations in a cluster.
       os << "  if (inner < BLOCK / 32) {\n";
+      os << "    if constexpr (CLUSTER > 1) tc_split_range(reduced, rank, CLUSTER, rlo, reduced);\n";
       os << declarePartials("    ");
+      std::string clusterSlots, clusterStore, clusterMerge;
+      for (size_t f = 0; f < fields.size(); ++f) {
+        std::string k = std::to_string(f);
+        clusterSlots += "    __shared__ " + fields[f].type + " clusterPartial" + k + ";\n";
+        clusterStore += " clusterPartial" + k + " = " + fields[f].name + ";";
+        clusterMerge += "const " + fields[f].type + " c" + k + " = tc_cluster_load(&clusterPartial" + k + ", c); ";
+      }
+      clusterMerge += merge("c");
+      os << clusterSlots;
       os << "    for (long long p = 0; p < inner; ++p) {\n";
       os << innerIndices("p", "      ");
       os << accInit("      ");
@@ -559,17 +587,30 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       os << warpCombine("      ") << storePartial("      ");
       os << "      if (warp == 0) {\n";
       os << reloadPartials("        ");
-      os << "        if (lane == 0) {\n" << finish("          ") << "          " << store << "        }\n";
+      os << "        if (lane == 0) {\n";
+      os << "          if constexpr (CLUSTER > 1) {" << clusterStore << " } else {\n";
+      os << finish("            ") << "            " << store << "          }\n";
+      os << "        }\n";
+      os << "      }\n";
+      os << "      if constexpr (CLUSTER > 1) {\n";
+      os << "        tc_cluster_sync(); // every block's partial is in its shared memory\n";
+      os << "        if (rank == 0 && threadIdx.x == 0) {\n";
+      os << "          for (unsigned c = 1; c < CLUSTER; ++c) { " << clusterMerge << " }\n";
+      os << finish("          ") << "          " << store << "        }\n";
+      os << "        tc_cluster_sync(); // read before the next output reuses them\n";
       os << "      }\n";
       os << "      __syncthreads(); // partial is reused by the next output\n";
       os << "    }\n";
-      // Many outputs per row: a warp per output.
+      // Many outputs per row: a warp per output (a cluster's blocks share
+      // the outputs).
       os << "  } else {\n";
-      os << "    for (long long p = warp; p < inner; p += BLOCK / 32) {\n";
+      os << "    long long plo = 0, phi = inner;\n";
+      os << "    if constexpr (CLUSTER > 1) tc_split_range(inner, rank, CLUSTER, plo, phi);\n";
+      os << "    for (long long p = plo + warp; p < phi; p += BLOCK / 32) {\n";
       os << innerIndices("p", "      ");
       os << accInit("      ");
       os << "      const long long first = lane, stride = 32;\n";
-      os << reducedLoop;
+      os << reducedIterations("first", "stride", "      ");
       os << warpCombine("      ");
       os << "      if (lane == 0) {\n" << finish("        ") << "        " << store << "      }\n";
       os << "    }\n  }\n}\n";

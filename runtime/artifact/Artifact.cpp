@@ -113,6 +113,8 @@ json variantsJson(const std::vector<KernelVariant> &variants) {
       j["cache_bytes"] = v.cacheBytes;
     if (v.vector > 1)
       j["vector"] = v.vector;
+    if (v.cluster > 1)
+      j["cluster"] = v.cluster;
     arr.push_back(j);
   }
   return arr;
@@ -120,13 +122,13 @@ json variantsJson(const std::vector<KernelVariant> &variants) {
 
 // A variant from {"block": B, "items": I[, "vector": 4]} / {"block": B,
 // "lanes": L}, or a chain kernel's {"block": B} / {"block": B,
-// "cache_bytes": N}.
+// "cache_bytes": N[, "cluster": C]}.
 std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
   std::vector<KernelVariant> variants;
   for (const json &j : arr) {
     check(j.is_object(), "a kernel variant is not an object");
     for (const auto &[key, value] : j.items())
-      check(key == "block" || (!row && (key == "items" || key == "lanes" || key == "vector")) || (row && key == "cache_bytes"),
+      check(key == "block" || (!row && (key == "items" || key == "lanes" || key == "vector")) || (row && (key == "cache_bytes" || key == "cluster")),
             "unknown kernel variant field '" + key + "'");
     KernelVariant v;
     v.row = row;
@@ -135,6 +137,7 @@ std::vector<KernelVariant> parseVariants(const json &arr, bool row) {
     v.lanes = j.value("lanes", 1);
     v.cacheBytes = j.value("cache_bytes", int64_t(0));
     v.vector = j.value("vector", 1);
+    v.cluster = j.value("cluster", 1);
     check(!(j.contains("items") && j.contains("lanes")), "a kernel variant has both items and lanes");
     variants.push_back(v);
   }
@@ -621,7 +624,7 @@ std::string ConvolutionStep::directionName() const {
 std::string KernelVariant::name() const {
   return "b" + std::to_string(block) +
          (row ? std::string(cacheBytes ? "_r1c" : "_r1") : lanes > 1 ? "_l" + std::to_string(lanes) : "_i" + std::to_string(items)) +
-         (vector > 1 ? "_v" + std::to_string(vector) : "");
+         (vector > 1 ? "_v" + std::to_string(vector) : "") + (cluster > 1 ? "_k" + std::to_string(cluster) : "");
 }
 
 int chainRowThreads(int64_t rowWork) {
@@ -658,6 +661,8 @@ std::string variantProblem(const KernelVariant &v) {
     return std::to_string(v.cacheBytes) + " bytes of row cache";
   if (!(v.vector == 1 || (v.vector == 4 && !v.row && v.lanes == 1)))
     return "vectors of " + std::to_string(v.vector) + " (1, or 4 for an elementwise kernel)";
+  if (!(v.cluster == 1 || ((v.cluster == 2 || v.cluster == 4 || v.cluster == 8) && v.row)))
+    return "a cluster of " + std::to_string(v.cluster) + " blocks (1, or 2, 4 or 8 for a chain kernel)";
   return "";
 }
 

@@ -132,19 +132,28 @@ struct KernelVariant {
   // memory, then runs the steps on that copy: this many bytes per block
   // (0: none; the runtime skips it where the GPU has less).
   int64_t cacheBytes = 0;
+  // A chain kernel's variant that splits each row across a thread-block
+  // cluster of this many blocks (Hopper and later): each block computes
+  // (and caches, with cacheBytes its share) a contiguous part of the row,
+  // reductions combine through distributed shared memory. Several blocks per
+  // SM then overlap one row's loads with another's stores where a whole-row
+  // cache allowed one (1: the row in one block). Launched with rows x
+  // cluster blocks.
+  int cluster = 1;
   // An elementwise kernel's variant whose threads compute `vector` (4)
   // consecutive outputs per item, read and written as aligned vectors
   // where the pointers allow (1: one output per item).
   int vector = 1;
-  // The kernel's symbol suffix: bB_iI, bB_iI_v4, bB_lL, bB_r1 or bB_r1c (the
-  // kernel is `symbol + "_" + name()`).
+  // The kernel's symbol suffix: bB_iI, bB_iI_v4, bB_lL, bB_r1, bB_r1c or
+  // bB_r1c_kN (a row split across a cluster of N; the kernel is
+  // `symbol + "_" + name()`).
   std::string name() const;
   int64_t outputsPerBlock() const {
     return row ? 1 : lanes > 1 ? block / lanes : int64_t(block) * items * vector;
   }
   bool operator==(const KernelVariant &o) const {
     return block == o.block && items == o.items && lanes == o.lanes && row == o.row && cacheBytes == o.cacheBytes &&
-           vector == o.vector;
+           vector == o.vector && cluster == o.cluster;
   }
 };
 // Why a variant cannot be launched (empty: it can).

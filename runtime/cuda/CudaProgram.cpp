@@ -86,6 +86,11 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
     for (const artifact::KernelVariant &v : s.chainVariants) {
+      // Cluster variants exist (and launch) on sm_90 and later only.
+      if (v.cluster > 1 && !clusters()) {
+        chain.push_back({nullptr, v});
+        continue;
+      }
       void *f = driver_.function(module_, s.chainKernel + "_" + v.name());
       // A row cache larger than the GPU allows is never launched (chainVariant).
       if (v.cacheBytes > 0 && v.cacheBytes <= driver_.maxSharedMemoryPerBlock())
@@ -225,7 +230,7 @@ size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &v
 }
 
 int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
-                              int multiprocessors, int64_t maxSharedBytes) {
+                              int multiprocessors, int64_t maxSharedBytes, bool clusters) {
   // One block per row pays when rows fill the GPU and each row has work
   // for a block; otherwise the steps' own kernels spread better.
   if (variants.empty() || rows < 2 * int64_t(multiprocessors) || rowWork < 256)
@@ -234,8 +239,18 @@ int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &varian
   // The row cache reads each cached operand's row from memory once instead
   // of once per chained step.
   for (const artifact::KernelVariant &v : variants)
-    if (v.block == block && v.cacheBytes > 0 && v.cacheBytes <= maxSharedBytes)
+    if (v.block == block && v.cacheBytes > 0 && v.cacheBytes <= maxSharedBytes && v.cluster == 1) {
+      // A whole row's cache for one block per SM: loads, the passes over
+      // shared memory and stores take turns. Split across a cluster of 2,
+      // two blocks per SM overlap them.
+      if (clusters && v.cacheBytes > maxSharedBytes / 2) {
+        int splitBlock = std::min(512, artifact::chainRowThreads((rowWork + 1) / 2));
+        for (const artifact::KernelVariant &c : variants)
+          if (c.cluster == 2 && c.block == splitBlock && c.cacheBytes <= maxSharedBytes / 2)
+            return int(&c - variants.data());
+      }
       return int(&v - variants.data());
+    }
   artifact::KernelVariant want{block, 1, 1, true};
   auto it = std::find(variants.begin(), variants.end(), want);
   return it == variants.end() ? 0 : int(it - variants.begin());
@@ -504,7 +519,7 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
   // can launch (row caches that fit its shared memory).
   std::vector<size_t> order = {size_t(heuristic)};
   for (size_t k = 0; k < ks.size(); ++k)
-    if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock())
+    if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock() && ks[k].function)
       order.push_back(k);
   if (order.size() < 2)
     return heuristic;
@@ -531,8 +546,8 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
   return int(tuneChoice(
       a, site, order, outputs, inputs,
       [&](size_t k) {
-        driver_.launch(ks[k].function, unsigned(rows), unsigned(ks[k].shape.block), params, stream, 1,
-                       unsigned(ks[k].shape.cacheBytes));
+        driver_.launch(ks[k].function, unsigned(rows * ks[k].shape.cluster), unsigned(ks[k].shape.block), params,
+                       stream, 1, unsigned(ks[k].shape.cacheBytes));
       },
       shapes, ptr, stream, mayMeasure));
 }
@@ -796,17 +811,18 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       int v = forcedVariant_ >= 0
                   ? (size_t(forcedVariant_) < s.chainVariants.size() ? forcedVariant_ : -1)
                   : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors(),
-                                 driver_.maxSharedMemoryPerBlock());
-      if (v >= 0 && s.chainVariants[size_t(v)].cacheBytes > driver_.maxSharedMemoryPerBlock())
-        v = -1; // forced, but more shared memory than this GPU has: the steps' own kernels
+                                 driver_.maxSharedMemoryPerBlock(), clusters());
+      if (v >= 0 && (s.chainVariants[size_t(v)].cacheBytes > driver_.maxSharedMemoryPerBlock() ||
+                     !chainKernels_[si][size_t(v)].function))
+        v = -1; // forced, but more shared memory than this GPU has, or clusters it lacks: the steps' own kernels
       if (v >= 0 && rows > 0) {
         KernelArgs args(a, si, last, ptr, symbolValues);
         if (tuner_ && forcedVariant_ < 0)
           v = tunedChainVariant(a, si, last, v, rows, rowWork, shapes, ptr, stream, args.params.data(), mayMeasure);
         const Launchable &k = chainKernels_[si][size_t(v)];
-        check(rows <= 0x7fffffff, "cuda: too many rows for one launch");
-        driver_.launch(k.function, unsigned(rows), unsigned(k.shape.block), args.params.data(), stream, 1,
-                       unsigned(k.shape.cacheBytes));
+        check(rows * k.shape.cluster <= 0x7fffffff, "cuda: too many rows for one launch");
+        driver_.launch(k.function, unsigned(rows * k.shape.cluster), unsigned(k.shape.block), args.params.data(),
+                       stream, 1, unsigned(k.shape.cacheBytes));
         if (trace_)
           std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
                        s.label.c_str(), s.chainVariants[size_t(v)].name().c_str(), (long long)rows);

@@ -97,11 +97,15 @@ public:
   // block) and which variant: an index into `variants`, or -1 for the
   // steps' own kernels. `rowWork`: the most iterations a chained step has
   // per row. A variant with a row cache is preferred where the GPU has
-  // the shared memory it needs (`maxSharedBytes` per block).
+  // the shared memory it needs (`maxSharedBytes` per block); where that
+  // leaves one block per SM and the GPU has thread-block `clusters`
+  // (sm_90+), a variant splitting each row across a cluster.
   static int chainVariant(const std::vector<artifact::KernelVariant> &variants, int64_t rows, int64_t rowWork,
-                          int multiprocessors, int64_t maxSharedBytes = 0);
+                          int multiprocessors, int64_t maxSharedBytes = 0, bool clusters = false);
 
 private:
+  // Thread-block clusters (chain kernels' split variants): sm_90 and later.
+  bool clusters() const { return driver_.computeCapability() >= 90; }
   struct Launchable {
     void *function = nullptr;
     artifact::KernelVariant shape;

@@ -363,6 +363,26 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 8192, 768, 132, 232448), 7);
   EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132, 166912), 2); // an A100's 163 KiB
   EXPECT_EQ(cuda::CudaProgram::chainVariant(cached, 4096, 50304, 132), 2);
+  // Rows split across a cluster of 2 (after those): where a whole row's
+  // cache leaves one block per SM and the GPU has clusters, at the block
+  // size of half a row.
+  std::vector<KernelVariant> split = cached;
+  for (int block : {256, 512}) {
+    KernelVariant v{block, 1, 1, true};
+    v.cacheBytes = 100608;
+    v.cluster = 2;
+    EXPECT_EQ(artifact::variantProblem(v), "");
+    EXPECT_EQ(v.name(), "b" + std::to_string(block) + "_r1c_k2");
+    split.push_back(v);
+  }
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(split, 4096, 50304, 132, 232448, true), int(cached.size()) + 1);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(split, 4096, 50304, 132, 232448, false), 6);
+  EXPECT_EQ(cuda::CudaProgram::chainVariant(split, 4096, 50304, 132, 166912, true), 2); // no whole-row cache
+  KernelVariant notRow{256, 1, 1, false}, three{256, 1, 1, true};
+  notRow.cluster = 2;
+  three.cluster = 3;
+  EXPECT_NE(artifact::variantProblem(notRow), "");
+  EXPECT_NE(artifact::variantProblem(three), "");
 }
 
 // A chain whose steps read the same operand at their row keeps that row in

@@ -89,6 +89,51 @@ template <typename T> __device__ __forceinline__ void tc_lse_merge(T &m, T &s, T
 template <typename T> __device__ __forceinline__ T tc_lse_finish(T m, T s) {
   return (m == (T)TC_INFINITY || m == -(T)TC_INFINITY) ? m : m + log(s);
 }
+// Thread-block clusters (sm_90+; chain kernel variants that split a row
+// across the blocks of a cluster). Declared on every architecture: the row
+// templates name them in code instantiated only for clusters.
+// [lo, hi): block `rank`'s part of n iterations split across `cluster`
+// blocks, in multiples of 4 (vector loads stay aligned).
+__device__ __forceinline__ long long tc_split_chunk(long long n, int cluster) {
+  return ((n + cluster - 1) / cluster + 3) / 4 * 4;
+}
+__device__ __forceinline__ void tc_split_range(long long n, unsigned rank, int cluster, long long &lo,
+                                               long long &hi) {
+  const long long chunk = tc_split_chunk(n, cluster);
+  lo = (long long)rank * chunk < n ? (long long)rank * chunk : n;
+  hi = lo + chunk < n ? lo + chunk : n;
+}
+// Every thread of the cluster's blocks arrives, then waits: writes before
+// it (device and shared memory) are visible to every block after it.
+__device__ __forceinline__ void tc_cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+// *p in the shared memory of the cluster's block `rank` (p: this block's
+// address of the same variable).
+template <typename T> __device__ __forceinline__ T tc_cluster_load(const T *p, unsigned rank) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "a 4- or 8-byte value");
+#if __CUDA_ARCH__ >= 900
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)__cvta_generic_to_shared(p)), "r"(rank));
+  if constexpr (sizeof(T) == 4) {
+    union { unsigned u; T t; } v;
+    asm volatile("ld.shared::cluster.b32 %0, [%1];" : "=r"(v.u) : "r"(remote) : "memory");
+    return v.t;
+  } else {
+    union { unsigned long long u; T t; } v;
+    asm volatile("ld.shared::cluster.b64 %0, [%1];" : "=l"(v.u) : "r"(remote) : "memory");
+    return v.t;
+  }
+#else
+  (void)rank;
+  __trap();
+  return *p;
+#endif
+}
 // A chain kernel's row cache: the block copies n elements from src (device
 // memory) to dst (shared memory), 16 bytes per load where both are aligned,
 // four loads per thread in flight before their stores.
