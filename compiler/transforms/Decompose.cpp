@@ -136,12 +136,7 @@ RowLogSumExp rowLogSumExp(const Context &c, const Tensor &x, int64_t axis) {
     Tensor z = x - m;
     return {m, z, log(sum(exp(z), {axis}, true))};
   }
-  // The first element through a max over its one position: a reduction,
-  // so fusion stores the shift per row instead of recomputing it from x in
-  // every pass. A pass then reads x only at the point it computes, which
-  // lets a row split across a cluster read its part of x from its part of
-  // the row cache (ChainKernel.cpp).
-  Tensor first = max(slice(x, {axis}, {0}, {1}), {axis}, true);
+  Tensor first = slice(x, {axis}, {0}, {1});
   Tensor shift = finiteOrZero(first);
   Tensor z = x - shift;
   Tensor lse = logsumexp(z, {axis}, true);
