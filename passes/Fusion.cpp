@@ -732,6 +732,35 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
         for (Value r : f.ops[i]->getResults())
           if (llvm::any_of(r.getUsers(), [&](Operation *u) { return !inGroup.count(u); }))
             outputs.push_back(r);
+      // An output that is a reshape (through reshapes of the group) of another
+      // output is the same bytes: the kernel writes the source once and the
+      // reshape becomes a view of it after the kernel. Yielded as well, it was
+      // a second full-size write and buffer (an LM head's [4096, 32000] logits
+      // gradient, yielded in [8, 512, 32000] for one GEMM and [4096, 32000] for
+      // the other: 262 MB more arena and written twice).
+      std::vector<std::pair<Value, std::vector<Operation *>>> viewOutputs; // source, reshape chain
+      {
+        std::vector<Value> kept;
+        for (Value o : outputs) {
+          std::vector<Operation *> chain;
+          Value s = o;
+          while (Operation *d = s.getDefiningOp()) {
+            if (!inGroup.count(d) || !isPureReshape(d))
+              break;
+            chain.push_back(d);
+            s = d->getOperand(0);
+          }
+          bool sourceIsOutput = !chain.empty() && s != o &&
+                                std::find(outputs.begin(), outputs.end(), s) != outputs.end();
+          if (sourceIsOutput) {
+            std::reverse(chain.begin(), chain.end());
+            viewOutputs.push_back({s, chain});
+          } else {
+            kept.push_back(o);
+          }
+        }
+        outputs = kept;
+      }
       std::string kindName =
           !kind                      ? (std::all_of(m.begin(), m.end(),
                                                     [&](int i) { return classify(f.ops[i]) == Kind::View; })
@@ -765,6 +794,19 @@ struct FusionPass : impl::FusionPassBase<FusionPass> {
         o.replaceUsesWithIf(r, [&](OpOperand &use) {
           return !inGroup.count(use.getOwner()) && use.getOwner() != fused;
         });
+      b.setInsertionPoint(terminator);
+      for (auto &[source, chain] : viewOutputs) {
+        IRMapping views;
+        views.map(source, fused.getResult(unsigned(
+                              std::find(outputs.begin(), outputs.end(), source) - outputs.begin())));
+        for (Operation *r : chain)
+          b.clone(*r, views);
+        Value original = chain.back()->getResult(0);
+        original.replaceUsesWithIf(views.lookup(original), [&](OpOperand &use) {
+          return !inGroup.count(use.getOwner()) && use.getOwner() != fused;
+        });
+        ++aliases;
+      }
       for (int i : m)
         toErase.push_back(f.ops[i]);
       ++kernels;
