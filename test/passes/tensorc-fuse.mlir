@@ -241,3 +241,23 @@ func.func @transpose_flag(%t: !tc.tensor<[8, 1], i64>, %dy: !tc.tensor<[8, 4], f
   %g = tc.matmul %ohT, %dy : (!tc.tensor<[16, 8], f32>, !tc.tensor<[8, 4], f32>) -> !tc.tensor<[16, 4], f32> loc("g")
   return %g : !tc.tensor<[16, 4], f32>
 }
+
+// -----
+
+// An output that is a reshape of another output of the same kernel is a view
+// of it after the kernel, not a second write: the kernel yields the gradient
+// once and the [8, 16] reshape the second GEMM reads aliases it (an LM head's
+// [4096, 32000] logits gradient was written twice, 262 MB each).
+// CHECK-LABEL: func.func @reshaped_output
+// CHECK: %[[K:.*]] = tc.fused "k0"(%arg0) {kind = "elementwise"} : (!tc.tensor<[2, 4, 16], f32>) -> !tc.tensor<[2, 4, 16], f32>
+// CHECK: tc.yield %{{.*}} : !tc.tensor<[2, 4, 16], f32>
+// CHECK: tc.reshape %[[K]] {shape = [8, 16]}
+// REPORT-LABEL: fusion of @reshaped_output: 1 kernels, 2 library calls, 1 view-only groups
+// REPORT-NEXT: kernel k0 (elementwise): g (exp), g2 (reshape)
+func.func @reshaped_output(%x: !tc.tensor<[2, 4, 16], f32>, %w: !tc.tensor<[16, 3], f32>, %a: !tc.tensor<[3, 8], f32>) -> (!tc.tensor<[2, 4, 3], f32>, !tc.tensor<[3, 16], f32>) {
+  %g = tc.exp %x : (!tc.tensor<[2, 4, 16], f32>) -> !tc.tensor<[2, 4, 16], f32> loc("g")
+  %d = tc.matmul %g, %w : (!tc.tensor<[2, 4, 16], f32>, !tc.tensor<[16, 3], f32>) -> !tc.tensor<[2, 4, 3], f32> loc("d")
+  %g2 = tc.reshape %g {shape = [8, 16]} : (!tc.tensor<[2, 4, 16], f32>) -> !tc.tensor<[8, 16], f32> loc("g2")
+  %dw = tc.matmul %a, %g2 : (!tc.tensor<[3, 8], f32>, !tc.tensor<[8, 16], f32>) -> !tc.tensor<[3, 16], f32> loc("dw")
+  return %d, %dw : !tc.tensor<[2, 4, 3], f32>, !tc.tensor<[3, 16], f32>
+}
