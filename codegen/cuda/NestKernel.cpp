@@ -290,8 +290,10 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     c += in + "#pragma unroll\n" + in + "  for (int u = 0; u < 4; ++u) {\n";
     c += indices("r + u * (" + stride + ")", in + "    ");
     c += in + "    x[u] = " + pointCall + ";\n" + in + "  }\n";
-    c += in + "  " + combine("x[0]", "") + " " + combine("x[1]", "", "_1") + " " + combine("x[2]", "", "_2") + " " +
-         combine("x[3]", "", "_3") + "\n";
+    c += in + "  " + (lse ? std::string("tc_lse_combine_n(acc, accS, x);")
+                          : combine("x[0]", "") + " " + combine("x[1]", "", "_1") + " " +
+                                combine("x[2]", "", "_2") + " " + combine("x[3]", "", "_3")) +
+         "\n";
     c += in + "}\n";
     c += in + "for (; r < reduced; r += " + stride + ") {\n";
     c += indices("r", in + "  ");
@@ -310,6 +312,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       std::string c = indent + "if (" + vectorsAligned(false) + ") {\n";
       c += extraAccumulators(in);
       auto lanesOf = [&](const std::string &x) {
+        if (lse) // the chunk at once (tc_lse_combine_n)
+          return in + "  tc_lse_combine_n(acc, accS, " + x + ");\n";
         return in + "  " + combine(x + "[0]", "") + " " + combine(x + "[1]", "", "_1") + " " +
                combine(x + "[2]", "", "_2") + " " + combine(x + "[3]", "", "_3") + "\n";
       };
@@ -319,7 +323,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       };
       c += in + "long long r = " + base + "4 * (" + first + ");\n";
       c += in + "for (; r + 4 * (" + stride + ") < reduced; r += 8 * (" + stride + ")) {\n";
-      c += pointAt("r", "xa") + pointAt("r + 4 * (" + stride + ")", "xb") + lanesOf("xa") + lanesOf("xb");
+      c += pointAt("r", "xa") + pointAt("r + 4 * (" + stride + ")", "xb") +
+           (lse ? in + "  tc_lse_combine_n(acc, accS, xa, xb);\n" : lanesOf("xa") + lanesOf("xb"));
       c += in + "}\n";
       c += in + "if (r < reduced) {\n" + pointAt("r", "xa") + lanesOf("xa") + in + "}\n";
       c += mergeExtraAccumulators(in);
