@@ -151,7 +151,13 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
     // gradient's) made the gradient's kernel depend on the gather's, which
     // depends on the row statistics: the softmax could not join the
     // gradient and went to memory ([N, C] written and read once more).
-    if (isPureReshape(&op) && !op.getOperand(0).getDefiningOp()) {
+    // Likewise a reshape of a library call's result (in memory too): shared,
+    // the LM head's logits [8, 512, 32000] reshaped to [4096, 32000] for the
+    // cross-entropy's passes and its target gather became an output of the
+    // first kernel (a 262 MB copy) that the gather's kernel read.
+    Operation *source = op.getOperand(0).getDefiningOp();
+    if (isPureReshape(&op) && (!source || (source->getName().getStringRef().starts_with("tc.") &&
+                                           classify(source) == Kind::Matmul))) {
       cheap.insert(&op);
       continue;
     }

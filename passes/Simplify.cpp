@@ -9,6 +9,7 @@
 // are exact; the reverse order rounds and is kept.
 #include "passes/Passes.h"
 
+#include "ir/core/OpSchema.h"
 #include "ir/dialect/Conversion.h"
 
 #include "mlir/IR/Matchers.h"
@@ -219,6 +220,141 @@ template <typename OpTy> struct ViewAsReshape : OpRewritePattern<OpTy> {
   }
 };
 
+// A one-operand elementwise op (unary ops, cast, clamp): its result has
+// its operand's shape.
+bool isUnaryElementwise(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (!name.starts_with("tc.") || op->getNumOperands() != 1 || op->getNumResults() != 1)
+    return false;
+  const OpSchema *schema = findOpSchema(name.drop_front(3));
+  return schema && (schema->category == "unary" || schema->category == "elementwise");
+}
+
+// Whether `v` is in memory whatever fusion decides (a graph input or a
+// library call's result: a reshape of it is a view), or a chain of
+// one-use unary elementwise ops of such a value.
+bool inMemoryOrUnaryOfIt(Value v, int depth = 0) {
+  Operation *d = v.getDefiningOp();
+  if (!d)
+    return true;
+  StringRef name = d->getName().getStringRef();
+  if (name == "tc.matmul" || name == "tc.conv2d" || name == "tc.conv2d_backward_input" ||
+      name == "tc.conv2d_backward_weight")
+    return true;
+  return depth < 16 && isUnaryElementwise(d) && d->getResult(0).hasOneUse() &&
+         inMemoryOrUnaryOfIt(d->getOperand(0), depth + 1);
+}
+
+// `op` (one-operand elementwise) rebuilt on `operand`, its result in the
+// operand's shape.
+Value unaryOn(PatternRewriter &rewriter, Operation *op, Value operand) {
+  std::optional<TensorSpec> in = toTensorSpec(operand.getType());
+  std::optional<TensorSpec> out = toTensorSpec(op->getResult(0).getType());
+  OperationState state(op->getLoc(), op->getName());
+  state.addOperands(operand);
+  state.addAttributes(op->getAttrs());
+  state.addTypes(toMlirType(op->getContext(), TensorSpec{out->dtype, in->shape}));
+  return rewriter.create(state)->getResult(0);
+}
+
+// Reshapes move out of the way of fusion: a reshape between elementwise
+// ops inside a kernel is not an affine re-indexing of a value computed on
+// the fly (merging [8, 512] into [4096] divides), so code generation
+// materialized the value before it (an LM head's logits, cast to f32 and
+// reshaped for the cross-entropy: 524 MB written and read back, twice in
+// the backward). Moved to a value in memory, a reshape is a view; moved
+// after the elementwise chain, to the kernel's output, also a view.
+// Up: reshape(u(x)) -> u(reshape(x)) where x is in memory (a graph input,
+// a GEMM's product, or one-use unary ops of one).
+struct ReshapeUpToMemory : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    Operation *u = op.getOperand().getDefiningOp();
+    if (!u || !isUnaryElementwise(u) || !u->getResult(0).hasOneUse() ||
+        !inMemoryOrUnaryOfIt(u->getOperand(0)))
+      return failure();
+    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
+    std::optional<TensorSpec> shaped = toTensorSpec(op.getType());
+    if (!in || !shaped)
+      return failure();
+    Operation *moved = rewriter.clone(*op);
+    moved->setOperand(0, u->getOperand(0));
+    moved->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, shaped->shape}));
+    OperationState state(u->getLoc(), u->getName());
+    state.addOperands(moved->getResult(0));
+    state.addAttributes(u->getAttrs());
+    state.addTypes(op.getType());
+    rewriter.replaceOp(op, rewriter.create(state)->getResult(0));
+    return success();
+  }
+};
+// Down: u(reshape(x)) -> reshape(u(x)) where x is computed (not in memory):
+// the reshape sinks to where the chain leaves the kernel.
+struct ReshapeDownFromComputed : RewritePattern {
+  explicit ReshapeDownFromComputed(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isUnaryElementwise(op))
+      return failure();
+    auto reshape = op->getOperand(0).getDefiningOp<ReshapeOp>();
+    if (!reshape || !reshape->getResult(0).hasOneUse() || inMemoryOrUnaryOfIt(reshape.getOperand()))
+      return failure();
+    if (!toTensorSpec(reshape.getOperand().getType()) || !toTensorSpec(op->getResult(0).getType()))
+      return failure();
+    Value computed = unaryOn(rewriter, op, reshape.getOperand());
+    Operation *moved = rewriter.clone(*reshape);
+    moved->setOperand(0, computed);
+    moved->getResult(0).setType(op->getResult(0).getType());
+    rewriter.replaceOp(op, moved->getResult(0));
+    return success();
+  }
+};
+
+// gather(u(x), index) -> u(gather(x, index)) for one-operand elementwise u:
+// picking elements commutes with computing them, and the picked ones are
+// few. A gather from a value computed on the fly made code generation
+// materialize all of it first (the target logits of an LM head's
+// cross-entropy gradient, gathered from the f32 cast of the bf16 logits:
+// [4096, 32000] f32 written to pick 4096 of them).
+struct GatherOfUnary : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
+    Operation *u = op.getX().getDefiningOp();
+    if (!u || !isUnaryElementwise(u))
+      return failure();
+    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
+    std::optional<TensorSpec> picked = toTensorSpec(op.getType());
+    if (!in || !picked)
+      return failure();
+    Operation *gather = rewriter.clone(*op);
+    gather->setOperand(0, u->getOperand(0));
+    gather->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, picked->shape}));
+    rewriter.replaceOp(op, unaryOn(rewriter, u, gather->getResult(0)));
+    return success();
+  }
+};
+
+// slice(u(x)) -> u(slice(x)) likewise: code generation reads views
+// (slices, transposes, broadcasts) from memory only, so a slice of a value
+// computed on the fly materialized all of it (the cross-entropy's shift,
+// the first logit of each row, sliced from the f32 cast of bf16 logits).
+struct SliceOfUnary : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+    Operation *u = op->getOperand(0).getDefiningOp();
+    if (!u || !isUnaryElementwise(u))
+      return failure();
+    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
+    std::optional<TensorSpec> part = toTensorSpec(op.getType());
+    if (!in || !part)
+      return failure();
+    Operation *slice = rewriter.clone(*op);
+    slice->setOperand(0, u->getOperand(0));
+    slice->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, part->shape}));
+    rewriter.replaceOp(op, unaryOn(rewriter, u, slice->getResult(0)));
+    return success();
+  }
+};
+
 struct SameBranches : OpRewritePattern<WhereOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(WhereOp op, PatternRewriter &rewriter) const override {
@@ -320,7 +456,8 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
     patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast,
-                 TransposedProduct>(ctx);
+                 TransposedProduct, ReshapeUpToMemory, ReshapeDownFromComputed, GatherOfUnary,
+                 SliceOfUnary>(ctx);
     patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(
         ctx);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())

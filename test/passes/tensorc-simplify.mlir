@@ -121,3 +121,35 @@ func.func @transposed_product(%a: !tc.tensor<[B, 3, 4], f32>, %w: !tc.tensor<[B,
   %t2 = tc.transpose %m2 {dim0 = 0 : i64, dim1 = 2 : i64} : (!tc.tensor<[B, 3, 5], f32>) -> !tc.tensor<[5, 3, B], f32>
   return %t, %t1, %t2 : !tc.tensor<[B, 5, 3], f32>, !tc.tensor<[B, 5, 3], f32>, !tc.tensor<[5, 3, B], f32>
 }
+
+// -----
+
+// Reshapes move to memory or to the chain's end, gathers and slices before
+// one-operand elementwise ops: inside a kernel none of them is an affine
+// re-indexing of a value computed on the fly (code generation materialized
+// it). Up: a reshape of a cast of a graph input reshapes the input (a view).
+// Down: a cast of a reshape of a computed value casts first, then reshapes.
+// A gather or slice of an exp picks first, then takes the exp of the few.
+// CHECK-LABEL: func.func @views_out_of_kernels
+// CHECK-SAME: (%[[X:[^:]*]]: !tc.tensor<[2, 4, 8], bf16>, %[[Y:[^:]*]]: !tc.tensor<[8, 8], f32>, %[[I:[^:]*]]: !tc.tensor<[8, 1], i64>
+// CHECK-DAG: %[[XR:.*]] = tc.reshape %[[X]] {shape = [8, 8]} : (!tc.tensor<[2, 4, 8], bf16>) -> !tc.tensor<[8, 8], bf16>
+// CHECK-DAG: %[[XC:.*]] = tc.cast %[[XR]] {to = f32} : (!tc.tensor<[8, 8], bf16>) -> !tc.tensor<[8, 8], f32>
+// CHECK-DAG: %[[S:.*]] = tc.mul %[[XC]], %[[Y]]
+// CHECK-DAG: %[[SC:.*]] = tc.cast %[[S]] {to = bf16} : (!tc.tensor<[8, 8], f32>) -> !tc.tensor<[8, 8], bf16>
+// CHECK-DAG: %[[SR:.*]] = tc.reshape %[[SC]] {shape = [2, 4, 8]} : (!tc.tensor<[8, 8], bf16>) -> !tc.tensor<[2, 4, 8], bf16>
+// CHECK-DAG: %[[G:.*]] = tc.gather %[[Y]], %[[I]] {axis = 1 : i64} : (!tc.tensor<[8, 8], f32>, !tc.tensor<[8, 1], i64>) -> !tc.tensor<[8, 1], f32>
+// CHECK-DAG: %[[GE:.*]] = tc.exp %[[G]] : (!tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 1], f32>
+// CHECK-DAG: %[[L:.*]] = tc.slice %[[Y]] {{.*}} : (!tc.tensor<[8, 8], f32>) -> !tc.tensor<[8, 1], f32>
+// CHECK-DAG: %[[LE:.*]] = tc.exp %[[L]] : (!tc.tensor<[8, 1], f32>) -> !tc.tensor<[8, 1], f32>
+// CHECK: return %[[SR]], %[[GE]], %[[LE]]
+func.func @views_out_of_kernels(%x: !tc.tensor<[2, 4, 8], bf16>, %y: !tc.tensor<[8, 8], f32>, %i: !tc.tensor<[8, 1], i64>) -> (!tc.tensor<[2, 4, 8], bf16>, !tc.tensor<[8, 1], f32>, !tc.tensor<[8, 1], f32>) {
+  %c = tc.cast %x {to = f32} : (!tc.tensor<[2, 4, 8], bf16>) -> !tc.tensor<[2, 4, 8], f32>
+  %r = tc.reshape %c {shape = [8, 8]} : (!tc.tensor<[2, 4, 8], f32>) -> !tc.tensor<[8, 8], f32>
+  %s = tc.mul %r, %y : (!tc.tensor<[8, 8], f32>, !tc.tensor<[8, 8], f32>) -> !tc.tensor<[8, 8], f32>
+  %sr = tc.reshape %s {shape = [2, 4, 8]} : (!tc.tensor<[8, 8], f32>) -> !tc.tensor<[2, 4, 8], f32>
+  %sc = tc.cast %sr {to = bf16} : (!tc.tensor<[2, 4, 8], f32>) -> !tc.tensor<[2, 4, 8], bf16>
+  %e = tc.exp %y : (!tc.tensor<[8, 8], f32>) -> !tc.tensor<[8, 8], f32>
+  %g = tc.gather %e, %i {axis = 1 : i64} : (!tc.tensor<[8, 8], f32>, !tc.tensor<[8, 1], i64>) -> !tc.tensor<[8, 1], f32>
+  %l = tc.slice %e {axes = array<i64: 1>, starts = array<i64: 0>, ends = array<i64: 1>} : (!tc.tensor<[8, 8], f32>) -> !tc.tensor<[8, 1], f32>
+  return %sc, %g, %l : !tc.tensor<[2, 4, 8], bf16>, !tc.tensor<[8, 1], f32>, !tc.tensor<[8, 1], f32>
+}
