@@ -176,6 +176,7 @@ void Driver::makeCurrent() const {
 }
 
 void *Driver::loadModule(const std::string &image) const {
+  makeCurrent();
   void *m = nullptr;
   TC_CU(moduleLoadData(&m, image.data()));
   return m;
@@ -209,14 +210,18 @@ void Driver::allowSharedMemory(void *f, unsigned bytes) const {
   TC_CU(funcSetAttribute(f, kMaxDynamicSharedSizeBytes, int(bytes)));
 }
 
+// Allocation, freeing and module loading make the context current
+// themselves: a caller's thread may have none (PyTorch's autograd thread
+// frees a step's tensors and loads artifacts compiled on first use there).
 DevicePtr Driver::allocate(size_t bytes) const {
+  makeCurrent();
   DevicePtr p = 0;
   if (bytes)
     TC_CU(memAlloc(&p, bytes));
   return p;
 }
 void Driver::free(DevicePtr p) const {
-  if (p)
+  if (p && api_->ctxSetCurrent(context_) == 0)
     api_->memFree(p);
 }
 void *Driver::allocateHost(size_t bytes) const {

@@ -36,6 +36,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
                          const std::string &kernelCacheDir, int variant)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())),
       forcedVariant_(variant) {
+  // Loading may happen on any thread: PyTorch's backward loaded an
+  // artifact on its autograd thread (a uniform-cotangent backward variant),
+  // where no context was current: moduleLoadData failed with 201.
+  driver_.makeCurrent();
   const char *trace = std::getenv("TENSORC_CUDA_TRACE");
   trace_ = trace && *trace && std::string(trace) != "0";
   const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
