@@ -380,6 +380,10 @@ private:
         lazy_[op->getResult(0)] = storedIdentity(v);
         return;
       }
+      if (int v = lowerTrailingThenLeading(x, name, reduced, keepdim, out); v >= 0) {
+        lazy_[op->getResult(0)] = storedIdentity(v);
+        return;
+      }
       int v = newProducedValue(out);
       emitNest(x, in.shape, reduced, name, keepdim, v);
       lazy_[op->getResult(0)] = storedIdentity(v);
@@ -615,6 +619,61 @@ private:
       check(len.isStatic(), "cpu codegen: split along a symbolic dim");
       start += len.value();
     }
+  }
+
+  // A reduction over leading dims and a trailing block of dims with kept
+  // dims between them (batch norm's statistics of [N, C, H, W] over N, H and
+  // W) in two stages: the trailing block first, rows of contiguous elements
+  // (N * C of them), then the leading dims of those partials (accumulated in
+  // the compute type). In one stage a block per kept index (64 for C = 64)
+  // reduced 100K strided elements each: a ResNet block's statistics kernels
+  // took 60-110 us each on an H200 for 12.8 MB (3 us of bandwidth). Only the
+  // regroupable reductions; the trailing block static and at least 256
+  // elements. Returns the result's value, or -1 when this does not apply.
+  int lowerTrailingThenLeading(Value x, const std::string &name, const std::vector<bool> &reduced,
+                               bool keepdim, const TensorSpec &out) {
+    static const std::set<std::string> regroupable = {"sum", "mean", "max", "min", "prod"};
+    if (!options_.splitColumnReductions || !regroupable.count(name))
+      return -1;
+    TensorSpec in = specOf(x);
+    size_t r = reduced.size(), t = r;
+    while (t > 0 && reduced[t - 1])
+      --t; // [t, r): the trailing reduced block
+    size_t k = t;
+    while (k > 0 && !reduced[k - 1])
+      --k; // [k, t): kept dims before it
+    if (t == r || k == t || k == 0)
+      return -1; // no trailing block, no kept dims between, or nothing reduced before them
+    int64_t trailing = 1;
+    for (size_t d = t; d < r; ++d) {
+      if (!in.shape[d].isStatic())
+        return -1;
+      trailing *= in.shape[d].value();
+    }
+    if (trailing < 256)
+      return -1;
+    DType acc = in.dtype == DType::F16 || in.dtype == DType::BF16 ? DType::F32 : in.dtype;
+    Shape partialShape(in.shape.begin(), in.shape.begin() + long(t));
+    int partial = newProducedValue({acc, partialShape});
+    std::vector<bool> firstStage(r, false);
+    std::fill(firstStage.begin() + long(t), firstStage.end(), true);
+    emitNest(x, in.shape, firstStage, name, false, partial);
+    NestSpec spec;
+    spec.space = partialShape;
+    spec.reduced.assign(reduced.begin(), reduced.begin() + long(t));
+    spec.reduction = name;
+    spec.keepdim = keepdim;
+    spec.valueDtype = acc;
+    Shape targetShape;
+    for (size_t d = 0; d < t; ++d)
+      if (!spec.reduced[d] || keepdim)
+        targetShape.push_back(spec.reduced[d] ? Dim::of(1) : in.shape[d]);
+    // keepdim: the result [1, C] viewed as the op's [1, C, 1, 1].
+    int target = newProducedValue(keepdim ? TensorSpec{out.dtype, targetShape} : out);
+    emitNestWith({}, spec, target,
+                 [partial](Point &p) { return p.load(partial, SmallVector<Value>(p.n.ivs.begin(), p.n.ivs.end())); },
+                 {}, {partial});
+    return keepdim ? newValue(out, {Storage::Kind::Alias, target}) : target;
   }
 
   // A reduction over every dim in two stages, so that the first runs in

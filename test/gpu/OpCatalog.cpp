@@ -298,6 +298,21 @@ std::vector<std::pair<std::string, Graph>> largeGraphs() {
   gs.emplace_back("large_sum", opGraph("sum", {{DType::F32, {701, 1003}}}, {{"axes", Attr(std::vector<int64_t>{1})}}));
   gs.emplace_back("large_softmax", opGraph("softmax", {{DType::F32, {517, 1031}}}));
   gs.emplace_back("large_mean_all", opGraph("mean", {{DType::F32, {699, 1001}}}));
+  // Batch norm's statistics over N, H and W of [N, C, H, W] with H * W >= 256:
+  // the trailing block first (rows of H * W), then N (two stages); its
+  // backward's reductions too.
+  {
+    trace::Tracer t("large_batch_norm");
+    trace::Tensor x = t.parameter("x", DType::F32, {5, 3, 17, 19});
+    trace::Tensor mean = t.input("running_mean", DType::F32, {3});
+    trace::Tensor var = t.input("running_var", DType::F32, {3});
+    trace::Tensor w = t.parameter("weight", DType::F32, {3});
+    trace::Tensor b = t.parameter("bias", DType::F32, {3});
+    t.output(t.call("batch_norm", {x, mean, var, w, b}, {{"training", Attr(true)}})[0]);
+    gs.emplace_back("large_batch_norm_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  gs.emplace_back("large_mean_outer", opGraph("mean", {{DType::F16, {7, 5, 300}}},
+                                            {{"axes", Attr(std::vector<int64_t>{0, 2})}, {"keepdim", Attr(true)}}));
   // A cross-entropy training step with a GPT-2-sized vocabulary: the loss
   // and the gradient's softmax share one row kernel, the 201 KB rows in
   // shared memory (fusion's row-space merge).
