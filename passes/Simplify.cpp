@@ -257,6 +257,19 @@ Value unaryOn(PatternRewriter &rewriter, Operation *op, Value operand) {
   return rewriter.create(state)->getResult(0);
 }
 
+// `view` (its operand 0: u's result) rebuilt on u's operand, then u applied
+// to it; null (nothing created) where a type is not a tc tensor.
+Value viewBeforeUnary(PatternRewriter &rewriter, Operation *view, Operation *u) {
+  std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
+  std::optional<TensorSpec> out = toTensorSpec(view->getResult(0).getType());
+  if (!in || !out)
+    return nullptr;
+  Operation *moved = rewriter.clone(*view);
+  moved->setOperand(0, u->getOperand(0));
+  moved->getResult(0).setType(toMlirType(view->getContext(), TensorSpec{in->dtype, out->shape}));
+  return unaryOn(rewriter, u, moved->getResult(0));
+}
+
 // Reshapes move out of the way of fusion: a reshape between elementwise
 // ops inside a kernel is not an affine re-indexing of a value computed on
 // the fly (merging [8, 512] into [4096] divides), so code generation
@@ -273,18 +286,10 @@ struct ReshapeUpToMemory : OpRewritePattern<ReshapeOp> {
     if (!u || !isUnaryElementwise(u) || !u->getResult(0).hasOneUse() ||
         !inMemoryOrUnaryOfIt(u->getOperand(0)))
       return failure();
-    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
-    std::optional<TensorSpec> shaped = toTensorSpec(op.getType());
-    if (!in || !shaped)
+    Value moved = viewBeforeUnary(rewriter, op, u);
+    if (!moved)
       return failure();
-    Operation *moved = rewriter.clone(*op);
-    moved->setOperand(0, u->getOperand(0));
-    moved->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, shaped->shape}));
-    OperationState state(u->getLoc(), u->getName());
-    state.addOperands(moved->getResult(0));
-    state.addAttributes(u->getAttrs());
-    state.addTypes(op.getType());
-    rewriter.replaceOp(op, rewriter.create(state)->getResult(0));
+    rewriter.replaceOp(op, moved);
     return success();
   }
 };
@@ -309,48 +314,24 @@ struct ReshapeDownFromComputed : RewritePattern {
   }
 };
 
-// gather(u(x), index) -> u(gather(x, index)) for one-operand elementwise u:
-// picking elements commutes with computing them, and the picked ones are
-// few. A gather from a value computed on the fly made code generation
-// materialize all of it first (the target logits of an LM head's
-// cross-entropy gradient, gathered from the f32 cast of the bf16 logits:
+// gather(u(x), index) -> u(gather(x, index)) and slice(u(x)) -> u(slice(x))
+// for one-operand elementwise u: picking elements commutes with computing
+// them, and the picked ones are few. Code generation reads gathers and
+// views (slices, transposes, broadcasts) from memory only, so a gather or
+// slice of a value computed on the fly materialized all of it first (the
+// target logits of an LM head's cross-entropy gradient and each row's
+// first logit, its shift, picked from the f32 cast of the bf16 logits:
 // [4096, 32000] f32 written to pick 4096 of them).
-struct GatherOfUnary : OpRewritePattern<GatherOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(GatherOp op, PatternRewriter &rewriter) const override {
-    Operation *u = op.getX().getDefiningOp();
-    if (!u || !isUnaryElementwise(u))
-      return failure();
-    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
-    std::optional<TensorSpec> picked = toTensorSpec(op.getType());
-    if (!in || !picked)
-      return failure();
-    Operation *gather = rewriter.clone(*op);
-    gather->setOperand(0, u->getOperand(0));
-    gather->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, picked->shape}));
-    rewriter.replaceOp(op, unaryOn(rewriter, u, gather->getResult(0)));
-    return success();
-  }
-};
-
-// slice(u(x)) -> u(slice(x)) likewise: code generation reads views
-// (slices, transposes, broadcasts) from memory only, so a slice of a value
-// computed on the fly materialized all of it (the cross-entropy's shift,
-// the first logit of each row, sliced from the f32 cast of bf16 logits).
-struct SliceOfUnary : OpRewritePattern<SliceOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+template <typename OpTy> struct PickBeforeUnary : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op, PatternRewriter &rewriter) const override {
     Operation *u = op->getOperand(0).getDefiningOp();
     if (!u || !isUnaryElementwise(u))
       return failure();
-    std::optional<TensorSpec> in = toTensorSpec(u->getOperand(0).getType());
-    std::optional<TensorSpec> part = toTensorSpec(op.getType());
-    if (!in || !part)
+    Value picked = viewBeforeUnary(rewriter, op, u);
+    if (!picked)
       return failure();
-    Operation *slice = rewriter.clone(*op);
-    slice->setOperand(0, u->getOperand(0));
-    slice->getResult(0).setType(toMlirType(op->getContext(), TensorSpec{in->dtype, part->shape}));
-    rewriter.replaceOp(op, unaryOn(rewriter, u, slice->getResult(0)));
+    rewriter.replaceOp(op, picked);
     return success();
   }
 };
@@ -456,8 +437,8 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
     patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast,
-                 TransposedProduct, ReshapeUpToMemory, ReshapeDownFromComputed, GatherOfUnary,
-                 SliceOfUnary>(ctx);
+                 TransposedProduct, ReshapeUpToMemory, ReshapeDownFromComputed, PickBeforeUnary<GatherOp>,
+                 PickBeforeUnary<SliceOp>>(ctx);
     patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(
         ctx);
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
