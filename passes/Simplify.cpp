@@ -252,7 +252,11 @@ Value unaryOn(PatternRewriter &rewriter, Operation *op, Value operand) {
   std::optional<TensorSpec> out = toTensorSpec(op->getResult(0).getType());
   OperationState state(op->getLoc(), op->getName());
   state.addOperands(operand);
-  state.addAttributes(op->getAttrs());
+  // The op's own attributes; dialect ones (a tc.sharding, per dim of the
+  // result) only where the shape stays.
+  for (NamedAttribute a : op->getAttrs())
+    if (!a.getName().getValue().contains('.') || in->shape == out->shape)
+      state.addAttribute(a.getName(), a.getValue());
   state.addTypes(toMlirType(op->getContext(), TensorSpec{out->dtype, in->shape}));
   return rewriter.create(state)->getResult(0);
 }
