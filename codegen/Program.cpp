@@ -251,20 +251,39 @@ private:
       Value dy = columnSumOperand(sum);
       if (!dy || moved.count(sum))
         continue;
+      // A collective of the sum alone (a DDP gradient's all_reduce, which
+      // tensorc-schedule issues right after it) moves along with it.
+      auto followsSum = [&](Operation *u) {
+        const OpSchema *schema = tc::schemaOf(u);
+        return schema && schema->category == "collective" &&
+               llvm::all_of(u->getOperands(), [&](Value v) { return v.getDefiningOp() == sum; });
+      };
       size_t firstUse = order.size();
+      std::vector<size_t> followers;
       for (size_t j = i + 1; j < order.size() && firstUse == order.size(); ++j)
         for (Value r : sum->getResults())
           for (Operation *u : r.getUsers())
-            if (u == order[j])
-              firstUse = j;
+            if (u == order[j] && firstUse == order.size()) {
+              if (followsSum(u) && (followers.empty() || followers.back() != j))
+                followers.push_back(j);
+              else if (!followsSum(u))
+                firstUse = j;
+            }
       for (size_t j = i + 1; j < firstUse; ++j) {
         Operation *mm = order[j];
         if (opName(mm) != "matmul")
           continue;
         if (reshapeRoot(mm->getOperand(1)) != reshapeRoot(dy)) // dy or flat(dy)
           continue;
-        order.erase(order.begin() + std::ptrdiff_t(i));
-        order.insert(order.begin() + std::ptrdiff_t(j), sum); // just after mm (shifted down by one)
+        // The sum and its followers before mm go just after mm.
+        std::vector<Operation *> group = {sum};
+        for (size_t f : followers)
+          if (f < j)
+            group.push_back(order[f]);
+        for (size_t g = group.size(); g-- > 0;)
+          order.erase(std::find(order.begin(), order.end(), group[g]));
+        auto at = std::find(order.begin(), order.end(), mm) + 1;
+        order.insert(at, group.begin(), group.end());
         moved.insert(sum);
         --i; // order[i] is now the op that followed the sum (wraps at 0; ++i restores it)
         break;

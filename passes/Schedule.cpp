@@ -5,6 +5,14 @@
 // only if its peak of live intermediate bytes is lower than the original's.
 // Views (reshapes) are free and follow their operand's lifetime, as in
 // tensorc-plan-memory.
+//
+// Then every collective of a computed value (a gradient's all_reduce or
+// reduce_scatter) moves up to right after the op that computes it: the CUDA
+// runtime runs collectives on a communication stream beside the compute
+// stream, so one issued as soon as its operand exists overlaps the work
+// still to come (DDP's gradient buckets start while backward runs).
+// Collectives of function arguments (FSDP's parameter all_gathers) stay
+// where they are: gathering every parameter up front would hold them all.
 #include "passes/Passes.h"
 
 #include "ir/dialect/Conversion.h"
@@ -130,12 +138,36 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
       std::vector<int> original(s.ops.size());
       std::iota(original.begin(), original.end(), 0);
       std::vector<int> order = s.greedy();
-      if (s.peak(order) >= s.peak(original))
-        return;
-      Operation *terminator = body.getTerminator();
-      for (int i : order)
-        s.ops[i]->moveBefore(terminator);
+      if (s.peak(order) < s.peak(original)) {
+        Operation *terminator = body.getTerminator();
+        for (int i : order)
+          s.ops[i]->moveBefore(terminator);
+      }
+      issueCollectivesEarly(body);
     });
+  }
+
+  static void issueCollectivesEarly(Block &body) {
+    std::vector<Operation *> collectives;
+    for (Operation &op : body.without_terminator())
+      if (const OpSchema *schema = tc::schemaOf(&op); schema && schema->category == "collective")
+        collectives.push_back(&op);
+    for (Operation *op : collectives) {
+      // The latest of its operands' producers in this block; none (only
+      // arguments) or one in another block: it stays.
+      Operation *after = nullptr;
+      for (Value v : op->getOperands()) {
+        Operation *d = v.getDefiningOp();
+        if (!d || d->getBlock() != &body) {
+          after = nullptr;
+          break;
+        }
+        if (!after || after->isBeforeInBlock(d))
+          after = d;
+      }
+      if (after && after->isBeforeInBlock(op))
+        op->moveAfter(after);
+    }
   }
 };
 

@@ -56,6 +56,9 @@ public:
     driver_.free(arena_);
     driver_.free(workspace_.gemm);
     driver_.free(workspace_.scratch);
+    for (void *e : workspace_.commEvents)
+      driver_.destroyEvent(e);
+    driver_.destroyStream(workspace_.comm);
     for (auto &[p, bytes] : staging_)
       driver_.free(p);
     driver_.freeHost(flags_);

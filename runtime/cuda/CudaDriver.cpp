@@ -269,9 +269,9 @@ void Driver::destroyStream(Stream s) const {
 }
 void Driver::synchronize(Stream s) const { TC_CU(streamSynchronize(s)); }
 
-void *Driver::createEvent() const {
+void *Driver::createEvent(bool timing) const {
   void *e = nullptr;
-  TC_CU(eventCreate(&e, 0));
+  TC_CU(eventCreate(&e, timing ? 0 : 2)); // 2: CU_EVENT_DISABLE_TIMING
   return e;
 }
 void Driver::destroyEvent(void *e) const {

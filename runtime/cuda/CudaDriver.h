@@ -61,7 +61,8 @@ public:
   Stream createStream() const;
   void destroyStream(Stream stream) const;
   void synchronize(Stream stream) const; // errors of queued work surface here
-  void *createEvent() const;
+  // timing = false: an event only for ordering (cheaper to record).
+  void *createEvent(bool timing = true) const;
   void destroyEvent(void *event) const;
   void record(void *event, Stream stream) const;
   // Work queued on `stream` after this waits for `event` (no host wait).

@@ -42,12 +42,16 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   driver_.makeCurrent();
   const char *trace = std::getenv("TENSORC_CUDA_TRACE");
   trace_ = trace && *trace && std::string(trace) != "0";
+  const char *overlap = std::getenv("TENSORC_NCCL_OVERLAP");
+  overlapCollectives_ = !(overlap && std::string(overlap) == "0");
   const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
   cudnnAttentionOn_ = !(cudnnAttention && std::string(cudnnAttention) == "0");
   cudnnAttention_ = std::make_unique<CudnnAttention>();
   const char *cudnnConvolution = std::getenv("TENSORC_CUDNN_CONVOLUTION");
   cudnnConvolutionOn_ = !(cudnnConvolution && std::string(cudnnConvolution) == "0");
   cudnnConvolution_ = std::make_unique<CudnnConvolution>();
+  for (const Step &s : a.steps)
+    collectiveCount_ += s.kind == Step::Kind::Collective;
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
@@ -701,6 +705,7 @@ void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::ve
   driver_.makeCurrent();
   if (hasMatmul_ && !workspace.gemm)
     workspace.gemm = driver_.allocate(CublasLt::kWorkspaceBytes);
+  reserveCollectives(workspace);
   for (size_t si = 0; si < a.steps.size(); ++si) {
     std::string why;
     if (a.steps[si].kind == Step::Kind::Attention)
@@ -714,6 +719,15 @@ void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::ve
   }
 }
 
+void CudaProgram::reserveCollectives(Workspace &workspace) const {
+  if (!collectiveCount_ || !overlapCollectives_)
+    return;
+  if (!workspace.comm)
+    workspace.comm = driver_.createStream();
+  while (workspace.commEvents.size() < 2 * collectiveCount_)
+    workspace.commEvents.push_back(driver_.createEvent(/*timing=*/false));
+}
+
 void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t> &symbolValues,
                          const std::map<std::string, int64_t> &bindings,
                          const std::vector<std::vector<int64_t>> &shapes,
@@ -725,6 +739,39 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     for (int64_t d : shapes[size_t(v)])
       n *= size_t(d);
     return n;
+  };
+  // Collectives queued on the communication stream and not yet waited
+  // for: their done event and the memory they read and write. A step that
+  // touches any of it (its output read, its operand's buffer reused by the
+  // memory plan) first makes the launch's stream wait; the launch ends
+  // waiting for the rest, so its stream's order covers everything.
+  struct Pending {
+    void *done;
+    std::pair<DevicePtr, size_t> memory[2];
+  };
+  std::vector<Pending> pending;
+  size_t issued = 0;
+  auto waitForCollectivesTouching = [&](size_t first) {
+    size_t last = first;
+    while (a.steps[last].chainNext && last + 1 < a.steps.size())
+      ++last;
+    auto overlaps = [](std::pair<DevicePtr, size_t> x, DevicePtr p, size_t bytes) {
+      return x.second && bytes && p < x.first + x.second && x.first < p + bytes;
+    };
+    for (auto it = pending.begin(); it != pending.end();) {
+      bool touched = false;
+      for (size_t si = first; si <= last && !touched; ++si)
+        for (int v : a.steps[si].operands)
+          if (overlaps(it->memory[0], ptr[size_t(v)], bytesOf(v)) ||
+              overlaps(it->memory[1], ptr[size_t(v)], bytesOf(v)))
+            touched = true;
+      if (touched) {
+        driver_.wait(stream, it->done);
+        it = pending.erase(it);
+      } else {
+        ++it;
+      }
+    }
   };
   // Queues step si (a chain: steps si..last); returns last and what ran.
   auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
@@ -799,9 +846,27 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
           n *= d;
         return n;
       };
+      using Op = artifact::CollectiveStep::Op;
+      // NCCL's own collectives go to the communication stream once the
+      // launch's stream has computed the operand; the copies axis_index and
+      // all_slice make stay in order.
+      bool overlapped = overlapCollectives_ && s.collective.op != Op::AxisIndex &&
+                        s.collective.op != Op::AllSlice;
+      Stream on = stream;
+      if (overlapped) {
+        reserveCollectives(workspace);
+        check(issued < collectiveCount_, "cuda: more collectives than the artifact has");
+        void *queued = workspace.commEvents[2 * issued], *done = workspace.commEvents[2 * issued + 1];
+        ++issued;
+        driver_.record(queued, stream);
+        driver_.wait(workspace.comm, queued);
+        on = workspace.comm;
+        pending.push_back({done, {{ptr[size_t(out)], bytesOf(out)}, {ptr[size_t(in)], bytesOf(in)}}});
+      }
       Nccl::process().run(s.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
-                          s.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_,
-                          stream);
+                          s.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_, on);
+      if (overlapped)
+        driver_.record(pending.back().done, on);
       return {si, std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op)};
     }
     if (!s.chainKernel.empty()) {
@@ -856,6 +921,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     return {si, "kernel " + s.symbol + "_" + k.shape.name()};
   };
   for (size_t si = 0; si < a.steps.size(); ++si) {
+    if (!pending.empty())
+      waitForCollectivesTouching(si);
     if (mark)
       mark(si, si, false, "");
     auto [last, what] = launchGroup(si);
@@ -863,6 +930,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       mark(si, last, true, what);
     si = last;
   }
+  for (const Pending &p : pending)
+    driver_.wait(stream, p.done);
 }
 
 } // namespace tensorc::cuda

@@ -34,6 +34,11 @@ struct Workspace {
   DevicePtr gemm = 0;
   DevicePtr scratch = 0;
   size_t scratchBytes = 0;
+  // NCCL collectives run on their own stream beside the launch's (see
+  // CudaProgram::launch), with two events each (queued, done) reused by
+  // every launch; made by reserve() before a graph capture, else lazily.
+  Stream comm = nullptr;
+  std::vector<void *> commEvents;
 };
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
@@ -188,6 +193,12 @@ private:
                     const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
                     Stream stream, bool mayMeasure) const;
   bool trace_ = false; // $TENSORC_CUDA_TRACE: one stderr line per launch
+  // $TENSORC_NCCL_OVERLAP=0: collectives in order on the launch's stream
+  // (to measure what the communication stream gains).
+  bool overlapCollectives_ = true;
+  size_t collectiveCount_ = 0;
+  // The communication stream and `collectiveCount_` event pairs.
+  void reserveCollectives(Workspace &workspace) const;
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };
 

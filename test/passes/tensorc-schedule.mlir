@@ -19,3 +19,24 @@ func.func @branches(%x: !tc.tensor<[1024], f32>, %y: !tc.tensor<[1024], f32>) ->
   %u = tc.mul %sa, %sb : (!tc.tensor<[], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[], f32>
   return %t, %u : !tc.tensor<[], f32>, !tc.tensor<[], f32>
 }
+
+// A collective of a computed value is issued right after its producer (the
+// CUDA runtime overlaps it with the ops after it); one of an argument (an
+// FSDP parameter's all_gather) stays where it was written.
+tc.mesh @mesh axes = ["data"] sizes = [2]
+// CHECK-LABEL: func.func @early_collectives
+// CHECK:      %[[G1:.*]] = tc.exp %arg0
+// CHECK-NEXT: tc.all_reduce %[[G1]]
+// CHECK-NEXT: %[[G2:.*]] = tc.exp %arg1
+// CHECK-NEXT: tc.all_reduce %[[G2]]
+// CHECK-NEXT: tc.mul
+// CHECK-NEXT: tc.all_gather %arg2
+func.func @early_collectives(%x: !tc.tensor<[4], f32>, %y: !tc.tensor<[4], f32>, %w: !tc.tensor<[2], f32>) -> (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>) {
+  %g1 = tc.exp %x : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  %g2 = tc.exp %y : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  %m = tc.mul %g1, %g2 : (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  %r1 = tc.all_reduce %g1 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  %w1 = tc.all_gather %w {mesh = "mesh", axes = ["data"], axis = 0 : i64} : (!tc.tensor<[2], f32>) -> !tc.tensor<[4], f32>
+  %r2 = tc.all_reduce %g2 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
+  return %r1, %r2, %m, %w1 : !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>
+}
