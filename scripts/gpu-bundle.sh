@@ -68,6 +68,9 @@ bench/gpu/prepare.sh "$out/bench-gpu/artifacts"
 cp bench/gpu/variants.sh bench/gpu/bench.py bench/gpu/warm_start.py bench/gpu/trace_steps.py bench/gpu/profile_compile.py bench/gpu/backend_overhead.py bench/gpu/step_host_time.py bench/gpu/enqueue_cost.py \
   bench/gpu/sdpa_reference.py bench/gpu/models.py "$out/bench-gpu/"
 cp -r python/tensorc "$out/bench-gpu/python/"
+# The multi-GPU checks and benchmark (bench-gpu/spmd.sh, on two GPUs).
+bench/gpu/spmd_prepare.sh "$out/bench-gpu/spmd"
+cp bench/gpu/spmd.py bench/gpu/spmd.sh "$out/bench-gpu/"
 cp bench/pytorch/workloads.py "$out/pytorch/"
 # The compiler itself, self-contained (scripts/portable-compiler.sh; packed:
 # 63 MiB, 18 MiB as xz), so PyTorch on the GPU machine can compile

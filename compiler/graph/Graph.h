@@ -25,7 +25,18 @@ struct DimBound {
 struct Sharding {
   std::string mesh;
   std::vector<std::vector<std::string>> dims;
-  bool operator==(const Sharding &o) const { return mesh == o.mesh && dims == o.dims; }
+  // An input stored split but read whole (FSDP's parameters, set by the
+  // fsdp preset): every reader sees it replicated, so the partitioner
+  // gathers it once before its first reader, and the computation lies as if
+  // it were replicated (sharding propagation never spreads its split).
+  bool gatheredAtUse = false;
+  // A graph output's node computed as propagation decides and resharded to
+  // this only where it leaves the program (FSDP's gradients: partial sums
+  // reduce-scattered), so that it does not steer how the computation lies.
+  bool atOutput = false;
+  bool operator==(const Sharding &o) const {
+    return mesh == o.mesh && dims == o.dims && gatheredAtUse == o.gatheredAtUse && atOutput == o.atOutput;
+  }
 };
 
 struct GraphInput {

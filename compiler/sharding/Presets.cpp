@@ -157,6 +157,9 @@ void applyPreset(Graph &g, const std::string &preset) {
     bool isParameterOrState = !isData;
     if ((isData || (preset == "fsdp" && isParameterOrState)) && firstDimSplits(in.spec)) {
       in.sharding = splitFirst(in.spec.rank());
+      // FSDP computes with whole parameters (gathered before use) on split
+      // data; optimizer state is elementwise and stays split.
+      in.sharding->gatheredAtUse = in.trainable;
       if (in.trainable)
         splitParameters.insert(in.name);
     }
@@ -169,8 +172,10 @@ void applyPreset(Graph &g, const std::string &preset) {
     if (n.sharding || owner.empty() || !splitParameters.count(owner))
       continue;
     for (const GraphInput &in : g.inputs)
-      if (in.name == owner && std::find(g.outputs.begin(), g.outputs.end(), n.name) != g.outputs.end())
+      if (in.name == owner && std::find(g.outputs.begin(), g.outputs.end(), n.name) != g.outputs.end()) {
         n.sharding = splitFirst(in.spec.rank());
+        n.sharding->atOutput = true; // computed as the data lies, reduce-scattered at the end
+      }
   }
 }
 

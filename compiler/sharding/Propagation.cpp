@@ -96,10 +96,15 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
     check(s.mesh == plan.mesh.name, "sharding: " + what + " names mesh \"" + s.mesh +
                                         "\"; the graph's mesh is \"" + plan.mesh.name + "\"");
   };
+  std::map<std::string, DimAxes> readWhole; // gathered-at-use inputs as their readers see them
   for (const GraphInput &in : g.inputs)
     if (in.sharding) {
       checkMeshName(*in.sharding, "input \"" + in.name + "\"");
       plan.values[in.name] = in.sharding->dims;
+      if (in.sharding->gatheredAtUse) {
+        plan.gatheredAtUse.insert(in.name);
+        readWhole[in.name] = DimAxes(size_t(in.spec.rank()));
+      }
     }
   for (const TypedNode &n : analysis.nodes) {
     check(n.schema->category != "collective",
@@ -107,7 +112,7 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
               ") is a collective: the partitioner takes a global program, without collectives");
     if (n.node->sharding) {
       checkMeshName(*n.node->sharding, "node \"" + n.node->name + "\"");
-      plan.values[n.node->name + ":0"] = n.node->sharding->dims;
+      (n.node->sharding->atOutput ? plan.outputTargets : plan.values)[n.node->name + ":0"] = n.node->sharding->dims;
     }
   }
   std::set<std::string> annotated;
@@ -158,7 +163,7 @@ ShardingPlan propagateShardings(const Graph &g, const GraphAnalysis &analysis) {
     for (const std::string &r : resultRefs)
       results.push_back(find(r));
     for (const std::string &o : operandRefs)
-      operands.push_back(o.empty() ? nullptr : find(o));
+      operands.push_back(o.empty() ? nullptr : readWhole.count(o) ? &readWhole[o] : find(o));
     std::vector<std::vector<std::string>> assignment = assignFactors(*rule, results, operands);
     for (size_t i = 0; i < operandRefs.size(); ++i)
       if (!operandRefs[i].empty())

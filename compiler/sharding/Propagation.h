@@ -19,6 +19,7 @@
 #include "compiler/sharding/ShardingRules.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ using DimAxes = std::vector<std::vector<std::string>>;
 struct ShardingPlan {
   Mesh mesh;
   std::map<std::string, DimAxes> values; // by canonical reference: "x", "h:0"
+  std::set<std::string> gatheredAtUse;    // inputs read whole (Sharding::gatheredAtUse)
+  std::map<std::string, DimAxes> outputTargets; // outputs resharded where they leave (Sharding::atOutput)
   const DimAxes &of(const std::string &canonicalRef) const;
 };
 

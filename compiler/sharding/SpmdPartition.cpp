@@ -98,8 +98,10 @@ public:
       partitionNode(n);
     for (const std::string &ref : global.outputs) {
       std::string canonical = canonicalRef(global, ref);
+      auto atOutput = plan.outputTargets.find(canonical);
       DimAxes target = options.replicateOutputs ? DimAxes(values.at(canonical).dims.size())
-                                                : plan.of(canonical);
+                       : atOutput != plan.outputTargets.end() ? atOutput->second
+                                                              : plan.of(canonical);
       Tensor local = reshard(canonical, target, "output " + ref);
       t.output(local);
       out.outputShardings.push_back(target);
@@ -226,8 +228,20 @@ private:
       std::vector<const DimAxes *> results, operands;
       for (const std::string &r : resultRefs)
         results.push_back(&plan.of(r));
-      for (const std::string &o : operandRefs)
-        operands.push_back(o.empty() ? nullptr : &values.at(o).dims);
+      std::vector<DimAxes> whole(operandRefs.size());
+      for (size_t i = 0; i < operandRefs.size(); ++i) {
+        const std::string &o = operandRefs[i];
+        // A gathered-at-use input is read as if it were replicated: the
+        // reshard below gathers it (once: reshards are cached).
+        if (o.empty()) {
+          operands.push_back(nullptr);
+        } else if (plan.gatheredAtUse.count(o)) {
+          whole[i] = DimAxes(values.at(o).dims.size());
+          operands.push_back(&whole[i]);
+        } else {
+          operands.push_back(&values.at(o).dims);
+        }
+      }
       assignment = assignFactors(*rule, results, operands);
     }
     auto dimsOf = [&](const std::vector<int> &factors, int64_t rank) {

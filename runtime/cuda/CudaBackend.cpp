@@ -205,8 +205,8 @@ public:
   }
   void synchronize() override {
     driver_.makeCurrent();
-    // Kernel faults surface here.
-    driver_.synchronize(stream_);
+    // Kernel faults surface here (and collectives that never finish).
+    program_.synchronize(stream_, workspace_);
     if (timed_)
       lastMs_ = driver_.elapsedMs(start_, end_);
     timed_ = false;

@@ -35,6 +35,8 @@ struct Driver::Api {
   int (*streamCreate)(Stream *, unsigned);
   int (*streamDestroy)(Stream);
   int (*streamSynchronize)(Stream);
+  int (*streamQuery)(Stream);
+  int (*eventQuery)(void *);
   int (*eventCreate)(void **, unsigned);
   int (*eventDestroy)(void *);
   int (*eventRecord)(void *, Stream);
@@ -93,6 +95,8 @@ const Loaded &load() {
     sym(api->streamCreate, "cuStreamCreate");
     sym(api->streamDestroy, "cuStreamDestroy_v2");
     sym(api->streamSynchronize, "cuStreamSynchronize");
+    sym(api->streamQuery, "cuStreamQuery");
+    sym(api->eventQuery, "cuEventQuery");
     sym(api->eventCreate, "cuEventCreate");
     sym(api->eventDestroy, "cuEventDestroy_v2");
     sym(api->eventRecord, "cuEventRecord");
@@ -268,6 +272,18 @@ void Driver::destroyStream(Stream s) const {
     api_->streamDestroy(s);
 }
 void Driver::synchronize(Stream s) const { TC_CU(streamSynchronize(s)); }
+bool Driver::finished(Stream s) const {
+  if (api_->streamQuery(s) == 600) // CUDA_ERROR_NOT_READY
+    return false;
+  TC_CU(streamQuery(s)); // success, or the error of queued work
+  return true;
+}
+bool Driver::eventFinished(void *event) const {
+  if (api_->eventQuery(event) == 600)
+    return false;
+  TC_CU(eventQuery(event));
+  return true;
+}
 
 void *Driver::createEvent(bool timing) const {
   void *e = nullptr;

@@ -61,6 +61,10 @@ public:
   Stream createStream() const;
   void destroyStream(Stream stream) const;
   void synchronize(Stream stream) const; // errors of queued work surface here
+  // Without waiting: whether everything queued on `stream` (or before
+  // `event`'s record) has run; errors of queued work throw.
+  bool finished(Stream stream) const;
+  bool eventFinished(void *event) const;
   // timing = false: an event only for ordering (cheaper to record).
   void *createEvent(bool timing = true) const;
   void destroyEvent(void *event) const;

@@ -14,6 +14,8 @@
 #include "runtime/tune/Autotuner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <numeric>
 #include <cstdio>
 #include <cstdlib>
@@ -50,8 +52,21 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   const char *cudnnConvolution = std::getenv("TENSORC_CUDNN_CONVOLUTION");
   cudnnConvolutionOn_ = !(cudnnConvolution && std::string(cudnnConvolution) == "0");
   cudnnConvolution_ = std::make_unique<CudnnConvolution>();
-  for (const Step &s : a.steps)
-    collectiveCount_ += s.kind == Step::Kind::Collective;
+  if (const char *timeout = std::getenv("TENSORC_NCCL_TIMEOUT"); timeout && *timeout)
+    collectiveTimeoutS_ = std::atof(timeout);
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    const Step &s = a.steps[si];
+    if (s.kind != Step::Kind::Collective)
+      continue;
+    ++collectiveCount_;
+    std::string axes;
+    for (const std::string &axis : s.collective.axes)
+      axes += (axes.empty() ? "" : ", ") + axis;
+    collectives_.push_back("step " + std::to_string(si) + " '" + s.label + "' (" +
+                           artifact::CollectiveStep::opName(s.collective.op) + " over [" + axes + "])");
+    if (overlaps(s.collective))
+      overlappedCollectives_.push_back(collectives_.back());
+  }
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
       DType d = a.values[size_t(s.operands[1])].dtype;
@@ -846,12 +861,9 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
           n *= d;
         return n;
       };
-      using Op = artifact::CollectiveStep::Op;
       // NCCL's own collectives go to the communication stream once the
-      // launch's stream has computed the operand; the copies axis_index and
-      // all_slice make stay in order.
-      bool overlapped = overlapCollectives_ && s.collective.op != Op::AxisIndex &&
-                        s.collective.op != Op::AllSlice;
+      // launch's stream has computed the operand.
+      bool overlapped = overlaps(s.collective);
       Stream on = stream;
       if (overlapped) {
         reserveCollectives(workspace);
@@ -932,6 +944,55 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
   }
   for (const Pending &p : pending)
     driver_.wait(stream, p.done);
+  workspace.commIssued = issued;
+}
+
+bool CudaProgram::overlaps(const artifact::CollectiveStep &c) const {
+  // axis_index and all_slice are copies: they stay in order.
+  using Op = artifact::CollectiveStep::Op;
+  return overlapCollectives_ && c.op != Op::AxisIndex && c.op != Op::AllSlice;
+}
+
+void CudaProgram::synchronize(Stream stream, const Workspace &workspace) const {
+  if (!collectiveCount_) {
+    driver_.synchronize(stream);
+    return;
+  }
+  Nccl &nccl = Nccl::process();
+  auto start = std::chrono::steady_clock::now();
+  auto rank = [&] { return "NCCL: rank " + std::to_string(nccl.rank()) + " of " + std::to_string(nccl.size()); };
+  // The first collective of the last launch not finished (its done event),
+  // or every collective when they ran in order on `stream`.
+  auto stuck = [&]() -> std::string {
+    for (size_t k = 0; k < workspace.commIssued && 2 * k + 1 < workspace.commEvents.size(); ++k)
+      if (!driver_.eventFinished(workspace.commEvents[2 * k + 1]))
+        return k < overlappedCollectives_.size() ? overlappedCollectives_[k] : "a collective";
+    std::string all;
+    for (const std::string &c : collectives_)
+      all += (all.empty() ? "" : ", ") + c;
+    return "one of the collectives " + all;
+  };
+  for (unsigned polls = 0; !driver_.finished(stream); ++polls) {
+    if (std::string error = nccl.asyncError(); !error.empty()) {
+      std::string what = stuck();
+      nccl.abort();
+      fail(rank() + ": " + what + " failed: " + error);
+    }
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > collectiveTimeoutS_) {
+      std::string what = stuck();
+      nccl.abort();
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", collectiveTimeoutS_);
+      fail(rank() + ": " + what + " did not finish in " + seconds +
+           " s ($TENSORC_NCCL_TIMEOUT): another rank failed, stopped or runs a different program; NCCL was "
+           "aborted");
+    }
+    // Spin briefly (most steps end within microseconds of the first query),
+    // then sleep between queries.
+    if (polls > 100)
+      std::this_thread::sleep_for(std::chrono::microseconds(polls > 2000 ? 1000 : 20));
+  }
 }
 
 } // namespace tensorc::cuda

@@ -39,6 +39,7 @@ struct Workspace {
   // every launch; made by reserve() before a graph capture, else lazily.
   Stream comm = nullptr;
   std::vector<void *> commEvents;
+  size_t commIssued = 0; // collectives the last launch queued there
 };
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
@@ -55,6 +56,14 @@ public:
   CudaProgram(const artifact::Artifact &artifact, const std::string &where,
               const std::string &kernelCacheDir = "", int variant = -1);
   ~CudaProgram();
+
+  // Waits on the host for everything queued on `stream`. With collectives
+  // it polls instead, so that one another rank never joins (a rank that
+  // died, hangs or runs another program) is an Error after
+  // $TENSORC_NCCL_TIMEOUT seconds (default 600) naming this rank and the
+  // first collective of the last launch that had not finished, and an
+  // error NCCL reports is one at once; NCCL's communicators are aborted.
+  void synchronize(Stream stream, const Workspace &workspace) const;
 
   // Called around each launch (a step, or a chain of steps first..last run
   // as one kernel): before (after = false) and after, with what ran.
@@ -197,8 +206,15 @@ private:
   // (to measure what the communication stream gains).
   bool overlapCollectives_ = true;
   size_t collectiveCount_ = 0;
+  // What each collective step is ("step 63 'grad_w' (all_reduce over
+  // [data])"), in step order, and those that run on the communication
+  // stream (their events' order).
+  std::vector<std::string> collectives_, overlappedCollectives_;
+  double collectiveTimeoutS_ = 600; // $TENSORC_NCCL_TIMEOUT
   // The communication stream and `collectiveCount_` event pairs.
   void reserveCollectives(Workspace &workspace) const;
+  // Whether collective `c` runs on the communication stream.
+  bool overlaps(const artifact::CollectiveStep &c) const;
   bool allowTf32_ = false; // the artifact's compile option --allow-tf32
 };
 

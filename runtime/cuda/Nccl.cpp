@@ -38,6 +38,8 @@ struct NcclApi {
   int (*GroupStart)();
   int (*GroupEnd)();
   const char *(*GetErrorString)(int);
+  int (*CommGetAsyncError)(void *, int *);
+  int (*CommAbort)(void *);
 };
 
 namespace {
@@ -143,6 +145,8 @@ Nccl::Nccl() : api_(std::make_unique<NcclApi>()) {
   l.bind(api_->GroupStart, "ncclGroupStart");
   l.bind(api_->GroupEnd, "ncclGroupEnd");
   l.bind(api_->GetErrorString, "ncclGetErrorString");
+  l.bind(api_->CommGetAsyncError, "ncclCommGetAsyncError");
+  l.bind(api_->CommAbort, "ncclCommAbort");
   check(l.missing().empty(), "NCCL: libnccl.so.2 lacks " + l.missing() + " (NCCL 2.18 or newer is needed)");
   std::filesystem::path file = std::filesystem::path(rendezvous) / "nccl-id";
   NcclUniqueId id{};
@@ -172,6 +176,29 @@ Nccl::Nccl() : api_(std::make_unique<NcclApi>()) {
 Nccl::~Nccl() {
   // Communicators are left to the process's exit: destroying them needs the
   // other ranks at the same point, which an exiting process cannot promise.
+}
+
+std::string Nccl::asyncError() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<void *> comms = {world_};
+  for (auto &[devices, comm] : groups_)
+    comms.push_back(comm);
+  for (void *comm : comms) {
+    int error = 0;
+    if (comm && api_->CommGetAsyncError(comm, &error) == 0 && error != 0 && error != 7) // 7: ncclInProgress
+      return api_->GetErrorString(error);
+  }
+  return "";
+}
+
+void Nccl::abort() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto &[devices, comm] : groups_)
+    api_->CommAbort(comm);
+  groups_.clear();
+  if (world_)
+    api_->CommAbort(world_);
+  world_ = nullptr;
 }
 
 void *Nccl::group(const std::vector<int64_t> &devices) {
@@ -227,6 +254,8 @@ void Nccl::run(const artifact::CollectiveStep &step, DType dtype, DevicePtr out,
     driver.copyOnDevice(out, in + DevicePtr(size_t(r) * chunk), chunk, stream);
     return;
   }
+  check(world_, "NCCL: rank " + std::to_string(rank_) + ": the communicators were aborted after an earlier "
+                "collective failed or timed out");
   void *comm = group(members); // a group of one is NCCL's too (a copy)
   // Groups in rank order: NCCL ranks of a split communicator follow `key`.
   int op = step.reduction == Reduction::Sum ? kSum : step.reduction == Reduction::Mean ? kAvg

@@ -34,6 +34,13 @@ public:
   void run(const artifact::CollectiveStep &step, DType dtype, DevicePtr out, DevicePtr in, int64_t inElements,
            int64_t outElements, const Driver &driver, Stream stream);
 
+  // An error NCCL found while collectives ran (a peer's connection lost,
+  // ...), or "": ncclCommGetAsyncError on every communicator.
+  std::string asyncError();
+  // Aborts every communicator (ncclCommAbort): collectives stuck waiting
+  // for another rank return, and this process's NCCL is unusable after.
+  void abort();
+
 private:
   Nccl();
   void *group(const std::vector<int64_t> &devices);

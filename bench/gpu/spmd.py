@@ -1,0 +1,189 @@
+"""Multi-GPU training steps: tensorc's SPMD artifacts beside PyTorch DDP and FSDP2.
+
+The workload is bench/make_graphs.py's GPT-2 block in bf16 (the public
+gpt2block_bf16_fb step: forward, backward of the sum, every gradient), at a
+fixed batch per GPU (global batch doubled on two GPUs). Artifacts come from
+bench/gpu/spmd_prepare.sh. Every number is one process's own step on its GPU:
+CUDA events around one step on PyTorch's current stream, warm-up, median.
+
+    # one GPU: the baselines (tensorc single.tcx, PyTorch eager and compiled)
+    CUDA_VISIBLE_DEVICES=0 python3 spmd.py --artifacts spmd
+    # two GPUs, one process each (tensorc's launcher sets RANK, WORLD_SIZE,
+    # CUDA_VISIBLE_DEVICES and TENSORC_RENDEZVOUS; PyTorch meets through a
+    # file in the rendezvous directory)
+    ../bin/tensorc launch --nproc 2 -- python3 spmd.py --artifacts spmd
+
+Each process prints `row: {json}` lines: system, strategy, mode, step ms,
+memory (tensorc: its arena + the step's inputs and outputs; PyTorch:
+max_memory_allocated, parameters, gradients and activations; neither counts
+NCCL's own buffers).
+"""
+import argparse, json, os, sys, time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pytorch"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+import workloads as W  # noqa: E402
+
+RANK, WORLD, TAG = 0, 1, ""
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64}
+
+
+def emit(row):
+    row["rank"], row["world"] = RANK, WORLD
+    if TAG:
+        row["mode"] = row.get("mode", "default") + "+" + TAG
+    row["gpu"] = torch.cuda.get_device_name()
+    print("row: " + json.dumps(row), flush=True)
+
+
+def median_ms(step, iters, warm):
+    for _ in range(warm):
+        step()
+    torch.cuda.synchronize()
+    if WORLD > 1:
+        dist.barrier()
+    return W.bench(step, iters=iters, warm=0)
+
+
+def run_tensorc(path, strategy, iters, warm):
+    import tensorc
+    graph = json.load(open(path[:-4] + ".json"))
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    inputs = {}
+    for i in graph["inputs"]:
+        shape = [int(d) for d in i["shape"]]
+        seed = gen if i["name"] != "x" else torch.Generator(device="cuda").manual_seed(RANK)
+        inputs[i["name"]] = torch.randn(shape, device="cuda", dtype=DTYPES[i["dtype"]], generator=seed)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    exe = tensorc.Executable.load(path, tensorc.Runtime())
+    session = exe.session()
+    session.set_stream(torch.cuda.current_stream().cuda_stream)
+    shapes = session.output_shapes(**inputs)
+    outs = {o.name: torch.empty(s, device="cuda", dtype=DTYPES[o.dtype]) for o, s in zip(exe.outputs, shapes)}
+    step = session.prepare(outputs=outs, **inputs)
+    step()
+    session.synchronize()
+    load_s = time.perf_counter() - t0
+    ms = median_ms(step, iters, warm)
+    step()
+    session.synchronize()
+    device_ms = session.last_device_ms
+    resident = sum(t.numel() * t.element_size() for t in list(inputs.values()) + list(outs.values()))
+    emit({"system": "tensorc", "strategy": strategy, "mode": "default", "ms": round(ms, 4),
+          "device_ms": round(device_ms, 4), "load_s": round(load_s, 2),
+          "mem_mib": round((session.arena_bytes + resident) / 2**20, 1),
+          "arena_mib": round(session.arena_bytes / 2**20, 1), "loss": float(outs["loss"].float())})
+    del step, session, exe
+
+
+def run_torch(strategy, mode, batch, iters, warm):
+    torch.manual_seed(1234)
+    torch._dynamo.reset()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    model = W.Block(768, 12).to(device="cuda", dtype=torch.bfloat16)
+    if strategy == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model)
+    elif strategy == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+        for m in (model.ln1, model.qkv, model.proj, model.ln2, model.mlp):
+            fully_shard(m)
+        fully_shard(model)
+    fn = torch.compile(model) if mode == "compile" else model
+    gen = torch.Generator(device="cuda").manual_seed(RANK)
+    x = torch.randn(batch, 1024, 768, device="cuda", dtype=torch.bfloat16, generator=gen, requires_grad=True)
+    params = list(model.parameters())
+
+    def step():
+        out = fn(x)
+        out.float().sum().backward()
+        for p in params + [x]:
+            p.grad = None
+
+    t0 = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    first_s = time.perf_counter() - t0
+    ms = median_ms(step, iters, warm)
+    emit({"system": "torch", "strategy": strategy, "mode": mode, "ms": round(ms, 4),
+          "first_s": round(first_s, 2), "mem_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1)})
+    del fn, model, params, x
+
+
+def table(path):
+    """A markdown table of the row lines in `path`: per (system, strategy,
+    mode) the slowest rank's step, the throughput (samples per second
+    over all GPUs) relative to the same system and mode on one GPU, memory."""
+    rows = [json.loads(l[5:]) for l in open(path) if l.startswith("row: ")]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], r["strategy"], r.get("mode", "")), []).append(r)
+    single = {}
+    for (system, strategy, mode), rs in groups.items():
+        if strategy == "single" and "ms" in rs[0]:
+            single[(system, mode.split("+")[0])] = rs[0]["ms"]
+    print("| system | strategy | mode | GPUs | step ms (slowest rank) | throughput vs 1 GPU | step vs 1 GPU | "
+          "memory MiB (max rank) | GPU |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (system, strategy, mode), rs in groups.items():
+        if any("error" in r for r in rs):
+            err = next(r["error"] for r in rs if "error" in r)
+            print(f"| {system} | {strategy} | {mode} | {len(rs)} | error: {err[:120]} | | | | |")
+            continue
+        ms = max(r["ms"] for r in rs)
+        base = single.get((system, mode.split("+")[0]))
+        gpus = rs[0]["world"]
+        speed = f"{gpus * base / ms:.2f}x" if base else ""
+        ratio = f"{ms / base:.3f}" if base else ""
+        mem = max(r["mem_mib"] for r in rs)
+        print(f"| {system} | {strategy} | {mode} | {gpus} | {ms:.3f} | {speed} | {ratio} | {mem} | {rs[0]['gpu']} |")
+
+
+def main():
+    global RANK, WORLD, TAG
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--artifacts", default="spmd")
+    ap.add_argument("--batch", type=int, default=8, help="per GPU (spmd_prepare.sh's SPMD_BATCH)")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warm", type=int, default=5)
+    ap.add_argument("--only", default="", help="comma list of tensorc,eager,compile (default all)")
+    ap.add_argument("--tag", default="", help="appended to the rows' mode (e.g. no-overlap)")
+    ap.add_argument("--table", default="", help="print a table of the row lines in this file, run nothing")
+    args = ap.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    TAG = args.tag
+    RANK, WORLD = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    torch.cuda.set_device(0)
+    if WORLD > 1:
+        rendezvous = os.environ["TENSORC_RENDEZVOUS"]
+        dist.init_process_group("nccl", init_method="file://" + os.path.join(rendezvous, "torch-store"),
+                                rank=RANK, world_size=WORLD, device_id=torch.device("cuda", 0))
+    only = set(args.only.split(",")) if args.only else {"tensorc", "eager", "compile"}
+    strategies = ["single"] if WORLD == 1 else ["ddp", "fsdp"]
+    for strategy in strategies:
+        if "tensorc" in only:
+            try:
+                run_tensorc(os.path.join(args.artifacts, strategy + ".tcx"), strategy, args.iters, args.warm)
+            except Exception as ex:
+                emit({"system": "tensorc", "strategy": strategy, "error": str(ex)[:400]})
+        for mode in ("eager", "compile"):
+            if mode in only:
+                try:
+                    run_torch(strategy, mode, args.batch, args.iters, args.warm)
+                except Exception as ex:
+                    emit({"system": "torch", "strategy": strategy, "mode": mode, "error": str(ex)[:400]})
+    if WORLD > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

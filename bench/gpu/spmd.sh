@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The multi-GPU checks and benchmark on a machine with 2 GPUs (run in the
+# bundle's bench-gpu folder; artifacts from spmd_prepare.sh in spmd/):
+#  1. parity: the MLP's ddp, fsdp and tp training graphs on 2 GPUs (NCCL,
+#     collectives overlapped on their own stream) equal the SPMD interpreter,
+#     and again with TENSORC_NCCL_OVERLAP=0 (in order on the compute stream);
+#  2. the GPT-2 block step: one GPU (tensorc, PyTorch eager and compiled),
+#     then two (tensorc ddp/fsdp, PyTorch DDP/FSDP2 eager and compiled), then
+#     tensorc's without overlap; a table of the rows at the end.
+set -uo pipefail
+cd "$(dirname "$0")"
+export TENSORC_RUNTIME_LIB=$PWD/../lib/libtensorc_runtime.so.0 PYTHONPATH=$PWD/python
+tc=$PWD/../bin/tensorc
+status=0
+for overlap in 1 0; do
+  for name in mlp_ddp mlp_fsdp mlp_tp; do
+    got=$(mktemp -d)
+    if TENSORC_NCCL_OVERLAP=$overlap "$tc" launch --nproc 2 -- "$tc" run "spmd/checks/$name.tcx" --dim B=3 --seed 7 \
+        --output-dir "$got" > "$got.log" 2>&1; then
+      echo "parity $name (overlap=$overlap):"
+      python3 spmd/checks/compare_devices.py "$got" "spmd/checks/want-$name" 2 || status=1
+    else
+      echo "parity $name (overlap=$overlap): FAILED"; tail -5 "$got.log"; status=1
+    fi
+  done
+done
+rows=$(mktemp)
+CUDA_VISIBLE_DEVICES=0 python3 spmd.py --artifacts spmd "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
+"$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
+TENSORC_NCCL_OVERLAP=0 "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --only tensorc --tag no-overlap \
+  "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
+python3 spmd.py --table "$rows"
+exit $status

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Compiles the multi-GPU benchmark and checks (bench/gpu/spmd.py, spmd.sh)
+# into OUT (default build/gpu-bundle/bench-gpu/spmd):
+#  - gpt2block_bf16 training steps (the joint forward+backward graph of
+#    bench/make_graphs.py's block, sum loss): `single.tcx` at batch B per
+#    GPU, and from the global graph at batch 2B over mesh data=2 (x split
+#    along the batch): `ddp.tcx` (parameters replicated, gradients
+#    all-reduced) and `fsdp.tcx` (parameters and their gradients split along
+#    dim 0: gathered before use, reduce-scattered). Each with its local
+#    graph (.json: input names, shapes, dtypes) and the sharding report.
+#  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
+#    2 devices, compiled for CUDA,
+#    with every device's expected outputs from the SPMD interpreter
+#    (`want-NAME/deviceD/*.npy`, inputs from --seed 7 --dim B=3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-build/gpu-bundle/bench-gpu/spmd}
+tensorc=${TENSORC:-build/bin/tensorc}
+batch=${SPMD_BATCH:-8}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+block() { # FILE BATCH
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+sys.path.insert(0, "bench")
+import make_graphs as m
+m.S = dict(m.SIZES_GPU)
+b, s, d, nh = m.S["block"]
+m.S["block"] = (int(sys.argv[2]), s, d, nh)
+json.dump(m.block("bf16"), open(sys.argv[1], "w"), indent=1)
+PY
+}
+block "$tmp/single.json" "$batch"
+block "$tmp/global.json" "$((2 * batch))"
+"$tensorc" grad "$tmp/single.json" --emit json -o "$out/single.json"
+"$tensorc" grad "$tmp/global.json" --emit json -o "$tmp/global.joint.json"
+for preset in ddp fsdp; do
+  "$tensorc" shard "$tmp/global.joint.json" --mesh data=2 --preset "$preset" --shard x=data,_,_ --report \
+    -o "$out/$preset.json" > "$out/$preset.report.txt"
+done
+for name in single ddp fsdp; do
+  "$tensorc" compile "$out/$name.json" --target cuda -o "$out/$name.tcx"
+done
+# Parity checks on two GPUs.
+"$tensorc" grad examples/mlp.json --emit json -o "$tmp/mlp.joint.json"
+"$tensorc" shard "$tmp/mlp.joint.json" --mesh data=2 --preset ddp -o "$tmp/mlp_ddp.json"
+"$tensorc" shard "$tmp/mlp.joint.json" --mesh data=2 --preset fsdp -o "$tmp/mlp_fsdp.json"
+"$tensorc" shard "$tmp/mlp.joint.json" --mesh model=2 --preset tp -o "$tmp/mlp_tp.json"
+mkdir -p "$out/checks"
+cp test/sharding/Inputs/compare_devices.py "$out/checks/"
+for name in mlp_ddp mlp_fsdp mlp_tp; do
+  "$tensorc" compile "$tmp/$name.json" --target cuda -o "$out/checks/$name.tcx"
+  "$tensorc" run "$tmp/$name.json" --devices 2 --dim B=3 --seed 7 --output-dir "$out/checks/want-$name" > /dev/null
+done
+echo "prepared $out"
