@@ -2148,6 +2148,15 @@ private:
           break;
         }
     }
+    // A collective's operand: the CUDA runtime runs collectives on a
+    // communication stream beside the steps after them, and a step writing
+    // over the operand's bytes would have to wait for the collective (no
+    // overlap); it keeps them to the end (tensorc-plan-memory does the same).
+    std::vector<bool> readByCollective(size_t(n), false);
+    for (size_t si = 0; si < nsteps; ++si)
+      if (art_.steps[si].kind == Step::Kind::Collective)
+        for (size_t k = 1; k < art_.steps[si].operands.size(); ++k)
+          readByCollective[size_t(root(base(art_.steps[si].operands[k])))] = true;
     std::map<int, size_t> bufferOf; // by owner
     for (int v = 0; v < n; ++v) {
       if (!produced_[v])
@@ -2156,7 +2165,8 @@ private:
       Dim bytes = numElements(d.shape) * Dim::of(int64_t(dtypeSize(d.dtype)));
       int f = std::max(first[v], 0);
       // A check is read after the last step: nothing may reuse its bytes.
-      int l = isCheck(v) ? std::max(int(nsteps) - 1, f) : std::max(last[v], f);
+      int l = isCheck(v) || readByCollective[size_t(root(v))] ? std::max(int(nsteps) - 1, f)
+                                                               : std::max(last[v], f);
       auto [it, fresh] = bufferOf.emplace(root(v), art_.buffers.size());
       if (fresh) {
         art_.buffers.push_back({bytes, f, l});

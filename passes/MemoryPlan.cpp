@@ -8,6 +8,8 @@
 //    operand's buffer and extend its life instead of copying;
 //  - an elementwise kernel may write a result over an input buffer that
 //    dies at that kernel (in place);
+//  - a collective's operands live to the end of the function (the CUDA
+//    runtime overlaps collectives with the kernels after them);
 //  - offsets come from ir/core/MemoryPlanner (best fit, largest first).
 // Symbolic sizes are measured at representative dims (the symbol's bound, at
 // most 64, or `dims`); the runtime re-plans at bind time with the same
@@ -152,6 +154,16 @@ struct MemoryPlanPass : impl::MemoryPlanPassBase<MemoryPlanPass> {
         else if (it != bufferIndex.end())
           requests[it->second].last = std::max(requests[it->second].last, step[op]);
       }
+    // A collective's operand lives to the end: the CUDA runtime runs
+    // collectives on a communication stream beside the kernels after them,
+    // and a kernel writing over the operand's buffer would wait for the
+    // collective to finish (no overlap). DDP's gradients are small beside
+    // the activations; PyTorch's gradient buckets hold as much.
+    for (Operation *op : schedule)
+      if (const OpSchema *schema = tc::schemaOf(op); schema && schema->category == "collective")
+        for (Value v : op->getOperands())
+          if (auto it = bufferIndex.find(owner(v)); it != bufferIndex.end())
+            requests[it->second].last = int(schedule.size()) - 1;
     // In place: an elementwise kernel over an input buffer that dies here.
     for (Operation *op : schedule) {
       if (!isElementwiseKernel(op))

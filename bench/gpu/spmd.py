@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 import workloads as W  # noqa: E402
 
-RANK, WORLD, TAG = 0, 1, ""
+RANK, WORLD, TAG, ROWS = 0, 1, "", ""
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64}
 
 
@@ -36,16 +36,33 @@ def emit(row):
     if TAG:
         row["mode"] = row.get("mode", "default") + "+" + TAG
     row["gpu"] = torch.cuda.get_device_name()
-    print("row: " + json.dumps(row), flush=True)
+    line = "row: " + json.dumps(row)
+    print(line, flush=True)
+    if ROWS:  # one file per rank: processes' stdout lines interleave
+        with open(os.path.join(ROWS, f"rows.{WORLD}.{RANK}.jsonl"), "a") as f:
+            f.write(line + "\n")
 
 
 def median_ms(step, iters, warm):
+    """(median of single steps between events, each synchronized; per-step
+    time of `iters` steps queued back to back, as a training loop runs them:
+    the ranks stay in step instead of meeting from a host sync each time)."""
     for _ in range(warm):
         step()
     torch.cuda.synchronize()
     if WORLD > 1:
         dist.barrier()
-    return W.bench(step, iters=iters, warm=0)
+    single = W.bench(step, iters=iters, warm=0)
+    torch.cuda.synchronize()
+    if WORLD > 1:
+        dist.barrier()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    for _ in range(iters):
+        step()
+    e.record()
+    torch.cuda.synchronize()
+    return single, s.elapsed_time(e) / iters
 
 
 def run_tensorc(path, strategy, iters, warm):
@@ -68,15 +85,27 @@ def run_tensorc(path, strategy, iters, warm):
     step()
     session.synchronize()
     load_s = time.perf_counter() - t0
-    ms = median_ms(step, iters, warm)
+    ms, loop_ms = median_ms(step, iters, warm)
     step()
     session.synchronize()
     device_ms = session.last_device_ms
     resident = sum(t.numel() * t.element_size() for t in list(inputs.values()) + list(outs.values()))
-    emit({"system": "tensorc", "strategy": strategy, "mode": "default", "ms": round(ms, 4),
-          "device_ms": round(device_ms, 4), "load_s": round(load_s, 2),
+    batch = int(next(i for i in graph["inputs"] if i["name"] == "x")["shape"][0]) * WORLD  # x: split over the ranks
+    emit({"system": "tensorc", "strategy": strategy, "mode": "default", "global_batch": batch, "ms": round(ms, 4),
+          "loop_ms": round(loop_ms, 4), "device_ms": round(device_ms, 4), "load_s": round(load_s, 2),
           "mem_mib": round((session.arena_bytes + resident) / 2**20, 1),
           "arena_mib": round(session.arena_bytes / 2**20, 1), "loss": float(outs["loss"].float())})
+    # reduce-overhead: the same step replayed as a CUDA graph (NCCL's
+    # collectives captured with it).
+    try:
+        session.set_cuda_graphs(True)
+        ms, loop_ms = median_ms(step, iters, warm)
+        session.synchronize()
+        emit({"system": "tensorc", "strategy": strategy, "mode": "graphs", "global_batch": batch, "ms": round(ms, 4),
+              "loop_ms": round(loop_ms, 4),
+              "mem_mib": round((session.arena_bytes + resident) / 2**20, 1)})
+    except Exception as ex:
+        emit({"system": "tensorc", "strategy": strategy, "mode": "graphs", "error": str(ex)[:400]})
     del step, session, exe
 
 
@@ -90,7 +119,7 @@ def run_torch(strategy, mode, batch, iters, warm):
     if strategy == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model)
-    elif strategy == "fsdp":
+    elif strategy.startswith("fsdp"):
         from torch.distributed.fsdp import fully_shard
         for m in (model.ln1, model.qkv, model.proj, model.ln2, model.mlp):
             fully_shard(m)
@@ -110,43 +139,47 @@ def run_torch(strategy, mode, batch, iters, warm):
     step()
     torch.cuda.synchronize()
     first_s = time.perf_counter() - t0
-    ms = median_ms(step, iters, warm)
-    emit({"system": "torch", "strategy": strategy, "mode": mode, "ms": round(ms, 4),
+    ms, loop_ms = median_ms(step, iters, warm)
+    emit({"system": "torch", "strategy": strategy, "mode": mode, "global_batch": batch * WORLD, "ms": round(ms, 4),
+          "loop_ms": round(loop_ms, 4),
           "first_s": round(first_s, 2), "mem_mib": round(torch.cuda.max_memory_allocated() / 2**20, 1)})
     del fn, model, params, x
 
 
 def table(path):
-    """A markdown table of the row lines in `path`: per (system, strategy,
-    mode) the slowest rank's step, the throughput (samples per second
-    over all GPUs) relative to the same system and mode on one GPU, memory."""
-    rows = [json.loads(l[5:]) for l in open(path) if l.startswith("row: ")]
+    """A markdown table of the rows in folder `path` (--rows): per (system,
+    strategy, mode) the slowest rank's times and the largest memory, the
+    throughput (samples per second over all GPUs, from the back-to-back
+    loop) and memory relative to the same system and mode on one GPU."""
+    rows = [json.loads(l[5:]) for name in sorted(os.listdir(path)) if name.startswith("rows.")
+            for l in open(os.path.join(path, name)) if l.startswith("row: ")]
     groups = {}
     for r in rows:
         groups.setdefault((r["system"], r["strategy"], r.get("mode", "")), []).append(r)
     single = {}
     for (system, strategy, mode), rs in groups.items():
-        if strategy == "single" and "ms" in rs[0]:
-            single[(system, mode.split("+")[0])] = rs[0]["ms"]
-    print("| system | strategy | mode | GPUs | step ms (slowest rank) | throughput vs 1 GPU | step vs 1 GPU | "
-          "memory MiB (max rank) | GPU |")
-    print("|---|---|---|---|---|---|---|---|---|")
+        if strategy == "single" and "loop_ms" in rs[0]:
+            single[(system, mode.split("+")[0])] = rs[0]
+    print("| system | strategy | mode | GPUs | global batch | step ms | loop ms/step | throughput vs 1 GPU | "
+          "memory MiB | memory vs 1 GPU | GPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (system, strategy, mode), rs in groups.items():
         if any("error" in r for r in rs):
             err = next(r["error"] for r in rs if "error" in r)
-            print(f"| {system} | {strategy} | {mode} | {len(rs)} | error: {err[:120]} | | | | |")
+            print(f"| {system} | {strategy} | {mode} | {len(rs)} | | error: {err[:120]} | | | | | |")
             continue
-        ms = max(r["ms"] for r in rs)
+        ms, loop = max(r["ms"] for r in rs), max(r["loop_ms"] for r in rs)
+        mem, batch = max(r["mem_mib"] for r in rs), rs[0].get("global_batch", "")
         base = single.get((system, mode.split("+")[0]))
-        gpus = rs[0]["world"]
-        speed = f"{gpus * base / ms:.2f}x" if base else ""
-        ratio = f"{ms / base:.3f}" if base else ""
-        mem = max(r["mem_mib"] for r in rs)
-        print(f"| {system} | {strategy} | {mode} | {gpus} | {ms:.3f} | {speed} | {ratio} | {mem} | {rs[0]['gpu']} |")
+        speed = (f"{batch / base['global_batch'] * base['loop_ms'] / loop:.2f}x"
+                 if base and batch else "")
+        mem_ratio = f"{mem / base['mem_mib']:.2f}" if base else ""
+        print(f"| {system} | {strategy} | {mode} | {rs[0]['world']} | {batch} | {ms:.3f} | {loop:.3f} | {speed} | "
+              f"{mem} | {mem_ratio} | {rs[0]['gpu']} |")
 
 
 def main():
-    global RANK, WORLD, TAG
+    global RANK, WORLD, TAG, ROWS
     ap = argparse.ArgumentParser()
     ap.add_argument("--artifacts", default="spmd")
     ap.add_argument("--batch", type=int, default=8, help="per GPU (spmd_prepare.sh's SPMD_BATCH)")
@@ -154,12 +187,13 @@ def main():
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--only", default="", help="comma list of tensorc,eager,compile (default all)")
     ap.add_argument("--tag", default="", help="appended to the rows' mode (e.g. no-overlap)")
-    ap.add_argument("--table", default="", help="print a table of the row lines in this file, run nothing")
+    ap.add_argument("--rows", default="", help="also append each rank's rows to DIR/rows.WORLD.RANK.jsonl")
+    ap.add_argument("--table", default="", help="print a table of the rows in this folder's files, run nothing")
     args = ap.parse_args()
     if args.table:
         table(args.table)
         return
-    TAG = args.tag
+    TAG, ROWS = args.tag, args.rows
     RANK, WORLD = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     torch.cuda.set_device(0)
     if WORLD > 1:
@@ -167,17 +201,21 @@ def main():
         dist.init_process_group("nccl", init_method="file://" + os.path.join(rendezvous, "torch-store"),
                                 rank=RANK, world_size=WORLD, device_id=torch.device("cuda", 0))
     only = set(args.only.split(",")) if args.only else {"tensorc", "eager", "compile"}
-    strategies = ["single"] if WORLD == 1 else ["ddp", "fsdp"]
+    # fsdp-global: the single GPU's global batch split over the ranks (the
+    # memory comparison); ddp and fsdp: the batch per GPU of one GPU.
+    strategies = ["single"] if WORLD == 1 else ["ddp", "fsdp", "fsdp-global"]
     for strategy in strategies:
+        batch = args.batch // WORLD if strategy == "fsdp-global" else args.batch
         if "tensorc" in only:
             try:
-                run_tensorc(os.path.join(args.artifacts, strategy + ".tcx"), strategy, args.iters, args.warm)
+                run_tensorc(os.path.join(args.artifacts, strategy.replace("-", "_") + ".tcx"), strategy, args.iters,
+                            args.warm)
             except Exception as ex:
                 emit({"system": "tensorc", "strategy": strategy, "error": str(ex)[:400]})
         for mode in ("eager", "compile"):
             if mode in only:
                 try:
-                    run_torch(strategy, mode, args.batch, args.iters, args.warm)
+                    run_torch(strategy, mode, batch, args.iters, args.warm)
                 except Exception as ex:
                     emit({"system": "torch", "strategy": strategy, "mode": mode, "error": str(ex)[:400]})
     if WORLD > 1:

@@ -6,7 +6,9 @@
 #     and again with TENSORC_NCCL_OVERLAP=0 (in order on the compute stream);
 #  2. the GPT-2 block step: one GPU (tensorc, PyTorch eager and compiled),
 #     then two (tensorc ddp/fsdp, PyTorch DDP/FSDP2 eager and compiled), then
-#     tensorc's without overlap; a table of the rows at the end.
+#     tensorc's without overlap; a table of the rows at the end;
+#  3. a collective one rank never joins (rank 1 runs fewer steps): rank 0
+#     fails after TENSORC_NCCL_TIMEOUT naming itself and the collective.
 set -uo pipefail
 cd "$(dirname "$0")"
 export TENSORC_RUNTIME_LIB=$PWD/../lib/libtensorc_runtime.so.0 PYTHONPATH=$PWD/python
@@ -24,10 +26,21 @@ for overlap in 1 0; do
     fi
   done
 done
-rows=$(mktemp)
-CUDA_VISIBLE_DEVICES=0 python3 spmd.py --artifacts spmd "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
-"$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
-TENSORC_NCCL_OVERLAP=0 "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --only tensorc --tag no-overlap \
-  "$@" 2>&1 | tee -a "$rows" | grep -v '^row:' | tail -5
+echo "timeout check (rank 1 stops early; rank 0 must fail within seconds, naming the collective):"
+start=$(date +%s)
+TENSORC_NCCL_TIMEOUT=5 timeout 120 "$tc" launch --nproc 2 -- bash -c \
+  'exec "$0" run spmd/checks/mlp_ddp.tcx --dim B=3 --bench $((RANK == 0 ? 50 : 1))' "$tc" > /tmp/hang.log 2>&1
+code=$?
+grep -i "nccl\|rank" /tmp/hang.log | head -5
+if [ $code -ne 0 ] && [ $code -ne 124 ] && grep -q "did not finish in 5 s" /tmp/hang.log; then
+  echo "timeout check: ok (exit $code after $(( $(date +%s) - start )) s)"
+else
+  echo "timeout check: FAILED (exit $code)"; tail -5 /tmp/hang.log; status=1
+fi
+rows=${SPMD_ROWS:-$(mktemp -d)}
+CUDA_VISIBLE_DEVICES=0 python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
+"$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
+TENSORC_NCCL_OVERLAP=0 "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" --only tensorc \
+  --tag no-overlap "$@" 2>&1 | grep -v '^row:' | tail -5
 python3 spmd.py --table "$rows"
 exit $status

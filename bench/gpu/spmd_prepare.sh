@@ -6,7 +6,8 @@
 #    GPU, and from the global graph at batch 2B over mesh data=2 (x split
 #    along the batch): `ddp.tcx` (parameters replicated, gradients
 #    all-reduced) and `fsdp.tcx` (parameters and their gradients split along
-#    dim 0: gathered before use, reduce-scattered). Each with its local
+#    dim 0: gathered before use, reduce-scattered), and `fsdp_global.tcx`
+#    (FSDP of the batch-B graph: B/2 per GPU). Each with its local
 #    graph (.json: input names, shapes, dtypes) and the sharding report.
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
 #    2 devices, compiled for CUDA,
@@ -39,7 +40,11 @@ for preset in ddp fsdp; do
   "$tensorc" shard "$tmp/global.joint.json" --mesh data=2 --preset "$preset" --shard x=data,_,_ --report \
     -o "$out/$preset.json" > "$out/$preset.report.txt"
 done
-for name in single ddp fsdp; do
+# The single GPU's global batch split over 2 (FSDP's memory goal).
+"$tensorc" grad "$tmp/single.json" --emit json -o "$tmp/single.joint.json"
+"$tensorc" shard "$tmp/single.joint.json" --mesh data=2 --preset fsdp --shard x=data,_,_ --report \
+  -o "$out/fsdp_global.json" > "$out/fsdp_global.report.txt"
+for name in single ddp fsdp fsdp_global; do
   "$tensorc" compile "$out/$name.json" --target cuda -o "$out/$name.tcx"
 done
 # Parity checks on two GPUs.

@@ -102,6 +102,10 @@ public:
   }
   void copyOut(void *dst, Address src, size_t bytes) override {
     driver_.makeCurrent();
+    // A copy to pageable memory blocks the host until the stream gets
+    // there: with collectives, wait first where a timeout can end the wait.
+    if (program_.hasCollectives())
+      program_.synchronize(stream_, workspace_);
     driver_.copyToHost(dst, DevicePtr(src), bytes, stream_);
   }
   void copyWithin(Address dst, Address src, size_t bytes) override {
@@ -343,15 +347,14 @@ std::unique_ptr<Backend> makeCudaBackend(const artifact::Artifact &a, const std:
                                          const LoadOptions &options) {
   auto backend = std::make_unique<CudaBackend>(a, where, options);
   // An SPMD program's processes meet once, at load (ncclCommInitRank).
-  for (const artifact::Step &s : a.steps)
-    if (s.kind == artifact::Step::Kind::Collective) {
-      try {
-        cuda::Nccl::process();
-      } catch (const Error &e) {
-        fail(where + ": " + e.what());
-      }
-      break;
-    }
+  // Every group's communicator is split from it here too, in step order.
+  try {
+    for (const artifact::Step &s : a.steps)
+      if (s.kind == artifact::Step::Kind::Collective)
+        cuda::Nccl::process().prepare(s.collective);
+  } catch (const Error &e) {
+    fail(where + ": " + e.what());
+  }
   return backend;
 }
 

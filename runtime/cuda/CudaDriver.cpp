@@ -33,6 +33,8 @@ struct Driver::Api {
   int (*memcpyDtoD)(DevicePtr, DevicePtr, size_t, Stream);
   int (*memsetD8)(DevicePtr, unsigned char, size_t, Stream);
   int (*streamCreate)(Stream *, unsigned);
+  int (*streamCreateWithPriority)(Stream *, unsigned, int);
+  int (*ctxGetStreamPriorityRange)(int *, int *);
   int (*streamDestroy)(Stream);
   int (*streamSynchronize)(Stream);
   int (*streamQuery)(Stream);
@@ -93,6 +95,8 @@ const Loaded &load() {
     sym(api->memcpyDtoD, "cuMemcpyDtoDAsync_v2");
     sym(api->memsetD8, "cuMemsetD8Async");
     sym(api->streamCreate, "cuStreamCreate");
+    sym(api->streamCreateWithPriority, "cuStreamCreateWithPriority");
+    sym(api->ctxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange");
     sym(api->streamDestroy, "cuStreamDestroy_v2");
     sym(api->streamSynchronize, "cuStreamSynchronize");
     sym(api->streamQuery, "cuStreamQuery");
@@ -262,8 +266,14 @@ void Driver::fill(DevicePtr d, uint8_t v, size_t n, Stream stream) const {
 }
 void Driver::synchronize() const { TC_CU(ctxSynchronize()); }
 
-Stream Driver::createStream() const {
+Stream Driver::createStream(bool highPriority) const {
   Stream s = nullptr;
+  if (highPriority) {
+    int least = 0, greatest = 0;
+    TC_CU(ctxGetStreamPriorityRange(&least, &greatest));
+    TC_CU(streamCreateWithPriority(&s, 1, greatest));
+    return s;
+  }
   TC_CU(streamCreate(&s, 1)); // CU_STREAM_NON_BLOCKING: no implicit sync with stream 0
   return s;
 }

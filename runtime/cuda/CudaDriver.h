@@ -58,7 +58,9 @@ public:
   void copyOnDevice(DevicePtr dst, DevicePtr src, size_t bytes, Stream stream = nullptr) const;
   void fill(DevicePtr dst, uint8_t value, size_t bytes, Stream stream = nullptr) const;
   void synchronize() const; // the whole context
-  Stream createStream() const;
+  // highPriority: the GPU's block scheduler starts its kernels' blocks
+  // before those of other streams that wait for a free SM.
+  Stream createStream(bool highPriority = false) const;
   void destroyStream(Stream stream) const;
   void synchronize(Stream stream) const; // errors of queued work surface here
   // Without waiting: whether everything queued on `stream` (or before

@@ -46,6 +46,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   trace_ = trace && *trace && std::string(trace) != "0";
   const char *overlap = std::getenv("TENSORC_NCCL_OVERLAP");
   overlapCollectives_ = !(overlap && std::string(overlap) == "0");
+  const char *group = std::getenv("TENSORC_NCCL_GROUP");
+  groupCollectives_ = !(group && std::string(group) == "0");
+  const char *priority = std::getenv("TENSORC_NCCL_PRIORITY");
+  commPriority_ = !(priority && std::string(priority) == "0");
   const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
   cudnnAttentionOn_ = !(cudnnAttention && std::string(cudnnAttention) == "0");
   cudnnAttention_ = std::make_unique<CudnnAttention>();
@@ -62,10 +66,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     std::string axes;
     for (const std::string &axis : s.collective.axes)
       axes += (axes.empty() ? "" : ", ") + axis;
+    collectiveOrdinal_[si] = collectives_.size();
     collectives_.push_back("step " + std::to_string(si) + " '" + s.label + "' (" +
                            artifact::CollectiveStep::opName(s.collective.op) + " over [" + axes + "])");
-    if (overlaps(s.collective))
-      overlappedCollectives_.push_back(collectives_.back());
   }
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
@@ -737,8 +740,11 @@ void CudaProgram::reserve(const artifact::Artifact &a, const std::vector<std::ve
 void CudaProgram::reserveCollectives(Workspace &workspace) const {
   if (!collectiveCount_ || !overlapCollectives_)
     return;
+  // High priority (as NCCL's own streams in PyTorch can be): a collective's
+  // few blocks start as soon as an SM frees up, not after the compute
+  // kernels queued before them.
   if (!workspace.comm)
-    workspace.comm = driver_.createStream();
+    workspace.comm = driver_.createStream(commPriority_);
   while (workspace.commEvents.size() < 2 * collectiveCount_)
     workspace.commEvents.push_back(driver_.createEvent(/*timing=*/false));
 }
@@ -762,7 +768,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
   // waiting for the rest, so its stream's order covers everything.
   struct Pending {
     void *done;
-    std::pair<DevicePtr, size_t> memory[2];
+    std::vector<std::pair<DevicePtr, size_t>> memory;
   };
   std::vector<Pending> pending;
   size_t issued = 0;
@@ -777,9 +783,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       bool touched = false;
       for (size_t si = first; si <= last && !touched; ++si)
         for (int v : a.steps[si].operands)
-          if (overlaps(it->memory[0], ptr[size_t(v)], bytesOf(v)) ||
-              overlaps(it->memory[1], ptr[size_t(v)], bytesOf(v)))
-            touched = true;
+          for (const std::pair<DevicePtr, size_t> &m : it->memory)
+            touched |= overlaps(m, ptr[size_t(v)], bytesOf(v));
       if (touched) {
         driver_.wait(stream, it->done);
         it = pending.erase(it);
@@ -854,32 +859,50 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       return {si, "scatter-add"};
     }
     if (s.kind == Step::Kind::Collective) {
-      int out = s.operands[0], in = s.operands.size() > 1 ? s.operands[1] : out;
       auto elements = [&](int v) {
         int64_t n = 1;
         for (int64_t d : shapes[size_t(v)])
           n *= d;
         return n;
       };
-      // NCCL's own collectives go to the communication stream once the
-      // launch's stream has computed the operand.
-      bool overlapped = overlaps(s.collective);
-      Stream on = stream;
-      if (overlapped) {
-        reserveCollectives(workspace);
-        check(issued < collectiveCount_, "cuda: more collectives than the artifact has");
-        void *queued = workspace.commEvents[2 * issued], *done = workspace.commEvents[2 * issued + 1];
-        ++issued;
-        driver_.record(queued, stream);
-        driver_.wait(workspace.comm, queued);
-        on = workspace.comm;
-        pending.push_back({done, {{ptr[size_t(out)], bytesOf(out)}, {ptr[size_t(in)], bytesOf(in)}}});
+      auto runOne = [&](const Step &c, Stream on) {
+        int out = c.operands[0], in = c.operands.size() > 1 ? c.operands[1] : out;
+        Nccl::process().run(c.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
+                            c.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_, on);
+      };
+      if (!overlaps(s.collective)) {
+        runOne(s, stream);
+        return {si, std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op)};
       }
-      Nccl::process().run(s.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
-                          s.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_, on);
-      if (overlapped)
-        driver_.record(pending.back().done, on);
-      return {si, std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op)};
+      // NCCL's own collectives go to the communication stream once the
+      // launch's stream has computed the operand; consecutive ones go as
+      // one NCCL group (one kernel: a bias's and a weight's gradient
+      // all_reduce, FSDP's gathers).
+      size_t last = si;
+      while (groupCollectives_ && last + 1 < a.steps.size() && a.steps[last + 1].kind == Step::Kind::Collective &&
+             overlaps(a.steps[last + 1].collective))
+        ++last;
+      reserveCollectives(workspace);
+      check(issued < collectiveCount_, "cuda: more collectives than the artifact has");
+      void *queued = workspace.commEvents[2 * issued], *done = workspace.commEvents[2 * issued + 1];
+      workspace.commFirst.resize(issued + 1);
+      workspace.commFirst[issued++] = collectiveOrdinal_.at(si);
+      driver_.record(queued, stream);
+      driver_.wait(workspace.comm, queued);
+      Pending p{done, {}};
+      if (last > si)
+        Nccl::process().groupStart();
+      for (size_t k = si; k <= last; ++k) {
+        for (int v : a.steps[k].operands)
+          p.memory.push_back({ptr[size_t(v)], bytesOf(v)});
+        runOne(a.steps[k], workspace.comm);
+      }
+      if (last > si)
+        Nccl::process().groupEnd();
+      driver_.record(done, workspace.comm);
+      pending.push_back(std::move(p));
+      std::string what = std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op);
+      return {last, last > si ? "NCCL group of " + std::to_string(last - si + 1) + " collectives" : what};
     }
     if (!s.chainKernel.empty()) {
       // The chain's steps, and how much of each row they compute.
@@ -966,7 +989,9 @@ void CudaProgram::synchronize(Stream stream, const Workspace &workspace) const {
   auto stuck = [&]() -> std::string {
     for (size_t k = 0; k < workspace.commIssued && 2 * k + 1 < workspace.commEvents.size(); ++k)
       if (!driver_.eventFinished(workspace.commEvents[2 * k + 1]))
-        return k < overlappedCollectives_.size() ? overlappedCollectives_[k] : "a collective";
+        return k < workspace.commFirst.size() && workspace.commFirst[k] < collectives_.size()
+                   ? collectives_[workspace.commFirst[k]] + (groupCollectives_ ? " (or one grouped after it)" : "")
+                   : "a collective";
     std::string all;
     for (const std::string &c : collectives_)
       all += (all.empty() ? "" : ", ") + c;

@@ -39,7 +39,8 @@ struct Workspace {
   // every launch; made by reserve() before a graph capture, else lazily.
   Stream comm = nullptr;
   std::vector<void *> commEvents;
-  size_t commIssued = 0; // collectives the last launch queued there
+  size_t commIssued = 0;        // event pairs the last launch queued there
+  std::vector<size_t> commFirst; // per pair: the first collective's ordinal (CudaProgram)
 };
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
@@ -96,6 +97,7 @@ public:
   DevicePtr constants() const { return constants_; }
   int variantCount() const { return variantCount_; }
   bool hasMatmul() const { return hasMatmul_; }
+  bool hasCollectives() const { return collectiveCount_ > 0; }
 
   const std::string &arch() const { return arch_; }
 
@@ -205,11 +207,13 @@ private:
   // $TENSORC_NCCL_OVERLAP=0: collectives in order on the launch's stream
   // (to measure what the communication stream gains).
   bool overlapCollectives_ = true;
+  bool commPriority_ = true; // $TENSORC_NCCL_PRIORITY=0: a normal-priority communication stream
   size_t collectiveCount_ = 0;
   // What each collective step is ("step 63 'grad_w' (all_reduce over
-  // [data])"), in step order, and those that run on the communication
-  // stream (their events' order).
-  std::vector<std::string> collectives_, overlappedCollectives_;
+  // [data])"), in step order, and each collective step's place there.
+  std::vector<std::string> collectives_;
+  std::map<size_t, size_t> collectiveOrdinal_;
+  bool groupCollectives_ = true; // $TENSORC_NCCL_GROUP=0: one NCCL call (kernel) per collective
   double collectiveTimeoutS_ = 600; // $TENSORC_NCCL_TIMEOUT
   // The communication stream and `collectiveCount_` event pairs.
   void reserveCollectives(Workspace &workspace) const;

@@ -178,6 +178,26 @@ Nccl::~Nccl() {
   // other ranks at the same point, which an exiting process cannot promise.
 }
 
+void Nccl::prepare(const artifact::CollectiveStep &step) {
+  Mesh mesh{step.mesh, step.meshAxes, step.meshSizes};
+  if (size_ != mesh.numDevices() || step.op == artifact::CollectiveStep::Op::AxisIndex ||
+      step.op == artifact::CollectiveStep::Op::AllSlice)
+    return; // run() names a wrong device count; copies need no communicator
+  group(DeviceGroups(mesh, step.axes).groupOf(rank_));
+}
+
+void Nccl::groupStart() {
+  int status = api_->GroupStart();
+  check(status == 0, "NCCL: ncclGroupStart failed on rank " + std::to_string(rank_) + ": " +
+                         api_->GetErrorString(status));
+}
+
+void Nccl::groupEnd() {
+  int status = api_->GroupEnd();
+  check(status == 0, "NCCL: ncclGroupEnd failed on rank " + std::to_string(rank_) + ": " +
+                         api_->GetErrorString(status));
+}
+
 std::string Nccl::asyncError() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<void *> comms = {world_};

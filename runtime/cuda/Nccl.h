@@ -34,6 +34,14 @@ public:
   void run(const artifact::CollectiveStep &step, DType dtype, DevicePtr out, DevicePtr in, int64_t inElements,
            int64_t outElements, const Driver &driver, Stream stream);
 
+  // Makes the communicator of `step`'s group (ncclCommSplit, a collective
+  // call of every rank: all ranks prepare the same steps in the same
+  // order, at load), so that no split happens inside an NCCL group.
+  void prepare(const artifact::CollectiveStep &step);
+  // Collectives run between groupStart and groupEnd go to NCCL as one
+  // group (one kernel per communicator).
+  void groupStart();
+  void groupEnd();
   // An error NCCL found while collectives ran (a peer's connection lost,
   // ...), or "": ncclCommGetAsyncError on every communicator.
   std::string asyncError();
