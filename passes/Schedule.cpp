@@ -144,7 +144,42 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
           s.ops[i]->moveBefore(terminator);
       }
       issueCollectivesEarly(body);
+      bucketSmallCollectives(body, s.dims);
     });
+  }
+
+  // A collective of under kBucketBytes then waits for the next collective
+  // (if none of its users comes first), so that the two are consecutive and
+  // the CUDA runtime sends them to NCCL as one group, one kernel: a layer's
+  // bias and norm gradients ride with a weight's, as in DDP's buckets. Each
+  // NCCL kernel costs its latency and takes SMs from the kernels it
+  // overlaps.
+  static constexpr int64_t kBucketBytes = 1 << 20;
+  static void bucketSmallCollectives(Block &body, const std::map<std::string, int64_t> &dims) {
+    auto isCollective = [](Operation &op) {
+      const OpSchema *schema = tc::schemaOf(&op);
+      return schema && schema->category == "collective";
+    };
+    std::vector<Operation *> collectives;
+    for (Operation &op : body.without_terminator())
+      if (isCollective(op))
+        collectives.push_back(&op);
+    // From the last: a run of small ones gathers before the next big one.
+    for (size_t i = collectives.size() - (collectives.empty() ? 0 : 1); i-- > 0;) {
+      Operation *op = collectives[i];
+      int64_t bytes = 0;
+      for (Value r : op->getResults())
+        bytes += bytesAt(r, dims);
+      if (bytes >= kBucketBytes)
+        continue;
+      Operation *next = collectives[i + 1];
+      bool usedBefore = false;
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          usedBefore |= u->getBlock() == &body && u != body.getTerminator() && !next->isBeforeInBlock(u);
+      if (!usedBefore && op->isBeforeInBlock(next))
+        op->moveBefore(next);
+    }
   }
 
   static void issueCollectivesEarly(Block &body) {

@@ -56,8 +56,12 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   const char *cudnnConvolution = std::getenv("TENSORC_CUDNN_CONVOLUTION");
   cudnnConvolutionOn_ = !(cudnnConvolution && std::string(cudnnConvolution) == "0");
   cudnnConvolution_ = std::make_unique<CudnnConvolution>();
-  if (const char *timeout = std::getenv("TENSORC_NCCL_TIMEOUT"); timeout && *timeout)
-    collectiveTimeoutS_ = std::atof(timeout);
+  if (const char *timeout = std::getenv("TENSORC_NCCL_TIMEOUT"); timeout && *timeout) {
+    char *end = nullptr;
+    collectiveTimeoutS_ = std::strtod(timeout, &end);
+    check(*end == 0 && collectiveTimeoutS_ > 0,
+          where + ": TENSORC_NCCL_TIMEOUT must be a positive number of seconds, not '" + timeout + "'");
+  }
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
     if (s.kind != Step::Kind::Collective)

@@ -22,7 +22,8 @@ func.func @branches(%x: !tc.tensor<[1024], f32>, %y: !tc.tensor<[1024], f32>) ->
 
 // A collective of a computed value is issued right after its producer (the
 // CUDA runtime overlaps it with the ops after it); one of an argument (an
-// FSDP parameter's all_gather) stays where it was written.
+// FSDP parameter's all_gather) stays where it was written. (1 MiB each: a
+// smaller one would wait for the next, below.)
 tc.mesh @mesh axes = ["data"] sizes = [2]
 // CHECK-LABEL: func.func @early_collectives
 // CHECK:      %[[G1:.*]] = tc.exp %arg0
@@ -31,12 +32,32 @@ tc.mesh @mesh axes = ["data"] sizes = [2]
 // CHECK-NEXT: tc.all_reduce %[[G2]]
 // CHECK-NEXT: tc.mul
 // CHECK-NEXT: tc.all_gather %arg2
-func.func @early_collectives(%x: !tc.tensor<[4], f32>, %y: !tc.tensor<[4], f32>, %w: !tc.tensor<[2], f32>) -> (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>) {
-  %g1 = tc.exp %x : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
-  %g2 = tc.exp %y : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
-  %m = tc.mul %g1, %g2 : (!tc.tensor<[4], f32>, !tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
-  %r1 = tc.all_reduce %g1 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
-  %w1 = tc.all_gather %w {mesh = "mesh", axes = ["data"], axis = 0 : i64} : (!tc.tensor<[2], f32>) -> !tc.tensor<[4], f32>
-  %r2 = tc.all_reduce %g2 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[4], f32>) -> !tc.tensor<[4], f32>
-  return %r1, %r2, %m, %w1 : !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>, !tc.tensor<[4], f32>
+func.func @early_collectives(%x: !tc.tensor<[262144], f32>, %y: !tc.tensor<[262144], f32>, %w: !tc.tensor<[131072], f32>) -> (!tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>) {
+  %g1 = tc.exp %x : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %g2 = tc.exp %y : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %m = tc.mul %g1, %g2 : (!tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %w1 = tc.all_gather %w {mesh = "mesh", axes = ["data"], axis = 0 : i64} : (!tc.tensor<[131072], f32>) -> !tc.tensor<[262144], f32>
+  %r1 = tc.all_reduce %g1 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %r2 = tc.all_reduce %g2 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  return %r1, %r2, %m, %w1 : !tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>, !tc.tensor<[262144], f32>
+}
+
+// A small collective (under 1 MiB: a bias gradient's sum) then waits for the
+// next collective, so that NCCL runs the two as one group; a big one (1 MiB)
+// does not wait.
+// CHECK-LABEL: func.func @small_collectives_wait
+// CHECK:      %[[G1:.*]] = tc.exp %arg0
+// CHECK-NEXT: tc.all_reduce %[[G1]]
+// CHECK-NEXT: %[[S:.*]] = tc.sum %[[G1]]
+// CHECK-NEXT: %[[G2:.*]] = tc.exp %arg1
+// CHECK-NEXT: tc.all_reduce %[[S]]
+// CHECK-NEXT: tc.all_reduce %[[G2]]
+func.func @small_collectives_wait(%x: !tc.tensor<[262144], f32>, %y: !tc.tensor<[262144], f32>) -> (!tc.tensor<[262144], f32>, !tc.tensor<[], f32>, !tc.tensor<[262144], f32>) {
+  %g1 = tc.exp %x : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %s = tc.sum %g1 : (!tc.tensor<[262144], f32>) -> !tc.tensor<[], f32>
+  %g2 = tc.exp %y : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %r1 = tc.all_reduce %g1 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  %rs = tc.all_reduce %s {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[], f32>) -> !tc.tensor<[], f32>
+  %r2 = tc.all_reduce %g2 {mesh = "mesh", axes = ["data"]} : (!tc.tensor<[262144], f32>) -> !tc.tensor<[262144], f32>
+  return %r1, %rs, %r2 : !tc.tensor<[262144], f32>, !tc.tensor<[], f32>, !tc.tensor<[262144], f32>
 }

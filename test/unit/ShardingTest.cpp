@@ -141,14 +141,21 @@ TEST(Sharding, SymbolicBatch) {
 
 // The transformer block (reshapes into heads, attention, layer norms): its
 // training graph under data parallelism.
-TEST(Sharding, DataParallelTransformerBlock) {
+// The transformer block's training graph in f64 over mesh data=2 with a
+// preset applied.
+Graph transformerBlockTraining(const std::string &preset) {
   Graph g = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
   for (GraphInput &in : g.inputs)
     if (in.spec.dtype == DType::F32)
       in.spec.dtype = DType::F64;
   g = autodiff::buildJointGraph(g, {}).graph;
   g.meshes = {Mesh{"mesh", {"data"}, {2}}};
-  applyPreset(g, "ddp");
+  applyPreset(g, preset);
+  return g;
+}
+
+TEST(Sharding, DataParallelTransformerBlock) {
+  Graph g = transformerBlockTraining("ddp");
   SpmdProgram p = expectPartitionMatches(g, 1e-9, {{"B", 4}, {"T", 3}});
   // Pure data parallelism: reshapes into heads, splits and slices keep the
   // batch split; the only communication is one all_reduce per gradient.
@@ -166,16 +173,11 @@ TEST(Sharding, DataParallelTransformerBlock) {
 // parameters' split spread into the backward reduce-scattered and gathered
 // whole activations: 182 MiB a step for a GPT-2 block instead of 20.)
 TEST(Sharding, FullyShardedTransformerBlockMovesOnlyParameters) {
-  Graph g = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
-  for (GraphInput &in : g.inputs)
-    if (in.spec.dtype == DType::F32)
-      in.spec.dtype = DType::F64;
-  g = autodiff::buildJointGraph(g, {}).graph;
-  g.meshes = {Mesh{"mesh", {"data"}, {2}}};
-  applyPreset(g, "fsdp");
-  std::set<std::string> parameters, data;
+  Graph g = transformerBlockTraining("fsdp");
+  std::set<std::string> parameters;
   for (const GraphInput &in : g.inputs)
-    (in.trainable ? parameters : data).insert(in.name);
+    if (in.trainable)
+      parameters.insert(in.name);
   SpmdProgram p = expectPartitionMatches(g, 1e-9, {{"B", 4}, {"T", 3}});
   size_t gathers = 0, scatters = 0;
   for (const Communication &c : p.communication) {
