@@ -887,6 +887,14 @@ Artifact readFile(const std::string &path) {
   return parse(ss.str(), path);
 }
 
+std::string collectiveStepName(const Step &step, size_t index) {
+  std::string axes;
+  for (const std::string &axis : step.collective.axes)
+    axes += (axes.empty() ? "" : ", ") + axis;
+  return "step " + std::to_string(index) + " '" + step.label + "' (" + CollectiveStep::opName(step.collective.op) +
+         " over [" + axes + "])";
+}
+
 const char *CollectiveStep::opName(Op op) {
   switch (op) {
   case Op::AllReduce:

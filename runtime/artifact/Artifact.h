@@ -287,6 +287,10 @@ struct Artifact {
 // by its dtypes: tc_<function>_scatter_add_<result>_<grad>_<indices>.
 std::string scatterAddKernel(const Artifact &a, const Step &step);
 
+// A collective step as errors name it: "step 63 'grad_w' (all_reduce over
+// [data])".
+std::string collectiveStepName(const Step &step, size_t index);
+
 // The most iterations any of `steps` first..last (a chain) computes per row
 // of the first's extent: threads x reduced / rows, each Dim evaluated by
 // `value`; -1 where one is unknown (nullopt) or there are no rows. Codegen

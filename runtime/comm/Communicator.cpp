@@ -74,7 +74,12 @@ std::shared_ptr<Communicator> processCommunicator() {
 }
 
 void runHostCollective(Communicator &comm, const artifact::CollectiveStep &step, DType dtype, void *out,
-                       const void *in, int64_t inElements, int64_t outElements) {
+                       const void *in, int64_t inElements, int64_t outElements, const std::string &what) {
+  struct Watched {
+    Communicator &comm;
+    Watched(Communicator &c, const std::string &what) : comm(c) { comm.beginCollective(what); }
+    ~Watched() { comm.endCollective(); }
+  } watched(comm, what);
   using Op = artifact::CollectiveStep::Op;
   using Reduction = artifact::CollectiveStep::Reduction;
   Mesh mesh{step.mesh, step.meshAxes, step.meshSizes};

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace tensorc::runtime {
@@ -37,6 +38,12 @@ public:
   virtual void allToAll(const void *in, void *out, int64_t bytes, const std::vector<int64_t> &group) = 0;
   // `bytes` of the member of rank `root` into every member's `buffer`.
   virtual void broadcast(void *buffer, int64_t bytes, int64_t root, const std::vector<int64_t> &group) = 0;
+
+  // Around each collective step (`what` names it): a communicator whose
+  // collectives can wait for other processes ends the run when one lasts
+  // too long, naming this rank and `what` (MPI: $TENSORC_MPI_TIMEOUT).
+  virtual void beginCollective(const std::string &what) { (void)what; }
+  virtual void endCollective() {}
 };
 
 // The communicator of this process: MPI when it runs under mpirun (the
@@ -45,8 +52,10 @@ public:
 std::shared_ptr<Communicator> processCommunicator();
 
 // Runs one collective step on host memory: `out` and `in` the step's
-// operands, `elements` the elements of `in` (of `out` for axis_index).
+// operands, `elements` the elements of `in` (of `out` for axis_index);
+// `what` names the step (for timeouts).
 void runHostCollective(Communicator &comm, const artifact::CollectiveStep &step, DType dtype,
-                       void *out, const void *in, int64_t inElements, int64_t outElements);
+                       void *out, const void *in, int64_t inElements, int64_t outElements,
+                       const std::string &what);
 
 } // namespace tensorc::runtime

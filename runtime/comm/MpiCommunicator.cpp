@@ -8,9 +8,14 @@
 #include "ir/core/Error.h"
 #include "runtime/host/DynamicLibrary.h"
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace tensorc::runtime {
 
@@ -78,8 +83,23 @@ public:
     call(mpi_.Comm_size(mpi_.world, &size), "MPI_Comm_size");
     rank_ = rank;
     size_ = size;
+    if (const char *timeout = std::getenv("TENSORC_MPI_TIMEOUT"); timeout && *timeout) {
+      char *end = nullptr;
+      timeoutS_ = std::strtod(timeout, &end);
+      check(*end == 0 && timeoutS_ > 0,
+            std::string("MPI: TENSORC_MPI_TIMEOUT must be a positive number of seconds, not '") + timeout + "'");
+    }
+    if (size_ > 1)
+      watchdog_ = std::thread([this] { watch(); });
   }
   ~MpiCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(watchMutex_);
+      stopping_ = true;
+    }
+    watchCv_.notify_all();
+    if (watchdog_.joinable())
+      watchdog_.join();
     int finalized = 1;
     if (ownsInit_ && mpi_.Finalized(&finalized) == 0 && !finalized)
       mpi_.Finalize();
@@ -88,6 +108,16 @@ public:
   int64_t rank() const override { return rank_; }
   int64_t size() const override { return size_; }
   const char *name() const override { return "MPI"; }
+
+  void beginCollective(const std::string &what) override {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    current_ = what;
+    since_ = std::chrono::steady_clock::now();
+  }
+  void endCollective() override {
+    std::lock_guard<std::mutex> lock(watchMutex_);
+    current_.clear();
+  }
 
   void allReduce(const void *in, void *out, int64_t count, DType dtype, Reduction reduction,
                  const std::vector<int64_t> &group) override {
@@ -158,8 +188,38 @@ private:
     return sub;
   }
 
+  // The watchdog: a collective that lasts longer than timeoutS_ means a
+  // rank died, hangs or runs another program. MPI's blocking calls cannot
+  // be interrupted, so it names this rank and the step on stderr and ends
+  // the process (mpirun then stops every rank) instead of a hang.
+  void watch() {
+    std::unique_lock<std::mutex> lock(watchMutex_);
+    while (!stopping_) {
+      watchCv_.wait_for(lock, std::chrono::milliseconds(100));
+      if (current_.empty() ||
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count() <= timeoutS_)
+        continue;
+      std::fprintf(stderr,
+                   "tensorc: MPI: rank %lld of %lld: %s did not finish in %g s ($TENSORC_MPI_TIMEOUT): another "
+                   "rank failed, stopped or runs a different program; aborting the run\n",
+                   (long long)rank_, (long long)size_, current_.c_str(), timeoutS_);
+      std::fflush(stderr);
+      // Not MPI_Abort: another thread is inside MPI (the library was
+      // initialized MPI_THREAD_SERIALIZED). mpirun stops the job when a
+      // process exits with a failure status before MPI_Finalize.
+      std::_Exit(1);
+    }
+  }
+
   MpiApi mpi_{};
   bool ownsInit_ = false;
+  double timeoutS_ = 600;
+  std::thread watchdog_;
+  std::mutex watchMutex_;
+  std::condition_variable watchCv_;
+  bool stopping_ = false;
+  std::string current_; // the collective under way, or ""
+  std::chrono::steady_clock::time_point since_;
   int64_t rank_ = 0, size_ = 1;
   std::mutex mutex_;
   std::map<std::vector<int64_t>, Handle> groups_;

@@ -395,7 +395,7 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
       size_t out = size_t(step.operands[0]), in = step.operands.size() > 1 ? size_t(step.operands[1]) : out;
       runHostCollective(*x.communicator_, step.collective, a.values[in].dtype, ptr[out],
                         step.operands.size() > 1 ? ptr[in] : nullptr, numelOf(frame.shapes[in]),
-                        numelOf(frame.shapes[out]));
+                        numelOf(frame.shapes[out]), artifact::collectiveStepName(step, si));
       break;
     }
     }

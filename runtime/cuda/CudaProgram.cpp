@@ -67,12 +67,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     if (s.kind != Step::Kind::Collective)
       continue;
     ++collectiveCount_;
-    std::string axes;
-    for (const std::string &axis : s.collective.axes)
-      axes += (axes.empty() ? "" : ", ") + axis;
     collectiveOrdinal_[si] = collectives_.size();
-    collectives_.push_back("step " + std::to_string(si) + " '" + s.label + "' (" +
-                           artifact::CollectiveStep::opName(s.collective.op) + " over [" + axes + "])");
+    collectives_.push_back(artifact::collectiveStepName(s, si));
   }
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::Matmul) {
