@@ -156,23 +156,15 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
   // overlaps.
   static constexpr int64_t kBucketBytes = 1 << 20;
   static void bucketSmallCollectives(Block &body, const std::map<std::string, int64_t> &dims) {
-    auto isCollective = [](Operation &op) {
-      const OpSchema *schema = tc::schemaOf(&op);
-      return schema && schema->category == "collective";
-    };
-    std::vector<Operation *> collectives;
-    for (Operation &op : body.without_terminator())
-      if (isCollective(op))
-        collectives.push_back(&op);
+    std::vector<Operation *> collectives = collectivesOf(body);
     // From the last: a run of small ones gathers before the next big one.
-    for (size_t i = collectives.size() - (collectives.empty() ? 0 : 1); i-- > 0;) {
-      Operation *op = collectives[i];
+    for (size_t i = collectives.size(); i-- > 1;) {
+      Operation *op = collectives[i - 1], *next = collectives[i];
       int64_t bytes = 0;
       for (Value r : op->getResults())
         bytes += bytesAt(r, dims);
       if (bytes >= kBucketBytes)
         continue;
-      Operation *next = collectives[i + 1];
       bool usedBefore = false;
       for (Value r : op->getResults())
         for (Operation *u : r.getUsers())
@@ -182,12 +174,16 @@ struct SchedulePass : impl::SchedulePassBase<SchedulePass> {
     }
   }
 
-  static void issueCollectivesEarly(Block &body) {
+  static std::vector<Operation *> collectivesOf(Block &body) {
     std::vector<Operation *> collectives;
     for (Operation &op : body.without_terminator())
       if (const OpSchema *schema = tc::schemaOf(&op); schema && schema->category == "collective")
         collectives.push_back(&op);
-    for (Operation *op : collectives) {
+    return collectives;
+  }
+
+  static void issueCollectivesEarly(Block &body) {
+    for (Operation *op : collectivesOf(body)) {
       // The latest of its operands' producers in this block; none (only
       // arguments) or one in another block: it stays.
       Operation *after = nullptr;
