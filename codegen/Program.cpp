@@ -1742,14 +1742,23 @@ private:
       if (rowDims > 1)
         n.ivs = collapsedIndices(n, space, rowDims);
       // A read "at the row" indexes the row's leading dims with the row's own indices.
+      // Returns whether the read is at the point itself; a load that is not
+      // carries the `elsewhere` attribute, so that the CUDA printer reads it
+      // through the operand's second pointer (kElsewhereLoad).
       auto noteRow = [np, sp, ep, rowDims](int value, ArrayRef<Value> idx) {
         bool atRow = idx.size() >= rowDims && np->ivs.size() >= rowDims;
         for (size_t j = 0; atRow && j < rowDims; ++j)
           atRow = idx[j] == np->ivs[j];
         if (!atRow)
           sp->insert(value);
-        if (idx.size() != np->ivs.size() || !std::equal(idx.begin(), idx.end(), np->ivs.begin()))
+        bool atPoint = idx.size() == np->ivs.size() && std::equal(idx.begin(), idx.end(), np->ivs.begin());
+        if (!atPoint)
           ep->insert(value);
+        return atPoint;
+      };
+      auto markElsewhere = [np](memref::LoadOp load, bool atPoint) {
+        if (!atPoint)
+          load->setAttr(cpu::kElsewhereLoad, UnitAttr::get(np->b.getContext()));
       };
       llvm::DenseMap<Value, Value> *mp = &memo;
       std::function<Value(Value)> *emitp = &emit;
@@ -1766,7 +1775,8 @@ private:
         }
         return view;
       };
-      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands, noteRow](Value v, ArrayRef<Value> view) -> Value {
+      std::function<Value(Value, ArrayRef<Value>)> readAt = [this, np, operands, noteRow,
+                                                             markElsewhere](Value v, ArrayRef<Value> view) -> Value {
         OpBuilder &b = np->b;
         Location loc = np->loc;
         const Lazy &l = lazy_.at(v);
@@ -1785,8 +1795,9 @@ private:
         size_t which =
             size_t(std::find(operands.begin() + 1, operands.end(), l.value) - operands.begin());
         check(which < operands.size(), "cpu codegen: a read value is not an operand of the nest");
-        noteRow(l.value, idx);
-        Value loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
+        bool atPoint = noteRow(l.value, idx);
+        auto loaded = b.create<memref::LoadOp>(loc, np->memrefs[which], idx);
+        markElsewhere(loaded, atPoint);
         return fromStorage(b, loc, loaded, art_.values[l.value].dtype);
       };
       emit = [this, np, mp, emitp, readAt, viewIndices](Value v) -> Value {
@@ -1799,11 +1810,13 @@ private:
         (*mp)[v] = result;
         return result;
       };
-      std::function<Value(int, ArrayRef<Value>)> load = [this, np, operands, noteRow](int v, ArrayRef<Value> idx) {
+      std::function<Value(int, ArrayRef<Value>)> load = [this, np, operands, noteRow,
+                                                         markElsewhere](int v, ArrayRef<Value> idx) {
         size_t which = size_t(std::find(operands.begin() + 1, operands.end(), v) - operands.begin());
         check(which < operands.size(), "cpu codegen: a loaded value is not an operand of the nest");
-        noteRow(v, idx);
-        Value loaded = np->b.create<memref::LoadOp>(np->loc, np->memrefs[which], idx);
+        bool atPoint = noteRow(v, idx);
+        auto loaded = np->b.create<memref::LoadOp>(np->loc, np->memrefs[which], idx);
+        markElsewhere(loaded, atPoint);
         return fromStorage(np->b, np->loc, loaded, art_.values[v].dtype);
       };
       return Point{n, emit, readAt, load};
@@ -1851,14 +1864,10 @@ private:
             dtypeSize(art_.values[v].dtype) == dtypeSize(art_.values[out].dtype))
           inPlaceCandidates_[art_.steps.size()].push_back(v);
     notes_.readAtRowOnly.resize(art_.steps.size() + 1);
-    notes_.readAtPointOnly.resize(art_.steps.size() + 1);
     if (rowParallel)
-      for (int v : leaves) {
+      for (int v : leaves)
         if (!scattered.count(v))
           notes_.readAtRowOnly.back().push_back(v);
-        if (!elsewhere.count(v) && art_.values[v].shape == space)
-          notes_.readAtPointOnly.back().push_back(v);
-      }
     art_.steps.push_back(st);
   }
 
@@ -2138,12 +2147,26 @@ private:
         if (!artifact::writesOperand(art_.steps[si], k))
           lastRead[size_t(base(art_.steps[si].operands[k]))] = int(si);
     std::function<int(int)> root = [&](int v) { return owner[size_t(v)] == v ? v : root(owner[size_t(v)]); };
+    // A step of a chain with one output per row (a row's scalar) does not
+    // write over an operand an earlier step of its chain reads: the CUDA
+    // chain kernel would have to wait for every thread of the earlier step
+    // (a cluster barrier, which waits for the stores in flight) to save a
+    // few bytes per row.
+    auto readEarlierInChain = [&](size_t si, int v) {
+      for (size_t s = size_t(chainFirst[si]); s < si; ++s)
+        for (size_t k = 0; k < art_.steps[s].operands.size(); ++k)
+          if (!artifact::writesOperand(art_.steps[s], k) && base(art_.steps[s].operands[k]) == v)
+            return true;
+      return false;
+    };
     for (auto &[si, candidates] : inPlaceCandidates_) {
       int out = art_.steps[si].operands[0];
       if (!produced_[size_t(out)] || isCheck(out) || base(out) != out)
         continue;
+      bool rowScalar = art_.steps[si].threads == art_.steps[si].extent;
       for (int v : candidates)
-        if (base(v) == v && lastRead[size_t(v)] == int(si) && !isCheck(v) && root(v) != root(out)) {
+        if (base(v) == v && lastRead[size_t(v)] == int(si) && !isCheck(v) && root(v) != root(out) &&
+            !(rowScalar && readEarlierInChain(si, v))) {
           owner[size_t(out)] = root(v);
           break;
         }
@@ -2228,7 +2251,6 @@ artifact::Artifact buildProgram(func::FuncOp fn, const std::string &prefix, cons
   if (notes) {
     *notes = builder.notes();
     notes->readAtRowOnly.resize(a.steps.size());
-    notes->readAtPointOnly.resize(a.steps.size());
   }
   return a;
 }

@@ -57,10 +57,6 @@ struct ProgramNotes {
   // a softmax's input; not values read at other rows or broadcast across
   // rows. A chain kernel may keep those rows in shared memory.
   std::vector<std::vector<int>> readAtRowOnly;
-  // Per step, likewise: the values (of the nest's shape) it reads only at
-  // the point it computes, its own indices: a row's part computed by one
-  // block of a cluster reads only that part of their row.
-  std::vector<std::vector<int>> readAtPointOnly;
 };
 
 // Kernel symbols are `prefix` + step index. Throws Error naming the op for

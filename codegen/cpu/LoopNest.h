@@ -36,6 +36,13 @@ struct NestContext {
   std::function<mlir::Value(const Dim &)> size; // a size as an index value
 };
 
+// The attribute on a point function's memref.load that reads its operand
+// somewhere other than at the point's own indices (a row's first element,
+// a gather): the CUDA printer reads it through the operand's second pointer
+// (`e<k>`), which a chain kernel whose row cache holds only the block's
+// part of the row points at device memory.
+inline constexpr const char *kElsewhereLoad = "elsewhere";
+
 // The value at one iteration point (for reductions: the element to
 // combine), in the compute type of the nest's `valueDtype`.
 using PointFn = std::function<mlir::Value(NestContext &)>;

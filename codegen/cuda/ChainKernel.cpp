@@ -106,10 +106,12 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       // Each cached operand's row (or, split across a cluster, the block's
       // part of it): copied into shared memory once, then the nests read it
       // there through a pointer offset by the part's start, so that their
-      // own indexing (row * inner + column) lands in the copy. Split, only
-      // the nests reading it at their own point find their columns in the
-      // part; the others read device memory (nothing in the chain writes a
-      // cached operand).
+      // own indexing (row * inner + column) lands in the copy. A nest reads
+      // through that pointer only at its own point; away from it (a row's
+      // first element, a gather) through its second pointer (rowElsewhere_),
+      // which split is device memory. Split, only the nests whose parts are
+      // column ranges find their points in the block's part; the others
+      // read device memory (nothing in the chain writes a cached operand).
       c += "  extern __shared__ __align__(16) unsigned char tc_row_cache[];\n";
       std::string offset = "0LL";
       for (size_t j = 0; j < cache.size(); ++j) {
@@ -127,9 +129,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
                inner + ");\n";
         }
         for (size_t p : r.params) {
-          bool atPoint = std::find(r.pointParams.begin(), r.pointParams.end(), p) != r.pointParams.end();
           auto columns = rowSplitsColumns_.find(nests[nestOf[p]].symbol);
-          if (split && !(atPoint && columns != rowSplitsColumns_.end() && columns->second))
+          if (split && !(columns != rowSplitsColumns_.end() && columns->second))
             continue;
           c += "  const " + t + " *q" + std::to_string(p) + " = " + cj + " - i0 * " + inner + (split ? " - " + lo : "") +
                ";\n";
@@ -142,14 +143,18 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       c += "  __syncthreads(); // the copies are complete\n";
     }
     for (size_t n = 0; n < nests.size(); ++n) {
-      std::string args;
+      std::string args, elsewhere;
       for (size_t p : nestParams[n])
         args += (fromCache[p] ? ", q" : ", p") + std::to_string(p);
-      if (n)
+      for (size_t k : rowElsewhere_.at(nests[n].symbol)) {
+        size_t p = nestParams[n][k];
+        elsewhere += (fromCache[p] && !split ? ", q" : ", p") + std::to_string(p);
+      }
+      if (n && nests[n].barrierBefore)
         c += split ? "  tc_cluster_sync(); // the next nest reads this row's results, from any block\n"
                    : "  __syncthreads(); // the next nest reads this row's results\n";
       c += "  " + nests[n].symbol + "_row<BLOCK, " + (split ? "CLUSTER" : "1") + ">(i0, " + (split ? "rank" : "0u") +
-           args + symbolArgs + ");\n";
+           args + symbolArgs + elsewhere + ");\n";
     }
     return c;
   };

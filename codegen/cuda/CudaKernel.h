@@ -37,22 +37,20 @@ const std::vector<KernelVariant> &chainVariants();
 // kernels/ColumnSums.cuh).
 std::string cudaPrelude();
 
-// A nest of a chain: its kernel symbol and its operands' dtypes.
+// A nest of a chain: its kernel symbol, its operands' dtypes, and whether
+// the chain kernel must wait for every thread (of the cluster, split) to
+// finish the nests before it first (chainBarriers in CudaProgram.cpp).
 struct ChainedNest {
   std::string symbol;
   std::vector<DType> operands;
+  bool barrierBefore = true;
 };
 // A chain's row cache: an operand the chained nests read only at their row
 // (and more than once), whose row of `inner` elements a chain kernel variant
 // copies into shared memory first; `params` are the chain kernel's
 // parameters (pointers) that hold it.
-// `pointParams`: those of `params` whose nest reads the operand only at
-// the point it computes: a chain kernel variant that splits rows across a
-// cluster reads them from its block's part of the cache (the others read
-// device memory).
 struct RowCacheOperand {
   std::vector<size_t> params;
-  std::vector<size_t> pointParams;
   int64_t inner = 0;
   DType dtype = DType::F32;
 };
@@ -120,6 +118,9 @@ private:
   // own point (elementwise nests and reductions of whole rows), so that the
   // block's part of a row cache holds what it reads.
   std::map<std::string, bool> rowSplitsColumns_;
+  // Per nest symbol: the operands (indices) its functions also read away
+  // from the point, through second pointers its row template takes last.
+  std::map<std::string, std::vector<size_t>> rowElsewhere_;
   // The chain body of sibling nests (none reads what another writes), or
   // "" where one of them is not VectorElementwise or their totals differ.
   std::string siblingChainBody(const std::string &name, const std::vector<ChainedNest> &nests,

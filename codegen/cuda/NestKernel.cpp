@@ -58,40 +58,67 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   for (size_t d = 0; d < spec.space.size(); ++d)
     os << (d ? ", " : "") << spec.space[d].str() << (spec.reduced[d] ? " reduced" : "");
   os << ")" << (spec.reduction.empty() ? "" : " " + spec.reduction) << "\n";
-  os << deviceFunction(ctx_, spec, sym + "_point", std::nullopt,
-                       [&](NestContext &n, std::optional<Value>) { return point(n); });
+  // Operands some function reads away from the point (through e<k>): every
+  // function of the nest takes their second pointers.
+  std::set<size_t> elsewhere;
+  std::string pointText = deviceFunction(ctx_, spec, sym + "_point", std::nullopt,
+                                         [&](NestContext &n, std::optional<Value>) { return point(n); }, elsewhere);
   // Elementwise nests whose innermost dim (in the space and the output) is
   // a static multiple of 4 also get a vector point function.
   std::optional<VectorFunction> vector;
   bool elementwiseVectors = vectorizable(spec), reductionVectors = reducesRowsBy4(spec);
   if (elementwiseVectors || reductionVectors)
     vector = vectorDeviceFunction(ctx_, spec, sym + "_point4",
-                                  [&](NestContext &n, std::optional<Value>) { return point(n); });
+                                  [&](NestContext &n, std::optional<Value>) { return point(n); }, elsewhere);
+  std::string epilogueText;
   if (spec.epilogue)
-    os << deviceFunction(ctx_, spec, sym + "_epilogue", spec.valueDtype,
-                         [&](NestContext &n, std::optional<Value> acc) { return spec.epilogue(n, *acc); });
+    epilogueText = deviceFunction(ctx_, spec, sym + "_epilogue", spec.valueDtype,
+                                  [&](NestContext &n, std::optional<Value> acc) { return spec.epilogue(n, *acc); },
+                                  elsewhere);
+  const std::string extraParams = elsewhereParams(spec, elsewhere);
+  auto withExtraParams = [&](std::string text) {
+    for (size_t at; (at = text.find(kElsewhereParams)) != std::string::npos;)
+      text.replace(at, std::string(kElsewhereParams).size(), extraParams);
+    return text;
+  };
+  os << withExtraParams(pointText) << withExtraParams(epilogueText);
+  if (vector)
+    vector->text = withExtraParams(vector->text);
+  rowElsewhere_[sym] = std::vector<size_t>(elsewhere.begin(), elsewhere.end());
   size_t rank = spec.space.size(), nsym = spec.symbols.size();
-  std::string params, symList, memList;
+  // kernelArgs: the kernel's operand pointers; memList: those the functions
+  // take, in a kernel (the second pointers are the same) and in a chain's
+  // row template (rowMemList: e<k>).
+  std::string params, symList, kernelArgs, memList, rowMemList;
   for (size_t k = 0; k < spec.operands.size(); ++k) {
     params += std::string(k ? ", const " : "") + storageCType(spec.operands[k].dtype) + " *__restrict__ m" + std::to_string(k);
+    kernelArgs += ", m" + std::to_string(k);
+  }
+  memList = rowMemList = kernelArgs;
+  for (size_t k : elsewhere) {
     memList += ", m" + std::to_string(k);
+    rowMemList += ", e" + std::to_string(k);
   }
   for (size_t k = 0; k < nsym; ++k) {
     params += ", long long s" + std::to_string(k);
     symList += ", s" + std::to_string(k);
   }
-  // Arguments of the point/epilogue functions: ivs, symbols, operands.
-  std::string callArgs;
-  for (size_t d = 0; d < rank; ++d)
-    callArgs += ", i" + std::to_string(d);
-  callArgs += symList + memList;
-  callArgs = callArgs.substr(2);
-  std::string pointCall = sym + "_point(" + callArgs + ")";
-  // The epilogue runs after the reduction loops: reduced indices are 0.
-  std::string epilogueArgs;
-  for (size_t d = 0; d < rank; ++d)
-    epilogueArgs += spec.reduced[d] ? ", 0LL" : ", i" + std::to_string(d);
-  epilogueArgs = (epilogueArgs + symList + memList).substr(2);
+  // Arguments of the point/epilogue functions: ivs, symbols, operands
+  // (`mems`: memList, or rowMemList in a row template).
+  std::string callArgs, pointCall, epilogueArgs;
+  auto setCallArgs = [&](const std::string &mems) {
+    callArgs.clear();
+    for (size_t d = 0; d < rank; ++d)
+      callArgs += ", i" + std::to_string(d);
+    callArgs = (callArgs + symList + mems).substr(2);
+    pointCall = sym + "_point(" + callArgs + ")";
+    // The epilogue runs after the reduction loops: reduced indices are 0.
+    epilogueArgs.clear();
+    for (size_t d = 0; d < rank; ++d)
+      epilogueArgs += spec.reduced[d] ? ", 0LL" : ", i" + std::to_string(d);
+    epilogueArgs = (epilogueArgs + symList + mems).substr(2);
+  };
+  setCallArgs(memList);
   std::string acct = cType(cpu::computeType(&ctx_, spec.valueDtype));
   DType out = spec.operands[0].dtype;
   std::string outT = storageCType(out);
@@ -186,9 +213,12 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       c += indent + "acc = " + sym + "_epilogue(" + epilogueArgs + ", acc);\n";
     return c;
   };
-  std::string value = reducedDims.empty() ? "tc_store<" + outT + ">(" + pointCall + ")"
-                      : arg               ? "(long long)bestIndex"
-                                          : "tc_store<" + outT + ">(acc)";
+  auto storedValue = [&] {
+    return reducedDims.empty() ? "tc_store<" + outT + ">(" + pointCall + ")"
+           : arg               ? "(long long)bestIndex"
+                               : "tc_store<" + outT + ">(acc)";
+  };
+  std::string value = storedValue();
   // Output index: parallel dims (reduced ones as 0 with keepdim), plus offsets.
   std::string index = "0LL";
   size_t od = 0;
@@ -402,7 +432,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       continue;
     os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
        << "(" << params << ") { " << sym << "_body<" << v.block << ", " << v.items << ">("
-       << memList.substr(2) << symList << "); }\n";
+       << kernelArgs.substr(2) << symList << "); }\n";
     variants.push_back(v);
   }
   // Vector template: each item is four consecutive outputs along the
@@ -443,7 +473,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     for (const KernelVariant &v : vectorVariants()) {
       os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
          << "(" << params << ") { " << sym << "_vbody<" << v.block << ", " << v.items << ">("
-         << memList.substr(2) << symList << "); }\n";
+         << kernelArgs.substr(2) << symList << "); }\n";
       variants.push_back(v);
     }
   }
@@ -491,7 +521,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     for (const KernelVariant &v : rowVariants()) {
       os << "extern \"C\" __global__ void __launch_bounds__(" << v.block << ") " << sym << "_" << v.name()
          << "(" << params << ") { " << sym << "_rows<" << v.block << ", " << v.lanes << ">("
-         << memList.substr(2) << symList << "); }\n";
+         << kernelArgs.substr(2) << symList << "); }\n";
       variants.push_back(v);
     }
   }
@@ -534,9 +564,15 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     // No __restrict__ here: in a chain kernel a nest reads what an earlier
     // nest of the same kernel wrote, which the read-only (non-coherent)
     // load path that restrict-qualified const pointers allow would miss.
-    std::string plain = params;
+    std::string plain = params + extraParams;
     for (size_t at; (at = plain.find("__restrict__ ")) != std::string::npos;)
       plain.erase(at, 13);
+    // The row template's functions read away from the point through its
+    // own second pointers (a chain's split row cache holds only part of
+    // the row: those point at device memory).
+    setCallArgs(rowMemList);
+    value = storedValue();
+    store = "m0[" + index + "] = " + value + ";\n";
     os << "template <int BLOCK, int CLUSTER>\n__device__ __forceinline__ void " << sym
        << "_row(long long i0, unsigned rank, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";

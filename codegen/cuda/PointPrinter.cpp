@@ -99,6 +99,8 @@ public:
   // The operands read as vectors (vectorize): their pointers must be 16-byte
   // aligned (4 elements) for the function to run.
   const std::set<size_t> &vectorOperands() const { return vectorOperands_; }
+  // The operands read through their second pointer (e<k>).
+  const std::set<size_t> &elsewhereOperands() const { return elsewhereOperands_; }
   // The returned value per lane (print's result for lane 0).
   std::array<std::string, 4> returnedLanes() const { return returned_; }
   // Memref block argument `m` is operand `k` of the nest.
@@ -179,14 +181,23 @@ private:
         return false;
     std::string index = loadIndex(load, k);
     std::string n = "v" + std::to_string(next_++);
-    os_ << "  const tc_vec4<" << storageCType(spec_.operands[k].dtype) << "> " << n << " = tc_load4(m"
-        << std::to_string(k) << " + " << index << ");\n";
+    os_ << "  const tc_vec4<" << storageCType(spec_.operands[k].dtype) << "> " << n << " = tc_load4("
+        << pointer(load, k) << " + " << index << ");\n";
     std::array<std::string, 4> l;
     for (int j = 0; j < 4; ++j)
       l[size_t(j)] = n + ".v[" + std::to_string(j) + "]";
     lanes_[load.getResult().getAsOpaquePointer()] = l;
     vectorOperands_.insert(k);
     return true;
+  }
+
+  // The operand's pointer a load reads through: m<k>, or e<k> for a read
+  // away from the point's own indices (kElsewhereLoad).
+  std::string pointer(memref::LoadOp load, size_t k) {
+    if (!load->hasAttr(cpu::kElsewhereLoad))
+      return "m" + std::to_string(k);
+    elsewhereOperands_.insert(k);
+    return "e" + std::to_string(k);
   }
 
   std::string loadIndex(memref::LoadOp load, size_t k) {
@@ -380,7 +391,7 @@ private:
     }
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
       size_t k = memrefs_.at(load.getMemRef().getAsOpaquePointer());
-      define(r, "m" + std::to_string(k) + "[" + loadIndex(load, k) + "]");
+      define(r, pointer(load, k) + "[" + loadIndex(load, k) + "]");
       return;
     }
     fail("cuda codegen: cannot print '" + n + "'");
@@ -395,7 +406,7 @@ private:
   std::map<const void *, std::array<std::string, 4>> lanes_;
   Value vectorIv_;
   int lane_ = 0;
-  std::set<size_t> vectorOperands_;
+  std::set<size_t> vectorOperands_, elsewhereOperands_;
   std::array<std::string, 4> returned_;
 };
 
@@ -407,7 +418,7 @@ namespace {
 std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
                           std::optional<DType> accumulator,
                           const std::function<Value(NestContext &, std::optional<Value>)> &body,
-                          VectorFunction *vector) {
+                          VectorFunction *vector, std::set<size_t> &elsewhere) {
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -464,6 +475,7 @@ std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::str
     params += (params.empty() ? "" : ", ") + std::string(k == 0 ? "" : "const ") +
               storageCType(spec.operands[k].dtype) + " *m" + std::to_string(k);
   }
+  params += kElsewhereParams;
   if (acc) {
     printer.name(*acc, "acc");
     params += ", " + cType(acc->getType()) + " acc";
@@ -473,6 +485,7 @@ std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::str
     printer.vectorize(ivs[rank - 1], "i" + std::to_string(rank - 1));
   }
   std::string ret = printer.print(*entry);
+  elsewhere.insert(printer.elsewhereOperands().begin(), printer.elsewhereOperands().end());
   if (!vector) {
     os << "__device__ __forceinline__ " << cType(result.getType()) << " " << name << "(" << params << ") {\n"
        << body_os.str() << "  return " << ret << ";\n}\n";
@@ -495,15 +508,24 @@ std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::str
 
 std::string deviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
                            std::optional<DType> accumulator,
-                           const std::function<Value(NestContext &, std::optional<Value>)> &body) {
-  return printFunction(ctx, spec, name, accumulator, body, nullptr);
+                           const std::function<Value(NestContext &, std::optional<Value>)> &body,
+                           std::set<size_t> &elsewhere) {
+  return printFunction(ctx, spec, name, accumulator, body, nullptr, elsewhere);
 }
 
 VectorFunction vectorDeviceFunction(MLIRContext &ctx, const NestSpec &spec, const std::string &name,
-                                    const std::function<Value(NestContext &, std::optional<Value>)> &body) {
+                                    const std::function<Value(NestContext &, std::optional<Value>)> &body,
+                                    std::set<size_t> &elsewhere) {
   VectorFunction f;
-  printFunction(ctx, spec, name, std::nullopt, body, &f);
+  printFunction(ctx, spec, name, std::nullopt, body, &f, elsewhere);
   return f;
+}
+
+std::string elsewhereParams(const NestSpec &spec, const std::set<size_t> &elsewhere) {
+  std::string params;
+  for (size_t k : elsewhere)
+    params += ", const " + storageCType(spec.operands[k].dtype) + " *e" + std::to_string(k);
+  return params;
 }
 
 } // namespace tensorc::codegen::cuda

@@ -24,11 +24,19 @@ std::string dimExpr(const Dim &d, const std::vector<std::string> &symbols);
 
 // Builds a scalar MLIR function (ivs, symbols, operand memrefs[, an
 // accumulator of `accumulator`'s computed type]) whose body is `body`, and
-// prints it as `__device__ T name(long long i0.., long long s0.., m0..[,
-// acc])`. Throws Error on an op it cannot print.
+// prints it as `__device__ T name(long long i0.., long long s0.., m0..
+// kElsewhereParams[, acc])`. A load away from the point's own indices
+// (cpu::kElsewhereLoad) reads operand k through `e<k>` instead of `m<k>`:
+// such k are added to `elsewhere`, and the caller replaces the marker with
+// elsewhereParams of every function of the nest (they share one parameter
+// list). Throws Error on an op it cannot print.
+inline constexpr const char *kElsewhereParams = "/*elsewhere*/";
 std::string deviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
                            std::optional<DType> accumulator,
-                           const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body);
+                           const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body,
+                           std::set<size_t> &elsewhere);
+// `, const T *e<k>` for each k of `elsewhere`.
+std::string elsewhereParams(const cpu::NestSpec &spec, const std::set<size_t> &elsewhere);
 
 // The same function at four consecutive values of the innermost index
 // (i{rank-1}, a multiple of 4, the other indices fixed), printed as
@@ -44,6 +52,7 @@ struct VectorFunction {
   std::string resultType;    // T
 };
 VectorFunction vectorDeviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
-                                    const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body);
+                                    const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body,
+                                    std::set<size_t> &elsewhere);
 
 } // namespace tensorc::codegen::cuda

@@ -436,7 +436,9 @@ TEST(CudaCodegen, NestsReadAndWriteFourConsecutiveElements) {
   trace::Tensor r = w.input("x", DType::F32, {"B", 4096});
   w.output(w.call("softmax", {r}, {{"axis", Attr(int64_t(-1))}})[0]);
   std::string code = cudaArtifact(w.graph(), "rows").code;
-  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, xa); }"), std::string::npos);
+  // (m1 read at the point, and through its second pointer at the row's
+  // first element: the online log-sum-exp's shift.)
+  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, m1, xa); }"), std::string::npos);
   EXPECT_NE(code.find("if (true && tc_aligned4(m1)) {"), std::string::npos);
 }
 
@@ -501,6 +503,45 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
         cached = std::max(cached, var.cacheBytes);
     EXPECT_EQ(cached, grad ? 4096 * 4 : 0) << (grad ? "with softmax" : "forward");
   }
+}
+
+// Cross-entropy's training step, rows split across a cluster (201 KB rows):
+// the log-sum-exp reads its points from the block's part of the row cache
+// and the row's first element (its shift) through device memory; the
+// chain waits for the cluster once, before the gradient (every block reads
+// the row's statistics), and never after the gradient's stores (the
+// barrier's release waited for all of them; the per-row steps after it run
+// on the thread that computed their operands).
+TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
+  trace::Tracer t("xent");
+  trace::Tensor logits = t.input("logits", DType::F32, {4096, 50304});
+  trace::Tensor target = t.input("target", DType::I64, {4096});
+  t.output(t.call("cross_entropy", {logits, target})[0]);
+  autodiff::AutodiffOptions wrt;
+  wrt.wrt = {"logits"};
+  artifact::Artifact a = cudaArtifact(autodiff::buildJointGraph(t.graph(), wrt).graph, "xent_step");
+  const artifact::Step *head = nullptr;
+  for (const artifact::Step &st : a.steps)
+    if (!st.chainKernel.empty())
+      head = &st;
+  ASSERT_NE(head, nullptr);
+  size_t at = a.code.find("void " + head->chainKernel + "_split(");
+  ASSERT_NE(at, std::string::npos);
+  std::string split = a.code.substr(at, a.code.find("\n}\n", at) - at);
+  // The first nest: the log-sum-exp, its points from the cache (q), its
+  // shift from device memory (p).
+  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER>(i0, rank, p0, q1, p1);");
+  EXPECT_NE(first, std::string::npos) << split;
+  size_t barriers = 0;
+  for (size_t b = split.find("tc_cluster_sync()"); b != std::string::npos; b = split.find("tc_cluster_sync()", b + 1))
+    ++barriers;
+  EXPECT_EQ(barriers, 1u) << split;
+  // The barrier comes before the nest reading the cached row at every
+  // column (the gradient), and nothing waits after it.
+  size_t barrier = split.find("tc_cluster_sync()");
+  size_t gradient = split.find("_row<BLOCK, CLUSTER>(i0, rank, p", barrier);
+  EXPECT_NE(gradient, std::string::npos);
+  EXPECT_NE(split.find(", q", gradient), std::string::npos) << split;
 }
 
 // Elementwise nests that read only what is outside their chain (a gelu and
