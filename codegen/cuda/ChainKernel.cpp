@@ -153,8 +153,10 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       if (n && nests[n].barrierBefore)
         c += split ? "  tc_cluster_sync(); // the next nest reads this row's results, from any block\n"
                    : "  __syncthreads(); // the next nest reads this row's results\n";
-      c += "  " + nests[n].symbol + "_row<BLOCK, " + (split ? "CLUSTER" : "1") + ">(i0, " + (split ? "rank" : "0u") +
-           args + symbolArgs + elsewhere + ");\n";
+      bool syncLater = split && std::any_of(nests.begin() + long(n) + 1, nests.end(),
+                                            [](const ChainedNest &m) { return m.barrierBefore; });
+      c += "  " + nests[n].symbol + "_row<BLOCK, " + (split ? "CLUSTER" : "1") + (syncLater ? ", true" : "") +
+           ">(i0, " + (split ? "rank" : "0u") + args + symbolArgs + elsewhere + ");\n";
     }
     return c;
   };

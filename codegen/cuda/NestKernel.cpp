@@ -573,7 +573,10 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     setCallArgs(rowMemList);
     value = storedValue();
     store = "m0[" + index + "] = " + value + ";\n";
-    os << "template <int BLOCK, int CLUSTER>\n__device__ __forceinline__ void " << sym
+    // SYNC_LATER: the chain waits for the whole cluster after this nest
+    // (before a later one), so a block's partial results stay alive until
+    // rank 0 has read them without a barrier of their own.
+    os << "template <int BLOCK, int CLUSTER, bool SYNC_LATER = false>\n__device__ __forceinline__ void " << sym
        << "_row(long long i0, unsigned rank, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
     if (reducedDims.empty()) {
@@ -638,7 +641,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       os << "        if (rank == 0 && threadIdx.x == 0) {\n";
       os << "          for (unsigned c = 1; c < CLUSTER; ++c) { " << clusterMerge << " }\n";
       os << finish("          ") << "          " << store << "        }\n";
-      os << "        tc_cluster_sync(); // read before the next output reuses them\n";
+      os << "        // read before the next output reuses them, or the block leaves\n";
+      os << "        if (!SYNC_LATER || p + 1 < inner) tc_cluster_sync();\n";
       os << "      }\n";
       os << "      __syncthreads(); // partial is reused by the next output\n";
       os << "    }\n";

@@ -529,9 +529,11 @@ TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
   ASSERT_NE(at, std::string::npos);
   std::string split = a.code.substr(at, a.code.find("\n}\n", at) - at);
   // The first nest: the log-sum-exp, its points from the cache (q), its
-  // shift from device memory (p).
-  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER>(i0, rank, p0, q1, p1);");
+  // shift from device memory (p); the chain waits for the cluster after
+  // it, so its partial results need no barrier of their own.
+  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER, true>(i0, rank, p0, q1, p1);");
   EXPECT_NE(first, std::string::npos) << split;
+  EXPECT_NE(a.code.find("if (!SYNC_LATER || p + 1 < inner) tc_cluster_sync();"), std::string::npos);
   size_t barriers = 0;
   for (size_t b = split.find("tc_cluster_sync()"); b != std::string::npos; b = split.find("tc_cluster_sync()", b + 1))
     ++barriers;
