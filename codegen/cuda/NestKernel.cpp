@@ -278,8 +278,12 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   };
   // Accumulators 1-3 beside the caller's (fields + "_k"), and their merge
   // into it.
+  // (Not for the log-sum-exp: tc_lse_combine_n folds each chunk of loads
+  // into the one accumulator.)
   auto extraAccumulators = [&](const std::string &in) {
     std::string c;
+    if (lse)
+      return c;
     for (int k = 1; k < 4; ++k)
       for (const Field &f : fields)
         c += in + f.type + " " + f.name + "_" + std::to_string(k) + " = (" + f.type + ")(" + f.identity + ");\n";
@@ -287,6 +291,8 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   };
   auto mergeExtraAccumulators = [&](const std::string &in) {
     std::string c;
+    if (lse)
+      return c;
     for (int k = 1; k < 4; ++k) {
       std::string o = "o" + std::to_string(k) + "_";
       c += in + "{ ";
