@@ -110,8 +110,9 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
       // through that pointer only at its own point; away from it (a row's
       // first element, a gather) through its second pointer (rowElsewhere_),
       // which split is device memory. Split, only the nests whose parts are
-      // column ranges find their points in the block's part; the others
-      // read device memory (nothing in the chain writes a cached operand).
+      // ranges of the operand's columns find their points in the block's
+      // part (rowColumns_); the others read device memory (nothing in the
+      // chain writes a cached operand).
       c += "  extern __shared__ __align__(16) unsigned char tc_row_cache[];\n";
       std::string offset = "0LL";
       for (size_t j = 0; j < cache.size(); ++j) {
@@ -129,8 +130,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
                inner + ");\n";
         }
         for (size_t p : r.params) {
-          auto columns = rowSplitsColumns_.find(nests[nestOf[p]].symbol);
-          if (split && !(columns != rowSplitsColumns_.end() && columns->second))
+          if (split && rowColumns_.at(nests[nestOf[p]].symbol) != r.inner)
             continue;
           c += "  const " + t + " *q" + std::to_string(p) + " = " + cj + " - i0 * " + inner + (split ? " - " + lo : "") +
                ";\n";

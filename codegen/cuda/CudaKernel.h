@@ -113,11 +113,12 @@ private:
     std::string params, aligned, compute, index, outT, total;
   };
   std::map<std::string, VectorElementwise> vectorElementwise_; // by nest symbol
-  // By nest symbol: whether its row template, split across a cluster,
-  // gives each block a part of the columns of the operands it reads at its
-  // own point (elementwise nests and reductions of whole rows), so that the
-  // block's part of a row cache holds what it reads.
-  std::map<std::string, bool> rowSplitsColumns_;
+  // By nest symbol: the columns its row template splits across a cluster
+  // where each block's part is a column range (static; elementwise nests
+  // and row reductions with one output per row), else -1. A block's part
+  // of a row cache of as many columns holds what the nest reads at its own
+  // point.
+  std::map<std::string, int64_t> rowColumns_;
   // Per nest symbol: the operands (indices) its functions also read away
   // from the point, through second pointers its row template takes last.
   std::map<std::string, std::vector<size_t>> rowElsewhere_;

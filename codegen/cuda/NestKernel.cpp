@@ -546,10 +546,16 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     for (size_t d = 1; d < rank; ++d)
       if (!spec.reduced[d])
         inner += " * " + dims(d);
-    // Whether the row's split parts are parts of each operand row read at
-    // the nest's own point (so a cluster block may read them from its part
-    // of a row cache): elementwise, or reducing every dim but the rows.
-    rowSplitsColumns_[sym] = reducedDims.empty() || inner == "1LL";
+    // The columns a row's split divides where its parts are column ranges
+    // (static): an elementwise nest's outputs per row, or the elements a
+    // row reduction with one output per row reduces; else -1. A cluster
+    // block finds what it reads at its own point in its part of a row
+    // cache of as many columns (not of more: a nest over a row's first 8
+    // columns reading a 50304-column operand at its point).
+    int64_t columns = reducedDims.empty() || inner == "1LL" ? 1 : -1;
+    for (size_t d = 1; d < rank; ++d)
+      columns = spec.space[d].isStatic() && columns > 0 ? columns * spec.space[d].value() : -1;
+    rowColumns_[sym] = columns;
     auto innerIndices = [&](const std::string &linear, const std::string &indent) {
       std::string c;
       bool any = false;
