@@ -236,11 +236,18 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
   // `output`, written) as a vector is aligned; the point function's four
   // lanes at the current indices, rounded into `dest` (a tc_vec4 of the
   // output type).
+  // In a row template (secondPointers) an operand's reads away from the
+  // point go through e<k>, which a split chain points at device memory
+  // while m<k> is its row cache: both are checked. Elsewhere e<k> is m<k>.
+  bool secondPointers = false;
   auto vectorsAligned = [&](bool output) {
     std::string c = output ? "tc_aligned4(m0)" : "true";
     for (size_t k : vector->operands)
       if (k != 0 || !output)
         c += " && tc_aligned4(m" + std::to_string(k) + ")";
+    for (size_t k : vector->elsewhereOperands)
+      if (secondPointers || !vector->operands.count(k))
+        c += std::string(" && tc_aligned4(") + (secondPointers ? "e" : "m") + std::to_string(k) + ")";
     return c;
   };
   auto vectorOutputs = [&](const std::string &dest, const std::string &indent) {
@@ -583,6 +590,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     // own second pointers (a chain's split row cache holds only part of
     // the row: those point at device memory).
     setCallArgs(rowMemList);
+    secondPointers = true;
     value = storedValue();
     store = "m0[" + index + "] = " + value + ";\n";
     // SYNC_LATER: the chain waits for the whole cluster after this nest

@@ -96,9 +96,12 @@ public:
     lanes_[iv.getAsOpaquePointer()] = l;
     vectorIv_ = iv;
   }
-  // The operands read as vectors (vectorize): their pointers must be 16-byte
-  // aligned (4 elements) for the function to run.
+  // The operands read as vectors (vectorize) through m<k> and through e<k>:
+  // those pointers must be 16-byte aligned (4 elements) for the function to
+  // run (in a split chain's row template e<k> is device memory while m<k>
+  // is the row cache).
   const std::set<size_t> &vectorOperands() const { return vectorOperands_; }
+  const std::set<size_t> &vectorElsewhereOperands() const { return vectorElsewhere_; }
   // The operands read through their second pointer (e<k>).
   const std::set<size_t> &elsewhereOperands() const { return elsewhereOperands_; }
   // The returned value per lane (print's result for lane 0).
@@ -181,13 +184,14 @@ private:
         return false;
     std::string index = loadIndex(load, k);
     std::string n = "v" + std::to_string(next_++);
-    os_ << "  const tc_vec4<" << storageCType(spec_.operands[k].dtype) << "> " << n << " = tc_load4("
-        << pointer(load, k) << " + " << index << ");\n";
+    std::string from = pointer(load, k);
+    os_ << "  const tc_vec4<" << storageCType(spec_.operands[k].dtype) << "> " << n << " = tc_load4(" << from
+        << " + " << index << ");\n";
     std::array<std::string, 4> l;
     for (int j = 0; j < 4; ++j)
       l[size_t(j)] = n + ".v[" + std::to_string(j) + "]";
     lanes_[load.getResult().getAsOpaquePointer()] = l;
-    vectorOperands_.insert(k);
+    (from[0] == 'e' ? vectorElsewhere_ : vectorOperands_).insert(k);
     return true;
   }
 
@@ -406,7 +410,7 @@ private:
   std::map<const void *, std::array<std::string, 4>> lanes_;
   Value vectorIv_;
   int lane_ = 0;
-  std::set<size_t> vectorOperands_, elsewhereOperands_;
+  std::set<size_t> vectorOperands_, vectorElsewhere_, elsewhereOperands_;
   std::array<std::string, 4> returned_;
 };
 
@@ -492,6 +496,7 @@ std::string printFunction(MLIRContext &ctx, const NestSpec &spec, const std::str
     return os.str();
   }
   vector->operands = printer.vectorOperands();
+  vector->elsewhereOperands = printer.vectorElsewhereOperands();
   vector->resultType = cType(result.getType());
   os << "__device__ __forceinline__ void " << name << "(" << params << ", " << cType(result.getType())
      << " (&r)[4]) {\n"

@@ -44,12 +44,14 @@ std::string elsewhereParams(const cpu::NestSpec &spec, const std::set<size_t> &e
 // what depends on that index is computed per lane; a load whose last index
 // is that index, from an operand with a static last dim that is a multiple
 // of 4, is one aligned vector load (tc_load4). Those operands are returned
-// in `operands`: the caller runs the function only where their pointers
+// in `operands` (read through m<k>) and `elsewhereOperands` (through e<k>,
+// kElsewhereLoad): the caller runs the function only where those pointers
 // are aligned to 4 elements. Throws Error.
 struct VectorFunction {
   std::string text;
-  std::set<size_t> operands; // read as vectors
-  std::string resultType;    // T
+  std::set<size_t> operands;          // read as vectors through m<k>
+  std::set<size_t> elsewhereOperands; // read as vectors through e<k>
+  std::string resultType;             // T
 };
 VectorFunction vectorDeviceFunction(mlir::MLIRContext &ctx, const cpu::NestSpec &spec, const std::string &name,
                                     const std::function<mlir::Value(cpu::NestContext &, std::optional<mlir::Value>)> &body,

@@ -464,6 +464,17 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
     EXPECT_NE(a.code.find("tc_copy_row<BLOCK>(c0, "), std::string::npos);
   }
   EXPECT_EQ(heads, 1u);
+  // The weight and bias, read away from the point (one element per
+  // column), come through their second pointers e<k>: in a chain split
+  // across a cluster those point at device memory while m<k> is the row
+  // cache, so the vector path checks each e<k> it reads as vectors.
+  size_t elsewhereVectors = 0;
+  for (size_t at = a.code.find("tc_load4(e"); at != std::string::npos; at = a.code.find("tc_load4(e", at + 1)) {
+    std::string pointer = a.code.substr(at + 9, a.code.find_first_of(" +)", at + 9) - at - 9);
+    EXPECT_NE(a.code.find("tc_aligned4(" + pointer + ")"), std::string::npos) << pointer;
+    ++elsewhereVectors;
+  }
+  EXPECT_GT(elsewhereVectors, 0u);
   artifact::Artifact back = artifact::parse(artifact::serialize(a), "cache.tcx");
   for (size_t i = 0; i < a.steps.size(); ++i)
     EXPECT_EQ(back.steps[i].chainVariants, a.steps[i].chainVariants);
