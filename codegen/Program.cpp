@@ -2147,18 +2147,14 @@ private:
         if (!artifact::writesOperand(art_.steps[si], k))
           lastRead[size_t(base(art_.steps[si].operands[k]))] = int(si);
     std::function<int(int)> root = [&](int v) { return owner[size_t(v)] == v ? v : root(owner[size_t(v)]); };
-    // A step of a chain with one output per row (a row's scalar) does not
-    // write over an operand an earlier step of its chain reads: the CUDA
-    // chain kernel would have to wait for every thread of the earlier step
-    // (a cluster barrier, which waits for the stores in flight) to save a
-    // few bytes per row.
-    auto readEarlierInChain = [&](size_t si, int v) {
-      for (size_t s = size_t(chainFirst[si]); s < si; ++s)
-        for (size_t k = 0; k < art_.steps[s].operands.size(); ++k)
-          if (!artifact::writesOperand(art_.steps[s], k) && base(art_.steps[s].operands[k]) == v)
-            return true;
-      return false;
-    };
+    // A step of a chain with one output per row (a row's scalar) writes
+    // over no operand: a CUDA chain kernel splitting rows across a cluster
+    // computes such steps in every block (each storing the same value), so
+    // one block would overwrite what another has still to read; otherwise
+    // the chain kernel would have to wait for every thread of the earlier
+    // steps (a cluster barrier, which waits for the stores in flight). It
+    // saves a few bytes per row.
+    auto inChain = [&](size_t si) { return chainFirst[si] != chainLast[si]; };
     for (auto &[si, candidates] : inPlaceCandidates_) {
       int out = art_.steps[si].operands[0];
       if (!produced_[size_t(out)] || isCheck(out) || base(out) != out)
@@ -2166,7 +2162,7 @@ private:
       bool rowScalar = art_.steps[si].threads == art_.steps[si].extent;
       for (int v : candidates)
         if (base(v) == v && lastRead[size_t(v)] == int(si) && !isCheck(v) && root(v) != root(out) &&
-            !(rowScalar && readEarlierInChain(si, v))) {
+            !(rowScalar && inChain(si))) {
           owner[size_t(out)] = root(v);
           break;
         }

@@ -12,12 +12,12 @@ namespace tensorc::codegen::cuda {
 
 namespace {
 int64_t alignedTo16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+// tc_split_chunk (kernels/Prelude.cuh): a cluster block's part of n.
+int64_t splitChunk(int64_t n, int cluster) { return ((n + cluster - 1) / cluster + 3) / 4 * 4; }
 // Rows cached in more than this leave room for at most one block per SM
 // (an H100's 228 KiB, 1 KiB of it per block reserved): such chains also
 // get variants splitting each row across a cluster.
 constexpr int64_t kClusterSplitBytes = 96 * 1024;
-// tc_split_chunk (kernels/Prelude.cuh): a cluster block's part of n.
-int64_t splitChunk(int64_t n, int cluster) { return ((n + cluster - 1) / cluster + 3) / 4 * 4; }
 } // namespace
 
 // Chain kernels' pointers are not __restrict__: later nests read what
@@ -76,7 +76,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
                                                      const std::vector<std::string> &symbols,
                                                      const Dim &rows,
                                                      const std::vector<RowCacheOperand> &cache,
-                                                     int64_t rowWork, bool siblings) {
+                                                     int64_t rowWork, bool siblings, bool blocksFinishRows) {
   std::ostringstream os;
   std::string params;
   // Each nest's call, with the pointer name of each parameter left to fill
@@ -150,13 +150,23 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
         size_t p = nestParams[n][k];
         elsewhere += (fromCache[p] && !split ? ", q" : ", p") + std::to_string(p);
       }
+      // Split with blocksFinishRows: every block computes the row's values
+      // itself (a nest with one output per row in each block, a row
+      // reduction from all the partials) and waits only for its threads.
+      bool everyBlock = split && blocksFinishRows;
       if (n && nests[n].barrierBefore)
-        c += split ? "  tc_cluster_sync(); // the next nest reads this row's results, from any block\n"
-                   : "  __syncthreads(); // the next nest reads this row's results\n";
-      bool syncLater = split && std::any_of(nests.begin() + long(n) + 1, nests.end(),
-                                            [](const ChainedNest &m) { return m.barrierBefore; });
-      c += "  " + nests[n].symbol + "_row<BLOCK, " + (split ? "CLUSTER" : "1") + (syncLater ? ", true" : "") +
-           ">(i0, " + (split ? "rank" : "0u") + args + symbolArgs + elsewhere + ");\n";
+        c += split && !everyBlock ? "  tc_cluster_sync(); // the next nest reads this row's results, from any block\n"
+                                  : "  __syncthreads(); // the next nest reads this row's results\n";
+      bool syncLater = split && !everyBlock && std::any_of(nests.begin() + long(n) + 1, nests.end(),
+                                                           [](const ChainedNest &m) { return m.barrierBefore; });
+      bool whole = everyBlock && nests[n].onePerRow && !nests[n].reduces;
+      std::string cluster = split && !whole ? "CLUSTER" : "1";
+      if (everyBlock && nests[n].onePerRow && nests[n].reduces)
+        cluster += ", false, true";
+      else if (syncLater)
+        cluster += ", true";
+      c += "  " + nests[n].symbol + "_row<BLOCK, " + cluster + ">(i0, " + (split && !whole ? "rank" : "0u") + args +
+           symbolArgs + elsewhere + ");\n";
     }
     return c;
   };

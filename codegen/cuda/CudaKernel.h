@@ -44,6 +44,8 @@ struct ChainedNest {
   std::string symbol;
   std::vector<DType> operands;
   bool barrierBefore = true;
+  bool onePerRow = false; // one output per row (thread 0 writes it)
+  bool reduces = false;   // over the row (a reduction)
 };
 // A chain's row cache: an operand the chained nests read only at their row
 // (and more than once), whose row of `inner` elements a chain kernel variant
@@ -78,10 +80,14 @@ public:
   // same outputs per row, the kernel computes them all per element
   // instead (no row cache, no barriers; the nests' own order where a
   // pointer is not aligned).
+  // `blocksFinishRows` (splitBlocksFinishRows in CudaProgram.cpp): split
+  // across a cluster, every block computes each nest with one output per
+  // row itself (a row reduction from every block's partials, ALL), so the
+  // nests wait only for their own block.
   std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows,
                                     const std::vector<RowCacheOperand> &cache = {}, int64_t rowWork = 0,
-                                    bool siblings = false);
+                                    bool siblings = false, bool blocksFinishRows = false);
   // PREFIX_column_sums_<dtype>(out, in, rows, cols): out[c] = sum_r in[r, c]
   // (kernels/ColumnSums.cuh), the bias-gradient fallback when cuBLASLt has
   // no algorithm with it.

@@ -149,6 +149,32 @@ void chainBarriers(const artifact::Artifact &art, size_t first, std::vector<Chai
   }
 }
 
+// Whether a chain split across a cluster can let each block finish the
+// row's values itself (CudaSourceBuilder::addChain's blocksFinishRows):
+// every nest with one output per row runs in every block, each storing the
+// same value (a row reduction from every block's partials), and a block
+// waits only for its own threads. That needs no block to touch bytes
+// another block reads or writes at another time: a value the chain writes
+// is read only by later nests and only where every block wrote it itself
+// (one output per row), and shares no bytes with what a nest reads before
+// or with what another nest writes (checked by storage, as chainBarriers).
+bool splitBlocksFinishRows(const artifact::Artifact &art, size_t first, size_t last) {
+  for (size_t a = first; a <= last; ++a) {
+    const artifact::Step &writer = art.steps[a];
+    bool everyBlock = writer.threads == writer.extent;
+    int written = artifact::storageValue(art, writer.operands[0]);
+    for (size_t b = first; b <= last; ++b) {
+      const artifact::Step &other = art.steps[b];
+      for (size_t o = 1; o < other.operands.size(); ++o)
+        if (mayShareBytes(art, written, artifact::storageValue(art, other.operands[o])) && !(b > a && everyBlock))
+          return false;
+      if (b != a && mayShareBytes(art, written, artifact::storageValue(art, other.operands[0])))
+        return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions &options) {
@@ -191,8 +217,11 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
         ChainedNest n{art.steps[i].symbol, {}};
         for (int o : art.steps[i].operands)
           n.operands.push_back(art.values[size_t(o)].dtype);
+        n.onePerRow = art.steps[i].threads == art.steps[i].extent;
+        n.reduces = art.steps[i].reduced != Dim::of(1);
         nests.push_back(n);
       }
+      std::vector<RowCacheOperand> cache = rowCache(art, notes, first, last);
       chainBarriers(art, first, nests);
       artifact::Step &head = art.steps[first];
       // The most any chained step computes per row, where static.
@@ -209,8 +238,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
           siblings = siblings && !written.count(artifact::storageValue(art, art.steps[i].operands[o]));
       head.chainKernel = head.symbol + "_chain";
       head.chainVariants = source.addChain(head.chainKernel, nests, symbols, head.extent,
-                                           rowCache(art, notes, first, last), std::max<int64_t>(rowWork, 0),
-                                           siblings);
+                                           cache, std::max<int64_t>(rowWork, 0),
+                                           siblings, splitBlocksFinishRows(art, first, last));
     }
     first = last + 1;
   }

@@ -595,8 +595,12 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     store = "m0[" + index + "] = " + value + ";\n";
     // SYNC_LATER: the chain waits for the whole cluster after this nest
     // (before a later one), so a block's partial results stay alive until
-    // rank 0 has read them without a barrier of their own.
-    os << "template <int BLOCK, int CLUSTER, bool SYNC_LATER = false>\n__device__ __forceinline__ void " << sym
+    // rank 0 has read them without a barrier of their own. ALL (a row
+    // reduction with one output per row, split across a cluster): every
+    // block finishes the row from all the partials (exchanged through
+    // distributed shared memory, no cluster-wide fence) and stores the same
+    // result, so the chain's later nests need no cluster barrier.
+    os << "template <int BLOCK, int CLUSTER, bool SYNC_LATER = false, bool ALL = false>\n__device__ __forceinline__ void " << sym
        << "_row(long long i0, unsigned rank, " << plain << ") {\n";
     os << "  const long long inner = " << inner << ";\n";
     if (reducedDims.empty()) {
@@ -634,15 +638,27 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       os << "  if (inner < BLOCK / 32) {\n";
       os << "    if constexpr (CLUSTER > 1) tc_split_range(reduced, rank, CLUSTER, rlo, reduced);\n";
       os << declarePartials("    ");
-      std::string clusterSlots, clusterStore, clusterMerge;
+      std::string clusterSlots, clusterStore, clusterMerge, exchangeBytes = "0u", exchangeKeep, exchangeSend,
+                                                                exchangeFirst, exchangeMerge;
       for (size_t f = 0; f < fields.size(); ++f) {
-        std::string k = std::to_string(f);
+        std::string k = std::to_string(f), slot = "exchange" + k;
         clusterSlots += "    __shared__ " + fields[f].type + " clusterPartial" + k + ";\n";
         clusterStore += " clusterPartial" + k + " = " + fields[f].name + ";";
         clusterMerge += "const " + fields[f].type + " c" + k + " = tc_cluster_load(&clusterPartial" + k + ", c); ";
+        clusterSlots += "    __shared__ " + fields[f].type + " " + slot + "[CLUSTER];\n";
+        exchangeBytes += " + sizeof(" + fields[f].type + ")";
+        exchangeKeep += " " + slot + "[rank] = " + fields[f].name + ";";
+        exchangeSend += " tc_exchange_send(&" + slot + "[rank], " + fields[f].name + ", &exchangeBarrier, c);";
+        exchangeFirst += " " + fields[f].name + " = " + slot + "[0];";
+        exchangeMerge += "const " + fields[f].type + " c" + k + " = " + slot + "[c]; ";
       }
       clusterMerge += merge("c");
+      exchangeMerge += merge("c");
       os << clusterSlots;
+      os << "    __shared__ __align__(8) unsigned long long exchangeBarrier;\n";
+      // ALL: the chain asks only for one output per row (a single exchange).
+      os << "    if constexpr (CLUSTER > 1 && ALL) tc_exchange_open(&exchangeBarrier, (CLUSTER - 1) * (" << exchangeBytes
+         << "));\n";
       os << "    for (long long p = 0; p < inner; ++p) {\n";
       os << innerIndices("p", "      ");
       os << accInit("      ");
@@ -652,11 +668,21 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
       os << "      if (warp == 0) {\n";
       os << reloadPartials("        ");
       os << "        if (lane == 0) {\n";
-      os << "          if constexpr (CLUSTER > 1) {" << clusterStore << " } else {\n";
+      os << "          if constexpr (CLUSTER > 1 && ALL) {" << exchangeKeep << " } else if constexpr (CLUSTER > 1) {"
+         << clusterStore << " } else {\n";
       os << finish("            ") << "            " << store << "          }\n";
       os << "        }\n";
       os << "      }\n";
-      os << "      if constexpr (CLUSTER > 1) {\n";
+      // In rank order in every block: the same result everywhere.
+      os << "      if constexpr (CLUSTER > 1 && ALL) {\n";
+      os << "        tc_exchange_ready();\n";
+      os << "        if (threadIdx.x == 0) {\n";
+      os << "          for (unsigned c = 0; c < CLUSTER; ++c) if (c != rank) {" << exchangeSend << " }\n";
+      os << "          tc_exchange_wait(&exchangeBarrier);\n";
+      os << "         " << exchangeFirst << "\n";
+      os << "          for (unsigned c = 1; c < CLUSTER; ++c) { " << exchangeMerge << " }\n";
+      os << finish("          ") << "          " << store << "        }\n";
+      os << "      } else if constexpr (CLUSTER > 1) {\n";
       os << "        tc_cluster_sync(); // every block's partial is in its shared memory\n";
       os << "        if (rank == 0 && threadIdx.x == 0) {\n";
       os << "          for (unsigned c = 1; c < CLUSTER; ++c) { " << clusterMerge << " }\n";

@@ -322,6 +322,39 @@ std::vector<std::pair<std::string, Graph>> largeGraphs() {
     t.output(t.call("cross_entropy", {x, t.input("target", DType::I64, {9})})[0]);
     gs.emplace_back("large_cross_entropy_backward", autodiff::buildJointGraph(t.graph()).graph);
   }
+  // Rows wider than 96 KiB: their chain kernels also split each row across a
+  // cluster, every block finishing the row's statistics from all the
+  // blocks' partials (sums, maxima, log-sum-exps, means) and computing the
+  // per-row values itself. Odd widths (the blocks' parts differ), rows far
+  // from 0 for the layer norm, bf16 rows of 50021.
+  {
+    trace::Tracer t("wide_rows");
+    trace::Tensor x = t.parameter("x", DType::F32, {3, 25013});
+    trace::Tensor shifted = t.call("add", {x, 1e3})[0];
+    trace::Tensor ln = t.call("layer_norm", {shifted, t.parameter("w", DType::F32, {25013}),
+                                             t.parameter("b", DType::F32, {25013})})[0];
+    trace::Tensor sm = t.call("softmax", {x})[0];
+    trace::Tensor y = t.call("add", {t.call("mul", {ln, sm})[0], t.call("log_softmax", {x})[0]})[0];
+    t.output(t.call("sum", {t.call("mul", {y, y})[0]})[0]);
+    gs.emplace_back("wide_rows_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  {
+    trace::Tracer t("wide_xent_bf16");
+    trace::Tensor x = t.parameter("x", DType::BF16, {4, 50021});
+    t.output(t.call("cross_entropy", {x, t.input("target", DType::I64, {4})})[0]);
+    gs.emplace_back("wide_cross_entropy_bf16_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  {
+    trace::Tracer t("wide_siblings");
+    trace::Tensor x = t.input("x", DType::F32, {5, 24999});
+    AttrMap rows{{"axes", Attr(std::vector<int64_t>{1})}};
+    t.output(t.call("sum", {x}, rows)[0]);
+    t.output(t.call("max", {x}, {{"axes", Attr(std::vector<int64_t>{1})}, {"keepdim", Attr(true)}})[0]);
+    t.output(t.call("mean", {x}, rows)[0]);
+    t.output(t.call("logsumexp", {x}, rows)[0]);
+    t.output(t.call("softmax", {x})[0]);
+    gs.emplace_back("wide_row_siblings", t.graph());
+  }
   // Independent reductions over the same rows of one input (different
   // kinds, keepdim or not) merge into one row kernel.
   {

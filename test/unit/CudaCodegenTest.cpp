@@ -518,11 +518,12 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
 
 // Cross-entropy's training step, rows split across a cluster (201 KB rows):
 // the log-sum-exp reads its points from the block's part of the row cache
-// and the row's first element (its shift) through device memory; the
-// chain waits for the cluster once, before the gradient (every block reads
-// the row's statistics), and never after the gradient's stores (the
-// barrier's release waited for all of them; the per-row steps after it run
-// on the thread that computed their operands).
+// and the row's first element (its shift) through device memory; every
+// block finishes the log-sum-exp from all the blocks' partials (exchanged
+// through distributed shared memory) and computes the per-row values
+// itself, so the chain waits only for its own block: no cluster barrier
+// (whose release waits for every store in flight), none after the
+// gradient's stores.
 TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
   trace::Tracer t("xent");
   trace::Tensor logits = t.input("logits", DType::F32, {4096, 50304});
@@ -539,22 +540,38 @@ TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
   size_t at = a.code.find("void " + head->chainKernel + "_split(");
   ASSERT_NE(at, std::string::npos);
   std::string split = a.code.substr(at, a.code.find("\n}\n", at) - at);
-  // The first nest: the log-sum-exp, its points from the cache (q), its
-  // shift from device memory (p); the chain waits for the cluster after
-  // it, so its partial results need no barrier of their own.
-  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER, true>(i0, rank, p0, q1, p1);");
+  // The first nest: the log-sum-exp over the block's part, its points from
+  // the cache (q), its shift from device memory (p), finished in every
+  // block (ALL).
+  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER, false, true>(i0, rank, p0, q1, p1);");
   EXPECT_NE(first, std::string::npos) << split;
-  EXPECT_NE(a.code.find("if (!SYNC_LATER || p + 1 < inner) tc_cluster_sync();"), std::string::npos);
-  size_t barriers = 0;
-  for (size_t b = split.find("tc_cluster_sync()"); b != std::string::npos; b = split.find("tc_cluster_sync()", b + 1))
-    ++barriers;
-  EXPECT_EQ(barriers, 1u) << split;
-  // The barrier comes before the nest reading the cached row at every
-  // column (the gradient), and nothing waits after it.
-  size_t barrier = split.find("tc_cluster_sync()");
+  EXPECT_NE(a.code.find("tc_exchange_send(&exchange0[rank], acc, &exchangeBarrier, c);"), std::string::npos);
+  EXPECT_EQ(split.find("tc_cluster_sync()"), std::string::npos) << split;
+  // The per-row values (the target's logit, the loss) in every block, the
+  // whole of their one element per row.
+  EXPECT_NE(split.find("_row<BLOCK, 1>(i0, 0u, p"), std::string::npos) << split;
+  // One block barrier before the nest reading the cached row at every
+  // column (the gradient), none after it.
+  size_t barrier = split.find("__syncthreads(); // the next nest");
+  ASSERT_NE(barrier, std::string::npos) << split;
+  EXPECT_EQ(split.find("__syncthreads(); // the next nest", barrier + 1), std::string::npos) << split;
   size_t gradient = split.find("_row<BLOCK, CLUSTER>(i0, rank, p", barrier);
   EXPECT_NE(gradient, std::string::npos);
   EXPECT_NE(split.find(", q", gradient), std::string::npos) << split;
+  // Every nest with one output per row stores its own buffer: a block
+  // never writes over what another block has still to read.
+  std::set<int> rowBuffers;
+  size_t perRow = 0;
+  for (const artifact::Step &st : a.steps)
+    if (st.threads == st.extent && (&st == head || st.chainNext || (&st > head && (&st)[-1].chainNext))) {
+      const artifact::Storage &s = a.values[size_t(artifact::storageValue(a, st.operands[0]))].storage;
+      if (s.kind == artifact::Storage::Kind::Buffer) {
+        rowBuffers.insert(s.index);
+        ++perRow;
+      }
+    }
+  EXPECT_GT(perRow, 1u);
+  EXPECT_EQ(rowBuffers.size(), perRow);
 }
 
 // Elementwise nests that read only what is outside their chain (a gelu and

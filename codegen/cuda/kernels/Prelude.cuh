@@ -144,6 +144,78 @@ __device__ __forceinline__ void tc_cluster_sync() {
   __trap();
 #endif
 }
+// A split row's partial results exchanged without a cluster-wide memory
+// fence (barrier.cluster.arrive.release waits for every store in flight:
+// on an H100 the cross-entropy chain spent a quarter of its samples in its
+// two): each block's thread 0 opens its exchange barrier (an mbarrier
+// expecting `bytes` from the other blocks) and every thread arrives at the
+// cluster barrier, relaxed; after its own part of the row the block waits
+// there (by then the others have long arrived: every barrier is ready),
+// thread 0 stores its partials into each other block's slots
+// (st.async, counted on that block's barrier) and waits for theirs.
+__device__ __forceinline__ void tc_exchange_open(unsigned long long *barrier, unsigned bytes) {
+#if __CUDA_ARCH__ >= 900
+  const unsigned bar = (unsigned)__cvta_generic_to_shared(barrier);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  // The compiler may issue the init once for the warp (a uniform
+  // instruction): the warp converges before thread 0 arrives on it.
+  __syncwarp();
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#else
+  (void)barrier, (void)bytes;
+  __trap();
+#endif
+}
+// Every block's exchange barrier is open (all threads of the block).
+__device__ __forceinline__ void tc_exchange_ready() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+#else
+  __trap();
+#endif
+}
+// v into block `to`'s copy of *slot, counted on its copy of *barrier.
+template <typename T>
+__device__ __forceinline__ void tc_exchange_send(T *slot, T v, unsigned long long *barrier, unsigned to) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "a 4- or 8-byte value");
+#if __CUDA_ARCH__ >= 900
+  unsigned remote, remoteBar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned)__cvta_generic_to_shared(slot)), "r"(to));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remoteBar) : "r"((unsigned)__cvta_generic_to_shared(barrier)), "r"(to));
+  if constexpr (sizeof(T) == 4) {
+    union { T t; unsigned u; } b;
+    b.t = v;
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote), "r"(b.u),
+                 "r"(remoteBar)
+                 : "memory");
+  } else {
+    union { T t; unsigned long long u; } b;
+    b.t = v;
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(remote), "l"(b.u),
+                 "r"(remoteBar)
+                 : "memory");
+  }
+#else
+  (void)slot, (void)v, (void)barrier, (void)to;
+  __trap();
+#endif
+}
+// Every other block's partials are in this block's slots.
+__device__ __forceinline__ void tc_exchange_wait(unsigned long long *barrier) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("{\n .reg .pred done;\n TC_WAIT_EXCHANGE:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+               " @!done bra TC_WAIT_EXCHANGE;\n}\n" ::"r"((unsigned)__cvta_generic_to_shared(barrier))
+               : "memory");
+#else
+  (void)barrier;
+  __trap();
+#endif
+}
 // *p in the shared memory of the cluster's block `rank` (p: this block's
 // address of the same variable).
 template <typename T> __device__ __forceinline__ T tc_cluster_load(const T *p, unsigned rank) {
