@@ -111,7 +111,8 @@ bool mayShareBytes(const artifact::Artifact &art, int a, int b) {
 // A nest waits when it reads bytes a nest since the last barrier wrote, or
 // writes bytes one read or wrote, unless the same thread did both: a nest
 // with one output per row writes it from thread 0 (of the cluster's block
-// 0); an elementwise one also reads only there.
+// 0, or of every block where every block finishes the row:
+// splitBlocksFinishRows); an elementwise one also reads only there.
 void chainBarriers(const artifact::Artifact &art, size_t first, std::vector<ChainedNest> &nests) {
   struct Access {
     int writes;
