@@ -201,6 +201,23 @@ private:
     return isColumnSum(op) ? op->getOperand(0) : Value();
   }
 
+  // The value `v` is the transpose of the last two dims of (a view a GEMM
+  // reads with its transpose flag), or null.
+  static Value lastTwoTransposed(Value v) {
+    Operation *def = v.getDefiningOp();
+    if (!def || opName(def) != "transpose")
+      return {};
+    int64_t rank = specOf(v).rank();
+    auto dim = [&](StringRef name) {
+      auto a = def->getAttrOfType<IntegerAttr>(name);
+      int64_t d = a ? a.getInt() : 0;
+      return d < 0 ? d + rank : d;
+    };
+    int64_t d0 = dim("dim0"), d1 = dim("dim1");
+    bool lastTwo = rank >= 2 && std::min(d0, d1) == rank - 2 && std::max(d0, d1) == rank - 1;
+    return lastTwo ? def->getOperand(0) : Value();
+  }
+
   // The value `v` is a reshape of (through reshapes, also those a fused
   // kernel yields beside the value they reshape), or v.
   static Value reshapeRoot(Value v) {
@@ -233,8 +250,8 @@ private:
 
   // The function's ops in the order they are lowered: the body's order,
   // except that a column sum of dy moves to just after a later matmul
-  // that reads dy as its right operand (the weight gradient x^T @ dy) when
-  // nothing reads the sum before it, so that the sum can ride in that
+  // that reads dy as its right operand (the weight gradient x^T @ dy) or
+  // transposed as its left one (dy^T @ x) when nothing reads the sum before it, so that the sum can ride in that
   // GEMM's bias-gradient epilogue (biasGradientEpilogue looks back for
   // the GEMM). Autodiff emits a layer's bias gradient first. The ops are
   // pure: lowering one later than its place in the body changes nothing
@@ -273,7 +290,10 @@ private:
         Operation *mm = order[j];
         if (opName(mm) != "matmul")
           continue;
-        if (reshapeRoot(mm->getOperand(1)) != reshapeRoot(dy)) // dy or flat(dy)
+        // x^T @ dy, or dy^T @ x (dy, or flat(dy)).
+        Value dyRoot = reshapeRoot(dy);
+        Value left = lastTwoTransposed(mm->getOperand(0));
+        if (reshapeRoot(mm->getOperand(1)) != dyRoot && !(left && reshapeRoot(left) == dyRoot))
           continue;
         // The sum and its followers before mm go just after mm.
         std::vector<Operation *> group = {sum};
@@ -1461,10 +1481,11 @@ private:
 
   // The column sums of dy [..., N] (a linear layer's bias gradient: the
   // sum over every axis but the last) as the epilogue of an earlier GEMM
-  // that reads dy, or its flattening [M, N], as its right operand over the
-  // same M (the weight gradient x^T @ dy): cuBLASLt reduces B over the
-  // GEMM's k while it multiplies (the bias-gradient epilogue, operand 3
-  // written). Returns the value holding the sums, or -1.
+  // that reads dy, or its flattening [M, N], over the same M as its right
+  // operand (the weight gradient x^T @ dy) or transposed as its left one
+  // (dy^T @ x, PyTorch's [out, in] weight layout): cuBLASLt reduces that
+  // operand over the GEMM's k while it multiplies (the bias-gradient
+  // epilogue, operand 3 written). Returns the value holding the sums, or -1.
   int biasGradientEpilogue(Value dy, const TensorSpec &out) {
     if (!options_.matmulEpilogues)
       return -1;
@@ -1478,17 +1499,21 @@ private:
     const int dyStorage = artifact::storageValue(art_, l.value);
     for (size_t si = art_.steps.size(); si-- > 0;) {
       Step &st = art_.steps[si];
-      if (st.kind != Step::Kind::Matmul || st.operands.size() != 3 ||
-          artifact::storageValue(art_, st.operands[2]) != dyStorage || !st.epilogue.empty() || st.transposeB ||
+      // Both ways the GEMM is a^T @ b with a and b stored [M, ...].
+      if (st.kind != Step::Kind::Matmul || st.operands.size() != 3 || !st.epilogue.empty() || st.transposeB ||
           !st.transposeA)
         continue;
-      const artifact::ValueDecl &a = art_.values[size_t(st.operands[1])];
-      const artifact::ValueDecl &b = art_.values[size_t(st.operands[2])];
-      if (a.shape.size() != 2 || a.shape[0] != rows || a.dtype != ds.dtype || b.shape.size() != 2 ||
-          b.shape[0] != rows || b.shape[1] != ds.shape.back())
+      bool ofB = artifact::storageValue(art_, st.operands[2]) == dyStorage;
+      if (!ofB && artifact::storageValue(art_, st.operands[1]) != dyStorage)
+        continue;
+      const artifact::ValueDecl &summed = art_.values[size_t(st.operands[ofB ? 2 : 1])];
+      const artifact::ValueDecl &other = art_.values[size_t(st.operands[ofB ? 1 : 2])];
+      if (other.shape.size() != 2 || other.shape[0] != rows || other.dtype != ds.dtype ||
+          summed.shape.size() != 2 || summed.shape[0] != rows || summed.shape[1] != ds.shape.back())
         continue;
       int v = newProducedValue(out);
       st.epilogue.biasGradient = true;
+      st.epilogue.biasGradientOfA = !ofB;
       st.operands.push_back(v);
       return v;
     }

@@ -215,6 +215,10 @@ void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
       else
         uses.push_back(&use);
     }
+    // Materialized for a GEMM anyway, it is also the function's result
+    // (a copy would be one more kernel writing the same tensor).
+    if (shared)
+      llvm::erase_if(uses, [](OpOperand *use) { return isa<func::ReturnOp>(use->getOwner()); });
     for (size_t u = shared ? 0 : 1; u < uses.size(); ++u) {
       b.setInsertionPoint(uses[u]->getOwner());
       Operation *copy = b.clone(*op);
@@ -483,7 +487,9 @@ struct Fusion {
     if (isMatrixTranspose(c) && !c->use_empty() &&
         llvm::all_of(c->getUsers(), [](Operation *u) { return u->getName().getStringRef() == "tc.matmul"; }))
       return "a transpose read only by GEMMs is their transpose flag, not a copy";
-    if (ck == Kind::Matmul && !pk)
+    // An elementwise producer of the epilogue (not of the GEMM's operands)
+    // is computed in the epilogue's pass like the epilogue itself.
+    if (ck == Kind::Matmul && !pk && classify(c) == Kind::Matmul)
       return "no prologue fusion into " + opLabel(ca) +
              ": the library call reads its operands from memory";
     if (pk == Kind::Reduction && ck == Kind::Reduction) {
@@ -612,6 +618,44 @@ struct Fusion {
         if (!anchorsOtherThanReductions(g) && !anchorsOtherThanReductions(h) && !wouldCycle(g, h))
           parent[g] = h;
       }
+    // Horizontal into a GEMM's epilogue: an elementwise group that reads a
+    // value of the GEMM's result shape which the GEMM's epilogue reads too
+    // joins that kernel, whose epilogue pass then computes both (the
+    // backward of an erf-gelu MLP: the activation recomputed for the weight
+    // gradient beside the activation's gradient, both from the
+    // pre-activation: one read of it instead of two, one launch less).
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (classify(ops[i]) != Kind::Matmul)
+        continue;
+      int h = find(int(i));
+      auto sizesOf = [](Value v) {
+        auto t = llvm::dyn_cast<tc::TcTensorType>(v.getType());
+        return t ? llvm::SmallVector<int64_t>(t.getSizes()) : llvm::SmallVector<int64_t>();
+      };
+      llvm::SmallVector<int64_t> productShape = sizesOf(ops[i]->getResult(0));
+      // Full-size values the epilogue (not the GEMM itself) reads.
+      llvm::DenseSet<Value> epilogueReads;
+      for (int m : members(h))
+        if (classify(ops[m]) == Kind::Elementwise)
+          for (Value v : ops[m]->getOperands()) {
+            Operation *d = v.getDefiningOp();
+            if ((!d || !index.count(d) || find(index[d]) != h) && sizesOf(v) == productShape)
+              epilogueReads.insert(v);
+          }
+      if (epilogueReads.empty())
+        continue;
+      for (size_t j = 0; j < ops.size(); ++j) {
+        int g = find(int(j));
+        if (g == h || classify(ops[j]) != Kind::Elementwise || anchor(g) ||
+            sizesOf(ops[j]->getResult(0)) != productShape)
+          continue;
+        if (!llvm::any_of(externalInputs(g), [&](Value v) { return epilogueReads.contains(v); }) ||
+            wouldCycle(g, h))
+          continue;
+        parent[g] = h;
+        h = find(h);
+      }
+    }
     // Horizontal over rows: independent row-wise kernels over the same rows
     // of the same input (a cross-entropy loss and its gradient's softmax)
     // become one, so each row is read once for both.

@@ -247,7 +247,7 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
   std::set<DType> columnSums;
   for (const artifact::Step &st : art.steps)
     if (st.epilogue.biasGradient)
-      columnSums.insert(art.values[size_t(st.operands[2])].dtype);
+      columnSums.insert(art.values[size_t(st.operands[artifact::biasGradientSource(st)])].dtype);
   for (DType d : columnSums)
     source.addColumnSums("tc_" + art.function, d); // per program: TUs may be combined
   std::set<std::string> scatterAdds;

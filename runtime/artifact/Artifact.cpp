@@ -163,7 +163,7 @@ json epilogueJson(const MatmulEpilogue &e) {
   if (e.bias)
     j["bias"] = true;
   if (e.biasGradient)
-    j["bias_gradient"] = true;
+    j["bias_gradient"] = e.biasGradientOfA ? json("a") : json(true);
   return j;
 }
 
@@ -182,7 +182,10 @@ MatmulEpilogue parseEpilogue(const json &j) {
     } else if (key == "bias") {
       e.bias = value.get<bool>();
     } else if (key == "bias_gradient") {
-      e.biasGradient = value.get<bool>();
+      // true: the column sums of b; "a": of a.
+      check(value.is_boolean() || value == "a", "a matmul epilogue's bias_gradient is not true, false or \"a\"");
+      e.biasGradient = value.is_boolean() ? value.get<bool>() : true;
+      e.biasGradientOfA = value.is_string();
     } else {
       fail("unknown matmul epilogue field '" + key + "'");
     }
@@ -574,6 +577,8 @@ void validate(const Artifact &a) {
     check(s.epilogue.empty() || s.kind == Step::Kind::Matmul, what + ": an epilogue on a step that is not a matmul");
     check(!s.epilogue.biasGradient || (!s.epilogue.bias && s.epilogue.activation == MatmulEpilogue::Activation::None),
           what + ": a bias-gradient epilogue with a bias or an activation");
+    check(!s.epilogue.biasGradientOfA || (s.transposeA && !s.transposeB),
+          what + ": a bias gradient of a with a not read transposed or b transposed");
     for (const KernelVariant &v : s.variants) {
       std::string problem = v.row ? "a chain kernel's variant among the step's own" : variantProblem(v);
       check(problem.empty(), what + ": bad kernel variant " + v.name() + ": " + problem);
@@ -668,7 +673,7 @@ std::string variantProblem(const KernelVariant &v) {
 
 std::string MatmulEpilogue::name() const {
   if (biasGradient)
-    return "bgrad";
+    return biasGradientOfA ? "bgrad_a" : "bgrad";
   std::string act = activation == Activation::None ? "" : activationName(activation);
   return bias ? (act.empty() ? "bias" : "bias_" + act) : act;
 }

@@ -176,12 +176,16 @@ struct MatmulEpilogue {
   bool biasGradient = false; // operands[3] is written: the column sums of b
                              // (2-D, summed over the GEMM's k: a linear
                              // layer's bias gradient beside a^T @ b)
+  bool biasGradientOfA = false; // with biasGradient: the column sums of a
+                                // instead (stored [k, m], read transposed:
+                                // dy^T @ x, PyTorch's weight-gradient layout)
   bool empty() const { return activation == Activation::None && !bias && !biasGradient; }
-  // "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh", "bgrad":
-  // for messages and traces.
+  // "", "relu", "gelu_tanh", "bias", "bias_relu", "bias_gelu_tanh", "bgrad",
+  // "bgrad_a": for messages and traces.
   std::string name() const;
   bool operator==(const MatmulEpilogue &o) const {
-    return activation == o.activation && bias == o.bias && biasGradient == o.biasGradient;
+    return activation == o.activation && bias == o.bias && biasGradient == o.biasGradient &&
+           biasGradientOfA == o.biasGradientOfA;
   }
 };
 
@@ -234,6 +238,10 @@ struct Step {
 // Whether a step writes its operand number `operand` (the first ones, and a
 // bias-gradient epilogue's sums).
 bool writesOperand(const Step &step, size_t operand);
+
+// The operand a bias-gradient epilogue sums (1: a, 2: b; stored 2-D, its
+// column sums go to operands[3]).
+inline size_t biasGradientSource(const Step &step) { return step.epilogue.biasGradientOfA ? 1 : 2; }
 
 // A convolution step's operand values as x (input), w (weight), y (output),
 // whatever its direction's operand order (forward y,x,w; backward-input

@@ -209,7 +209,7 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
 namespace tensorc::runtime {
 
 void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const artifact::MatmulEpilogue &epilogue,
-                   void *extra, const MatmulOperand &b) {
+                   void *extra, const MatmulOperand &summed) {
   if (epilogue.empty())
     return;
   check(isFloat(dtype), "matmul epilogue on a non-float result");
@@ -238,13 +238,13 @@ void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, co
     }
   };
   if (epilogue.biasGradient) {
-    check(b.shape.size() == 2 && !b.transposed && b.dtype == dtype,
-          "bias-gradient epilogue: b must be a stored 2-D matrix");
-    int64_t rows = b.shape[0], cols = b.shape[1];
+    check(summed.shape.size() == 2 && summed.transposed == epilogue.biasGradientOfA && summed.dtype == dtype,
+          "bias-gradient epilogue: the summed operand must be a stored 2-D matrix");
+    int64_t rows = summed.shape[0], cols = summed.shape[1];
     std::vector<double> sums(size_t(cols), 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        sums[size_t(c)] += get(b.data, r * cols + c);
+        sums[size_t(c)] += get(summed.data, r * cols + c);
     for (int64_t c = 0; c < cols; ++c)
       set(extra, c, sums[size_t(c)]);
     return;

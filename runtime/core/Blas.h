@@ -32,10 +32,10 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
 // A matmul step's epilogue (artifact::Step::epilogue) applied after the
 // GEMM: in place to `out` (a float dtype), + bias (one per column, `extra`
 // of the same dtype), then relu or gelu(tanh); or a bias gradient: `extra`
-// receives the column sums of `b` (2-D, as stored). cuBLASLt does this
-// inside the GEMM on the GPU.
+// receives the column sums of `summed` (the operand the epilogue names,
+// 2-D, as stored). cuBLASLt does this inside the GEMM on the GPU.
 void applyEpilogue(void *out, DType dtype, const std::vector<int64_t> &shape, const artifact::MatmulEpilogue &epilogue,
-                   void *extra, const MatmulOperand &b);
+                   void *extra, const MatmulOperand &summed);
 
 // "openblas (<path>)" or "built-in loops" (for `tensorc run --bench`).
 std::string gemmProvider();

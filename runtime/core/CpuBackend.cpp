@@ -366,11 +366,12 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
     }
     case Step::Kind::Matmul: {
       size_t c = size_t(step.operands[0]), l = size_t(step.operands[1]), r = size_t(step.operands[2]);
+      MatmulOperand left{ptr[l], a.values[l].dtype, frame.shapes[l], step.transposeA};
       MatmulOperand right{ptr[r], a.values[r].dtype, frame.shapes[r], step.transposeB};
-      matmul({ptr[l], a.values[l].dtype, frame.shapes[l], step.transposeA}, right, ptr[c],
-             a.values[c].dtype, frame.shapes[c], *x.pool_);
+      matmul(left, right, ptr[c], a.values[c].dtype, frame.shapes[c], *x.pool_);
       applyEpilogue(ptr[c], a.values[c].dtype, frame.shapes[c], step.epilogue,
-                    step.operands.size() > 3 ? ptr[size_t(step.operands[3])] : nullptr, right);
+                    step.operands.size() > 3 ? ptr[size_t(step.operands[3])] : nullptr,
+                    artifact::biasGradientSource(step) == 1 ? left : right);
       break;
     }
     case Step::Kind::Copy: {

@@ -41,7 +41,7 @@ struct Heuristic {
 
 constexpr int kTransA = 3, kTransB = 4, kMaxWorkspace = 1;
 constexpr int kEpilogue = 7, kBiasPointer = 8;
-constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32, kEpilogueBgradA = 256;
+constexpr int kEpilogueRelu = 2, kEpilogueBias = 4, kEpilogueGelu = 32, kEpilogueBgradA = 256, kEpilogueBgradB = 512;
 constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
@@ -135,8 +135,8 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
     return !e.biasGradient; // the caller sums b
   check(d.K > 0 || (!e.relu && !e.geluTanh && !e.bias),
         "cuda: a matmul with an epilogue over an empty inner dimension is not implemented");
-  if (e.biasGradient && (d.batches != 1 || tb || d.bVector || d.aVector)) {
-    GemmEpilogue plain = e; // cuBLASLt's bias gradient needs one plain 2-D b
+  if (e.biasGradient && (d.batches != 1 || tb || d.bVector || d.aVector || (e.biasGradientOfA && !ta))) {
+    GemmEpilogue plain = e; // cuBLASLt's bias gradient needs one plain 2-D b (and a^T)
     plain.biasGradient = 0;
     matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace);
     return false;
@@ -144,7 +144,7 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   if (d.K == 0) {
     driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es, stream);
     if (e.biasGradient)
-      driver.fill(e.biasGradient, 0, size_t(d.N) * es, stream);
+      driver.fill(e.biasGradient, 0, size_t(e.biasGradientOfA ? d.M : d.N) * es, stream);
     return true;
   }
   int type = dtype == DType::F32 ? kR32F : dtype == DType::F64 ? kR64F : dtype == DType::F16 ? kR16F : kR16BF;
@@ -160,9 +160,11 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   // c^T is N x M column-major: a bias per column of c is one per row of
   // c^T, which is cuBLASLt's bias (broadcast along its columns).
   // The bias gradient: cuBLASLt's A is our b (N x K column-major), whose
-  // sums over k (the M rows of b) are one per row of c^T: BGRADA.
+  // sums over k (the K rows of b) are one per row of c^T: BGRADA. Its B is
+  // our a (stored K x M, read transposed), whose sums over k are one per
+  // column of c^T: BGRADB (apex's fused dense layer uses it so).
   int epilogue = (e.relu ? kEpilogueRelu : 0) | (e.geluTanh ? kEpilogueGelu : 0) | (e.bias ? kEpilogueBias : 0) |
-                 (e.biasGradient ? kEpilogueBgradA : 0);
+                 (e.biasGradient ? (e.biasGradientOfA ? kEpilogueBgradB : kEpilogueBgradA) : 0);
   if (epilogue) {
     TC_LT(descSetAttribute(desc, kEpilogue, &epilogue, sizeof epilogue));
     DevicePtr vector = e.biasGradient ? e.biasGradient : e.bias;

@@ -17,6 +17,7 @@ struct GemmEpilogue {
   bool relu = false, geluTanh = false;
   DevicePtr bias = 0;     // 0: none; else one value per column of c (c's dtype)
   DevicePtr biasGradient = 0; // 0: none; else receives the column sums of b (2-D, not transposed)
+  bool biasGradientOfA = false; // of a instead (2-D, stored [k, m], transposed)
   bool allowTf32 = false; // f32 inputs rounded to TF32 on tensor cores
 };
 

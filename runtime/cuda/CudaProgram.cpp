@@ -99,7 +99,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   }
   for (const Step &s : a.steps)
     if (s.epilogue.biasGradient) {
-      DType d = a.values[size_t(s.operands[2])].dtype;
+      DType d = a.values[size_t(s.operands[artifact::biasGradientSource(s)])].dtype;
       if (!columnSums_.count(d))
         columnSums_[d] = driver_.function(module_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
     }
@@ -810,6 +810,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       e.geluTanh = s.epilogue.activation == artifact::MatmulEpilogue::Activation::GeluTanh;
       if (s.operands.size() > 3)
         (s.epilogue.biasGradient ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
+      e.biasGradientOfA = s.epilogue.biasGradientOfA;
       e.allowTf32 = allowTf32_;
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
                              a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace.gemm);
@@ -821,11 +822,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       if (e.biasGradient && !fused) {
         // No cuBLASLt algorithm with the bias gradient here: the
         // artifact's column-sum kernel (one thread per column).
-        DevicePtr out = e.biasGradient, in = ptr[size_t(r)];
-        long long rows = shapes[size_t(r)][0], cols = shapes[size_t(r)][1];
+        int summed = s.operands[artifact::biasGradientSource(s)];
+        DevicePtr out = e.biasGradient, in = ptr[size_t(summed)];
+        long long rows = shapes[size_t(summed)][0], cols = shapes[size_t(summed)][1];
         void *params[] = {&out, &in, &rows, &cols};
         if (cols > 0)
-          driver_.launch(columnSums_.at(a.values[size_t(r)].dtype), unsigned((cols + 255) / 256), 256, params,
+          driver_.launch(columnSums_.at(a.values[size_t(summed)].dtype), unsigned((cols + 255) / 256), 256, params,
                          stream);
       }
       return {si, std::string("cuBLASLt matmul") + (epilogue.empty() ? "" : " + " + epilogue)};

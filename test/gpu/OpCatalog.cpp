@@ -3,6 +3,7 @@
 #include "test/gpu/OpCatalog.h"
 
 #include "compiler/autodiff/Autodiff.h"
+#include "compiler/autodiff/Partition.h"
 #include "compiler/autodiff/TrainingStep.h"
 #include "ir/core/OpSchema.h"
 #include "compiler/driver/Model.h"
@@ -126,6 +127,7 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     trace::Tensor uxt = u.call("transpose", {ux}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
     u.output(u.call("transpose", {u.call("matmul", {uxt, udy})[0]},
                     {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0]);
+    u.output(u.call("sum", {udy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]); // on dy^T @ x: "bgrad_a
     trace::Tensor ba = u.input("a", d, {3, "B", 7}), bb = u.input("b", d, {3, 7, 5});
     u.output(u.call("transpose", {u.call("matmul", {ba, bb})[0]},
                     {{"dim0", Attr(int64_t(-1))}, {"dim1", Attr(int64_t(-2))}})[0]);
@@ -409,6 +411,27 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
       y = t.call("log", {y})[0];
     t.output(o == "cross_entropy" ? y : t.call("sum", {t.call("mul", {y, y})[0]})[0]);
     gs.emplace_back(std::string("offset_") + op + "_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
+  // A PyTorch-layout MLP's backward as the torch.compile backend runs it
+  // (partitioned: the erf-gelu recomputed from the saved pre-activation):
+  // the bias gradients ride on the weight-gradient GEMMs dy^T @ x
+  // ("bgrad_a"), the recomputed activation beside its gradient in one
+  // epilogue pass.
+  for (DType d : {DType::F32, DType::BF16}) {
+    trace::Tracer t("mlp_torch_layout");
+    auto linear = [&](trace::Tensor x, const std::string &name, int64_t in, int64_t out) {
+      trace::Tensor w = t.parameter(name + "_w", d, {out, in}), b = t.parameter(name + "_b", d, {out});
+      trace::Tensor wt = t.call("transpose", {w}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+      return t.call("add", {t.call("matmul", {x, wt})[0], b})[0];
+    };
+    trace::Tensor x = t.parameter("x", d, {"B", 33});
+    trace::Tensor y = linear(t.call("gelu", {linear(x, "fc1", 33, 70)})[0], "fc2", 70, 19);
+    t.output(t.call("sum", {t.call("mul", {y, y})[0]})[0]);
+    autodiff::AutodiffOptions options;
+    options.separateBackward = true;
+    autodiff::JointGraph joint = autodiff::buildJointGraph(t.graph(), options);
+    gs.emplace_back("mlp_torch_layout_backward_" + std::string(dtypeName(d)),
+                    autodiff::partitionJointGraph(t.graph(), joint).backward);
   }
   // An embedding table's gradient: a scatter-add step (f32 sums, then a
   // cast for bf16), and index_select's, through the same step.

@@ -73,6 +73,30 @@ func.func @horizontal(%g: !tc.tensor<[B, 8], f32>, %x: !tc.tensor<[B, 8], f32>) 
 
 // -----
 
+// An elementwise group that reads what a GEMM's epilogue reads joins that
+// kernel (an erf-gelu's backward: the activation recomputed for the next
+// weight gradient beside its gradient, both from the pre-activation h);
+// one over another value (exp of w) does not.
+// REPORT-LABEL: fusion of @epilogue_sibling: 2 kernels, 2 library calls
+// REPORT-NEXT: kernel k0 (elementwise): e (exp)
+// REPORT-NEXT: kernel k1 (matmul): a (gelu), da (matmul), gp (mul), dh (mul)
+// REPORT-NEXT: library dw (matmul)
+// REPORT-NEXT: library dw2 (matmul)
+func.func @epilogue_sibling(%h: !tc.tensor<[B, 8], f32>, %dy: !tc.tensor<[B, 4], f32>, %w: !tc.tensor<[4, 8], f32>, %x: !tc.tensor<[B, 8], f32>) -> (!tc.tensor<[8, 4], f32>, !tc.tensor<[8, 8], f32>, !tc.tensor<[4, 8], f32>) {
+  %a = tc.gelu %h : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("a")
+  %e = tc.exp %w : (!tc.tensor<[4, 8], f32>) -> !tc.tensor<[4, 8], f32> loc("e")
+  %at = tc.transpose %a {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8, B], f32> loc("at")
+  %dw = tc.matmul %at, %dy : (!tc.tensor<[8, B], f32>, !tc.tensor<[B, 4], f32>) -> !tc.tensor<[8, 4], f32> loc("dw")
+  %da = tc.matmul %dy, %e : (!tc.tensor<[B, 4], f32>, !tc.tensor<[4, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("da")
+  %gp = tc.mul %h, %h : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("gp")
+  %dh = tc.mul %da, %gp : (!tc.tensor<[B, 8], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[B, 8], f32> loc("dh")
+  %dht = tc.transpose %dh {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[B, 8], f32>) -> !tc.tensor<[8, B], f32> loc("dht")
+  %dw2 = tc.matmul %dht, %x : (!tc.tensor<[8, B], f32>, !tc.tensor<[B, 8], f32>) -> !tc.tensor<[8, 8], f32> loc("dw2")
+  return %dw, %dw2, %e : !tc.tensor<[8, 4], f32>, !tc.tensor<[8, 8], f32>, !tc.tensor<[4, 8], f32>
+}
+
+// -----
+
 // Attention is its own kernel; a lone matmul is a library call; reshapes
 // at kernel boundaries alias.
 // CHECK-LABEL: func.func @attention

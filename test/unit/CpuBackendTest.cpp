@@ -407,15 +407,18 @@ TEST(CpuBackend, GpuProgramChoices) {
           {{{"B", 1}}, {{"B", 4}}}, gpu);
   checkOp("conv2d", {{DType::BF16, {2, 4, 7, 7}}, {DType::BF16, {6, 4, 1, 1}}}, {}, {{}}, gpu);
   // A linear layer's weight and bias gradients: the column sums ride on the
-  // weight-gradient GEMM ("bgrad" epilogue).
-  for (DType d : {DType::F32, DType::BF16}) {
-    trace::Tracer g("lingrad");
-    trace::Tensor x = g.input("x", d, {"B", 33}), dy = g.input("dy", d, {"B", 19});
-    trace::Tensor xt = g.call("transpose", {x}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
-    g.output(g.call("matmul", {xt, dy})[0]);
-    g.output(g.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
-    checkGraph(g.graph(), {{{"B", 1}}, {{"B", 37}}}, gpu);
-  }
+  // weight-gradient GEMM x^T @ dy ("bgrad" epilogue) or, PyTorch's layout,
+  // dy^T @ x ("bgrad_a").
+  for (DType d : {DType::F32, DType::BF16})
+    for (bool dyFirst : {false, true}) {
+      trace::Tracer g("lingrad");
+      trace::Tensor x = g.input("x", d, {"B", 33}), dy = g.input("dy", d, {"B", 19});
+      trace::Tensor t = g.call("transpose", {dyFirst ? dy : x},
+                               {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+      g.output(g.call("matmul", {t, dyFirst ? x : dy})[0]);
+      g.output(g.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
+      checkGraph(g.graph(), {{{"B", 1}}, {{"B", 37}}}, gpu);
+    }
   // A consumer reads the GEMM's NHWC product through the NCHW view.
   trace::Tracer t("convrelu");
   trace::Tensor c = t.call("conv2d", {t.input("x", DType::F32, {2, 3, 8, 8}), t.input("w", DType::F32, {4, 3, 3, 3})},

@@ -213,6 +213,16 @@ TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
     EXPECT_EQ(matmulSteps(cudaArtifact(g.graph(), "bgrad" + std::to_string(axis))),
               (Pairs{{axis == 0 ? "bgrad" : "", axis == 0 ? 4u : 3u}}));
   }
+  // PyTorch's layout ([out, in] weights): the weight gradient dy^T @ x, the
+  // sum emitted first; the sums of the GEMM's transposed left operand.
+  {
+    trace::Tracer g("gradt");
+    trace::Tensor gx = g.input("x", DType::BF16, {"B", 8}), dy = g.input("dy", DType::BF16, {"B", 6});
+    g.output(g.call("sum", {dy}, {{"axes", Attr(std::vector<int64_t>{0})}})[0]);
+    trace::Tensor dyt = g.call("transpose", {dy}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    g.output(g.call("matmul", {dyt, gx})[0]);
+    EXPECT_EQ(matmulSteps(cudaArtifact(g.graph(), "bgrada")), (Pairs{{"bgrad_a", 4u}}));
+  }
   // Autodiff's order (the bias gradient first) and batched rows: dy [B, T, 6]
   // summed over (0, 1), the weight gradient flat(x)^T @ flat(dy). The sum is
   // lowered after the GEMM unless something reads it before.
