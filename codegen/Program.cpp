@@ -260,7 +260,7 @@ private:
     std::vector<Operation *> order;
     for (Operation &op : fn.getBody().front())
       order.push_back(&op);
-    if (!options_.matmulEpilogues)
+    if (!options_.matmulEpilogues || !options_.biasGradientEpilogues)
       return order;
     std::set<Operation *> moved;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -1487,7 +1487,7 @@ private:
   // operand over the GEMM's k while it multiplies (the bias-gradient
   // epilogue, operand 3 written). Returns the value holding the sums, or -1.
   int biasGradientEpilogue(Value dy, const TensorSpec &out) {
-    if (!options_.matmulEpilogues)
+    if (!options_.matmulEpilogues || !options_.biasGradientEpilogues)
       return -1;
     const Lazy &l = lazy_.at(dy);
     TensorSpec ds = specOf(dy);

@@ -48,6 +48,9 @@ struct ProgramOptions {
   // become convolution steps (cuDNN in the GPU runtime), each with its
   // direct reduction nest as the kernel to fall back on.
   bool convolutionLibrary = false;
+  // With matmulEpilogues: a column sum of a weight-gradient GEMM's dy
+  // rides on that GEMM (the bias-gradient epilogue).
+  bool biasGradientEpilogues = false;
 };
 
 // What the program builder knows about its steps beyond the artifact.

@@ -189,7 +189,8 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
                    [&](const cpu::NestSpec &spec, const cpu::PointFn &point) { return source.addNest(spec, point); },
                    ProgramOptions{/*matmulEpilogues=*/true, /*convAsGemm=*/options.conv == "gemm",
                                   /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true,
-                                  /*convolutionLibrary=*/options.conv == "cudnn"},
+                                  /*convolutionLibrary=*/options.conv == "cudnn",
+                                  /*biasGradientEpilogues=*/options.gemmBiasGradient},
                    [&](DType dtype, int paddedHeadDim, bool causal) {
                      return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal);
                    },

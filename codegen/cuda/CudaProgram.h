@@ -23,6 +23,13 @@ struct CudaCompileOptions {
   // "direct" (a reduction nest per output); docs/cuda-backend.md has the
   // measurements.
   std::string conv = "cudnn";
+  // A linear layer's bias gradient on cuBLASLt's BGRADA/BGRADB epilogue of
+  // its weight-gradient GEMM. Off: on an H100 cuBLASLt runs it as a kernel
+  // of its own (globalKernelBgradAB_v2, 37 us for 8192 x 4096 bf16) beside
+  // the GEMM, slower than the generated column reduction (32 us); an MLP's
+  // backward step 0.483-0.557 ms without, 0.542-0.566 with
+  // (docs/cuda-backend.md). Tests turn it on to keep the path checked.
+  bool gemmBiasGradient = false;
   std::map<std::string, std::string> record;
 };
 

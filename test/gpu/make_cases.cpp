@@ -69,7 +69,11 @@ int main(int argc, char **argv) {
       mlir::PassManager pm(&ctx);
       buildCudaCodegenPipeline(pm, PipelineOptions{});
       runPipeline(pm, *module, g.name);
-      artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, {});
+      // The linear-gradient cases check the bias-gradient epilogue (off
+      // by default) on cuBLASLt.
+      codegen::cuda::CudaCompileOptions options;
+      options.gemmBiasGradient = name.find("linear_grad") != std::string::npos;
+      artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, options);
       art.tensorcVersion = TENSORC_VERSION;
       writeFileAtomically((dir / "model.tcx").string(), artifact::serialize(art));
       std::map<std::string, HostTensor> inputs =

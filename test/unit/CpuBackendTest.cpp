@@ -341,6 +341,7 @@ TEST(CpuBackend, Creation) {
 TEST(CpuBackend, GpuProgramChoices) {
   codegen::ProgramOptions gpu{/*matmulEpilogues=*/true, /*convAsGemm=*/true, /*integerMatmulAsNest=*/true,
                               /*splitColumnReductions=*/true};
+  gpu.biasGradientEpilogues = true; // off by default (slower on an H100), checked here
   // Reductions over leading dims in two stages (chunks of 8 rows): every
   // regroupable reduction, keepdim, narrow and integer dtypes, several
   // leading dims, a fused (unstored) operand.
