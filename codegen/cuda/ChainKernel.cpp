@@ -5,6 +5,7 @@
 #include "codegen/cuda/PointPrinter.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -38,6 +39,14 @@ std::string CudaSourceBuilder::siblingChainBody(const std::string &name, const s
     parts.push_back(&it->second);
   }
   std::string helpers, aligned = "true", compute, stores;
+  // A value several nests read goes through one pointer: the same loads,
+  // so the compiler computes what they share once (a gelu and its
+  // derivative: h + b and erf of it). Siblings write nothing the others
+  // read.
+  std::map<int, size_t> firstParam;
+  for (size_t n = 0; n < nests.size(); ++n)
+    for (size_t o = 1; o < nestParams[n].size() && o < nests[n].values.size(); ++o)
+      firstParam.emplace(nests[n].values[o], nestParams[n][o]);
   for (size_t n = 0; n < nests.size(); ++n) {
     const VectorElementwise &e = *parts[n];
     const std::string &sym = nests[n].symbol, k = std::to_string(n);
@@ -46,8 +55,10 @@ std::string CudaSourceBuilder::siblingChainBody(const std::string &name, const s
     helpers += "__device__ __forceinline__ long long " + sym + "_at4(long long linear, " + e.params + ", tc_vec4<" +
                e.outT + "> &o) {\n" + e.compute + "  return " + e.index + ";\n}\n";
     std::string args;
-    for (size_t p : nestParams[n])
+    for (size_t o = 0; o < nestParams[n].size(); ++o) {
+      size_t p = o > 0 && o < nests[n].values.size() ? firstParam.at(nests[n].values[o]) : nestParams[n][o];
       args += (args.empty() ? "p" : ", p") + std::to_string(p);
+    }
     args += symbolArgs;
     aligned += " && " + sym + "_aligned4(" + args + ")";
     compute += "        at" + k + "[u] = " + sym + "_at4(i0 * inner + p, " + args + ", o" + k + "[u]);\n";

@@ -43,6 +43,7 @@ std::string cudaPrelude();
 struct ChainedNest {
   std::string symbol;
   std::vector<DType> operands;
+  std::vector<int> values; // the artifact values of the operands (same order)
   bool barrierBefore = true;
   bool onePerRow = false; // one output per row (thread 0 writes it)
   bool reduces = false;   // over the row (a reduction)

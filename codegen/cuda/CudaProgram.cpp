@@ -217,8 +217,10 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       std::vector<ChainedNest> nests;
       for (size_t i = first; i <= last; ++i) {
         ChainedNest n{art.steps[i].symbol, {}};
-        for (int o : art.steps[i].operands)
+        for (int o : art.steps[i].operands) {
           n.operands.push_back(art.values[size_t(o)].dtype);
+          n.values.push_back(o);
+        }
         n.onePerRow = art.steps[i].threads == art.steps[i].extent;
         n.reduces = art.steps[i].reduced != Dim::of(1);
         nests.push_back(n);

@@ -189,15 +189,24 @@ Grads unaryRule(const GradContext &c) {
   if (op == "erf")
     return one(g * (2.0 / std::sqrt(M_PI)) * exp(-(x * x)));
   if (op == "gelu") {
+    // In f32 for 16-bit x, as PyTorch's gelu backward computes (its
+    // opmath type): in bf16 the formula's constants rounded (1/sqrt(2) to
+    // 0.70703, 1/sqrt(2 pi) to 0.39844: 0.13% off) and the interpreter
+    // rounded each of its dozen steps; the result is rounded once.
+    auto narrow = [](const Tensor &t) { return t.dtype() == DType::BF16 || t.dtype() == DType::F16; };
+    Tensor xf = narrow(x) ? cast(x, DType::F32) : x, gf = narrow(g) ? cast(g, DType::F32) : g;
+    Tensor dx;
     if (getEnum(c.attrs(), "approximate") == "tanh") {
       const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
-      Tensor t = tanh((x + x * x * x * a) * k);
-      Tensor dInner = add(1.0, x * x * (3 * a)) * k;
-      return one(g * (add(1.0, t) * 0.5 + x * 0.5 * sub(1.0, t * t) * dInner));
+      Tensor t = tanh((xf + xf * xf * xf * a) * k);
+      Tensor dInner = add(1.0, xf * xf * (3 * a)) * k;
+      dx = gf * (add(1.0, t) * 0.5 + xf * 0.5 * sub(1.0, t * t) * dInner);
+    } else {
+      Tensor cdf = add(1.0, erf(xf * (1.0 / std::sqrt(2.0)))) * 0.5;
+      Tensor pdf = exp(xf * xf * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+      dx = gf * (cdf + xf * pdf);
     }
-    Tensor cdf = add(1.0, erf(x * (1.0 / std::sqrt(2.0)))) * 0.5;
-    Tensor pdf = exp(x * x * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
-    return one(g * (cdf + x * pdf));
+    return one(dx.dtype() == x.dtype() ? dx : cast(dx, x.dtype()));
   }
   fail("autodiff: no unary rule for " + op);
 }

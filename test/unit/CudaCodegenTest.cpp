@@ -617,6 +617,9 @@ TEST(CudaCodegen, SiblingElementwiseChainsComputeTogether) {
   }
   EXPECT_EQ(heads, 1u);
   EXPECT_NE(a.code.find("_at4(i0 * inner + p, "), std::string::npos);
+  // x and b, read by both, through the first nest's pointers (p1, p2): the
+  // same loads, so what the nests share (h) is computed once.
+  EXPECT_NE(a.code.find("_at4(i0 * inner + p, p3, p1, p2, s0, o1[u])"), std::string::npos) << a.code;
 
   trace::Tracer u("ln");
   trace::Tensor y = u.input("x", DType::F32, {"B", 4096});
