@@ -189,24 +189,25 @@ Grads unaryRule(const GradContext &c) {
   if (op == "erf")
     return one(g * (2.0 / std::sqrt(M_PI)) * exp(-(x * x)));
   if (op == "gelu") {
-    // In f32 for 16-bit x, as PyTorch's gelu backward computes (its
-    // opmath type): in bf16 the formula's constants rounded (1/sqrt(2) to
-    // 0.70703, 1/sqrt(2 pi) to 0.39844: 0.13% off) and the interpreter
-    // rounded each of its dozen steps; the result is rounded once.
-    auto narrow = [](const Tensor &t) { return t.dtype() == DType::BF16 || t.dtype() == DType::F16; };
-    Tensor xf = narrow(x) ? cast(x, DType::F32) : x, gf = narrow(g) ? cast(g, DType::F32) : g;
-    Tensor dx;
+    // The factor g multiplies, in f32 for 16-bit x and rounded once (in
+    // bf16 its constants would round, 1/sqrt(2) to 0.70703, and the
+    // interpreter would round each of its dozen steps). It stays in x's
+    // dtype: a joint graph computes it in the forward and saves it, and in
+    // f32 that doubled the MLP step's saved bytes.
+    bool narrow = x.dtype() == DType::BF16 || x.dtype() == DType::F16;
+    Tensor xf = narrow ? cast(x, DType::F32) : x;
+    Tensor factor;
     if (getEnum(c.attrs(), "approximate") == "tanh") {
       const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
       Tensor t = tanh((xf + xf * xf * xf * a) * k);
       Tensor dInner = add(1.0, xf * xf * (3 * a)) * k;
-      dx = gf * (add(1.0, t) * 0.5 + xf * 0.5 * sub(1.0, t * t) * dInner);
+      factor = add(1.0, t) * 0.5 + xf * 0.5 * sub(1.0, t * t) * dInner;
     } else {
       Tensor cdf = add(1.0, erf(xf * (1.0 / std::sqrt(2.0)))) * 0.5;
       Tensor pdf = exp(xf * xf * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
-      dx = gf * (cdf + xf * pdf);
+      factor = cdf + xf * pdf;
     }
-    return one(dx.dtype() == x.dtype() ? dx : cast(dx, x.dtype()));
+    return one(g * (narrow ? cast(factor, x.dtype()) : factor));
   }
   fail("autodiff: no unary rule for " + op);
 }
