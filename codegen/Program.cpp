@@ -251,8 +251,9 @@ private:
   // The function's ops in the order they are lowered: the body's order,
   // except that a column sum of dy moves to just after a later matmul
   // that reads dy as its right operand (the weight gradient x^T @ dy) or
-  // transposed as its left one (dy^T @ x) when nothing reads the sum before it, so that the sum can ride in that
-  // GEMM's bias-gradient epilogue (biasGradientEpilogue looks back for
+  // transposed as its left one (dy^T @ x) when nothing reads the sum
+  // before it, so that the sum can ride in that GEMM's bias-gradient
+  // epilogue (biasGradientEpilogue looks back for
   // the GEMM). Autodiff emits a layer's bias gradient first. The ops are
   // pure: lowering one later than its place in the body changes nothing
   // else.

@@ -624,14 +624,14 @@ struct Fusion {
     // backward of an erf-gelu MLP: the activation recomputed for the weight
     // gradient beside the activation's gradient, both from the
     // pre-activation: one read of it instead of two, one launch less).
+    auto sizesOf = [](Value v) {
+      auto t = llvm::dyn_cast<tc::TcTensorType>(v.getType());
+      return t ? llvm::SmallVector<int64_t>(t.getSizes()) : llvm::SmallVector<int64_t>();
+    };
     for (size_t i = 0; i < ops.size(); ++i) {
       if (classify(ops[i]) != Kind::Matmul)
         continue;
       int h = find(int(i));
-      auto sizesOf = [](Value v) {
-        auto t = llvm::dyn_cast<tc::TcTensorType>(v.getType());
-        return t ? llvm::SmallVector<int64_t>(t.getSizes()) : llvm::SmallVector<int64_t>();
-      };
       llvm::SmallVector<int64_t> productShape = sizesOf(ops[i]->getResult(0));
       // Full-size values the epilogue (not the GEMM itself) reads.
       llvm::DenseSet<Value> epilogueReads;
@@ -652,8 +652,7 @@ struct Fusion {
         if (!llvm::any_of(externalInputs(g), [&](Value v) { return epilogueReads.contains(v); }) ||
             wouldCycle(g, h))
           continue;
-        parent[g] = h;
-        h = find(h);
+        parent[g] = h; // h stays the merged group's root
       }
     }
     // Horizontal over rows: independent row-wise kernels over the same rows
