@@ -1365,11 +1365,18 @@ private:
     std::vector<int> in;
     for (unsigned i = 0; i < first + 3; ++i)
       in.push_back(materialize(op->getOperand(i)));
+    // A user mask: the step's last operand.
+    std::optional<int> mask;
+    if (operand[first + 3]) {
+      mask = materialize(*operand[first + 3]);
+      at.mask = args[first + 3]->dtype == DType::I1 ? artifact::AttentionStep::Mask::Bool
+                                                     : artifact::AttentionStep::Mask::Additive;
+    }
     Step s;
     s.kind = Step::Kind::Attention;
     s.label = label_;
     s.attention = at;
-    s.symbol = emitAttention_(q.dtype, at.paddedHeadDim, at.causal);
+    s.symbol = emitAttention_(q.dtype, at.paddedHeadDim, at.causal, at.mask);
     std::vector<int> results;
     for (Value r : op->getResults()) {
       int v = newProducedValue(specOf(r));
@@ -1391,6 +1398,8 @@ private:
       s.operands.insert(s.operands.end(), in.begin(), in.end());
       s.attention.savedForward = true;
       s.operands.push_back(out);
+      if (mask)
+        s.operands.push_back(*mask);
       art_.steps.push_back(s);
       chain_ = Chain{};
       return;
@@ -1399,11 +1408,15 @@ private:
       // The forward of the same q, k, v in this program keeps its output
       // and writes its log-sum-exp for us: no recomputation (FlashAttention-2's
       // saved O and LSE).
+      // (The same symbol: the same dtype, head dim, causality and mask kind.)
+      std::vector<int> read(in.begin() + 1, in.end()); // q, k, v[, mask]
+      if (mask)
+        read.push_back(*mask);
       Step *forward = nullptr;
       for (Step &f : art_.steps)
-        if (f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.causal == at.causal &&
-            f.attention.scale == at.scale && f.symbol == s.symbol &&
-            std::equal(in.begin() + 1, in.end(), f.operands.end() - 3))
+        if (f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.scale == at.scale &&
+            f.symbol == s.symbol && f.operands.size() >= read.size() &&
+            std::equal(read.begin(), read.end(), f.operands.end() - std::ptrdiff_t(read.size())))
           forward = &f;
       if (forward && !forward->attention.saveLse) {
         forward->attention.saveLse = true;
@@ -1419,6 +1432,8 @@ private:
     } else {
       s.operands.insert(s.operands.end(), in.begin(), in.end());
     }
+    if (mask)
+      s.operands.push_back(*mask);
     art_.steps.push_back(s);
     chain_ = Chain{};
   }

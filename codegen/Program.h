@@ -26,8 +26,10 @@ using NestEmitter =
     std::function<std::vector<artifact::KernelVariant>(const cpu::NestSpec &, const cpu::PointFn &)>;
 
 // Makes the fused attention kernels for one configuration (dtype, padded
-// head dim, causal); returns their symbol prefix (artifact::AttentionStep).
-using AttentionEmitter = std::function<std::string(DType, int paddedHeadDim, bool causal)>;
+// head dim, causal, user mask kind); returns their symbol prefix
+// (artifact::AttentionStep).
+using AttentionEmitter =
+    std::function<std::string(DType, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask)>;
 
 struct ProgramOptions {
   // The backend's GEMM library applies epilogues (cuBLASLt): a bias add

@@ -9,18 +9,22 @@
 namespace tensorc::codegen::cuda {
 
 std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, int paddedHeadDim,
-                                            bool causal) {
+                                            bool causal, artifact::AttentionStep::Mask mask) {
+  using Mask = artifact::AttentionStep::Mask;
   check(dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32,
         "cuda codegen: fused attention takes f16, bf16 or f32");
   check(paddedHeadDim % 16 == 0 && paddedHeadDim >= 16 && paddedHeadDim <= 128,
         "cuda codegen: fused attention head dim out of range");
   std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + "_d" +
-                     std::to_string(paddedHeadDim) + (causal ? "_causal" : "");
+                     std::to_string(paddedHeadDim) + (causal ? "_causal" : "") +
+                     (mask == Mask::Bool ? "_bool_mask" : mask == Mask::Additive ? "_additive_mask" : "");
   AttentionConfig &config = attention_[name];
   config.f32 = dtype == DType::F32;
   config.paddedHeadDim = paddedHeadDim;
+  // Attention.cuh's kNoMask, kBoolMask, kAdditiveMask.
+  const char *maskKind = mask == Mask::Bool ? "1" : mask == Mask::Additive ? "2" : "0";
   config.arguments = (config.f32 ? "" : storageCType(dtype) + ", ") + std::to_string(paddedHeadDim) + ", " +
-                     (causal ? "true" : "false");
+                     (causal ? "true" : "false") + ", " + maskKind;
   return name;
 }
 

@@ -100,7 +100,8 @@ public:
   // kernels/AttentionF32.cuh for f32);
   // returns their symbol prefix. Only the kernels required after the
   // program is built are instantiated (NVRTC takes ~1 s per kernel).
-  std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal);
+  std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal,
+                           artifact::AttentionStep::Mask mask);
   // `kernel`: the macro suffix of Attention.cuh, FWD, BWD_Q, BWD_Q_SAVED or BWD_KV.
   void requireAttentionKernel(const std::string &name, const std::string &kernel);
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
@@ -135,7 +136,7 @@ private:
                                const std::vector<std::vector<size_t>> &nestParams, const std::string &symbolArgs,
                                const std::string &rows);
   struct AttentionConfig {
-    std::string arguments;       // "T, DP, CAUSAL" of the macros ("DP, CAUSAL" for f32)
+    std::string arguments;       // "T, DP, CAUSAL, MASK" of the macros ("DP, CAUSAL, MASK" for f32)
     bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)
     int paddedHeadDim = 0;
     std::set<std::string> kernels; // required

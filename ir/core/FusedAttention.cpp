@@ -6,8 +6,6 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
   size_t first = backward ? 1 : 0;
   if (args.size() < first + 3)
     return "missing operands";
-  if (args.size() > first + 3 && args[first + 3])
-    return "a mask (the fused kernels take causal masking only)";
   for (size_t i = 0; i < first + 3; ++i)
     if (!args[i])
       return "missing operands";
@@ -32,7 +30,94 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
     return "k and v of different lengths";
   if (backward && !(args[0]->shape == q.shape))
     return "a cotangent of another shape";
+  if (args.size() > first + 3 && args[first + 3]) {
+    const TensorSpec &mask = *args[first + 3];
+    if (mask.dtype != DType::I1 && mask.dtype != q.dtype)
+      return "a mask of dtype " + std::string(dtypeName(mask.dtype)) + " (bool or the operands' dtype)";
+    Shape scores(q.shape.begin(), q.shape.end() - 1);
+    scores.push_back(k.shape[r - 2]);
+    std::string why = attentionMaskLayoutRefusal(mask.shape, scores);
+    if (!why.empty())
+      return why;
+  }
   return "";
+}
+
+namespace {
+
+bool isOne(const Dim &d) { return d.isStatic() && d.value() == 1; }
+
+} // namespace
+
+std::string attentionMaskLayoutRefusal(const Shape &mask, const Shape &scores) {
+  const size_t r = scores.size();
+  if (mask.size() > r)
+    return "a mask of rank " + std::to_string(mask.size()) + " over scores of rank " + std::to_string(r);
+  const size_t pad = r - mask.size();
+  // Along the batch dims before the last (those that are not 1): does the
+  // mask broadcast? It must do so along all of them or none.
+  std::optional<bool> outerBroadcast;
+  for (size_t d = 0; d < r; ++d) {
+    const Dim one = Dim::of(1);
+    const Dim &m = d < pad ? one : mask[d - pad];
+    if (!isOne(m) && !(m == scores[d]))
+      return "a mask of shape " + shapeStr(mask) + " that does not broadcast to the scores' " + shapeStr(scores);
+    if (d + 3 < r && !isOne(scores[d])) { // batch dims before the last
+      if (outerBroadcast && *outerBroadcast != isOne(m))
+        return "a mask of shape " + shapeStr(mask) + " broadcast along some leading batch dims of " +
+               shapeStr(scores) + " but not others";
+      outerBroadcast = isOne(m);
+    }
+  }
+  return "";
+}
+
+std::optional<AttentionMaskLayout> attentionMaskLayout(const std::vector<int64_t> &mask,
+                                                       const std::vector<int64_t> &scores, std::string &why) {
+  const size_t r = scores.size();
+  if (r < 2 || mask.size() > r) {
+    why = "a mask of rank " + std::to_string(mask.size()) + " over scores of rank " + std::to_string(r);
+    return std::nullopt;
+  }
+  // The mask's strides in values over the scores' dims (contiguous; 0 where
+  // it broadcasts or the dim is 1).
+  const size_t pad = r - mask.size();
+  std::vector<int64_t> stride(r, 0);
+  int64_t next = 1;
+  for (size_t d = r; d-- > 0;) {
+    const int64_t m = d < pad ? 1 : mask[d - pad];
+    if (m != 1 && m != scores[d]) {
+      why = "a mask dim of " + std::to_string(m) + " over a scores dim of " + std::to_string(scores[d]);
+      return std::nullopt;
+    }
+    stride[d] = m == 1 ? 0 : next;
+    next *= m;
+  }
+  AttentionMaskLayout layout;
+  layout.row = stride[r - 2];
+  layout.col = stride[r - 1];
+  if (r == 2)
+    return layout;
+  const size_t head = r - 3; // the last batch dim
+  layout.heads = scores[head];
+  layout.inner = stride[head];
+  // The outer index flattens dims 0..head-1; offset o * outer must equal
+  // the sum of their indices times their strides.
+  int64_t span = 1; // values of the outer index per step of dim d
+  std::optional<int64_t> outer;
+  for (size_t d = head; d-- > 0;) {
+    if (scores[d] != 1) {
+      if (!outer)
+        outer = stride[d] / span;
+      if (stride[d] != *outer * span) {
+        why = "a mask broadcast along some leading batch dims but not others";
+        return std::nullopt;
+      }
+    }
+    span *= scores[d];
+  }
+  layout.outer = outer.value_or(0);
+  return layout;
 }
 
 bool isFusedAttentionOp(const std::string &op) {

@@ -1,6 +1,7 @@
 #include "runtime/artifact/Artifact.h"
 
 #include "ir/core/Error.h"
+#include "ir/core/FusedAttention.h"
 #include "ir/core/Mesh.h"
 
 #include <nlohmann/json.hpp>
@@ -280,6 +281,8 @@ json manifestJson(const Artifact &a) {
         j["save_lse"] = true;
       if (s.attention.savedForward)
         j["saved_forward"] = true;
+      if (s.attention.mask != AttentionStep::Mask::None)
+        j["mask"] = s.attention.mask == AttentionStep::Mask::Bool ? "bool" : "additive";
     }
     if (s.kind == Step::Kind::Collective) {
       const CollectiveStep &c = s.collective;
@@ -417,6 +420,16 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
     check(x.dtype == like.dtype && x.shape == like.shape, what + ": attention " + name + " differs from its operand");
   };
   ValueDecl rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1), {}};
+  if (at.mask != AttentionStep::Mask::None) {
+    const ValueDecl &mask = a.values[size_t(s.operands.back())];
+    check(mask.dtype == (at.mask == AttentionStep::Mask::Bool ? DType::I1 : q.dtype),
+          what + ": attention mask of dtype " + std::string(dtypeName(mask.dtype)) + " for a " +
+              (at.mask == AttentionStep::Mask::Bool ? "bool" : "additive") + " mask");
+    Shape scores = rows.shape;
+    scores.push_back(k.shape[r - 2]);
+    const std::string why = attentionMaskLayoutRefusal(mask.shape, scores);
+    check(why.empty(), what + ": attention " + why);
+  }
   if (!at.backward) {
     same(0, q, "output");
     if (at.saveLse)
@@ -572,7 +585,8 @@ void validate(const Artifact &a) {
                   : s.kind == Step::Kind::Copy      ? 2
                   : s.kind == Step::Kind::ScatterAdd ? 3
                   : s.kind == Step::Kind::Attention
-                      ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4))
+                      ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4)) +
+                            (s.attention.mask != AttentionStep::Mask::None ? 1 : 0)
                                                     : 0;
     check(s.epilogue.empty() || s.kind == Step::Kind::Matmul, what + ": an epilogue on a step that is not a matmul");
     check(!s.epilogue.biasGradient || (!s.epilogue.bias && s.epilogue.activation == MatmulEpilogue::Activation::None),
@@ -833,6 +847,12 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.attention.paddedHeadDim = j.at("padded_head_dim").get<int>();
         s.attention.saveLse = j.value("save_lse", false);
         s.attention.savedForward = j.value("saved_forward", false);
+        const std::string mask = j.value("mask", "none");
+        check(mask == "none" || mask == "bool" || mask == "additive",
+              "artifact: attention mask '" + mask + "' is not none, bool or additive");
+        s.attention.mask = mask == "bool"       ? AttentionStep::Mask::Bool
+                           : mask == "additive" ? AttentionStep::Mask::Additive
+                                                : AttentionStep::Mask::None;
       }
       if (s.kind == Step::Kind::Collective) {
         const json &c = j.at("collective");

@@ -64,12 +64,17 @@ struct ConstantDecl {
 // kernels of codegen/cuda/kernels/Attention.cuh, `symbol` + "_fwd", or for
 // the backward "_bwd_q" (or "_bwd_q_saved") then "_bwd_kv". Forward
 // operands: out, [lse,] q, k, v; backward: dq, dk, dv, lse, delta (f32 of
-// q's shape without its last dim), dout, q, k, v[, out]. q, k, v: f16/bf16
+// q's shape without its last dim), dout, q, k, v[, out]; then, with a user
+// mask, the mask (both directions). q, k, v: f16/bf16/f32
 // [batch..., rows, head dim], contiguous, one dtype, equal batch dims and
-// head dims (<= 128).
+// head dims (<= 128); the mask: bool or q's dtype, contiguous, broadcast to
+// the scores' [batch..., L, S] as ir/core/FusedAttention.h allows.
 struct AttentionStep {
+  // A user mask operand: none, bool (true = attend) or additive.
+  enum class Mask { None, Bool, Additive };
   bool backward = false;
   bool causal = false;
+  Mask mask = Mask::None;
   double scale = 1.0;
   int paddedHeadDim = 0; // the kernels' head dim: a multiple of 16 >= the real one
   // Forward: also writes the log-sum-exp (operand 1) for a later backward.

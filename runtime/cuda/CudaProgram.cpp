@@ -2,6 +2,7 @@
 #include "runtime/cuda/Nccl.h"
 
 #include "ir/core/Error.h"
+#include "ir/core/FusedAttention.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
 #include "runtime/cuda/CudnnAttention.h"
@@ -332,6 +333,19 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   check(bh <= 65535, "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
   long long shape[11] = {L, S, D, D, D, D, D, L * D, S * D, S * D, L * D};
   float scale = float(at.scale);
+  // The user mask (the last operand) and how the kernels index it.
+  DevicePtr mask = 0;
+  AttentionMaskLayout layout;
+  if (at.mask != artifact::AttentionStep::Mask::None) {
+    std::vector<int64_t> scores(qs.begin(), qs.end() - 1);
+    scores.push_back(S);
+    std::string why;
+    std::optional<AttentionMaskLayout> l = attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+    check(l.has_value(), "cuda: step '" + s.label + "': attention " + why);
+    layout = *l;
+    mask = pointer(s.operands.size() - 1);
+  }
+  long long maskIndexing[5] = {layout.heads, layout.outer, layout.inner, layout.row, layout.col};
   // Blocks of query rows (forward, dq) or key rows (dk, dv).
   auto blocks = [&](size_t kernel, long long rows) {
     const long long n = (rows + kernels[kernel].rows - 1) / kernels[kernel].rows;
@@ -345,6 +359,9 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
     for (long long &x : shape)
       params.push_back(&x);
     params.push_back(&scale);
+    params.push_back(&mask);
+    for (long long &x : maskIndexing)
+      params.push_back(&x);
     if (tiles > 0) // no query rows: nothing to write (dk, dv still are: zeros)
       driver_.launch(kernels[kernel].function, tiles, 128, params.data(), stream, unsigned(bh),
                      unsigned(kernels[kernel].sharedBytes));
@@ -592,7 +609,8 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
                                                            const std::vector<std::vector<int64_t>> &shapes) const {
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
-  if (!cudnnAttentionOn_ || forcedVariant_ >= 1 || (at.backward && !at.savedForward))
+  if (!cudnnAttentionOn_ || forcedVariant_ >= 1 || (at.backward && !at.savedForward) ||
+      at.mask != artifact::AttentionStep::Mask::None) // (the cuDNN graphs have no mask operand yet)
     return std::nullopt;
   const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   const DType dtype = a.values[size_t(s.operands[first])].dtype;

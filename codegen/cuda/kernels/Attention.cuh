@@ -282,20 +282,96 @@ struct Shape {
   long long bhq, bhk, bhv, bho; // batch strides
   float scaleLog2;              // scale * log2(e): scores in base 2
   float scale;
+  // The user mask (the op's mask operand) of this block's batch entry, or
+  // null; its row and column strides in bytes (0 where it broadcasts).
+  const char *mask;
+  long long maskRow, maskCol;
 };
 
+// The kinds of user mask a kernel is instantiated for: none, bool (one byte
+// per value, nonzero = attend) or additive (in the operands' dtype).
+constexpr int kNoMask = 0, kBoolMask = 1, kAdditiveMask = 2;
+
+// The bytes of one mask value of kind MASK for operands of type T.
+template <int MASK, typename T> struct MaskBytes {
+  static constexpr int value = MASK == kBoolMask ? 1 : MASK == kAdditiveMask ? int(sizeof(T)) : 0;
+};
+
+// The mask of batch entry blockIdx.y: batch entries are (outer, head) pairs,
+// heads = maskHeads, and the mask's strides (in values) over them are
+// maskOuter and maskInner (0 where it broadcasts).
+__device__ __forceinline__ const char *maskOfEntry(const void *mask, long long heads, long long outer,
+                                                   long long inner, int bytes) {
+  if (!mask)
+    return nullptr;
+  const long long bh = blockIdx.y;
+  return static_cast<const char *>(mask) + ((bh / heads) * outer + (bh % heads) * inner) * bytes;
+}
+
+__device__ __forceinline__ float toFloat(float v) { return v; }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
+
+// The user mask's term for score (r, c) (r < L, c < S), base 2: 0 or -inf
+// for a bool mask, the value times log2(e) for an additive one.
+template <int MASK, typename T> __device__ __forceinline__ float maskLog2(const Shape &s, long long r, long long c) {
+  const char *at = s.mask + r * s.maskRow + c * s.maskCol;
+  if constexpr (MASK == kBoolMask)
+    return *reinterpret_cast<const unsigned char *>(at) ? 0.0f : -infinity();
+  else
+    return toFloat(*reinterpret_cast<const T *>(at)) * log2e();
+}
+
+// What a row's normalizer and log-sum-exp become when its sum is 0: with a
+// user mask (S > 0) every key was masked, and such a row is nan (the
+// reference's softmax of -inf everywhere); without one, no key at all: an
+// empty sum (output 0, lse +inf).
+template <int MASK> __device__ __forceinline__ float emptyRowInverse(const Shape &s) {
+  return MASK != kNoMask && s.S > 0 ? __int_as_float(0x7fffffff) : 0.0f;
+}
+template <int MASK> __device__ __forceinline__ float emptyRowLse(const Shape &s) {
+  return MASK != kNoMask && s.S > 0 ? __int_as_float(0x7fffffff) : infinity();
+}
+
 // The kernels' parameters after the tensors, in this order (every size a
-// long long, then the scale as a float): what the runtime passes.
+// long long, then the scale as a float, then the user mask (null if none),
+// the heads its batch entries are split by and its strides in values over
+// (outer batch, head, row, column)): what the runtime passes.
 #define TC_ATTENTION_SHAPE_PARAMS                                                                  \
   long long L, long long S, long long D, long long ldq, long long ldk, long long ldv,             \
-      long long ldo, long long bhq, long long bhk, long long bhv, long long bho, float scale
-#define TC_ATTENTION_SHAPE                                                                         \
-  tc_attention::Shape { L, S, (int)D, ldq, ldk, ldv, ldo, bhq, bhk, bhv, bho,                     \
-                        scale * 1.4426950408889634f, scale }
+      long long ldo, long long bhq, long long bhk, long long bhv, long long bho, float scale,      \
+      const void *mask, long long maskHeads, long long maskOuter, long long maskInner,             \
+      long long maskRow, long long maskCol
+// The Shape of a kernel of operand type T and mask kind MASK.
+#define TC_ATTENTION_SHAPE_FOR(MASK, T)                                                            \
+  tc_attention::Shape {                                                                            \
+    L, S, (int)D, ldq, ldk, ldv, ldo, bhq, bhk, bhv, bho, scale * 1.4426950408889634f, scale,      \
+        tc_attention::maskOfEntry(mask, maskHeads, maskOuter, maskInner,                           \
+                                  tc_attention::MaskBytes<MASK, T>::value),                        \
+        maskRow * tc_attention::MaskBytes<MASK, T>::value,                                         \
+        maskCol * tc_attention::MaskBytes<MASK, T>::value                                          \
+  }
 
 // Whether key column c is visible from query row r.
 template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long long c, long long S) {
   return c < S && (!CAUSAL || c <= r);
+}
+
+// The backward's probability of score x (unscaled) at (r, c) under a user
+// mask, given the row's log-sum-exp (base 2): 0 past the last key; a
+// masked position is exp2(-inf - lse), 0 unless the row is nan (every key
+// masked), whose nan then reaches every gradient it touches, as the
+// reference's does. Rows past L (lse +inf) read no mask.
+template <bool CAUSAL, int MASK, typename T>
+__device__ __forceinline__ float maskedProbability(const Shape &s, float x, long long r, long long c, float lse2) {
+  if (c >= s.S)
+    return 0.0f;
+  x *= s.scaleLog2;
+  if (CAUSAL && c > r)
+    x = -infinity();
+  else if (r < s.L)
+    x += maskLog2<MASK, T>(s, r, c);
+  return exp2f(x - lse2);
 }
 
 // The key tiles a block of query rows from row0 sees (causal: those up to
@@ -349,7 +425,7 @@ __device__ __forceinline__ void forEachKeyTile(Tile<T, kKeys, DP> *kss, Tile<T, 
 // (DP/8 C fragments), the running max m[mt] (base 2, scaled) and the sum
 // l[mt] (this thread's part; rows g and g + 8 of each m-tile). Q fragments
 // qa come in registers. A warp skips the tiles past its last row.
-template <typename T, int DP, bool CAUSAL, int MT>
+template <typename T, int DP, bool CAUSAL, int MASK, int MT>
 __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (*o)[DP / 8][4], float (*m)[2],
                                             float (*l)[2], Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss,
                                             const T *k, const T *v, const Shape &s, long long row0) {
@@ -365,7 +441,8 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
     // Non-causal: only the tile past the last key is masked. Causal: every
     // tile (masking only those crossing the diagonal made this loop 7%
     // slower on an H100, B*H = 96, L = 1024, D = 64: a worse schedule).
-    const bool edge = CAUSAL || n0 + kKeys > s.S;
+    // A user mask: every tile.
+    const bool edge = CAUSAL || MASK != kNoMask || n0 + kKeys > s.S;
     float mx[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -376,8 +453,11 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float x = sc[mt][nt][e] * s.scaleLog2;
-          if (edge && !visible<CAUSAL>(r + 8 * (e >> 1), n0 + nt * 8 + 2 * q + (e & 1), s.S))
+          const long long row = r + 8 * (e >> 1), col = n0 + nt * 8 + 2 * q + (e & 1);
+          if (edge && !visible<CAUSAL>(row, col, s.S))
             x = -infinity();
+          else if (MASK != kNoMask && row < s.L)
+            x += maskLog2<MASK, T>(s, row, col);
           sc[mt][nt][e] = x;
           mx[mt][e >> 1] = fmaxf(mx[mt][e >> 1], x);
         }
@@ -452,7 +532,7 @@ template <int DP, bool CAUSAL> struct ForwardTiling {
   static constexpr int rows = 16 * mtiles * kWarps;
 };
 
-template <typename T, int DP, bool CAUSAL>
+template <typename T, int DP, bool CAUSAL, int MASK>
 __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Shape s) {
   constexpr int MT = ForwardTiling<DP, CAUSAL>::mtiles, ROWS = ForwardTiling<DP, CAUSAL>::rows;
   constexpr int stages = KeyStages<DP>::count;
@@ -486,20 +566,20 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
     m[mt][0] = m[mt][1] = -infinity();
     l[mt][0] = l[mt][1] = 0.0f;
   }
-  forwardRows<T, DP, CAUSAL, MT>(qa, acc, m, l, kss, vss, k, v, s, row0);
+  forwardRows<T, DP, CAUSAL, MASK, MT>(qa, acc, m, l, kss, vss, k, v, s, row0);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const long long rowM = row0 + warp * 16 * MT + mt * 16;
     float inv[2];
     for (int h = 0; h < 2; ++h) {
       const float sum = quadSum(l[mt][h]);
-      inv[h] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
+      inv[h] = sum > 0.0f ? 1.0f / sum : (sum == sum ? emptyRowInverse<MASK>(s) : sum);
       // The log-sum-exp for a backward that reuses this forward (natural
       // log in memory: cuDNN's statistics, so either backward pairs with it).
       const long long r = rowM + (threadIdx.x & 31) / 4 + 8 * h;
       if (lse && (threadIdx.x & 3) == 0 && r < s.L)
-        lse[bh * s.L + r] =
-            sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * ln2() : infinity();
+        lse[bh * s.L + r] = sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * ln2()
+                                       : emptyRowLse<MASK>(s);
     }
     storeRows<T, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
   }
@@ -509,7 +589,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
 // memory natural log, in registers base 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
 // read with O from the forward kernel's results. dout/o: [BH, L, D] with
 // strides ldo/bho; dq: q's.
-template <typename T, int DP, bool CAUSAL, bool SAVED>
+template <typename T, int DP, bool CAUSAL, int MASK, bool SAVED>
 __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, const T *o, T *dq,
                               float *lse, float *delta, Shape s) {
   constexpr int stages = KeyStages<DP>::count;
@@ -561,15 +641,16 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     __syncthreads(); // the stages are free for the key tiles
   } else {
     float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
-    forwardRows<T, DP, CAUSAL, 1>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
-                                  reinterpret_cast<float (*)[DP / 8][4]>(acc), reinterpret_cast<float (*)[2]>(m),
-                                  reinterpret_cast<float (*)[2]>(l), kss, vss, k, v, s, row0);
+    forwardRows<T, DP, CAUSAL, MASK, 1>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
+                                        reinterpret_cast<float (*)[DP / 8][4]>(acc),
+                                        reinterpret_cast<float (*)[2]>(m), reinterpret_cast<float (*)[2]>(l), kss,
+                                        vss, k, v, s, row0);
     // O = acc / l; D = rowsum(dO * O): dO's A fragments hold the same
     // (row, column) positions as O's C fragments (k-step kk = n-tiles 2kk, 2kk+1).
     for (int h = 0; h < 2; ++h) {
       const float sum = quadSum(l[h]);
-      l[h] = sum > 0.0f ? 1.0f / sum : 0.0f;
-      lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : infinity();
+      l[h] = sum > 0.0f ? 1.0f / sum : emptyRowInverse<MASK>(s);
+      lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : emptyRowLse<MASK>(s);
     }
 #pragma unroll
     for (int kk = 0; kk < DP / 16; ++kk)
@@ -607,8 +688,12 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const long long c = n0 + nt * 8 + 2 * qd + (e & 1);
-        const float pr = !edge || visible<CAUSAL>(rows[e >> 1], c, s.S)
-                             ? exp2f(p[nt][e] * s.scaleLog2 - lse2[e >> 1]) : 0.0f;
+        float pr;
+        if constexpr (MASK != kNoMask)
+          pr = maskedProbability<CAUSAL, MASK, T>(s, p[nt][e], rows[e >> 1], c, lse2[e >> 1]);
+        else
+          pr = !edge || visible<CAUSAL>(rows[e >> 1], c, s.S) ? exp2f(p[nt][e] * s.scaleLog2 - lse2[e >> 1])
+                                                              : 0.0f;
         p[nt][e] = pr * (dp[nt][e] - d[e >> 1]); // dS
       }
     accumulateProduct<T, kKeys>(acc, p, ks); // dQ += dS K
@@ -624,7 +709,7 @@ template <int DP> struct KeyTiling {
 // dK and dV of 64 key rows: over the query tiles that see them,
 // S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
 // dS^T = P^T (dP^T - D), dK += dS^T Q.
-template <typename T, int DP, bool CAUSAL>
+template <typename T, int DP, bool CAUSAL, int MASK>
 __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, const float *lse,
                             const float *delta, T *dk, T *dv, Shape s) {
   constexpr int BQ = KeyTiling<DP>::queries;
@@ -703,8 +788,11 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
       for (int e = 0; e < 4; ++e) {
         const int col = nt * 8 + 2 * qd + (e & 1);
         const long long key = keys[e >> 1];
-        const bool seen = key < s.S && (!CAUSAL || key <= m0 + col);
-        const float pr = seen ? exp2f(p[nt][e] * s.scaleLog2 - lseS[col]) : 0.0f;
+        float pr;
+        if constexpr (MASK != kNoMask)
+          pr = maskedProbability<CAUSAL, MASK, T>(s, p[nt][e], m0 + col, key, lseS[col]);
+        else
+          pr = key < s.S && (!CAUSAL || key <= m0 + col) ? exp2f(p[nt][e] * s.scaleLog2 - lseS[col]) : 0.0f;
         p[nt][e] = pr;
         dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
       }
@@ -728,54 +816,55 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 // static shared memory only.
 #define TC_ATTENTION_LAUNCH_ROWS(KERNEL, ROWS) extern "C" __constant__ int KERNEL##_launch[2] = {ROWS, 0};
 #define TC_ATTENTION_LAUNCH(KERNEL) TC_ATTENTION_LAUNCH_ROWS(KERNEL, tc_attention::kRows)
-#define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL)                                                      \
+#define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK)                                                \
   TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))              \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
-    tc_attention::forward<T, DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                     \
+    tc_attention::forward<T, DP, CAUSAL, MASK>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T));   \
   }
-#define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL)                                                    \
+#define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK)                                              \
   TC_ATTENTION_LAUNCH(NAME##_bwd_q)                                                                \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
                    float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
-    tc_attention::backwardQuery<T, DP, CAUSAL, false>(dout, q, k, v, nullptr, dq, lse, delta,      \
-                                                      TC_ATTENTION_SHAPE);                         \
+    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, false>(dout, q, k, v, nullptr, dq, lse, delta,  \
+                                                            TC_ATTENTION_SHAPE_FOR(MASK, T));      \
   }
-#define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL)                                              \
+#define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK)                                        \
   TC_ATTENTION_LAUNCH(NAME##_bwd_q_saved)                                                          \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,           \
                          const float *lse, T *dq, float *delta, TC_ATTENTION_SHAPE_PARAMS) {       \
-    tc_attention::backwardQuery<T, DP, CAUSAL, true>(dout, q, k, v, o, dq, const_cast<float *>(lse), \
-                                                     delta, TC_ATTENTION_SHAPE);                   \
+    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, true>(dout, q, k, v, o, dq,                    \
+                                                           const_cast<float *>(lse), delta,        \
+                                                           TC_ATTENTION_SHAPE_FOR(MASK, T));       \
   }
-#define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL)                                                   \
+#define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK)                                             \
   TC_ATTENTION_LAUNCH(NAME##_bwd_kv)                                                               \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
                     const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {                 \
-    tc_attention::backwardKey<T, DP, CAUSAL>(dout, q, k, v, lse, delta, dk, dv,                    \
-                                             TC_ATTENTION_SHAPE);                                  \
+    tc_attention::backwardKey<T, DP, CAUSAL, MASK>(dout, q, k, v, lse, delta, dk, dv,              \
+                                                   TC_ATTENTION_SHAPE_FOR(MASK, T));               \
   }
 // dK/dV held to 168 registers for three blocks per SM (head dims <= 64;
 // 112 bytes of spills): 6% faster causal, 13% non-causal on an H100 with
 // 16 x 96 blocks, 10-17% slower with fewer blocks than SMs: the runtime
 // takes it for grids of at least 6 blocks per SM (kDenseBlocksPerSm in
 // runtime/cuda/CudaProgram.cpp).
-#define TC_ATTENTION_BWD_KV_DENSE(NAME, T, DP, CAUSAL)                                             \
+#define TC_ATTENTION_BWD_KV_DENSE(NAME, T, DP, CAUSAL, MASK)                                       \
   TC_ATTENTION_LAUNCH(NAME##_bwd_kv_dense)                                                         \
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads, 3)                         \
       NAME##_bwd_kv_dense(const T *dout, const T *q, const T *k, const T *v, const float *lse,    \
                           const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {           \
-    tc_attention::backwardKey<T, DP, CAUSAL>(dout, q, k, v, lse, delta, dk, dv,                    \
-                                             TC_ATTENTION_SHAPE);                                  \
+    tc_attention::backwardKey<T, DP, CAUSAL, MASK>(dout, q, k, v, lse, delta, dk, dv,              \
+                                                   TC_ATTENTION_SHAPE_FOR(MASK, T));               \
   }
 // All of them (tests).
-#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL)                                                  \
-  TC_ATTENTION_FWD(NAME, T, DP, CAUSAL)                                                            \
-  TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL)                                                          \
-  TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL)                                                    \
-  TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL)
+#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL, MASK)                                            \
+  TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK)                                                      \
+  TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK)                                                    \
+  TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK)                                              \
+  TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK)
 
 #endif // TENSORC_ATTENTION_CUH

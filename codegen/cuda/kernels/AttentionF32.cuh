@@ -245,7 +245,7 @@ template <class TL, bool CAUSAL> __device__ __forceinline__ long long keyTileCou
 // the key tiles: o (unnormalized), m (the running max of the scaled scores,
 // base 2) and l (this thread's part of each row's sum). kt, vs, pt: shared
 // scratch of DPF x colStride, cols x (DPF + 4) and cols x rowStride.
-template <class TL, int DPF, bool CAUSAL>
+template <class TL, int DPF, bool CAUSAL, int MASK>
 __device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, float (&o)[4 * TL::ra][DPF / 8],
                             float (&m)[4 * TL::ra], float (&l)[4 * TL::ra], const float *k, const float *v,
                             const Shape &s, long long row0) {
@@ -260,8 +260,9 @@ __device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, fl
     float sc[4 * RA][4 * CB];
     zero(sc);
     product<DPF, RA, CB>(sc, qt, TL::rowStride, kt, TL::colStride); // S = Q K^T
-    // Whole tiles left of the diagonal need no mask.
-    const bool masked = n0 + TL::cols > s.S || (CAUSAL && n0 + TL::cols - 1 > row0);
+    // Whole tiles left of the diagonal need no mask (unless a user mask).
+    const bool masked =
+        MASK != tc_attention::kNoMask || n0 + TL::cols > s.S || (CAUSAL && n0 + TL::cols - 1 > row0);
 #pragma unroll
     for (int i = 0; i < 4 * RA; ++i) {
       const long long row = row0 + rowOf(i);
@@ -271,6 +272,8 @@ __device__ void forwardRows(const float *qt, float *kt, float *vs, float *pt, fl
         float x = sc[i][j] * s.scaleLog2;
         if (masked && !tc_attention::visible<CAUSAL>(row, n0 + colOf(j), s.S))
           x = -infinity();
+        else if (MASK != tc_attention::kNoMask && row < s.L)
+          x += tc_attention::maskLog2<MASK, float>(s, row, n0 + colOf(j));
         sc[i][j] = x;
         mx = fmaxf(mx, x);
       }
@@ -309,12 +312,13 @@ template <class TL, bool CAUSAL> __device__ __forceinline__ long long firstQuery
 }
 
 // The log-sum-exp (base 2, as the kernels compute; memory holds natural
-// log) of a row from its max and sum; +inf for a row that sees no key.
-__device__ __forceinline__ float logSumExp(float m, float sum) {
-  return sum > 0.0f ? (m == -infinity() ? 0.0f : m) + log2f(sum) : infinity();
+// log) of a row from its max and sum; for a row that sees no key, +inf, or
+// nan where a user mask hid every key (tc_attention::emptyRowLse).
+template <int MASK> __device__ __forceinline__ float logSumExp(const Shape &s, float m, float sum) {
+  return sum > 0.0f ? (m == -infinity() ? 0.0f : m) + log2f(sum) : tc_attention::emptyRowLse<MASK>(s);
 }
 
-template <int DP, bool CAUSAL, class TL = ForwardTiles<paddedDim(DP)>>
+template <int DP, bool CAUSAL, int MASK, class TL = ForwardTiles<paddedDim(DP)>>
 __device__ void forward(const float *q, const float *k, const float *v, float *o, float *lse, Shape s) {
   constexpr int DPF = paddedDim(DP), RA = TL::ra;
   requireShared(forwardFloats<TL>(DPF));
@@ -328,15 +332,15 @@ __device__ void forward(const float *q, const float *k, const float *v, float *o
   stage<TL::rows, DPF>(q, row0, s.L, s.D, s.ldq, qt, TL::rowStride, nullptr, 0);
   float acc[4 * RA][DPF / 8], m[4 * RA], l[4 * RA], inv[4 * RA];
   startRows(acc, m, l);
-  forwardRows<TL, DPF, CAUSAL>(qt, kt, vs, pt, acc, m, l, k, v, s, row0);
+  forwardRows<TL, DPF, CAUSAL, MASK>(qt, kt, vs, pt, acc, m, l, k, v, s, row0);
   const int tx = threadIdx.x & 7;
 #pragma unroll
   for (int i = 0; i < 4 * RA; ++i) {
     const float sum = rowSum(l[i]);
-    inv[i] = sum > 0.0f ? 1.0f / sum : (sum == sum ? 0.0f : sum); // no keys: 0 (an empty sum)
+    inv[i] = sum > 0.0f ? 1.0f / sum : (sum == sum ? tc_attention::emptyRowInverse<MASK>(s) : sum);
     const long long r = row0 + rowOf(i);
     if (lse && tx == 0 && r < s.L)
-      lse[bh * s.L + r] = logSumExp(m[i], sum) * tc_attention::ln2(); // natural log in memory
+      lse[bh * s.L + r] = logSumExp<MASK>(s, m[i], sum) * tc_attention::ln2(); // natural log in memory
   }
   storeRows<RA, DPF / 32>(o, acc, s.ldo, row0, s.L, s.D, inv);
 }
@@ -344,7 +348,7 @@ __device__ void forward(const float *q, const float *k, const float *v, float *o
 // dQ, and D = rowsum(dO * O) per query row for dkv; the log-sum-exp too,
 // recomputed with O by a forward pass, or (SAVED) read with O from the
 // forward kernel's results.
-template <int DP, bool CAUSAL, bool SAVED, class TL = QueryTiles<paddedDim(DP)>>
+template <int DP, bool CAUSAL, int MASK, bool SAVED, class TL = QueryTiles<paddedDim(DP)>>
 __device__ void backwardQuery(const float *dout, const float *q, const float *k, const float *v, const float *o,
                               float *dq, float *lse, float *delta, Shape s) {
   constexpr int DPF = paddedDim(DP), NC = DPF / 32, RA = TL::ra, CB = TL::cb;
@@ -386,12 +390,12 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
     // of its own for P (it needs K, V and P at once).
     float acc[4 * RA][DPF / 8], m[4 * RA], l[4 * RA];
     startRows(acc, m, l);
-    forwardRows<TL, DPF, CAUSAL>(qt, kt, vt, vt + TL::tileThenRows(DPF), acc, m, l, k, v, s, row0);
+    forwardRows<TL, DPF, CAUSAL, MASK>(qt, kt, vt, vt + TL::tileThenRows(DPF), acc, m, l, k, v, s, row0);
 #pragma unroll
     for (int i = 0; i < 4 * RA; ++i) {
       const float sum = rowSum(l[i]);
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      lse2[i] = logSumExp(m[i], sum);
+      const float inv = sum > 0.0f ? 1.0f / sum : tc_attention::emptyRowInverse<MASK>(s);
+      lse2[i] = logSumExp<MASK>(s, m[i], sum);
       // D = rowsum(dO * O); dot is zero past D.
       float part = 0.0f;
 #pragma unroll
@@ -429,8 +433,11 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
 #pragma unroll
       for (int j = 0; j < 4 * CB; ++j) {
         const long long row = row0 + rowOf(i), col = n0 + colOf(j);
-        const float pr =
-            tc_attention::visible<CAUSAL>(row, col, s.S) ? exp2f(p[i][j] * s.scaleLog2 - lse2[i]) : 0.0f;
+        float pr;
+        if constexpr (MASK != tc_attention::kNoMask)
+          pr = tc_attention::maskedProbability<CAUSAL, MASK, float>(s, p[i][j], row, col, lse2[i]);
+        else
+          pr = tc_attention::visible<CAUSAL>(row, col, s.S) ? exp2f(p[i][j] * s.scaleLog2 - lse2[i]) : 0.0f;
         p[i][j] = pr * (dp[i][j] - d[i]); // dS
       }
     __syncthreads(); // kt and vt are read: dS^T and K take their places
@@ -449,7 +456,7 @@ __device__ void backwardQuery(const float *dout, const float *q, const float *k,
 // dK and dV of a block of key rows over the query tiles that see them:
 // S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
 // dS^T = P^T (dP^T - D), dK += dS^T Q.
-template <int DP, bool CAUSAL, class TL = KeyTiles<paddedDim(DP)>>
+template <int DP, bool CAUSAL, int MASK, class TL = KeyTiles<paddedDim(DP)>>
 __device__ void backwardKey(const float *dout, const float *q, const float *k, const float *v, const float *lse,
                             const float *delta, float *dk, float *dv, Shape s) {
   constexpr int DPF = paddedDim(DP), NC = DPF / 32, RA = TL::ra, CB = TL::cb;
@@ -497,8 +504,13 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
 #pragma unroll
       for (int j = 0; j < 4 * CB; ++j) {
         const long long key = key0 + rowOf(i), query = m0 + colOf(j);
-        const bool seen = key < s.S && query < s.L && (!CAUSAL || key <= query);
-        const float pr = seen ? exp2f(p[i][j] * s.scaleLog2 - lseS[colOf(j)]) : 0.0f;
+        float pr = 0.0f;
+        if constexpr (MASK != tc_attention::kNoMask) {
+          if (query < s.L)
+            pr = tc_attention::maskedProbability<CAUSAL, MASK, float>(s, p[i][j], query, key, lseS[colOf(j)]);
+        } else if (key < s.S && query < s.L && (!CAUSAL || key <= query)) {
+          pr = exp2f(p[i][j] * s.scaleLog2 - lseS[colOf(j)]);
+        }
         p[i][j] = pr;
         dp[i][j] = pr * (dp[i][j] - deltaS[colOf(j)]);
       }
@@ -525,7 +537,7 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
 // dynamic shared memory}.
 #define TC_ATTENTION_F32_LAUNCH(KERNEL, TILES, FLOATS)                                             \
   extern "C" __constant__ int KERNEL##_launch[2] = {TILES::rows, 4 * (FLOATS)};
-#define TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL)                                                     \
+#define TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL, MASK)                                               \
   TC_ATTENTION_F32_LAUNCH(NAME##_fwd, tc_attention_f32::ForwardTiles<tc_attention_f32::paddedDim(DP)>, \
                           tc_attention_f32::forwardFloats<                                        \
                               tc_attention_f32::ForwardTiles<tc_attention_f32::paddedDim(DP)>>(   \
@@ -533,9 +545,9 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_fwd(const float *q, const float *k, const float *v, float *o, float *lse,            \
                  TC_ATTENTION_SHAPE_PARAMS) {                                                      \
-    tc_attention_f32::forward<DP, CAUSAL>(q, k, v, o, lse, TC_ATTENTION_SHAPE);                    \
+    tc_attention_f32::forward<DP, CAUSAL, MASK>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, float)); \
   }
-#define TC_ATTENTION_F32_BWD_Q(NAME, DP, CAUSAL)                                                   \
+#define TC_ATTENTION_F32_BWD_Q(NAME, DP, CAUSAL, MASK)                                             \
   TC_ATTENTION_F32_LAUNCH(NAME##_bwd_q, tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>, \
                           tc_attention_f32::queryFloats<                                          \
                               tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>>(     \
@@ -543,10 +555,10 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
   extern "C" __global__ void __launch_bounds__(tc_attention_f32::kThreads)                        \
       NAME##_bwd_q(const float *dout, const float *q, const float *k, const float *v, float *dq,   \
                    float *lse, float *delta, TC_ATTENTION_SHAPE_PARAMS) {                          \
-    tc_attention_f32::backwardQuery<DP, CAUSAL, false>(dout, q, k, v, nullptr, dq, lse, delta,     \
-                                                       TC_ATTENTION_SHAPE);                        \
+    tc_attention_f32::backwardQuery<DP, CAUSAL, MASK, false>(dout, q, k, v, nullptr, dq, lse, delta, \
+                                                             TC_ATTENTION_SHAPE_FOR(MASK, float));  \
   }
-#define TC_ATTENTION_F32_BWD_Q_SAVED(NAME, DP, CAUSAL)                                             \
+#define TC_ATTENTION_F32_BWD_Q_SAVED(NAME, DP, CAUSAL, MASK)                                       \
   TC_ATTENTION_F32_LAUNCH(NAME##_bwd_q_saved, tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>, \
                           tc_attention_f32::queryFloats<                                          \
                               tc_attention_f32::QueryTiles<tc_attention_f32::paddedDim(DP)>>(     \
@@ -555,10 +567,11 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
       NAME##_bwd_q_saved(const float *dout, const float *q, const float *k, const float *v,        \
                          const float *o, const float *lse, float *dq, float *delta,                \
                          TC_ATTENTION_SHAPE_PARAMS) {                                              \
-    tc_attention_f32::backwardQuery<DP, CAUSAL, true>(dout, q, k, v, o, dq, const_cast<float *>(lse), \
-                                                      delta, TC_ATTENTION_SHAPE);                  \
+    tc_attention_f32::backwardQuery<DP, CAUSAL, MASK, true>(dout, q, k, v, o, dq,                  \
+                                                            const_cast<float *>(lse), delta,       \
+                                                            TC_ATTENTION_SHAPE_FOR(MASK, float));  \
   }
-#define TC_ATTENTION_F32_BWD_KV(NAME, DP, CAUSAL)                                                  \
+#define TC_ATTENTION_F32_BWD_KV(NAME, DP, CAUSAL, MASK)                                            \
   TC_ATTENTION_F32_LAUNCH(NAME##_bwd_kv, tc_attention_f32::KeyTiles<tc_attention_f32::paddedDim(DP)>, \
                           tc_attention_f32::keyFloats<                                            \
                               tc_attention_f32::KeyTiles<tc_attention_f32::paddedDim(DP)>>(       \
@@ -567,13 +580,14 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
       NAME##_bwd_kv(const float *dout, const float *q, const float *k, const float *v,             \
                     const float *lse, const float *delta, float *dk, float *dv,                    \
                     TC_ATTENTION_SHAPE_PARAMS) {                                                   \
-    tc_attention_f32::backwardKey<DP, CAUSAL>(dout, q, k, v, lse, delta, dk, dv, TC_ATTENTION_SHAPE); \
+    tc_attention_f32::backwardKey<DP, CAUSAL, MASK>(dout, q, k, v, lse, delta, dk, dv,             \
+                                                    TC_ATTENTION_SHAPE_FOR(MASK, float));          \
   }
 // All of them (tests).
-#define TC_ATTENTION_F32_KERNELS(NAME, DP, CAUSAL)                                                 \
-  TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL)                                                           \
-  TC_ATTENTION_F32_BWD_Q(NAME, DP, CAUSAL)                                                         \
-  TC_ATTENTION_F32_BWD_Q_SAVED(NAME, DP, CAUSAL)                                                   \
-  TC_ATTENTION_F32_BWD_KV(NAME, DP, CAUSAL)
+#define TC_ATTENTION_F32_KERNELS(NAME, DP, CAUSAL, MASK)                                           \
+  TC_ATTENTION_F32_FWD(NAME, DP, CAUSAL, MASK)                                                     \
+  TC_ATTENTION_F32_BWD_Q(NAME, DP, CAUSAL, MASK)                                                   \
+  TC_ATTENTION_F32_BWD_Q_SAVED(NAME, DP, CAUSAL, MASK)                                             \
+  TC_ATTENTION_F32_BWD_KV(NAME, DP, CAUSAL, MASK)
 
 #endif // TENSORC_ATTENTION_F32_CUH
