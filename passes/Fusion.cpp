@@ -178,13 +178,13 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
 }
 
 // Whether `user` reads its operand from memory whichever kernel computes
-// it: a library call (matmul, convolution), or a view every user of which
-// does.
+// it: a library call (matmul, convolution), fused attention, or a view
+// every user of which does.
 bool readFromMemory(Operation *user, int depth = 0) {
   if (!user->getName().getStringRef().starts_with("tc."))
     return false;
   Kind k = classify(user);
-  if (k == Kind::Matmul)
+  if (k == Kind::Matmul || k == Kind::Attention)
     return true;
   if (k != Kind::View || depth > 8 || user->getNumResults() != 1 || user->getResult(0).use_empty())
     return false;
@@ -194,9 +194,11 @@ bool readFromMemory(Operation *user, int depth = 0) {
 // Gives every user of a recomputed broadcast its own copy (consumers first,
 // so a copied chain copies its producers too): each copy then fuses into
 // its one consumer's kernel. Users that read from memory (GEMMs, through
-// views or not) share the original: each copy of theirs would be one more
-// kernel writing the same tensor (an LM head's backward wrote its
-// [4096, 32000] logits gradient twice, once per GEMM).
+// views or not, and attention) share the original: each copy of theirs
+// would be one more kernel writing the same tensor (an LM head's backward
+// wrote its [4096, 32000] logits gradient twice, once per GEMM; a mask
+// computed twice, once for the forward attention and once for its
+// backward, kept the backward from reading the forward's saved results).
 void copyPerUser(func::FuncOp fn, const llvm::DenseSet<Operation *> &cheap,
                  llvm::DenseSet<Operation *> &copies) {
   std::vector<Operation *> order;

@@ -108,6 +108,51 @@ class VitMlp(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln(x)), approximate="tanh"))
 
 
+class BertBlock(nn.Module):
+    """A post-norm encoder block whose attention sees a key padding mask
+    (bool [B, 1, 1, S], True = attend): SDPA with attn_mask."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h = heads
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x, keep):
+        b, s, d = x.shape
+        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep).transpose(1, 2).reshape(b, s, d)
+        x = self.ln1(x + self.proj(y))
+        return self.ln2(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+class AlibiAttention(nn.Module):
+    """Causal attention with ALiBi's per-head linear biases: an additive
+    mask [H, S, S] (a buffer; -inf above the diagonal)."""
+
+    def __init__(self, d, heads, seq):
+        super().__init__()
+        self.h = heads
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / heads) for i in range(heads)])
+        pos = torch.arange(seq)
+        bias = slopes[:, None, None] * (pos[None, None, :] - pos[None, :, None]).float()
+        self.register_buffer("bias", bias.masked_fill(pos[None, :] > pos[:, None], float("-inf")))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias.to(x.dtype))
+        return x + self.proj(y.transpose(1, 2).reshape(b, s, d))
+
+
+def padding_mask(b, s, dev):
+    """Key padding of a batch: sequence i keeps its first s - (i % 4) * s // 8 keys."""
+    lengths = torch.tensor([s - (i % 4) * s // 8 for i in range(b)], device=dev)
+    return (torch.arange(s, device=dev)[None, :] < lengths[:, None]).view(b, 1, 1, s)
+
+
 def models():
     """name -> (module, make_inputs); every one a training step."""
     dev, bf = W.DEV, torch.bfloat16
@@ -123,6 +168,11 @@ def models():
                                        torch.randint(0, 32000, (8, 512), device=dev)))
     M["vit_mlp_bf16"] = (VitMlp(768, 3072).to(bf),
                          lambda: (torch.randn(64, 197, 768, device=dev, dtype=bf, requires_grad=True),))
+    M["bert_block_padded_bf16"] = (BertBlock(768, 12).to(bf),
+                                   lambda: (torch.randn(8, 512, 768, device=dev, dtype=bf, requires_grad=True),
+                                            padding_mask(8, 512, dev)))
+    M["alibi_attention_bf16"] = (AlibiAttention(768, 12, 1024).to(bf),
+                                 lambda: (torch.randn(8, 1024, 768, device=dev, dtype=bf, requires_grad=True),))
     return M
 
 

@@ -25,6 +25,50 @@ Graph opGraph(const std::string &op, const std::vector<std::pair<DType, Shape_>>
   return t.graph();
 }
 
+// Attention with a user mask: q [batch..., L, E], k and v [batch..., S, E],
+// the mask of shape `mask`. A bool mask is gt(m, -0.6) of an f32 input m
+// (a fifth of the positions masked; a row with every key masked is rare)
+// or, `rawBool`, a bool input (random: with S = 2 a quarter of the rows
+// see no key, nan as in the reference, and their nan reaches the
+// gradients); an additive mask is an input of q's dtype. Three graphs: the
+// forward, the backward op alone (recomputing the forward) and the joint
+// forward + backward of q, k and v (the backward reads the forward's O and
+// log-sum-exp).
+enum class MaskKind { Bool, RawBool, Additive };
+void addMaskedAttention(std::vector<std::pair<std::string, Graph>> &gs, const std::string &name, DType d,
+                        const Shape_ &batch, int64_t L, int64_t S, int64_t E, const Shape_ &maskShape,
+                        MaskKind kind, bool causal) {
+  auto rows = [&](int64_t n) {
+    Shape_ s = batch;
+    s.push_back(n);
+    s.push_back(E);
+    return s;
+  };
+  AttrMap attrs{{"is_causal", Attr(causal)}};
+  auto maskOf = [&](trace::Tracer &t) {
+    if (kind == MaskKind::Additive)
+      return t.input("mask", d, maskShape);
+    if (kind == MaskKind::RawBool)
+      return t.input("mask", DType::I1, maskShape);
+    return t.call("gt", {t.input("m", DType::F32, maskShape), -0.6})[0];
+  };
+  {
+    trace::Tracer t(name);
+    trace::Tensor q = t.input("q", d, rows(L)), k = t.input("k", d, rows(S)), v = t.input("v", d, rows(S));
+    t.output(t.call("scaled_dot_product_attention", {q, k, v, maskOf(t)}, attrs)[0]);
+    gs.emplace_back(name, t.graph());
+    autodiff::AutodiffOptions options;
+    options.wrt = {"q", "k", "v"};
+    gs.emplace_back(name + "_joint", autodiff::buildJointGraph(t.graph(), options).graph);
+  }
+  trace::Tracer t(name + "_backward_op");
+  trace::Tensor g = t.input("g", d, rows(L)), q = t.input("q", d, rows(L)), k = t.input("k", d, rows(S)),
+                v = t.input("v", d, rows(S));
+  for (const trace::Tensor &r : t.call("scaled_dot_product_attention_backward", {g, q, k, v, maskOf(t)}, attrs))
+    t.output(r);
+  gs.emplace_back(name + "_backward_op", t.graph());
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, Graph>> opGraphs() {
@@ -395,6 +439,32 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
       // Not differentiable with respect to these inputs (e.g. index operands).
     }
   }
+  // Attention with user masks in the fused kernels (f16/bf16 and f32):
+  // padding masks [B, 1, 1, S], per-head biases, one [L, S] mask for every
+  // batch entry, full masks; causal too; odd lengths, one and several
+  // tiles; rows with every key masked; and a mask the kernels cannot index
+  // (broadcast along one leading batch dim, not another: decomposed).
+  using M = MaskKind;
+  addMaskedAttention(gs, "masked_attention_bf16_padding", DType::BF16, {2, 3}, 67, 67, 64, {2, 1, 1, 67}, M::Bool,
+                     false);
+  addMaskedAttention(gs, "masked_attention_bf16_head_bias_causal", DType::BF16, {2, 3}, 130, 97, 64,
+                     {1, 3, 130, 97}, M::Additive, true);
+  addMaskedAttention(gs, "masked_attention_bf16_shared", DType::BF16, {"B", 2}, 7, 7, 80, {7, 7}, M::Additive,
+                     false);
+  addMaskedAttention(gs, "masked_attention_bf16_full_d128", DType::BF16, {2, 2}, 65, 65, 128, {2, 2, 65, 65},
+                     M::Bool, true);
+  addMaskedAttention(gs, "masked_attention_bf16_empty_rows", DType::BF16, {2, 3}, 5, 2, 16, {2, 1, 5, 2},
+                     M::RawBool, false);
+  addMaskedAttention(gs, "masked_attention_f16_padding", DType::F16, {2, 3}, 33, 33, 64, {2, 1, 1, 33}, M::Bool,
+                     false);
+  addMaskedAttention(gs, "masked_attention_f32_padding_causal", DType::F32, {2, 3}, 67, 33, 64, {2, 1, 1, 33},
+                     M::Bool, true);
+  addMaskedAttention(gs, "masked_attention_f32_heads", DType::F32, {"B", 2}, 70, 40, 80, {2, 70, 40},
+                     M::Additive, false);
+  addMaskedAttention(gs, "masked_attention_f32_empty_rows", DType::F32, {2, 3}, 5, 2, 16, {2, 1, 5, 2},
+                     M::RawBool, true);
+  addMaskedAttention(gs, "masked_attention_f32_mixed_batch", DType::F32, {2, 2, 3}, 9, 9, 16, {2, 1, 3, 9, 9},
+                     M::Additive, false);
   // Rows far from 0 (x + 1e4: one f32 ulp is 1e-3 there): the online row
   // statistics are taken around the row's first element, so log_softmax,
   // softmax and cross-entropy and their gradients keep the digits of x - max

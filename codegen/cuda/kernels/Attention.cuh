@@ -313,13 +313,18 @@ __device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162fl
 __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
 
 // The user mask's term for score (r, c) (r < L, c < S), base 2: 0 or -inf
-// for a bool mask, the value times log2(e) for an additive one.
+// for a bool mask, the value times log2(e) for an additive one. A finite
+// value that overflows there (a dtype's lowest, as Hugging Face's masks
+// write) stays finite: as -inf, a row of them would be nan instead of
+// uniform.
 template <int MASK, typename T> __device__ __forceinline__ float maskLog2(const Shape &s, long long r, long long c) {
   const char *at = s.mask + r * s.maskRow + c * s.maskCol;
-  if constexpr (MASK == kBoolMask)
+  if constexpr (MASK == kBoolMask) {
     return *reinterpret_cast<const unsigned char *>(at) ? 0.0f : -infinity();
-  else
-    return toFloat(*reinterpret_cast<const T *>(at)) * log2e();
+  } else {
+    const float v = toFloat(*reinterpret_cast<const T *>(at)), t = v * log2e();
+    return isinf(t) && !isinf(v) ? copysignf(3.402823466e38f, v) : t;
+  }
 }
 
 // What a row's normalizer and log-sum-exp become when its sum is 0: with a
