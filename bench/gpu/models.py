@@ -109,8 +109,9 @@ class VitMlp(nn.Module):
 
 
 class BertBlock(nn.Module):
-    """A post-norm encoder block whose attention sees a key padding mask
-    (bool [B, 1, 1, S], True = attend): SDPA with attn_mask."""
+    """An encoder block (pre-norm, so the summed output's gradients are not
+    all ~0) whose attention sees a key padding mask (bool [B, 1, 1, S],
+    True = attend): SDPA with attn_mask."""
 
     def __init__(self, d, heads):
         super().__init__()
@@ -121,10 +122,11 @@ class BertBlock(nn.Module):
 
     def forward(self, x, keep):
         b, s, d = x.shape
-        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in self.qkv(x).split(d, dim=-1))
+        h = self.ln1(x)
+        q, k, v = (t.view(b, s, self.h, d // self.h).transpose(1, 2) for t in self.qkv(h).split(d, dim=-1))
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep).transpose(1, 2).reshape(b, s, d)
-        x = self.ln1(x + self.proj(y))
-        return self.ln2(x + self.fc2(F.gelu(self.fc1(x))))
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class AlibiAttention(nn.Module):
@@ -173,6 +175,8 @@ def models():
                                             padding_mask(8, 512, dev)))
     M["alibi_attention_bf16"] = (AlibiAttention(768, 12, 1024).to(bf),
                                  lambda: (torch.randn(8, 1024, 768, device=dev, dtype=bf, requires_grad=True),))
+    M["alibi_attention_f32"] = (AlibiAttention(768, 12, 1024),
+                                lambda: (torch.randn(4, 1024, 768, device=dev, requires_grad=True),))
     return M
 
 

@@ -303,6 +303,8 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
       t.q = pointer(first);
       t.k = pointer(first + 1);
       t.v = pointer(first + 2);
+      if (c->bias)
+        t.bias = pointer(s.operands.size() - 1);
       if (at.backward) {
         t.dq = pointer(0), t.dk = pointer(1), t.dv = pointer(2), t.lse = pointer(3), t.delta = pointer(4);
         t.dout = pointer(5), t.o = pointer(9);
@@ -609,8 +611,9 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
                                                            const std::vector<std::vector<int64_t>> &shapes) const {
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
+  // (Bool masks: generated kernels; cuDNN's graphs take an additive one.)
   if (!cudnnAttentionOn_ || forcedVariant_ >= 1 || (at.backward && !at.savedForward) ||
-      at.mask != artifact::AttentionStep::Mask::None) // (the cuDNN graphs have no mask operand yet)
+      at.mask == artifact::AttentionStep::Mask::Bool)
     return std::nullopt;
   const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   const DType dtype = a.values[size_t(s.operands[first])].dtype;
@@ -633,6 +636,21 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
   c.backward = at.backward;
   c.stats = at.backward || at.saveLse;
   c.scale = float(at.scale);
+  if (at.mask == artifact::AttentionStep::Mask::Additive) {
+    std::vector<int64_t> scores(qs.begin(), qs.end() - 1);
+    scores.push_back(c.S);
+    std::string why;
+    std::optional<AttentionMaskLayout> l = attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+    if (!l)
+      return std::nullopt;
+    // Dims of 1 where it broadcasts (stride 0), then strides cuDNN accepts.
+    const int64_t full[4] = {c.b, c.h, c.L, c.S}, stride[4] = {l->outer, l->inner, l->row, l->col};
+    for (int d = 0; d < 4; ++d) {
+      c.biasDims[size_t(d)] = stride[d] == 0 ? 1 : full[d];
+      c.biasStrides[size_t(d)] = stride[d] == 0 ? 1 : stride[d];
+    }
+    c.bias = true;
+  }
   if (!CudnnAttention::eligible(c))
     return std::nullopt;
   return c;

@@ -11,7 +11,7 @@ using namespace cudnn;
 namespace {
 
 // Tensor uids of the graphs' memory operands.
-enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDout, kDq, kDk, kDv, kSoftmaxSum, kDqAccum };
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDout, kDq, kDk, kDv, kSoftmaxSum, kDqAccum, kBias };
 
 // The f32 dQ accumulator follows the plan's own workspace at this alignment.
 constexpr size_t kAlign = 256;
@@ -26,6 +26,16 @@ Tensor causalMask(Graph &g, const Tensor &scores) {
   Tensor keep = g.pointwise(kCmpGe, row, &col, nullptr, nullptr, kBoolean, kBoolean);
   Tensor minusInf = g.scalar(-std::numeric_limits<float>::infinity());
   return g.pointwise(kBinarySelect, scores, &minusInf, &keep);
+}
+
+// The scaled scores plus the additive mask, where there is one (cudnn-frontend's
+// SDPA bias: a pointwise add of a tensor that broadcasts over [b, h, L, S]).
+Tensor withBias(Graph &g, const CudnnAttentionShape &s, const Tensor &x) {
+  if (!s.bias)
+    return x;
+  Tensor bias = g.tensor(s.dtype, {s.biasDims.begin(), s.biasDims.end()}, {s.biasStrides.begin(), s.biasStrides.end()},
+                         kBias);
+  return g.pointwise(kAdd, x, &bias);
 }
 
 struct Layout {
@@ -45,7 +55,7 @@ void describeForward(Graph &g, const CudnnAttentionShape &s) {
   Tensor scores = g.virtualTensor(kFloat, {b, h, L, S});
   g.matmul(q, kT, scores);
   Tensor scale = g.scalar(s.scale);
-  Tensor x = g.pointwise(kMul, scores, &scale);
+  Tensor x = withBias(g, s, g.pointwise(kMul, scores, &scale));
   if (s.causal)
     x = causalMask(g, x);
   // Softmax as cuDNN's fusion engines expect it: max, exp(x - max), sum,
@@ -87,7 +97,7 @@ void describeBackward(Graph &g, const CudnnAttentionShape &s) {
   // P = exp(scale * Q K^T - stats), masked; dV = P^T dO.
   Tensor scores = g.virtualTensor(kFloat, {b, h, L, S});
   g.matmul(q, kT, scores);
-  Tensor x = g.pointwise(kSub, g.pointwise(kMul, scores, &scale), &stats);
+  Tensor x = g.pointwise(kSub, withBias(g, s, g.pointwise(kMul, scores, &scale)), &stats);
   if (s.causal)
     x = causalMask(g, x);
   Tensor p = g.pointwise(kExp, x);
@@ -146,6 +156,8 @@ size_t CudnnAttention::workspaceBytes(const CudnnAttentionShape &s, const Plan &
 void CudnnAttention::run(const CudnnAttentionShape &s, const Plan &p, const CudnnAttentionTensors &t,
                          DevicePtr workspace, Stream stream) {
   std::map<int64_t, DevicePtr> ptr{{kQ, t.q}, {kK, t.k}, {kV, t.v}, {kO, t.o}};
+  if (s.bias)
+    ptr[kBias] = t.bias;
   if (s.backward) {
     ptr.insert({{kStats, t.lse}, {kDout, t.dout}, {kDq, t.dq}, {kDk, t.dk}, {kDv, t.dv}, {kSoftmaxSum, t.delta}});
     ptr[kDqAccum] = workspace + alignUp(size_t(p.workspaceBytes()));

@@ -2,7 +2,7 @@
 // GPU: the forward (O and the per-row log-sum-exp statistics) and the
 // backward (dQ, dK, dV from dO, O and those statistics), each described
 // as the operation graph cuDNN recognizes (the composite SDPA graphs of
-// cudnn-frontend: matmul, scale, causal mask, softmax, matmul; for the
+// cudnn-frontend: matmul, scale, additive mask, causal mask, softmax, matmul; for the
 // backward, dO.O row sums, recomputed probabilities and three matmuls).
 // Plans are built once per shape and kept; a shape cuDNN cannot run is
 // remembered with the reason, and the caller runs its own kernels.
@@ -16,6 +16,7 @@
 
 #include "runtime/cuda/Cudnn.h"
 
+#include <array>
 #include <string>
 #include <tuple>
 
@@ -26,13 +27,20 @@ struct CudnnAttentionShape {
   int64_t b = 1, h = 1, L = 0, S = 0, D = 0;
   bool causal = false, backward = false, stats = false;
   float scale = 1.0f;
-  auto key() const { return std::tie(dtype, b, h, L, S, D, causal, backward, stats, scale); }
+  // An additive mask (the operands' dtype) added to the scaled scores: its
+  // dims over [b, h, L, S] (1 where it broadcasts) and strides in values.
+  bool bias = false;
+  std::array<int64_t, 4> biasDims{}, biasStrides{};
+  auto key() const {
+    return std::tie(dtype, b, h, L, S, D, causal, backward, stats, scale, bias, biasDims, biasStrides);
+  }
   bool operator<(const CudnnAttentionShape &o) const { return key() < o.key(); }
 };
 
 struct CudnnAttentionTensors {
   DevicePtr q = 0, k = 0, v = 0, o = 0, lse = 0; // lse: 0 for a forward without statistics
   DevicePtr dout = 0, dq = 0, dk = 0, dv = 0, delta = 0; // the backward's
+  DevicePtr bias = 0;                                    // with CudnnAttentionShape::bias
 };
 
 class CudnnAttention {

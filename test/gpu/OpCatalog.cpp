@@ -459,7 +459,7 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
                      false);
   addMaskedAttention(gs, "masked_attention_f32_padding_causal", DType::F32, {2, 3}, 67, 33, 64, {2, 1, 1, 33},
                      M::Bool, true);
-  addMaskedAttention(gs, "masked_attention_f32_heads", DType::F32, {"B", 2}, 70, 40, 80, {2, 70, 40},
+  addMaskedAttention(gs, "masked_attention_f32_heads", DType::F32, {"B", 2}, 70, 40, 16, {2, 70, 40},
                      M::Additive, false);
   addMaskedAttention(gs, "masked_attention_f32_empty_rows", DType::F32, {2, 3}, 5, 2, 16, {2, 1, 5, 2},
                      M::RawBool, true);

@@ -362,6 +362,18 @@ template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long
   return c < S && (!CAUSAL || c <= r);
 }
 
+// Whether a query row before `rows` (and L) has a nan log-sum-exp: every key
+// masked. In the reference that row's probabilities are nan at every key,
+// the causally hidden ones too, so every key's dK and dV is nan; the
+// causal dK/dV kernels skip the query tiles before a block's first key and
+// look for such rows here instead (the whole block: a barrier).
+__device__ __forceinline__ bool anyEmptyRowBefore(const float *lse, long long rows, long long L) {
+  bool empty = false;
+  for (long long r = threadIdx.x; r < rows && r < L; r += blockDim.x)
+    empty |= isnan(lse[r]);
+  return __syncthreads_or(empty);
+}
+
 // The backward's probability of score x (unscaled) at (r, c) under a user
 // mask, given the row's log-sum-exp (base 2): 0 past the last key; a
 // masked position is exp2(-inf - lse), 0 unless the row is nan (every key
@@ -804,6 +816,14 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
     accumulateProduct<T, BQ>(dva, p, ds);  // dV += P^T dO
     accumulateProduct<T, BQ>(dka, dp, qs); // dK += dS^T Q
     __syncthreads(); // every warp is done with this stage before it is refilled
+  }
+  if constexpr (CAUSAL && MASK != kNoMask) {
+    if (anyEmptyRowBefore(lse, firstTile * BQ, s.L))
+#pragma unroll
+      for (int dt = 0; dt < DP / 8; ++dt)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          dka[dt][j] = dva[dt][j] = __int_as_float(0x7fffffff);
   }
   storeRows<T, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
   storeRows<T, DP>(dv, dva, s.ldv, key0 + warp * 16, s.S, s.D, 1.0f, 1.0f);

@@ -521,6 +521,14 @@ __device__ void backwardKey(const float *dout, const float *q, const float *k, c
     product<TL::cols, RA, NC>(dva, ps, TL::rowStride, dos, DPF + 4); // dV += P^T dO
     product<TL::cols, RA, NC>(dka, dss, TL::rowStride, qs, DPF + 4); // dK += dS^T Q
   }
+  if constexpr (CAUSAL && MASK != tc_attention::kNoMask) {
+    if (tc_attention::anyEmptyRowBefore(lse, firstTile * TL::cols, s.L))
+#pragma unroll
+      for (int i = 0; i < 4 * RA; ++i)
+#pragma unroll
+        for (int c = 0; c < DPF / 8; ++c)
+          dka[i][c] = dva[i][c] = __int_as_float(0x7fffffff);
+  }
   float one[4 * RA], scale[4 * RA];
 #pragma unroll
   for (int i = 0; i < 4 * RA; ++i)
