@@ -440,22 +440,6 @@ const std::map<std::string, Rule> &rules() {
   return r;
 }
 
-// Fused 16-bit attention with a bool mask takes it as an additive one
-// (where(mask, 0, -inf) in q's dtype, as PyTorch's SDPA does): cuDNN's
-// attention graphs add a mask, they do not select by one
-// (docs/cuda-backend.md, "User masks"). Anything else stays as it is.
-std::optional<std::vector<Tensor>> additiveAttentionMask(Tracer &t, const TypedNode &n,
-                                                         const std::vector<Operand> &args, size_t first) {
-  const size_t maskIndex = first + 3;
-  const DType q = n.argTypes[first]->dtype;
-  if (maskIndex >= args.size() || !std::holds_alternative<Tensor>(args[maskIndex]) ||
-      n.argTypes[maskIndex]->dtype != DType::I1 || (q != DType::F16 && q != DType::BF16))
-    return std::nullopt;
-  std::vector<Operand> rewritten = args;
-  rewritten[maskIndex] = cast(where(std::get<Tensor>(args[maskIndex]), 0.0, -INFINITY), q);
-  return t.call(n.node->op, rewritten, n.node->attrs);
-}
-
 } // namespace
 
 const std::set<std::string> &decomposableOps() {
@@ -477,12 +461,12 @@ Graph decomposeGraph(const Graph &graph, const std::set<std::string> &requested,
       graph, "decompose",
       [&](Tracer &t, const TypedNode &n,
           const std::vector<Operand> &args) -> std::optional<std::vector<Tensor>> {
-        const bool backward = n.node->op == "scaled_dot_product_attention_backward";
-        bool fusedAttention = keepFusedAttention && isFusedAttentionOp(n.node->op) &&
-                              fusedAttentionRefusal(n.argTypes, backward).empty();
-        if (fusedAttention)
-          return additiveAttentionMask(t, n, args, backward ? 1 : 0);
-        if (!ops.count(n.node->op))
+        bool fusedAttention =
+            keepFusedAttention &&
+            isFusedAttentionOp(n.node->op) &&
+            fusedAttentionRefusal(n.argTypes, n.node->op == "scaled_dot_product_attention_backward")
+                .empty();
+        if (!ops.count(n.node->op) || fusedAttention)
           return std::nullopt;
         // A backend that keeps logsumexp gets the online row statistics.
         return rules().at(n.node->op)(Context{t, n, args, !ops.count("logsumexp")});

@@ -641,7 +641,10 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
     scores.push_back(c.S);
     std::string why;
     std::optional<AttentionMaskLayout> l = attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
-    if (!l)
+    // Only masks shared by every entry of the leading batch dims: with a
+    // batch dim of 2 in the bias, cuDNN 9.19's results were wrong on an
+    // H100 (docs/cuda-backend.md, "User masks").
+    if (!l || (l->outer != 0 && c.b > 1))
       return std::nullopt;
     // Dims of 1 where it broadcasts (stride 0), then strides cuDNN accepts.
     const int64_t full[4] = {c.b, c.h, c.L, c.S}, stride[4] = {l->outer, l->inner, l->row, l->col};

@@ -10,6 +10,8 @@
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
 
+#include <cmath>
+
 namespace tensorc::gpu {
 
 namespace {
@@ -28,13 +30,14 @@ Graph opGraph(const std::string &op, const std::vector<std::pair<DType, Shape_>>
 // Attention with a user mask: q [batch..., L, E], k and v [batch..., S, E],
 // the mask of shape `mask`. A bool mask is gt(m, -0.6) of an f32 input m
 // (a fifth of the positions masked; a row with every key masked is rare)
-// or, `rawBool`, a bool input (random: with S = 2 a quarter of the rows
+// or, `RawBool`, a bool input (random: with S = 2 a quarter of the rows
 // see no key, nan as in the reference, and their nan reaches the
-// gradients); an additive mask is an input of q's dtype. Three graphs: the
+// gradients); an additive mask is an input of q's dtype, or (`AdditiveInf`)
+// -inf where gt(m, -0.6) is false and m elsewhere. Three graphs: the
 // forward, the backward op alone (recomputing the forward) and the joint
 // forward + backward of q, k and v (the backward reads the forward's O and
 // log-sum-exp).
-enum class MaskKind { Bool, RawBool, Additive };
+enum class MaskKind { Bool, RawBool, Additive, AdditiveInf };
 void addMaskedAttention(std::vector<std::pair<std::string, Graph>> &gs, const std::string &name, DType d,
                         const Shape_ &batch, int64_t L, int64_t S, int64_t E, const Shape_ &maskShape,
                         MaskKind kind, bool causal) {
@@ -50,6 +53,10 @@ void addMaskedAttention(std::vector<std::pair<std::string, Graph>> &gs, const st
       return t.input("mask", d, maskShape);
     if (kind == MaskKind::RawBool)
       return t.input("mask", DType::I1, maskShape);
+    if (kind == MaskKind::AdditiveInf) { // -inf at about a fifth of the positions
+      trace::Tensor m = t.input("m", DType::F32, maskShape);
+      return trace::cast(trace::where(t.call("gt", {m, -0.6})[0], m, -INFINITY), d);
+    }
     return t.call("gt", {t.input("m", DType::F32, maskShape), -0.6})[0];
   };
   {
@@ -449,6 +456,8 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
                      false);
   addMaskedAttention(gs, "masked_attention_bf16_head_bias_causal", DType::BF16, {2, 3}, 130, 97, 64,
                      {1, 3, 130, 97}, M::Additive, true);
+  addMaskedAttention(gs, "masked_attention_bf16_inf_bias", DType::BF16, {2, 3}, 67, 67, 64, {1, 3, 67, 67},
+                     M::AdditiveInf, false);
   addMaskedAttention(gs, "masked_attention_bf16_shared", DType::BF16, {"B", 2}, 7, 7, 80, {7, 7}, M::Additive,
                      false);
   addMaskedAttention(gs, "masked_attention_bf16_full_d128", DType::BF16, {2, 2}, 65, 65, 128, {2, 2, 65, 65},
