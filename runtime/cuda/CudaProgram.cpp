@@ -35,6 +35,20 @@ using artifact::Storage;
 // SM (1536 blocks), slower at 1 or fewer.
 constexpr long long kDenseBlocksPerSm = 6;
 
+namespace {
+
+// How the attention step's kernels index its user mask (the last operand)
+// over the scores [q's batch dims..., L, S] at these shapes; nullopt with
+// `why` where they cannot (ir/core/FusedAttention.h).
+std::optional<AttentionMaskLayout> maskLayout(const Step &s, const std::vector<std::vector<int64_t>> &shapes,
+                                              size_t q, size_t k, std::string &why) {
+  std::vector<int64_t> scores(shapes[size_t(s.operands[q])]);
+  scores.back() = shapes[size_t(s.operands[k])].end()[-2];
+  return attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+}
+
+} // namespace
+
 CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
                          const std::string &kernelCacheDir, int variant)
     : driver_(Driver::get()), arch_("sm_" + std::to_string(driver_.computeCapability())),
@@ -339,10 +353,8 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
   DevicePtr mask = 0;
   AttentionMaskLayout layout;
   if (at.mask != artifact::AttentionStep::Mask::None) {
-    std::vector<int64_t> scores(qs.begin(), qs.end() - 1);
-    scores.push_back(S);
     std::string why;
-    std::optional<AttentionMaskLayout> l = attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+    std::optional<AttentionMaskLayout> l = maskLayout(s, shapes, first, first + 1, why);
     check(l.has_value(), "cuda: step '" + s.label + "': attention " + why);
     layout = *l;
     mask = pointer(s.operands.size() - 1);
@@ -637,10 +649,8 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
   c.stats = at.backward || at.saveLse;
   c.scale = float(at.scale);
   if (at.mask == artifact::AttentionStep::Mask::Additive) {
-    std::vector<int64_t> scores(qs.begin(), qs.end() - 1);
-    scores.push_back(c.S);
     std::string why;
-    std::optional<AttentionMaskLayout> l = attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+    std::optional<AttentionMaskLayout> l = maskLayout(s, shapes, first, first + 1, why);
     // Only masks shared by every entry of the leading batch dims: with a
     // batch dim of 2 in the bias, cuDNN 9.19's results were wrong on an
     // H100 (docs/cuda-backend.md, "User masks").
