@@ -16,6 +16,8 @@ mkdir -p "$out/bin" "$out/lib"
 cp build/bin/tensorc-check build/bin/tensorc-tune "$out/bin/"
 cp build/bin/tensorc-run "$out/bin/tensorc"  # the runtime-only `tensorc run`
 cp -L build/lib/libtensorc_runtime.so.0 "$out/lib/"  # the soname, as a file (no links)
+# The Python binding's per-call fast path (python/tensorc/_fast.c), where built.
+if [ -f build/lib/_tensorc_fast.abi3.so ]; then cp build/lib/_tensorc_fast.abi3.so "$out/lib/"; fi
 build/bin/tensorc-gpu-cases "$out/cases" --random 80  # + random graphs: differential fuzzing on the GPU
 # Packed (half the bytes: the artifacts' CUDA source compresses well) so the
 # bundle stays under the GPU machine's 64 MiB transfer; gpu-test.sh unpacks it.

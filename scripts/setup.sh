@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build git python3 python3-numpy
+  python3-dev  # headers for the Python binding's fast path (python/tensorc/_fast.c; optional)
   libopenblas-dev libbenchmark-dev
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   nlohmann-json3-dev libcli11-dev libgtest-dev

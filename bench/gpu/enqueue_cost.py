@@ -2,7 +2,8 @@
 """Host cost of queueing one run of a bench artifact (microseconds, median
 of 200 calls, each followed by a synchronize that is not timed): through
 Session.prepare (fixed tensors: the runtime's own cost), through
-reusing_enqueue with the same tensors, and with fresh outputs each call
+reusing_enqueue with the same tensors (the fast-path extension where built,
+and the ctypes path), and with fresh outputs each call
 (what tensorc.torch does), beside one torch op's launch for scale.
 
     TENSORC_RUNTIME_LIB=... PYTHONPATH=python python3 enqueue_cost.py [workload ...]
@@ -54,12 +55,19 @@ def main():
         prepared = median_us(step)
         enq = s.reusing_enqueue()
         same = median_us(lambda: enq(ins, outs))
+        plain = tensorc._ReusingEnqueue(s)
+        plain.fast = None  # the ctypes path, beside the extension's (tensorc/_fast.c)
+        same_ctypes = median_us(lambda: plain(ins, outs))
         fresh = median_us(lambda: enq(ins, [torch.empty_like(o) for o in outs]))
         alloc = median_us(lambda: [torch.empty_like(o) for o in outs])
         stream_us = median_us(lambda: s.set_stream(stream))
-        print(f"{name:20} prepared {prepared:7.1f}  reusing {same:7.1f}  fresh outputs {fresh:7.1f} "
+        print(f"{name:20} prepared {prepared:7.1f}  reusing {same:7.1f} (ctypes {same_ctypes:7.1f})  "
+              f"fresh outputs {fresh:7.1f} "
               f"(of which allocating {alloc:5.1f})  set_stream {stream_us:5.1f}  "
               f"[{len(exe.inputs)} inputs, {len(exe.outputs)} outputs]")
+        s.set_cuda_graphs("repeated")  # tensorc.torch's setting: same tensors replay one graph
+        print(f"{'  CUDA graphs':20} prepared {median_us(step):7.1f}  reusing {median_us(lambda: enq(ins, outs)):7.1f} "
+              f"(ctypes {median_us(lambda: plain(ins, outs)):7.1f})")
         del step, enq, s, exe
 
 

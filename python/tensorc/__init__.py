@@ -19,6 +19,7 @@ import os
 import sys
 
 from . import _dlpack
+from . import _lib
 from ._lib import lib, tc_runtime_options_t, tc_tensor_t
 
 __all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights"]
@@ -186,10 +187,7 @@ def _torch_struct(v, keep, read_only=False):
     if torch is None or not isinstance(v, torch.Tensor) or (v.requires_grad and not read_only) or \
             v.layout != torch.strided or v.is_conj() or v.is_neg() or v.device.type not in ("cpu", "cuda"):
         return None
-    if not _TORCH_ELEMENT_TYPES:
-        _TORCH_ELEMENT_TYPES.update({torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3,
-                                     torch.int64: 4, torch.int32: 5, torch.bool: 6})
-    element_type = _TORCH_ELEMENT_TYPES.get(v.dtype)
+    element_type = _torch_element_types(torch).get(v.dtype)
     if element_type is None:
         return None
     n = v.dim()
@@ -202,12 +200,43 @@ def _torch_struct(v, keep, read_only=False):
                        strides, 0)
 
 
+def _torch_element_types(torch):
+    if not _TORCH_ELEMENT_TYPES:
+        _TORCH_ELEMENT_TYPES.update({torch.float64: 0, torch.float32: 1, torch.float16: 2, torch.bfloat16: 3,
+                                     torch.int64: 4, torch.int32: 5, torch.bool: 6})
+    return _TORCH_ELEMENT_TYPES
+
+
+_fast_bound = False
+
+
+def _fast_enqueue(session):
+    """The extension's enqueue for `session` (tensorc/_fast.c: torch tensors
+    described in C), or None without the extension or torch."""
+    global _fast_bound
+    torch = sys.modules.get("torch")
+    if _lib.fast is None or torch is None:
+        return None
+    if not _fast_bound:
+        _lib.fast.bind(*_lib.fast_functions, dict(_torch_element_types(torch)), Error)
+        _fast_bound = True
+    return _lib.fast.Enqueue(session._handle.value)
+
+
 class _ReusingEnqueue:
     def __init__(self, session):
         self.session, self.signature = session, None
+        self.fast = _fast_enqueue(session)
 
-    def __call__(self, inputs, outputs):
+    def __call__(self, inputs, outputs, stream=None, fresh_outputs=False):
+        # fresh_outputs: the outputs were allocated as the last call's (same
+        # shapes, dtypes, device; contiguous): the extension reads only their
+        # addresses.
+        if self.fast is not None and self.fast(inputs, outputs, stream, fresh_outputs) is None:
+            return  # queued (the extension returns NotImplemented for what it does not describe)
         session = self.session
+        if stream is not None:
+            session.set_stream(stream)
         tensors = list(inputs) + list(outputs)
         try:
             signature = [(t.shape, t.stride(), t.dtype, t.device) for t in tensors]
@@ -349,8 +378,12 @@ class Session:
         return result
 
     def reusing_enqueue(self):
-        """A callable(inputs, outputs) that queues a run with torch tensors
-        (lists in the executable's order) like enqueue(), reusing their
+        """A callable(inputs, outputs, stream=None, fresh_outputs=False) that
+        queues a run with torch tensors (lists in the executable's order;
+        `stream`: as for set_stream, set first; fresh_outputs: outputs
+        allocated as the last call's, whose addresses alone are read) like
+        enqueue(), described by the fast-path
+        extension where the build made it (_fast.c), else reusing their
         descriptions while every tensor's shape, strides, dtype and device
         stay those of the call before: then only the data pointers change
         (the per-call cost of tensorc.torch's compiled modules). Other

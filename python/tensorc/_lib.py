@@ -2,8 +2,12 @@
 
 The library is found at $TENSORC_RUNTIME_LIB, else beside this package in a
 source checkout (build/lib) or an install prefix (lib/), else by the
-dynamic loader's search (libtensorc_runtime.so.0)."""
+dynamic loader's search (libtensorc_runtime.so.0). Beside it, where the
+build made it, the per-call fast path (`fast`: _fast.c, a stable-ABI
+extension; None without it or with TENSORC_PYTHON_FAST=0)."""
 import ctypes
+import importlib.machinery
+import importlib.util
 import os
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -110,3 +114,30 @@ _declare("tc_weights_tensor", _status, _p, _i32, ctypes.POINTER(ctypes.c_char_p)
          ctypes.POINTER(tc_tensor_t))
 _declare("tc_session_bind_input", _status, _p, ctypes.c_char_p, ctypes.POINTER(tc_tensor_t))
 _declare("tc_session_bind_weights", _status, _p, _p, ctypes.POINTER(_i32))
+
+
+def _load_fast():
+    """The fast-path extension beside the loaded runtime library, or None."""
+    if os.environ.get("TENSORC_PYTHON_FAST", "1") == "0" or os.sep not in lib._name:
+        return None
+    path = os.path.join(os.path.dirname(lib._name), "_tensorc_fast.abi3.so")
+    if not os.path.exists(path):
+        return None
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("_tensorc_fast", path)
+        spec = importlib.util.spec_from_file_location("_tensorc_fast", path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (ImportError, OSError):  # another platform's build: the ctypes path
+        return None
+    return module
+
+
+def _address(fn):
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+fast = _load_fast()
+if fast is not None:
+    fast_functions = tuple(_address(getattr(lib, n)) for n in (
+        "tc_session_enqueue", "tc_session_set_stream", "tc_status_code", "tc_status_message", "tc_status_free"))

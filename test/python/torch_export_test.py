@@ -367,6 +367,75 @@ if "--compile" in sys.argv:
     assert (logits - want_logits).abs().max() < 1e-4 and abs(loss.item() - want_loss.item()) < 1e-4
     print("torch compile: ok")
 
+    # The per-call fast path (python/tensorc/_fast.c, built beside the
+    # runtime library): every call above went through it; here it is
+    # checked against the ctypes path on the same session, and what it
+    # does not describe falls back to ctypes.
+    import tensorc as runtime
+    import tensorc._lib as tl
+    built = os.path.exists(os.path.join(os.path.dirname(tl.lib._name), "_tensorc_fast.abi3.so"))
+    assert built == (tl.fast is not None), (built, tl.fast)
+    compiled = tt.compile(mlp, (x, t), cache_dir=cache, tensorc_path=tensorc)
+    run = compiled.run_forward
+    assert built == (run.enqueue.fast is not None)
+    plain = runtime._ReusingEnqueue(run.session)
+    plain.fast = None  # the ctypes path
+    order = compiled._flat_inputs((x, t))
+    shapes = run.session.output_shapes(*order)
+
+    def poisoned():
+        return [torch.full(shape, float("nan") if dtype.is_floating_point else -7).to(dtype)
+                for shape, (_, dtype) in zip(shapes, run.outputs)]
+
+    def both(inputs):
+        """Outputs of the fast path (all described, then the outputs' addresses
+        alone) and the ctypes path (poisoned first), equal."""
+        results = []
+        for enqueue, fresh in ((run.enqueue, False), (run.enqueue, True), (plain, False)):
+            outs = poisoned()
+            enqueue(inputs, outs, None, fresh)
+            run.session.synchronize()
+            results.append(outs)
+        for other in results[1:]:
+            for a, b in zip(results[0], other):
+                assert torch.equal(a, b), (a, b)
+        return results[0]
+
+    got = both(order)
+    assert (got[0] - want_logits).abs().max() < 1e-4, seed
+    # A non-contiguous input is refused; a contiguous one at a storage
+    # offset is read there.
+    try:
+        both([torch.randn(4, 40)[:, 20:] if v is x else v for v in order])
+        raise AssertionError("a non-contiguous slice was taken")
+    except runtime.Error as e:
+        assert "not contiguous" in str(e), e
+    rows = torch.randn(8, 20)
+    got = both([rows[4:] if v is x else v for v in order])
+    with torch.no_grad():
+        assert (got[0] - mlp(rows[4:].contiguous(), t)[0]).abs().max() < 1e-4, seed
+    # Not described by the fast path (NotImplemented, then ctypes): a NumPy
+    # input, an output that requires grad (DLPack refuses it: an error).
+    if run.enqueue.fast is not None:
+        numpy_inputs = [v.detach().numpy() if v is x else v for v in order]
+        assert run.enqueue.fast(numpy_inputs, poisoned(), None) is NotImplemented
+        outs = poisoned()
+        run.enqueue(numpy_inputs, outs)
+        run.session.synchronize()
+        assert (outs[0] - want_logits).abs().max() < 1e-4, seed
+        try:
+            run.enqueue(order, [o.requires_grad_() if o.is_floating_point() else o for o in poisoned()])
+            raise AssertionError("an output that requires grad was taken")
+        except (runtime.Error, BufferError, RuntimeError, TypeError) as e:
+            assert "grad" in str(e), e
+    # The runtime's errors come through the fast path as tensorc.Error.
+    try:
+        run.enqueue([torch.randn(5, 20) if v is x else v for v in order], poisoned())
+        raise AssertionError("a wrong shape was taken")
+    except runtime.Error as e:
+        assert "expected shape" in str(e), e
+    print("torch fast path:", "on, same outputs as ctypes, fallbacks" if built else "not built")
+
     # The runtime binds parameters by name from the exporter's .safetensors
     # (memory-mapped, checked) and takes new ones without recompiling.
     import tensorc as runtime

@@ -56,6 +56,23 @@ std::string tempDb() {
 
 } // namespace
 
+TEST(Autotuner, AWinWithinTimingNoiseKeepsTheDefault) {
+  // 2% faster is within the noise of a median of 7: the default stays; 4%
+  // faster wins.
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  std::string db = tempDb();
+  fs::remove(db);
+  FakeBackend close{{10, 9.8, 20, 30}, {7, 7, 7, 7}};
+  Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
+  EXPECT_EQ(tuner.choose(site(), close.hooks()), 0u);
+  FakeBackend clear{{10, 9.6, 20, 30}, {7, 7, 7, 7}};
+  TuneSite other = site();
+  other.kernel = "def456";
+  EXPECT_EQ(tuner.choose(other, clear.hooks()), 1u);
+  fs::remove(db);
+}
+
 TEST(Autotuner, CheckedCandidatesWinAndPersist) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();

@@ -76,16 +76,20 @@ class _Runner:
                 (lambda: torch.cuda.current_stream(self.device).cuda_stream)
 
     def __call__(self, args):
-        if self.cuda:
-            self.session.set_stream(self.current_stream())
+        """Inputs by name ({name: tensor}); outputs by name."""
+        outs = self.run_list([args[n] for n in self.input_names])
+        return {name: t for (name, _), t in zip(self.outputs, outs)}
+
+    def run_list(self, inputs):
+        """Inputs in the executable's order; outputs in its order (the
+        per-call path of a compiled module's inference)."""
         shapes = self.shapes
         if shapes is None:
-            shapes = self.session.output_shapes(**args)
+            shapes = self.session.output_shapes(*inputs)
             if not self.symbolic:
                 self.shapes = shapes
-        outs = {name: torch.empty(shape, dtype=dtype, device=self.device)
-                for (name, dtype), shape in zip(self.outputs, shapes)}
-        self.enqueue([args[n] for n in self.input_names], [outs[name] for name, _ in self.outputs])
+        outs = [torch.empty(shape, dtype=dtype, device=self.device) for (_, dtype), shape in zip(self.outputs, shapes)]
+        self.enqueue(inputs, outs, self.current_stream() if self.cuda else None, not self.symbolic)
         if not self.cuda:
             self.session.synchronize()
         return outs
@@ -229,6 +233,11 @@ class CompiledModule:
         self.forward_session = self.forward_exe.session()
         self.cuda_graphs = cuda_graphs
         self.run_forward = _Runner(self.forward_session, symbolic, cuda_graphs)
+        # Each model output's position among the artifact's outputs (None
+        # where the executable's inputs or outputs are not the module's own).
+        names = [name for name, _ in self.run_forward.outputs]
+        self._output_positions = [names.index(n) for n in outputs] \
+            if all(n in names for n in outputs) and self.run_forward.input_names == self.input_names else None
         self.training = len(executables) > 1
         # Set by compile(): the backward's graph file and a compile of a
         # variant graph (backward_with_uniform).
@@ -320,8 +329,11 @@ class CompiledModule:
         flat = self._flat_inputs(inputs)
         if self.training and torch.is_grad_enabled():
             result = _Step.apply(self, *flat)
-        else:
+        elif self._output_positions is not None:
             # Inputs that require grad are read as they are (no detach()).
+            outs = self.run_forward.run_list(flat)
+            result = tuple(outs[i] for i in self._output_positions)
+        else:
             out = self.run_forward(dict(zip(self.input_names, flat)))
             result = tuple(out[n] for n in self.outputs)
         result = self._update_state(result, inputs)
