@@ -4,10 +4,12 @@
 #include "runtime/cuda/Nvrtc.h"
 
 #include "runtime/host/DynamicLibrary.h"
+#include <algorithm>
 #include <memory>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace tensorc::cuda {
 
@@ -26,6 +28,7 @@ struct CublasLt::Api {
   int (*matmul)(void *, void *, const void *, const void *, void *, const void *, void *,
                 const void *, const void *, void *, void *, void *, const void *, void *, size_t,
                 void *);
+  size_t (*version)();
 };
 
 namespace {
@@ -56,10 +59,11 @@ std::optional<int64_t> uniformStride(const MatmulDims &d, bool a) {
   return stride;
 }
 
-// Heuristic answers by problem: the query costs tens of microseconds on the
-// host, every run (it was the launch path's largest cost).
+// Heuristic answers by problem (its ranking, best first): the query costs
+// tens of microseconds on the host, every run (it was the launch path's
+// largest cost).
 std::mutex heuristicMutex;
-std::map<std::string, Heuristic> heuristics;
+std::map<std::string, std::vector<Heuristic>> heuristics;
 
 } // namespace
 
@@ -105,14 +109,17 @@ CublasLt::CublasLt() {
   lib.bind(api.prefSetAttribute, "cublasLtMatmulPreferenceSetAttribute");
   lib.bind(api.heuristic, "cublasLtMatmulAlgoGetHeuristic");
   lib.bind(api.matmul, "cublasLtMatmul");
+  lib.bind(api.version, "cublasLtGetVersion");
   check(lib.missing().empty(), "cuda: cuBLASLt lacks " + lib.missing());
   api_ = &api;
   TC_LT(create(&handle_));
 }
 
+size_t CublasLt::version() const { return api_->version(); }
+
 bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, DType dtype,
                       const MatmulDims &dims, const GemmEpilogue &e, Stream stream,
-                      DevicePtr workspace) const {
+                      DevicePtr workspace, GemmAlgorithm algorithm) const {
   // A weight shared by every batch (b broadcast: a linear layer over
   // [batch, sequence, features]) with a's batches stacked rows (not
   // transposed, contiguous): one GEMM of batches x M rows. The result's
@@ -131,6 +138,8 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   size_t workspaceBytes = kWorkspaceBytes;
   Driver &driver = Driver::get();
   size_t es = dtypeSize(dtype);
+  if (algorithm.count)
+    *algorithm.count = 1; // until the ranking is known
   if (d.M == 0 || d.N == 0 || d.batches == 0)
     return !e.biasGradient; // the caller sums b
   check(d.K > 0 || (!e.relu && !e.geluTanh && !e.bias),
@@ -138,10 +147,12 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   if (e.biasGradient && (d.batches != 1 || tb || d.bVector || d.aVector || (e.biasGradientOfA && !ta))) {
     GemmEpilogue plain = e; // cuBLASLt's bias gradient needs one plain 2-D b (and a^T)
     plain.biasGradient = 0;
-    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace);
+    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace, algorithm);
     return false;
   }
   if (d.K == 0) {
+    if (algorithm.count)
+      return true;
     driver.fill(c, 0, size_t(d.batches * d.M * d.N) * es, stream);
     if (e.biasGradient)
       driver.fill(e.biasGradient, 0, size_t(e.biasGradientOfA ? d.M : d.N) * es, stream);
@@ -154,7 +165,21 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   bool transA = ta && !d.aVector, transB = tb && !d.bVector;
   // Column-major C^T[N, M] = op(B)^T-view [N, K] x op(A)^T-view [K, M].
   uint64_t N = uint64_t(d.N), M = uint64_t(d.M), K = uint64_t(d.K);
-  void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
+  // The descriptors, destroyed on every way out (a failed call throws).
+  struct Descriptors {
+    const Api *api;
+    void *desc = nullptr, *la = nullptr, *lb = nullptr, *lc = nullptr, *pref = nullptr;
+    ~Descriptors() {
+      if (pref)
+        api->prefDestroy(pref);
+      for (void *l : {la, lb, lc})
+        if (l)
+          api->layoutDestroy(l);
+      if (desc)
+        api->descDestroy(desc);
+    }
+  } handles{api_};
+  void *&desc = handles.desc, *&la = handles.la, *&lb = handles.lb, *&lc = handles.lc, *&pref = handles.pref;
   int compute = f64 ? kCompute64F : dtype == DType::F32 && e.allowTf32 ? kCompute32FFastTf32 : kCompute32F;
   TC_LT(descCreate(&desc, compute, f64 ? kR64F : kR32F));
   // c^T is N x M column-major: a bias per column of c is one per row of
@@ -196,7 +221,7 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   }
   TC_LT(prefCreate(&pref));
   TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes, sizeof workspaceBytes));
-  Heuristic h{};
+  std::vector<Heuristic> ranking;
   int found = 0, rc = 0;
   std::string key = std::to_string(type) + "," + std::to_string(compute) + "," + std::to_string(epilogue) +
                     "," + std::to_string(opFirst) + std::to_string(opSecond) + "," + std::to_string(N) +
@@ -208,30 +233,32 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
     std::lock_guard<std::mutex> lock(heuristicMutex);
     auto it = heuristics.find(key);
     if (it != heuristics.end()) {
-      h = it->second;
-      found = 1;
+      ranking = it->second;
+      found = int(ranking.size());
     }
   }
   if (!found) {
-    rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
+    ranking.resize(kMaxAlgorithms);
+    rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, kMaxAlgorithms, ranking.data(), &found);
+    ranking.resize(size_t(rc == 0 ? std::max(found, 0) : 0));
     if (rc == 0 && found > 0) {
       std::lock_guard<std::mutex> lock(heuristicMutex);
-      heuristics.emplace(key, h);
+      heuristics.emplace(key, ranking);
     }
   }
   if (e.biasGradient && (rc != 0 || found == 0)) {
-    api_->prefDestroy(pref);
-    api_->layoutDestroy(la);
-    api_->layoutDestroy(lb);
-    api_->layoutDestroy(lc);
-    api_->descDestroy(desc);
     GemmEpilogue plain = e;
     plain.biasGradient = 0;
-    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace);
+    matmul(a, ta, b, tb, c, dtype, d, plain, stream, workspace, algorithm);
     return false;
   }
   check(rc == 0, "cuda: cublasLtMatmulAlgoGetHeuristic failed with status " + std::to_string(rc));
   check(found > 0, "cuda: cuBLASLt found no algorithm for this matmul");
+  if (algorithm.count) {
+    *algorithm.count = found;
+    return true;
+  }
+  const Heuristic &h = ranking[size_t(std::clamp(algorithm.rank, 0, found - 1))];
   float one32 = 1, zero32 = 0;
   double one64 = 1, zero64 = 0;
   const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;
@@ -243,11 +270,6 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
                  lb, beta, reinterpret_cast<void *>(pc), lc, reinterpret_cast<void *>(pc), lc, h.algo,
                  reinterpret_cast<void *>(workspace), workspaceBytes, stream));
   }
-  api_->prefDestroy(pref);
-  api_->layoutDestroy(la);
-  api_->layoutDestroy(lb);
-  api_->layoutDestroy(lc);
-  api_->descDestroy(desc);
   return true;
 }
 

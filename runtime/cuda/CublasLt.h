@@ -21,19 +21,33 @@ struct GemmEpilogue {
   bool allowTf32 = false; // f32 inputs rounded to TF32 on tensor cores
 };
 
+// Which of cuBLASLt's heuristic algorithms a matmul runs: the index in its
+// ranking for the problem (0: cuBLASLt's own choice; past the last: the
+// last). With `count` set, nothing runs: *count receives how many the
+// ranking has (at least 1; 1 where the matmul has no choice to make).
+struct GemmAlgorithm {
+  int rank = 0;
+  int *count = nullptr;
+};
+
 class CublasLt {
 public:
   // Throws Error when cuBLASLt cannot be loaded.
   static CublasLt &get();
   // Scratch memory each stream needs for itself (streams run concurrently).
   static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+  // How many of the heuristic's algorithms are kept per problem (the
+  // autotuner's candidates).
+  static constexpr int kMaxAlgorithms = 8;
   // c = epilogue(op(a) @ op(b)) for every batch of `dims` (device pointers),
   // in stream order on `stream` with `workspace` (kWorkspaceBytes). Returns
   // false when cuBLASLt has no algorithm for a bias-gradient epilogue on
   // these shapes: then c is computed without it and the caller sums b.
   bool matmul(DevicePtr a, bool transposeA, DevicePtr b, bool transposeB, DevicePtr c, DType dtype,
               const MatmulDims &dims, const GemmEpilogue &epilogue, Stream stream,
-              DevicePtr workspace) const;
+              DevicePtr workspace, GemmAlgorithm algorithm = {}) const;
+  // cublasLtGetVersion(): the rankings (and so a tuned rank) depend on it.
+  size_t version() const;
 
   struct Api;
 

@@ -609,6 +609,60 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
       shapes, ptr, stream, mayMeasure));
 }
 
+int CudaProgram::tunedGemmRank(const artifact::Artifact &a, size_t si, const MatmulDims &dims,
+                               const GemmEpilogue &epilogue, const std::vector<std::vector<int64_t>> &shapes,
+                               const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr workspace,
+                               bool mayMeasure) const {
+  const std::array<int64_t, 5> memoKey{int64_t(si), dims.batches, dims.M, dims.N, dims.K};
+  {
+    std::lock_guard<std::mutex> lock(gemmRanksMutex_);
+    if (auto it = gemmRanks_.find(memoKey); it != gemmRanks_.end())
+      return it->second;
+  }
+  const Step &s = a.steps[si];
+  const int c = s.operands[0], l = s.operands[1], r = s.operands[2];
+  const DType dtype = a.values[size_t(l)].dtype;
+  const CublasLt &lt = CublasLt::get();
+  auto remember = [&](int rank) {
+    if (mayMeasure) { // a choice made while capturing may be a miss's heuristic
+      std::lock_guard<std::mutex> lock(gemmRanksMutex_);
+      gemmRanks_[memoKey] = rank;
+    }
+    return rank;
+  };
+  auto run = [&](size_t rank) {
+    lt.matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)], dtype, dims, epilogue,
+              stream, workspace, GemmAlgorithm{int(rank), nullptr});
+  };
+  int count = 0;
+  lt.matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)], dtype, dims, epilogue,
+            stream, workspace, GemmAlgorithm{0, &count});
+  if (count < 2)
+    return remember(0);
+  // Candidates: cuBLASLt's ranking (its first the default), each checked
+  // against the first's output within the dtype's tolerance (split-K
+  // algorithms sum in another order).
+  std::vector<size_t> order(static_cast<size_t>(count));
+  std::iota(order.begin(), order.end(), size_t(0));
+  runtime::TuneSite site;
+  site.label = s.label + " (cuBLASLt matmul)";
+  const std::string problem = std::string("cublaslt matmul ") + std::string(dtypeName(dtype)) + (s.transposeA ? " aT" : "") +
+                              (s.transposeB ? " bT" : "") + " epilogue=" + std::string(s.epilogue.name()) +
+                              (allowTf32_ ? " tf32" : "");
+  site.kernel = sha256Hex(problem).substr(0, 32);
+  // The ranking depends on cuBLASLt's version and the exact problem.
+  site.bucket = "cublaslt=" + std::to_string(lt.version()) + ",batches=" + std::to_string(dims.batches) +
+                ",m=" + std::to_string(dims.M) + ",n=" + std::to_string(dims.N) + ",k=" + std::to_string(dims.K) +
+                (dims.batches > 1 ? ",a_batch_stride=" + std::to_string(dims.aOffset(1) - dims.aOffset(0)) +
+                                        ",b_batch_stride=" + std::to_string(dims.bOffset(1) - dims.bOffset(0))
+                                  : "");
+  site.dtype = dtypeName(dtype);
+  for (size_t k : order)
+    site.candidates.push_back("cublaslt_algo_" + std::to_string(k + 1));
+  std::vector<int> inputs(s.operands.begin() + 1, s.operands.end());
+  return remember(int(tuneChoice(a, site, order, {c}, inputs, run, shapes, ptr, stream, mayMeasure)));
+}
+
 CudaProgram::~CudaProgram() {
   if (constants_)
     driver_.free(constants_);
@@ -861,8 +915,14 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         (s.epilogue.biasGradient ? e.biasGradient : e.bias) = ptr[size_t(s.operands[3])];
       e.biasGradientOfA = s.epilogue.biasGradientOfA;
       e.allowTf32 = allowTf32_;
+      const MatmulDims dims = matmulDims(as, bs, shapes[size_t(c)]);
+      GemmAlgorithm algorithm;
+      // A bias gradient cuBLASLt may not fuse (then a column-sum kernel
+      // follows): cuBLASLt's own choice.
+      if (tuner_ && forcedVariant_ < 0 && !e.biasGradient)
+        algorithm.rank = tunedGemmRank(a, si, dims, e, shapes, ptr, stream, workspace.gemm, mayMeasure);
       bool fused = CublasLt::get().matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)],
-                             a.values[size_t(l)].dtype, matmulDims(as, bs, shapes[size_t(c)]), e, stream, workspace.gemm);
+                                          a.values[size_t(l)].dtype, dims, e, stream, workspace.gemm, algorithm);
       std::string epilogue = s.epilogue.name();
       if (trace_)
         std::fprintf(stderr, "tensorc: step %zu (%s): cuBLASLt matmul%s%s\n", si, s.label.c_str(),

@@ -10,11 +10,17 @@
 #include "runtime/cuda/CudaDriver.h"
 
 #include <functional>
+#include <array>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace tensorc {
+struct MatmulDims;
+}
 
 namespace tensorc::runtime {
 class Autotuner;
@@ -23,6 +29,7 @@ struct TuneSite;
 
 namespace tensorc::cuda {
 
+struct GemmEpilogue;
 class CudnnAttention;
 struct CudnnAttentionShape;
 class CudnnConvolution;
@@ -149,6 +156,10 @@ private:
   // first time a candidate is timed.
   mutable void *tuneStart_ = nullptr, *tuneEnd_ = nullptr;
   mutable DevicePtr l2Flush_ = 0;
+  // Tuned GEMM ranks by (step, batches, m, n, k): a launch then skips the
+  // ranking query and the autotuner's lookup.
+  mutable std::mutex gemmRanksMutex_;
+  mutable std::map<std::array<int64_t, 5>, int> gemmRanks_;
   // Queues an attention step (cuDNN's engines where they take it, else
   // kernels/Attention.cuh); returns what ran.
   std::string launchAttention(const artifact::Artifact &a, size_t step,
@@ -194,6 +205,11 @@ private:
   int tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
                         int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
                         const std::vector<DevicePtr> &ptr, Stream stream, void **params, bool mayMeasure) const;
+  // The rank in cuBLASLt's heuristic ranking the autotuner chooses for
+  // matmul step si (0: cuBLASLt's own choice).
+  int tunedGemmRank(const artifact::Artifact &a, size_t si, const MatmulDims &dims, const GemmEpilogue &epilogue,
+                    const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                    Stream stream, DevicePtr workspace, bool mayMeasure) const;
   // The autotuner's choice among the candidates `order` (the heuristic's
   // first) of a site writing `outputs` and reading `inputs`: each trial
   // runs launchCandidate(k) and is checked against the first candidate's
