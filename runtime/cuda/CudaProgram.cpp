@@ -569,17 +569,18 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
 int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
                                    int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
                                    const std::vector<DevicePtr> &ptr, Stream stream, void **params,
-                                   bool mayMeasure) const {
+                                   const std::function<void()> &launchUnfused, bool mayMeasure) const {
   const Step &s = a.steps[si];
   const std::vector<Launchable> &ks = chainKernels_[si];
   // Candidates: the heuristic's first, then every other variant this GPU
-  // can launch (row caches that fit its shared memory).
+  // can launch (row caches that fit its shared memory), then the steps'
+  // own kernels one after another ("unfused": index ks.size()).
+  const size_t unfused = ks.size();
   std::vector<size_t> order = {size_t(heuristic)};
   for (size_t k = 0; k < ks.size(); ++k)
     if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock() && ks[k].function)
       order.push_back(k);
-  if (order.size() < 2)
-    return heuristic;
+  order.push_back(unfused);
   // Every step's output; the inputs are what the chain reads from outside
   // (not an output, nor a view of one: a reshape aliases its value).
   auto storageOf = [&](int v) { return artifact::storageValue(a, v); };
@@ -599,14 +600,18 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
   site.bucket = "rows=" + runtime::powerOfTwoBucket(rows) + ",row=" + runtime::powerOfTwoBucket(rowWork);
   site.dtype = dtypeName(a.values[size_t(outputs.back())].dtype);
   for (size_t k : order)
-    site.candidates.push_back(ks[k].shape.name());
-  return int(tuneChoice(
+    site.candidates.push_back(k == unfused ? "unfused" : ks[k].shape.name());
+  const size_t choice = tuneChoice(
       a, site, order, outputs, inputs,
       [&](size_t k) {
-        driver_.launch(ks[k].function, unsigned(rows * ks[k].shape.cluster), unsigned(ks[k].shape.block), params,
-                       stream, 1, unsigned(ks[k].shape.cacheBytes));
+        if (k == unfused)
+          launchUnfused();
+        else
+          driver_.launch(ks[k].function, unsigned(rows * ks[k].shape.cluster), unsigned(ks[k].shape.block), params,
+                         stream, 1, unsigned(ks[k].shape.cacheBytes));
       },
-      shapes, ptr, stream, mayMeasure));
+      shapes, ptr, stream, mayMeasure);
+  return choice == unfused ? -1 : int(choice);
 }
 
 int CudaProgram::tunedGemmRank(const artifact::Artifact &a, size_t si, const MatmulDims &dims,
@@ -896,6 +901,32 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       }
     }
   };
+  // Queues step si's own kernel (the default variant, or the autotuner's
+  // where `tune`); returns what ran.
+  auto launchStep = [&](size_t si, bool tune) -> std::string {
+    const Step &s = a.steps[si];
+    int64_t threads = *s.threads.evaluate(bindings);
+    if (threads == 0)
+      return "empty";
+    KernelArgs args(a, si, si, ptr, symbolValues);
+    const std::vector<Launchable> &ks = kernels_[si];
+    int64_t reduced = *s.reduced.evaluate(bindings);
+    // A convolution's forced variant v >= 1 is its kernel's variant v - 1.
+    const int forced = s.kind == Step::Kind::Convolution ? std::max(forcedVariant_ - 1, 0) : forcedVariant_;
+    size_t pick = forcedVariant_ >= 0 ? std::min(size_t(forced), ks.size() - 1)
+                                      : defaultVariant(s.variants, threads, reduced);
+    if (tune && tuner_ && forcedVariant_ < 0 && ks.size() > 1 && s.kind == Step::Kind::Loop)
+      pick = tunedVariant(a, si, pick, threads, reduced, shapes, ptr, stream, args.params.data(), mayMeasure);
+    const Launchable &k = ks[pick];
+    int64_t perBlock = k.shape.outputsPerBlock();
+    int64_t grid = (threads + perBlock - 1) / perBlock;
+    check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
+    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
+    if (trace_)
+      std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
+                   s.symbol.c_str(), k.shape.name().c_str(), (long long)grid);
+    return "kernel " + s.symbol + "_" + k.shape.name();
+  };
   // Queues step si (a chain: steps si..last); returns last and what ran.
   auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
     const Step &s = a.steps[si];
@@ -1032,39 +1063,28 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         v = -1; // forced, but more shared memory than this GPU has, or clusters it lacks: the steps' own kernels
       if (v >= 0 && rows > 0) {
         KernelArgs args(a, si, last, ptr, symbolValues);
-        if (tuner_ && forcedVariant_ < 0)
-          v = tunedChainVariant(a, si, last, v, rows, rowWork, shapes, ptr, stream, args.params.data(), mayMeasure);
-        const Launchable &k = chainKernels_[si][size_t(v)];
-        check(rows * k.shape.cluster <= 0x7fffffff, "cuda: too many rows for one launch");
-        driver_.launch(k.function, unsigned(rows * k.shape.cluster), unsigned(k.shape.block), args.params.data(),
-                       stream, 1, unsigned(k.shape.cacheBytes));
-        if (trace_)
-          std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
-                       s.label.c_str(), s.chainVariants[size_t(v)].name().c_str(), (long long)rows);
-        return {last, "chain kernel " + s.chainKernel + "_" + s.chainVariants[size_t(v)].name()};
+        if (tuner_ && forcedVariant_ < 0) {
+          // The steps' own kernels (their default variants) are a candidate too.
+          auto unfused = [&] {
+            for (size_t k = si; k <= last; ++k)
+              launchStep(k, /*tune=*/false);
+          };
+          v = tunedChainVariant(a, si, last, v, rows, rowWork, shapes, ptr, stream, args.params.data(), unfused,
+                                mayMeasure);
+        }
+        if (v >= 0) {
+          const Launchable &k = chainKernels_[si][size_t(v)];
+          check(rows * k.shape.cluster <= 0x7fffffff, "cuda: too many rows for one launch");
+          driver_.launch(k.function, unsigned(rows * k.shape.cluster), unsigned(k.shape.block), args.params.data(),
+                         stream, 1, unsigned(k.shape.cacheBytes));
+          if (trace_)
+            std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,
+                         s.label.c_str(), s.chainVariants[size_t(v)].name().c_str(), (long long)rows);
+          return {last, "chain kernel " + s.chainKernel + "_" + s.chainVariants[size_t(v)].name()};
+        }
       }
     }
-    int64_t threads = *s.threads.evaluate(bindings);
-    if (threads == 0)
-      return {si, "empty"};
-    KernelArgs args(a, si, si, ptr, symbolValues);
-    const std::vector<Launchable> &ks = kernels_[si];
-    int64_t reduced = *s.reduced.evaluate(bindings);
-    // A convolution's forced variant v >= 1 is its kernel's variant v - 1.
-    const int forced = s.kind == Step::Kind::Convolution ? std::max(forcedVariant_ - 1, 0) : forcedVariant_;
-    size_t pick = forcedVariant_ >= 0 ? std::min(size_t(forced), ks.size() - 1)
-                                      : defaultVariant(s.variants, threads, reduced);
-    if (tuner_ && forcedVariant_ < 0 && ks.size() > 1 && s.kind == Step::Kind::Loop)
-      pick = tunedVariant(a, si, pick, threads, reduced, shapes, ptr, stream, args.params.data(), mayMeasure);
-    const Launchable &k = ks[pick];
-    int64_t perBlock = k.shape.outputsPerBlock();
-    int64_t grid = (threads + perBlock - 1) / perBlock;
-    check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
-    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
-    if (trace_)
-      std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
-                   s.symbol.c_str(), k.shape.name().c_str(), (long long)grid);
-    return {si, "kernel " + s.symbol + "_" + k.shape.name()};
+    return {si, launchStep(si, /*tune=*/true)};
   };
   for (size_t si = 0; si < a.steps.size(); ++si) {
     if (!pending.empty())

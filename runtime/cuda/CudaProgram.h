@@ -202,9 +202,11 @@ private:
                       Stream stream, void **params, bool mayMeasure) const;
   // The chain kernel variant of steps si..last the autotuner chooses, from
   // `heuristic` (the row cache or not, block sizes); `params`: its arguments.
+  // -1: the steps' own kernels (`launchUnfused` queues them) won.
   int tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
                         int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
-                        const std::vector<DevicePtr> &ptr, Stream stream, void **params, bool mayMeasure) const;
+                        const std::vector<DevicePtr> &ptr, Stream stream, void **params,
+                        const std::function<void()> &launchUnfused, bool mayMeasure) const;
   // The rank in cuBLASLt's heuristic ranking the autotuner chooses for
   // matmul step si (0: cuBLASLt's own choice).
   int tunedGemmRank(const artifact::Artifact &a, size_t si, const MatmulDims &dims, const GemmEpilogue &epilogue,
