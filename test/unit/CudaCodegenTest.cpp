@@ -343,9 +343,12 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
     vectors.push_back(v);
   EXPECT_EQ(pick(vectors, 1 << 20, 1), "b256_i1_v4");
   EXPECT_EQ(pick(vectors, 1 << 12, 1), "b256_i1");
-  EXPECT_EQ(vectors.back().name(), "b256_i1_v4");
-  EXPECT_EQ(vectors.back().outputsPerBlock(), 1024);
-  EXPECT_EQ(artifact::variantProblem(vectors.back()), "");
+  EXPECT_EQ(vectors[elementwise.size()].name(), "b256_i1_v4");
+  EXPECT_EQ(vectors[elementwise.size()].outputsPerBlock(), 1024);
+  EXPECT_EQ(vectors.back().name(), "b256_i4_v4");
+  EXPECT_EQ(vectors.back().outputsPerBlock(), 4096);
+  for (const KernelVariant &v : codegen::cuda::vectorVariants())
+    EXPECT_EQ(artifact::variantProblem(v), "") << v.name();
   KernelVariant vectorLanes = lanes(256, 32), vectorRow{256, 1, 1, true}, wide = items(256, 1);
   vectorLanes.vector = vectorRow.vector = 4;
   wide.vector = 8;
@@ -434,7 +437,7 @@ TEST(CudaCodegen, NestsReadAndWriteFourConsecutiveElements) {
   std::vector<std::vector<std::string>> names = loopVariants(vec);
   ASSERT_FALSE(names.empty());
   for (const std::vector<std::string> &n : names)
-    EXPECT_EQ(n, (std::vector<std::string>{"b256_i1", "b128_i1", "b256_i1_v4"}));
+    EXPECT_EQ(n, (std::vector<std::string>{"b256_i1", "b128_i1", "b256_i1_v4", "b256_i2_v4", "b256_i4_v4"}));
   EXPECT_NE(vec.code.find("tc_load4(m1 + "), std::string::npos);   // x, contiguous
   EXPECT_NE(vec.code.find("tc_store4(m0 + "), std::string::npos);
   for (const artifact::Step &s : vec.steps)
