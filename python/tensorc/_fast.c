@@ -314,12 +314,19 @@ static PyObject *enqueue_call(PyObject *o, PyObject *args, PyObject *kwargs) {
       goto done;
     }
   }
-  if (stream != Py_None) {
-    void *handle = PyLong_AsVoidPtr(stream);
-    if (PyErr_Occurred() || check(set_stream_fn(self->session, handle)))
-      goto done;
-  }
-  if (check(enqueue_fn(self->session, self->tensors + n, (int32_t)m, self->tensors, (int32_t)n)))
+  void *handle = stream == Py_None ? NULL : PyLong_AsVoidPtr(stream);
+  if (PyErr_Occurred())
+    goto done;
+  /* Without the GIL, as ctypes calls it: a cpu executable runs before
+   * enqueue returns, and other Python threads go on meanwhile. */
+  status_t status = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  if (stream != Py_None)
+    status = set_stream_fn(self->session, handle);
+  if (!status)
+    status = enqueue_fn(self->session, self->tensors + n, (int32_t)m, self->tensors, (int32_t)n);
+  Py_END_ALLOW_THREADS
+  if (check(status))
     goto done;
   self->described_inputs = n;
   self->described_outputs = m;
