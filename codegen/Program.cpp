@@ -2200,7 +2200,7 @@ private:
       int out = art_.steps[si].operands[0];
       if (!produced_[size_t(out)] || isCheck(out) || base(out) != out)
         continue;
-      bool rowScalar = art_.steps[si].threads == art_.steps[si].extent;
+      bool rowScalar = art_.steps[si].oneOutputPerRow();
       for (int v : candidates)
         if (base(v) == v && lastRead[size_t(v)] == int(si) && !isCheck(v) && root(v) != root(out) &&
             !(rowScalar && inChain(si))) {

@@ -14,6 +14,7 @@ synchronized, so a launch blocking on a full queue does not show as its cost).
     TENSORC=... PYTHONPATH=... python3 step_host_time.py [--kernels] layernorm_f32_fb softmax_f32_fb ...
 
 --kernels: instead, each backend's GPU kernels over 10 steps (torch.profiler).
+--graphs-off: also tensorc with its repeated CUDA graphs off (cuda_graphs="off").
 """
 import cProfile
 import os
@@ -47,15 +48,20 @@ def timings(run, n=50):
     return isolated, host, pipelined
 
 
-def steps(names):
+def steps(names, graphs_off=False):
     """(workload, backend, training step) for inductor and tensorc per workload."""
+    import functools
+    from tensorc.torch._dynamo_backend import tensorc_backend
+    backends = {"inductor": "inductor", "tensorc": "tensorc"}
+    if graphs_off:
+        backends["tc-nographs"] = functools.partial(tensorc_backend, cuda_graphs="off")
     for name in names:
         mod, mk, train, _, _ = W.workloads()[name]
         mod = mod.to(W.DEV)
-        for backend in ("inductor", "tensorc"):
+        for label, backend in backends.items():
             torch._dynamo.reset()
             inputs = mk()
-            yield name, backend, W.step_fn(torch.compile(mod, backend=backend, dynamic=False), inputs, train)
+            yield name, label, W.step_fn(torch.compile(mod, backend=backend, dynamic=False), inputs, train)
 
 
 def kernel_tables(names):
@@ -75,12 +81,14 @@ def kernel_tables(names):
 def main():
     if sys.argv[1:2] == ["--kernels"]:
         return kernel_tables(sys.argv[2:])
-    names = sys.argv[1:] or ["layernorm_f32_fb", "softmax_f32_fb", "xent_f32_fb", "mlp_bf16_fb"]
+    graphs_off = "--graphs-off" in sys.argv
+    names = [a for a in sys.argv[1:] if a != "--graphs-off"] or \
+        ["layernorm_f32_fb", "softmax_f32_fb", "xent_f32_fb", "mlp_bf16_fb"]
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     table = []
     profiles = {}
-    for name, backend, run in steps(names):
+    for name, backend, run in steps(names, graphs_off):
         table.append((name, backend) + timings(run))
         if backend == "tensorc":
             prof = cProfile.Profile()

@@ -22,7 +22,7 @@ constexpr int64_t kMaxRowCacheBytes = 224 * 1024;
 // gather at its target): such a step reads a handful of the row's elements,
 // which it finds in L1/L2 or memory as cheaply as in a row cache.
 bool onePerRow(const artifact::Step &s) {
-  return s.reduced.isStatic() && s.reduced.value() == 1 && s.threads == s.extent;
+  return s.reduced.isStatic() && s.reduced.value() == 1 && s.oneOutputPerRow();
 }
 
 // The operands of chain steps first..last worth a row cache: read across
@@ -123,7 +123,7 @@ void chainBarriers(const artifact::Artifact &art, size_t first, std::vector<Chai
   std::vector<Access> access;
   for (size_t n = 0; n < nests.size(); ++n) {
     const artifact::Step &st = art.steps[first + n];
-    Access a{artifact::storageValue(art, st.operands[0]), {}, st.threads == st.extent, false};
+    Access a{artifact::storageValue(art, st.operands[0]), {}, st.oneOutputPerRow(), false};
     a.single = a.onePerRow && st.reduced == Dim::of(1);
     for (size_t o = 1; o < st.operands.size(); ++o)
       a.reads.push_back(artifact::storageValue(art, st.operands[o]));
@@ -162,7 +162,7 @@ void chainBarriers(const artifact::Artifact &art, size_t first, std::vector<Chai
 bool splitBlocksFinishRows(const artifact::Artifact &art, size_t first, size_t last) {
   for (size_t a = first; a <= last; ++a) {
     const artifact::Step &writer = art.steps[a];
-    bool everyBlock = writer.threads == writer.extent;
+    bool everyBlock = writer.oneOutputPerRow();
     int written = artifact::storageValue(art, writer.operands[0]);
     for (size_t b = first; b <= last; ++b) {
       const artifact::Step &other = art.steps[b];
@@ -221,7 +221,7 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
           n.operands.push_back(art.values[size_t(o)].dtype);
           n.values.push_back(o);
         }
-        n.onePerRow = art.steps[i].threads == art.steps[i].extent;
+        n.onePerRow = art.steps[i].oneOutputPerRow();
         n.reduces = art.steps[i].reduced != Dim::of(1);
         nests.push_back(n);
       }

@@ -665,6 +665,16 @@ int64_t chainRowWork(const std::vector<Step> &steps, size_t first, size_t last,
   return work;
 }
 
+bool chainIsOneElementwisePass(const std::vector<Step> &steps, size_t first, size_t last) {
+  int fullRows = 0;
+  for (size_t k = first; k <= last; ++k) {
+    if (steps[k].reduced != Dim::of(1))
+      return false;
+    fullRows += !steps[k].oneOutputPerRow();
+  }
+  return fullRows <= 1;
+}
+
 std::string variantProblem(const KernelVariant &v) {
   if (v.block < 32 || v.block > 1024 || v.block % 32 != 0)
     return "block of " + std::to_string(v.block) + " threads (a multiple of 32 up to 1024)";

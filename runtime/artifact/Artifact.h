@@ -215,6 +215,9 @@ struct Step {
   Dim work;              // Loop: iterations of the whole nest (split heuristic)
   Dim threads = Dim::of(1); // Loop: iterations of its non-reduced dims (GPU threads)
   Dim reduced = Dim::of(1); // Loop: iterations of its reduced dims per output
+  // Loop: one output per iteration of the outermost loop (per row of a
+  // chain: a row's statistic, a gather at its target), not a whole row.
+  bool oneOutputPerRow() const { return threads == extent; }
   // Loop (GPU): the kernel's variants (KernelVariant::row false).
   std::vector<KernelVariant> variants;
   bool transposeA = false, transposeB = false; // Matmul: of the last two dims
@@ -311,6 +314,14 @@ std::string collectiveStepName(const Step &step, size_t index);
 // to launch) reckon it alike.
 int64_t chainRowWork(const std::vector<Step> &steps, size_t first, size_t last,
                      const std::function<std::optional<int64_t>(const Dim &)> &value);
+
+// Whether a chain's steps first..last are one elementwise pass over its rows,
+// with at most per-row values computed before it (cross-entropy's backward:
+// the target's logit and the row's scale, then softmax minus one-hot): no
+// step reduces and at most one computes more than one value per row. One
+// block per row gains such a chain nothing a vectorized elementwise kernel
+// lacks (CudaProgram runs its steps' own kernels by default).
+bool chainIsOneElementwisePass(const std::vector<Step> &steps, size_t first, size_t last);
 
 // The value whose storage holds `value`: itself, or the value its aliases
 // (views: a reshape) lead to.

@@ -6,6 +6,7 @@
 #include "runtime/comm/Communicator.h"
 
 #include "ir/core/Error.h"
+#include "runtime/host/EnvSeconds.h"
 #include "runtime/host/DynamicLibrary.h"
 
 #include <chrono>
@@ -83,12 +84,8 @@ public:
     call(mpi_.Comm_size(mpi_.world, &size), "MPI_Comm_size");
     rank_ = rank;
     size_ = size;
-    if (const char *timeout = std::getenv("TENSORC_MPI_TIMEOUT"); timeout && *timeout) {
-      char *end = nullptr;
-      timeoutS_ = std::strtod(timeout, &end);
-      check(*end == 0 && timeoutS_ > 0,
-            std::string("MPI: TENSORC_MPI_TIMEOUT must be a positive number of seconds, not '") + timeout + "'");
-    }
+    if (std::optional<double> timeout = secondsFromEnvironment("TENSORC_MPI_TIMEOUT", "MPI"))
+      timeoutS_ = *timeout;
     if (size_ > 1)
       watchdog_ = std::thread([this] { watch(); });
   }

@@ -221,7 +221,8 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
   }
   TC_LT(prefCreate(&pref));
   TC_LT(prefSetAttribute(pref, kMaxWorkspace, &workspaceBytes, sizeof workspaceBytes));
-  std::vector<Heuristic> ranking;
+  // The chosen algorithm alone is copied out of the cache (the launch path).
+  Heuristic chosen{};
   int found = 0, rc = 0;
   std::string key = std::to_string(type) + "," + std::to_string(compute) + "," + std::to_string(epilogue) +
                     "," + std::to_string(opFirst) + std::to_string(opSecond) + "," + std::to_string(N) +
@@ -233,17 +234,18 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
     std::lock_guard<std::mutex> lock(heuristicMutex);
     auto it = heuristics.find(key);
     if (it != heuristics.end()) {
-      ranking = it->second;
-      found = int(ranking.size());
+      found = int(it->second.size());
+      chosen = it->second[size_t(std::clamp(algorithm.rank, 0, found - 1))];
     }
   }
   if (!found) {
-    ranking.resize(kMaxAlgorithms);
+    std::vector<Heuristic> ranking(kMaxAlgorithms);
     rc = api_->heuristic(handle_, desc, la, lb, lc, lc, pref, kMaxAlgorithms, ranking.data(), &found);
     ranking.resize(size_t(rc == 0 ? std::max(found, 0) : 0));
     if (rc == 0 && found > 0) {
+      chosen = ranking[size_t(std::clamp(algorithm.rank, 0, found - 1))];
       std::lock_guard<std::mutex> lock(heuristicMutex);
-      heuristics.emplace(key, ranking);
+      heuristics.emplace(key, std::move(ranking));
     }
   }
   if (e.biasGradient && (rc != 0 || found == 0)) {
@@ -258,7 +260,7 @@ bool CublasLt::matmul(DevicePtr a, bool ta, DevicePtr b, bool tb, DevicePtr c, D
     *algorithm.count = found;
     return true;
   }
-  const Heuristic &h = ranking[size_t(std::clamp(algorithm.rank, 0, found - 1))];
+  const Heuristic &h = chosen;
   float one32 = 1, zero32 = 0;
   double one64 = 1, zero64 = 0;
   const void *alpha = f64 ? static_cast<const void *>(&one64) : &one32;

@@ -2,6 +2,7 @@
 #include "runtime/cuda/Nccl.h"
 
 #include "ir/core/Error.h"
+#include "runtime/host/EnvSeconds.h"
 #include "ir/core/FusedAttention.h"
 #include "runtime/cache/KernelCache.h"
 #include "runtime/cuda/CublasLt.h"
@@ -71,12 +72,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   const char *cudnnConvolution = std::getenv("TENSORC_CUDNN_CONVOLUTION");
   cudnnConvolutionOn_ = !(cudnnConvolution && std::string(cudnnConvolution) == "0");
   cudnnConvolution_ = std::make_unique<CudnnConvolution>();
-  if (const char *timeout = std::getenv("TENSORC_NCCL_TIMEOUT"); timeout && *timeout) {
-    char *end = nullptr;
-    collectiveTimeoutS_ = std::strtod(timeout, &end);
-    check(*end == 0 && collectiveTimeoutS_ > 0,
-          where + ": TENSORC_NCCL_TIMEOUT must be a positive number of seconds, not '" + timeout + "'");
-  }
+  if (std::optional<double> timeout = secondsFromEnvironment("TENSORC_NCCL_TIMEOUT", where))
+    collectiveTimeoutS_ = *timeout;
   for (size_t si = 0; si < a.steps.size(); ++si) {
     const Step &s = a.steps[si];
     if (s.kind != Step::Kind::Collective)
@@ -257,7 +254,13 @@ size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &v
   // apart (more loads in flight, shared index arithmetic). Measured on an
   // H100 (pointwise_f32, 8192 x 8192): b256_i1_v4 0.210 ms, b256_i4 0.263,
   // b256_i1 0.293, b512_i2 0.285, b128_i1 0.353.
-  if (reduced <= 1 && outputs >= (int64_t(1) << 16)) // elementwise (vector variants are only theirs)
+  // From 2^24 outputs, four vectors per thread: more loads in flight for
+  // the bandwidth of an H200 (pointwise_f32, 2^26: 142.6 us against 157.5)
+  // and of the backward of a cross-entropy on an H100 (4096 x 50304: 0.63
+  // ms against 0.68); on an H100 pointwise_f32 within 3% of one vector.
+  if (reduced <= 1 && outputs >= (int64_t(1) << 24))
+    pick = find(256, 1, 4, 4);
+  if (!pick && reduced <= 1 && outputs >= (int64_t(1) << 16)) // elementwise (vector variants are only theirs)
     pick = find(256, 1, 1, 4);
   if (!pick && reduced < 16 && outputs >= (int64_t(1) << 22))
     pick = find(256, 1, 4);
@@ -300,42 +303,93 @@ int CudaProgram::chainVariant(const std::vector<artifact::KernelVariant> &varian
 std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
                                          const std::vector<std::vector<int64_t>> &shapes,
                                          const std::vector<DevicePtr> &ptr, Stream stream,
-                                         Workspace &workspace) const {
+                                         Workspace &workspace, bool mayMeasure) const {
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
-  size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
+  const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
   // cuDNN's tensors are described 16-byte aligned: a caller's tensor at an
   // odd offset (a view into a larger buffer) runs the generated kernels.
   const bool aligned = std::all_of(s.operands.begin(), s.operands.end(),
                                    [&](int v) { return ptr[size_t(v)] % 16 == 0; });
-  if (std::optional<CudnnAttentionShape> c = aligned ? cudnnShape(a, si, shapes) : std::nullopt) {
+  std::optional<CudnnAttentionShape> c = aligned ? cudnnShape(a, si, shapes) : std::nullopt;
+  const cudnn::Plan *plan = nullptr;
+  if (c) {
     std::string why;
-    if (const cudnn::Plan *p = cudnnAttention_->plan(*c, why)) {
-      growScratch(workspace, CudnnAttention::workspaceBytes(*c, *p), stream);
-      CudnnAttentionTensors t;
-      t.q = pointer(first);
-      t.k = pointer(first + 1);
-      t.v = pointer(first + 2);
-      if (c->bias)
-        t.bias = pointer(s.operands.size() - 1);
-      if (at.backward) {
-        t.dq = pointer(0), t.dk = pointer(1), t.dv = pointer(2), t.lse = pointer(3), t.delta = pointer(4);
-        t.dout = pointer(5), t.o = pointer(9);
-      } else {
-        t.o = pointer(0);
-        t.lse = at.saveLse ? pointer(1) : 0;
-      }
-      CudnnAttention::run(*c, *p, t, workspace.scratch, stream);
-      if (trace_)
-        std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN attention %s\n", si, s.label.c_str(),
-                     at.backward ? "backward" : "forward");
-      return std::string("cuDNN attention ") + (at.backward ? "backward" : "forward");
-    }
-    if (trace_)
+    plan = cudnnAttention_->plan(*c, why);
+    if (!plan && trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN declined the attention: %s\n", si, s.label.c_str(),
                    why.c_str());
   }
+  if (!plan)
+    return launchGeneratedAttention(a, si, shapes, ptr, stream);
+  auto runCudnn = [&] {
+    growScratch(workspace, CudnnAttention::workspaceBytes(*c, *plan), stream);
+    CudnnAttentionTensors t;
+    t.q = pointer(first);
+    t.k = pointer(first + 1);
+    t.v = pointer(first + 2);
+    if (c->bias)
+      t.bias = pointer(s.operands.size() - 1);
+    if (at.backward) {
+      t.dq = pointer(0), t.dk = pointer(1), t.dv = pointer(2), t.lse = pointer(3), t.delta = pointer(4);
+      t.dout = pointer(5), t.o = pointer(9);
+    } else {
+      t.o = pointer(0);
+      t.lse = at.saveLse ? pointer(1) : 0;
+    }
+    CudnnAttention::run(*c, *plan, t, workspace.scratch, stream);
+  };
+  size_t choice = 0; // cuDNN's engines by default: 2.2x the generated kernels on attn_bf16_fb (an H100)
+  if (tuner_ && forcedVariant_ < 0) {
+    // Candidates: cuDNN, then the generated kernels, judged on what the step
+    // defines: the output (and the statistics a backward reads: both write
+    // natural-log log-sum-exps), or dq, dk, dv. The backward's delta
+    // (operand 4) is each implementation's own scratch.
+    std::vector<int> outputs, inputs;
+    const size_t defined = at.backward ? 3 : at.saveLse ? 2 : 1;
+    for (size_t o = 0; o < s.operands.size(); ++o) {
+      if (o < defined)
+        outputs.push_back(s.operands[o]);
+      else if (!(at.backward && o == 4))
+        inputs.push_back(s.operands[o]);
+    }
+    runtime::TuneSite site;
+    site.label = s.label + (at.backward ? " (attention backward)" : " (attention)");
+    site.kernel = tuneKernels_[si];
+    // cuDNN's engine and the generated kernels' grids depend on the exact sizes.
+    site.bucket = "cudnn=" + std::to_string(cudnn::Library::get().version()) + ",b=" + std::to_string(c->b) +
+                  ",h=" + std::to_string(c->h) + ",l=" + std::to_string(c->L) + ",s=" + std::to_string(c->S) +
+                  ",d=" + std::to_string(c->D);
+    site.dtype = dtypeName(a.values[size_t(s.operands[first])].dtype);
+    site.candidates = {"cudnn", "generated"};
+    growScratch(workspace, CudnnAttention::workspaceBytes(*c, *plan), stream);
+    choice = tuneChoice(
+        a, site, {0, 1}, outputs, inputs,
+        [&](size_t k) {
+          if (k == 0)
+            runCudnn();
+          else
+            launchGeneratedAttention(a, si, shapes, ptr, stream);
+        },
+        shapes, ptr, stream, mayMeasure);
+  }
+  if (choice == 1)
+    return launchGeneratedAttention(a, si, shapes, ptr, stream);
+  runCudnn();
+  if (trace_)
+    std::fprintf(stderr, "tensorc: step %zu (%s): cuDNN attention %s\n", si, s.label.c_str(),
+                 at.backward ? "backward" : "forward");
+  return std::string("cuDNN attention ") + (at.backward ? "backward" : "forward");
+}
+
+std::string CudaProgram::launchGeneratedAttention(const artifact::Artifact &a, size_t si,
+                                                  const std::vector<std::vector<int64_t>> &shapes,
+                                                  const std::vector<DevicePtr> &ptr, Stream stream) const {
+  const Step &s = a.steps[si];
+  const artifact::AttentionStep &at = s.attention;
+  const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
+  auto pointer = [&](size_t operand) { return ptr[size_t(s.operands[operand])]; };
   const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
   // [batch..., rows, D], contiguous (the artifact's validation): one batch
   // index per grid row.
@@ -427,6 +481,13 @@ void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &
                     std::to_string(c.dilation[0]) + "x" + std::to_string(c.dilation[1]) + " dtype=" +
                     std::string(dtypeName(a.values[size_t(s.operands[0])].dtype)) + (allowTf32_ ? " tf32" : ""))
               .substr(0, 32);
+      continue;
+    }
+    if (s.kind == Step::Kind::Attention) {
+      // cuDNN or the generated kernels (their source, direction and mask).
+      tuneKernels_[si] = sha256Hex(sourceHash_ + ":" + s.symbol + (s.attention.backward ? ":backward" : ":forward") +
+                                   (s.attention.causal ? ":causal" : "") + (s.attention.saveLse ? ":lse" : ""))
+                             .substr(0, 32);
       continue;
     }
     if (s.kind != Step::Kind::Loop)
@@ -576,11 +637,12 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
   // can launch (row caches that fit its shared memory), then the steps'
   // own kernels one after another ("unfused": index ks.size()).
   const size_t unfused = ks.size();
-  std::vector<size_t> order = {size_t(heuristic)};
+  std::vector<size_t> order = {heuristic < 0 ? unfused : size_t(heuristic)};
   for (size_t k = 0; k < ks.size(); ++k)
     if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock() && ks[k].function)
       order.push_back(k);
-  order.push_back(unfused);
+  if (heuristic >= 0)
+    order.push_back(unfused);
   // Every step's output; the inputs are what the chain reads from outside
   // (not an output, nor a view of one: a reshape aliases its value).
   auto storageOf = [&](int v) { return artifact::storageValue(a, v); };
@@ -973,7 +1035,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       return {si, std::string("cuBLASLt matmul") + (epilogue.empty() ? "" : " + " + epilogue)};
     }
     if (s.kind == Step::Kind::Attention)
-      return {si, launchAttention(a, si, shapes, ptr, stream, workspace)};
+      return {si, launchAttention(a, si, shapes, ptr, stream, workspace, mayMeasure)};
     if (s.kind == Step::Kind::Convolution)
       if (std::string what = launchConvolution(a, si, shapes, ptr, stream, workspace, mayMeasure); !what.empty())
         return {si, what};
@@ -1061,6 +1123,11 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       if (v >= 0 && (s.chainVariants[size_t(v)].cacheBytes > driver_.maxSharedMemoryPerBlock() ||
                      !chainKernels_[si][size_t(v)].function))
         v = -1; // forced, but more shared memory than this GPU has, or clusters it lacks: the steps' own kernels
+      // One elementwise pass after per-row values: its own vectorized kernel
+      // beat one block per row (xent_f32_fb's backward, 4096 x 50304 on an
+      // H100: 0.629 ms against 0.658-0.719), so it is the default; the fused
+      // variants stay candidates for the autotuner.
+      const bool unfusedByDefault = forcedVariant_ < 0 && artifact::chainIsOneElementwisePass(a.steps, si, last);
       if (v >= 0 && rows > 0) {
         KernelArgs args(a, si, last, ptr, symbolValues);
         if (tuner_ && forcedVariant_ < 0) {
@@ -1069,8 +1136,10 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
             for (size_t k = si; k <= last; ++k)
               launchStep(k, /*tune=*/false);
           };
-          v = tunedChainVariant(a, si, last, v, rows, rowWork, shapes, ptr, stream, args.params.data(), unfused,
-                                mayMeasure);
+          v = tunedChainVariant(a, si, last, unfusedByDefault ? -1 : v, rows, rowWork, shapes, ptr, stream,
+                                args.params.data(), unfused, mayMeasure);
+        } else if (unfusedByDefault) {
+          v = -1;
         }
         if (v >= 0) {
           const Launchable &k = chainKernels_[si][size_t(v)];

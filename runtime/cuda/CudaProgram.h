@@ -161,10 +161,15 @@ private:
   mutable std::mutex gemmRanksMutex_;
   mutable std::map<std::array<int64_t, 5>, int> gemmRanks_;
   // Queues an attention step (cuDNN's engines where they take it, else
-  // kernels/Attention.cuh); returns what ran.
+  // kernels/Attention.cuh; the autotuner chooses between them where both
+  // can); returns what ran.
   std::string launchAttention(const artifact::Artifact &a, size_t step,
-                              const std::vector<std::vector<int64_t>> &shapes,
-                              const std::vector<DevicePtr> &ptr, Stream stream, Workspace &workspace) const;
+                              const std::vector<std::vector<int64_t>> &shapes, const std::vector<DevicePtr> &ptr,
+                              Stream stream, Workspace &workspace, bool mayMeasure) const;
+  // Queues attention step `step` on the generated kernels; returns what ran.
+  std::string launchGeneratedAttention(const artifact::Artifact &a, size_t step,
+                                       const std::vector<std::vector<int64_t>> &shapes,
+                                       const std::vector<DevicePtr> &ptr, Stream stream) const;
   // The cuDNN problem of attention step `si`, if cuDNN may run it: f16/bf16,
   // a backward with its forward's output and statistics, not disabled
   // ($TENSORC_CUDNN_ATTENTION=0) nor a forced variant >= 1 (those run the

@@ -6,6 +6,7 @@
 #include "compiler/transforms/Decompose.h"
 #include "ir/core/Error.h"
 #include "ir/core/Mesh.h"
+#include "runtime/host/EnvSeconds.h"
 
 #include <random>
 
@@ -288,3 +289,27 @@ TEST(Collectives, GraphFilesRoundTrip) {
 }
 
 } // namespace
+
+// Collectives' time limits (TENSORC_NCCL_TIMEOUT, TENSORC_MPI_TIMEOUT):
+// unset or empty means none; anything but positive seconds is an error
+// naming the variable and the value.
+TEST(Collectives, TimeoutsFromTheEnvironment) {
+  const char *name = "TENSORC_TEST_TIMEOUT";
+  ::unsetenv(name);
+  EXPECT_FALSE(secondsFromEnvironment(name, "MPI").has_value());
+  ::setenv(name, "", 1);
+  EXPECT_FALSE(secondsFromEnvironment(name, "MPI").has_value());
+  ::setenv(name, "2.5", 1);
+  EXPECT_EQ(secondsFromEnvironment(name, "MPI"), 2.5);
+  for (const char *bad : {"0", "-1", "ten", "5s"}) {
+    ::setenv(name, bad, 1);
+    try {
+      secondsFromEnvironment(name, "MPI");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error &e) {
+      EXPECT_EQ(std::string(e.what()), std::string("MPI: TENSORC_TEST_TIMEOUT must be a positive number of seconds, not '") +
+                                           bad + "'");
+    }
+  }
+  ::unsetenv(name);
+}

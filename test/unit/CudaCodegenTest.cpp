@@ -342,6 +342,7 @@ TEST(CudaCodegen, VariantNamesAndTheHeuristic) {
   for (const KernelVariant &v : codegen::cuda::vectorVariants())
     vectors.push_back(v);
   EXPECT_EQ(pick(vectors, 1 << 20, 1), "b256_i1_v4");
+  EXPECT_EQ(pick(vectors, 1 << 24, 1), "b256_i4_v4"); // more loads in flight
   EXPECT_EQ(pick(vectors, 1 << 12, 1), "b256_i1");
   EXPECT_EQ(vectors[elementwise.size()].name(), "b256_i1_v4");
   EXPECT_EQ(vectors[elementwise.size()].outputsPerBlock(), 1024);
@@ -677,6 +678,36 @@ TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
   }
   EXPECT_EQ(heads, 1u);
   EXPECT_GE(chained, 1u);
+}
+
+// Per-row values, then one elementwise pass over the rows (cross-entropy's
+// backward): the runtime runs such a chain's own kernels by default. Row
+// reductions (softmax) and sibling passes (a gelu and its derivative) keep
+// the chain kernel.
+TEST(CudaCodegen, ChainsOfOneElementwisePassRunUnfused) {
+  auto step = [](int64_t threads, int64_t reduced) {
+    artifact::Step s;
+    s.extent = Dim::of(4096);
+    s.threads = Dim::of(threads);
+    s.reduced = Dim::of(reduced);
+    return s;
+  };
+  std::vector<artifact::Step> xent = {step(4096, 1), step(4096, 1), step(4096 * 50304, 1)};
+  EXPECT_TRUE(artifact::chainIsOneElementwisePass(xent, 0, 2));
+  EXPECT_TRUE(artifact::chainIsOneElementwisePass(xent, 2, 2));
+  std::vector<artifact::Step> softmax = {step(4096, 50304), step(4096, 50304), step(4096 * 50304, 1)};
+  EXPECT_FALSE(artifact::chainIsOneElementwisePass(softmax, 0, 2));
+  std::vector<artifact::Step> siblings = {step(4096 * 4096, 1), step(4096 * 4096, 1)};
+  EXPECT_FALSE(artifact::chainIsOneElementwisePass(siblings, 0, 1));
+  // Symbolic rows: a step computes one value per row where its threads are
+  // its extent.
+  std::vector<artifact::Step> symbolic = {step(4096, 1), step(4096, 1), step(4096, 1)};
+  for (artifact::Step &s : symbolic)
+    s.extent = Dim::symbol("B");
+  symbolic[0].threads = symbolic[1].threads = Dim::symbol("B");
+  EXPECT_TRUE(artifact::chainIsOneElementwisePass(symbolic, 0, 2));
+  symbolic[1].threads = Dim::of(8);
+  EXPECT_FALSE(artifact::chainIsOneElementwisePass(symbolic, 0, 2));
 }
 
 TEST(CudaCodegen, ArtifactsRefuseBadVariantsAndEpilogues) {
