@@ -21,6 +21,32 @@ constexpr double kTrialBudgetUs = 200000;
 // winner within that noise made a cross-entropy step 4% slower in
 // sequence than its default (H100, session 31).
 constexpr double kRequiredGain = 0.97;
+// The winner is then timed again against the default, the two alternating
+// run by run: a candidate's runs all come after the default's in its trial,
+// so a drift of the GPU's clocks between them (or a neighbour's load) can
+// fake a gain; alternating puts any drift on both. The gain must hold there
+// too.
+constexpr int kConfirmationPairs = 5;
+
+// One timed run of candidate k: device time where the backend has it.
+double timeOnce(const TrialHooks &hooks, size_t k) {
+  if (hooks.timeUs)
+    return hooks.timeUs(k);
+  double start = hooks.nowUs();
+  hooks.run(k);
+  return hooks.nowUs() - start;
+}
+
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::string microseconds(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", us);
+  return buf;
+}
 
 std::string hostName() {
   char buf[256] = {0};
@@ -162,21 +188,14 @@ std::vector<tune::TuneCandidate> Autotuner::trial(const TuneSite &site, const Tr
         std::vector<double> times;
         double spent = 0;
         for (int t = 0; t < kTrials && (t < 3 || spent < kTrialBudgetUs); ++t) {
-          if (hooks.timeUs) {
-            times.push_back(hooks.timeUs(k));
-          } else {
-            double start = hooks.nowUs();
-            hooks.run(k);
-            times.push_back(hooks.nowUs() - start);
-          }
+          times.push_back(timeOnce(hooks, k));
           spent += times.back();
           // Pruned early: a first run over twice the best median so far
           // cannot win; its one time is recorded.
           if (t == 0 && best > 0 && times[0] > 2 * best)
             break;
         }
-        std::sort(times.begin(), times.end());
-        c.microseconds = times[times.size() / 2];
+        c.microseconds = median(times);
         best = best > 0 ? std::min(best, c.microseconds) : c.microseconds;
       }
     } catch (const std::exception &e) {
@@ -202,6 +221,20 @@ size_t Autotuner::measure(const TuneSite &site, const TrialHooks &hooks) {
     if (results[k].rejected.empty() && results[k].microseconds < results[best].microseconds &&
         results[k].microseconds < kRequiredGain * results[0].microseconds)
       best = k;
+  if (best != 0) {
+    std::vector<double> defaults, winners;
+    for (int i = 0; i < kConfirmationPairs; ++i) {
+      defaults.push_back(timeOnce(hooks, 0));
+      winners.push_back(timeOnce(hooks, best));
+    }
+    hooks.restore(); // the default's outputs stay the run's results
+    const double d = median(defaults), w = median(winners);
+    if (!(w < kRequiredGain * d)) {
+      results[best].rejected = "not confirmed: " + microseconds(w) + " us against the default's " +
+                               microseconds(d) + " us, the two alternating";
+      best = 0;
+    }
+  }
   ++tuned_;
   if (db_) {
     tune::TuneEntry e;

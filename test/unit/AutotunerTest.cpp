@@ -28,11 +28,15 @@ struct FakeBackend {
   int out = 0, reference = 0;
   double clock = 0;
   std::vector<int> runs;
+  // From this many runs on, candidate k takes later[k] (a GPU whose clocks
+  // drift while the candidates are timed in turn); empty: never.
+  size_t drift = 0;
+  std::vector<double> later;
   TrialHooks hooks() {
     TrialHooks h;
     h.run = [this](size_t k) {
       runs.push_back(int(k));
-      clock += cost[k];
+      clock += !later.empty() && runs.size() > drift ? later[k] : cost[k];
       out = output[k];
     };
     h.snapshot = [this] { reference = out; };
@@ -73,6 +77,31 @@ TEST(Autotuner, AWinWithinTimingNoiseKeepsTheDefault) {
   fs::remove(db);
 }
 
+TEST(Autotuner, AWinNotConfirmedAlternatingKeepsTheDefault) {
+  // "faster" looks 10% faster in its trial, timed after the default's
+  // runs, because everything sped up meanwhile; timed alternating with the
+  // default, it is not: the default stays, and the entry says why.
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  std::string db = tempDb();
+  fs::remove(db);
+  FakeBackend drifting{{10, 1, 9, 30}, {7, 8, 7, 7}};
+  drifting.drift = 10; // the default's reference run, warm-up and 7 timed runs, then faster
+  drifting.later = {9, 1, 9, 30};
+  {
+    Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
+    EXPECT_EQ(tuner.choose(site(), drifting.hooks()), 0u);
+    EXPECT_EQ(drifting.out, 7);
+  }
+  tune::TuneDb check(db);
+  std::vector<tune::TuneEntry> es = check.list();
+  ASSERT_EQ(es.size(), 1u);
+  EXPECT_EQ(es[0].winner, "default");
+  EXPECT_EQ(es[0].candidates[2].microseconds, 9);
+  EXPECT_EQ(es[0].candidates[2].rejected, "not confirmed: 9.00 us against the default's 9.00 us, the two alternating");
+  fs::remove(db);
+}
+
 TEST(Autotuner, CheckedCandidatesWinAndPersist) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
@@ -87,7 +116,9 @@ TEST(Autotuner, CheckedCandidatesWinAndPersist) {
     // "slow" (20 us, over twice the best 5 us) is pruned after one timed
     // run: its check, its warm-up and that run.
     EXPECT_EQ(std::count(b.runs.begin(), b.runs.end(), 3), 3);
-    EXPECT_EQ(std::count(b.runs.begin(), b.runs.end(), 2), 9); // check, warm-up, 7 timed
+    // Its check, warm-up, 7 timed runs, then 5 alternating with the default.
+    EXPECT_EQ(std::count(b.runs.begin(), b.runs.end(), 2), 14);
+    EXPECT_EQ(std::vector<int>(b.runs.end() - 10, b.runs.end()), (std::vector<int>{0, 2, 0, 2, 0, 2, 0, 2, 0, 2}));
     size_t runs = b.runs.size();
     EXPECT_EQ(tuner.choose(site(), b.hooks()), 2u); // remembered: nothing runs
     EXPECT_EQ(b.runs.size(), runs);
