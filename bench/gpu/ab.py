@@ -60,14 +60,9 @@ def main():
     ap.add_argument("--artifacts", default=os.path.join(B.HERE, "artifacts"))
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    if a.what == "backend" and "TENSORC" not in os.environ:
-        bundled = os.path.join(B.HERE, "..", "bin", "tensorc-compiler")
-        if os.path.exists(bundled):
-            os.environ["TENSORC"] = os.path.abspath(bundled)
-    torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    gpu = torch.cuda.get_device_name()
+    if a.what == "backend":
+        B.use_bundled_compiler()
+    gpu = B.setup_torch()
     print(f"# {gpu}, torch {torch.__version__}: {a.what}, {a.rounds} alternating rounds of {a.iters}", flush=True)
     cache_dir = tempfile.mkdtemp(prefix="tensorc-kernels-")
     tune_db = os.path.join(tempfile.mkdtemp(prefix="tensorc-tune-"), "tune.sqlite")

@@ -324,6 +324,31 @@ def tiny_mlp(artifacts, cache_dir, iters):
     return row
 
 
+def use_bundled_compiler():
+    """$TENSORC for torch.compile(backend="tensorc"), where unset: the GPU
+    bundle's bin/tensorc-compiler, unpacked from its .xz the first time."""
+    bundled = os.path.join(HERE, "..", "bin", "tensorc-compiler")
+    if "TENSORC" in os.environ:
+        return
+    if not os.path.exists(bundled) and os.path.exists(bundled + ".xz"):
+        import lzma
+        import shutil
+        with lzma.open(bundled + ".xz") as src, open(bundled + ".tmp", "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.chmod(bundled + ".tmp", 0o755)
+        os.replace(bundled + ".tmp", bundled)
+    if os.path.exists(bundled):
+        os.environ["TENSORC"] = os.path.abspath(bundled)
+
+
+def setup_torch():
+    """Seeded, TF32 off (tensorc's f32 is exact f32); the GPU's name."""
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return torch.cuda.get_device_name()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
@@ -337,21 +362,9 @@ def main():
                          "bundle's bin/tensorc-compiler, unpacked from its .xz)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    bundled = os.path.join(HERE, "..", "bin", "tensorc-compiler")
-    if a.backend and "TENSORC" not in os.environ:
-        if not os.path.exists(bundled) and os.path.exists(bundled + ".xz"):
-            import lzma
-            import shutil
-            with lzma.open(bundled + ".xz") as src, open(bundled + ".tmp", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.chmod(bundled + ".tmp", 0o755)
-            os.replace(bundled + ".tmp", bundled)
-        if os.path.exists(bundled):
-            os.environ["TENSORC"] = os.path.abspath(bundled)
-    torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    gpu = torch.cuda.get_device_name()
+    if a.backend:
+        use_bundled_compiler()
+    gpu = setup_torch()
     print(f"# {gpu}, torch {torch.__version__}", flush=True)
     bw, rate = measure_floor()
     print(f"# measured: copy {bw / 1e12:.2f} TB/s, bf16 GEMM {rate / 1e12:.0f} TFLOP/s", flush=True)
