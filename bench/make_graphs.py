@@ -145,6 +145,24 @@ def block(dtype):
     return g.out(sum_loss(g, out, dtype))
 
 
+def tp_block(b, s, d, nh, dtype="bf16"):
+    """block() with separate q, k and v projections (Megatron's layout, which
+    `tensorc shard --preset tp` splits by heads): the tensor-parallel
+    benchmark's graph (bench/gpu/spmd_prepare.sh); not a public workload."""
+    g = G(f"tpblock_{dtype}_fb")
+    x = g.input("x", dtype, [b, s, d], True)
+    p = lambda n, shape: g.input(n, dtype, shape, True)
+    ln1 = g.op("layer_norm", x, p("ln1_w", [d]), p("ln1_b", [d]))
+    heads = [g.op("transpose", g.op("reshape", linear(g, ln1, p(f"{n}_w", [d, d]), p(f"{n}_b", [d])),
+                                    shape=[b, s, nh, d // nh]), dim0=1, dim1=2) for n in "qkv"]
+    y = attention_ops(g, *heads, s, d // nh, dtype)
+    y = g.op("reshape", g.op("transpose", y, dim0=1, dim1=2), shape=[b, s, d])
+    x1 = g.op("add", x, linear(g, y, p("proj_w", [d, d]), p("proj_b", [d])))
+    ln2 = g.op("layer_norm", x1, p("ln2_w", [d]), p("ln2_b", [d]))
+    out = g.op("add", x1, mlp_layers(g, ln2, d, 4 * d, dtype, "mlp_"))
+    return g.out(sum_loss(g, out, dtype))
+
+
 def main():
     global S
     args = sys.argv[1:]

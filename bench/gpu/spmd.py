@@ -2,7 +2,10 @@
 
 The workload is bench/make_graphs.py's GPT-2 block in bf16 (the public
 gpt2block_bf16_fb step: forward, backward of the sum, every gradient), at a
-fixed batch per GPU (global batch doubled on two GPUs). Artifacts come from
+fixed batch per GPU (global batch doubled on two GPUs); and for tensor
+parallelism (tensorc alone: `tp-single` on one GPU, `tp` on two) its
+tp_block at d_model 4096 with separate q, k, v projections, the same batch
+on every GPU. Artifacts come from
 bench/gpu/spmd_prepare.sh. Every number is one process's own step on its GPU:
 CUDA events around one step on PyTorch's current stream, warm-up, median.
 
@@ -72,7 +75,9 @@ def run_tensorc(path, strategy, iters, warm):
     inputs = {}
     for i in graph["inputs"]:
         shape = [int(d) for d in i["shape"]]
-        seed = gen if i["name"] != "x" else torch.Generator(device="cuda").manual_seed(RANK)
+        # x: each rank's own batch, except under tensor parallelism (the same on every rank).
+        own = i["name"] == "x" and not strategy.startswith("tp")
+        seed = torch.Generator(device="cuda").manual_seed(RANK) if own else gen
         inputs[i["name"]] = torch.randn(shape, device="cuda", dtype=DTYPES[i["dtype"]], generator=seed)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -90,7 +95,9 @@ def run_tensorc(path, strategy, iters, warm):
     session.synchronize()
     device_ms = session.last_device_ms
     resident = sum(t.numel() * t.element_size() for t in list(inputs.values()) + list(outs.values()))
-    batch = int(next(i for i in graph["inputs"] if i["name"] == "x")["shape"][0]) * WORLD  # x: split over the ranks
+    batch = int(next(i for i in graph["inputs"] if i["name"] == "x")["shape"][0])
+    if not strategy.startswith("tp"):
+        batch *= WORLD  # x: split over the ranks
     emit({"system": "tensorc", "strategy": strategy, "mode": "default", "global_batch": batch, "ms": round(ms, 4),
           "loop_ms": round(loop_ms, 4), "device_ms": round(device_ms, 4), "load_s": round(load_s, 2),
           "mem_mib": round((session.arena_bytes + resident) / 2**20, 1),
@@ -156,10 +163,13 @@ def table(path):
     groups = {}
     for r in rows:
         groups.setdefault((r["system"], r["strategy"], r.get("mode", "")), []).append(r)
+    # The one-GPU row each is compared with: "single", or "tp-single" for
+    # tensor parallelism (its own, larger model).
+    family = lambda strategy: "tp" if strategy.startswith("tp") else ""
     single = {}
     for (system, strategy, mode), rs in groups.items():
-        if strategy == "single" and "loop_ms" in rs[0]:
-            single[(system, mode.split("+")[0])] = rs[0]
+        if strategy in ("single", "tp-single") and "loop_ms" in rs[0]:
+            single[(system, mode.split("+")[0], family(strategy))] = rs[0]
     print("| system | strategy | mode | GPUs | global batch | step ms | loop ms/step | throughput vs 1 GPU | "
           "memory MiB | memory vs 1 GPU | GPU |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -170,7 +180,7 @@ def table(path):
             continue
         ms, loop = max(r["ms"] for r in rs), max(r["loop_ms"] for r in rs)
         mem, batch = max(r["mem_mib"] for r in rs), rs[0].get("global_batch", "")
-        base = single.get((system, mode.split("+")[0]))
+        base = single.get((system, mode.split("+")[0], family(strategy)))
         speed = (f"{batch / base['global_batch'] * base['loop_ms'] / loop:.2f}x"
                  if base and batch else "")
         mem_ratio = f"{mem / base['mem_mib']:.2f}" if base else ""
@@ -203,7 +213,8 @@ def main():
     only = set(args.only.split(",")) if args.only else {"tensorc", "eager", "compile"}
     # fsdp-global: the single GPU's global batch split over the ranks (the
     # memory comparison); ddp and fsdp: the batch per GPU of one GPU.
-    strategies = ["single"] if WORLD == 1 else ["ddp", "fsdp", "fsdp-global"]
+    # tp-single / tp: the tensor-parallel block (tensorc only).
+    strategies = ["single", "tp-single"] if WORLD == 1 else ["ddp", "fsdp", "fsdp-global", "tp"]
     for strategy in strategies:
         batch = args.batch // WORLD if strategy == "fsdp-global" else args.batch
         if "tensorc" in only:
@@ -213,7 +224,7 @@ def main():
             except Exception as ex:
                 emit({"system": "tensorc", "strategy": strategy, "error": str(ex)[:400]})
         for mode in ("eager", "compile"):
-            if mode in only:
+            if mode in only and not strategy.startswith("tp"):  # PyTorch's side: the GPT-2 block
                 try:
                     run_torch(strategy, mode, batch, args.iters, args.warm)
                 except Exception as ex:

@@ -9,6 +9,11 @@
 #    dim 0: gathered before use, reduce-scattered), and `fsdp_global.tcx`
 #    (FSDP of the batch-B graph: B/2 per GPU). Each with its local
 #    graph (.json: input names, shapes, dtypes) and the sharding report.
+#  - tensor parallel: make_graphs.py's tp_block (separate q, k, v
+#    projections) at d_model SPMD_TP_D (default 4096, 32 heads), batch
+#    SPMD_TP_BATCH (default 4) x 1024, bf16: `tp_single.tcx` on one GPU and
+#    `tp.tcx` over mesh model=2 (`--preset tp`: heads and the MLP split; x
+#    and the batch the same on both GPUs).
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
 #    2 devices, compiled for CUDA,
 #    with every device's expected outputs from the SPMD interpreter
@@ -44,7 +49,16 @@ done
 "$tensorc" grad "$tmp/single.json" --emit json -o "$tmp/single.joint.json"
 "$tensorc" shard "$tmp/single.joint.json" --mesh data=2 --preset fsdp --shard x=data,_,_ --report \
   -o "$out/fsdp_global.json" > "$out/fsdp_global.report.txt"
-for name in single ddp fsdp fsdp_global; do
+python3 - "$tmp/tp_single.json" "${SPMD_TP_BATCH:-4}" "${SPMD_TP_D:-4096}" <<'PY'
+import json, sys
+sys.path.insert(0, "bench")
+import make_graphs as m
+d = int(sys.argv[3])
+json.dump(m.tp_block(int(sys.argv[2]), 1024, d, d // 128), open(sys.argv[1], "w"), indent=1)
+PY
+"$tensorc" grad "$tmp/tp_single.json" --emit json -o "$out/tp_single.json"
+"$tensorc" shard "$out/tp_single.json" --mesh model=2 --preset tp --report -o "$out/tp.json" > "$out/tp.report.txt"
+for name in single ddp fsdp fsdp_global tp_single tp; do
   "$tensorc" compile "$out/$name.json" --target cuda -o "$out/$name.tcx"
 done
 # Parity checks on two GPUs.

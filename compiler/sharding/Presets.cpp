@@ -33,10 +33,16 @@ struct LinearWeight {
 };
 
 // Megatron tensor parallelism for pairs of linear layers joined by
-// elementwise ops (an MLP: fc, bias, activation, proj): the first splits its
-// output columns (and its bias), the second its input rows, over `model`;
-// the second's partial sums are all-reduced once. Other layers are left as
-// they are.
+// elementwise ops (an MLP: fc, bias, activation, proj) or by attention's
+// per-head ops (q, k and v projections, each to the output projection:
+// heads split out of the features and merged back by reshapes and
+// transposes, scores and their softmax, the attention op): the first
+// splits its output columns (and its bias), the second its input rows, over
+// `model`; the second's partial sums are all-reduced once. Several firsts
+// may share one second (q, k and v share the output projection). Other
+// layers are left as they are. Where a guess does not fit (heads that do
+// not divide, a reshape mixing features with other dims), propagation
+// reshards: the program stays right, at the cost of communication.
 void tensorParallel(Graph &g, const Mesh &mesh) {
   std::map<std::string, const Node *> producers;
   std::map<std::string, std::vector<const Node *>> users;
@@ -69,6 +75,13 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
     const OpSchema *s = findOpSchema(n.op);
     return s && (s->category == "unary" || s->category == "binary" || s->category == "elementwise");
   };
+  // Ops that keep each head's features apart: views, and attention's own
+  // (a product of two activations over the head batch dims, softmax over
+  // the keys, the fused attention op).
+  auto perHead = [&](const Node &n) {
+    return n.op == "reshape" || n.op == "transpose" || n.op == "softmax" ||
+           n.op == "scaled_dot_product_attention" || (n.op == "matmul" && !weightOf(n));
+  };
   auto shardDim = [&](const std::string &name, int64_t rank, int64_t dim) {
     for (GraphInput &in : g.inputs)
       if (in.name == name && !in.sharding) {
@@ -76,10 +89,10 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
         in.sharding->dims[size_t(dim)] = {"model"};
       }
   };
-  std::set<std::string> used;
+  std::set<std::string> firsts, seconds;
   for (const Node &first : g.nodes) {
     std::optional<LinearWeight> w1 = weightOf(first);
-    if (!w1 || used.count(first.name))
+    if (!w1 || firsts.count(first.name) || seconds.count(first.name))
       continue;
     // Follow the first layer's result through elementwise ops to a matmul:
     // each value's first user in node order (a joint graph's forward nodes
@@ -92,13 +105,12 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
       if (u == users.end() || u->second.empty())
         break;
       const Node &next = *u->second[0];
-      if (next.op == "matmul") {
-        if (next.args[0].kind == Arg::Kind::Value && parseValueRef(next.args[0].value).producer == value &&
-            weightOf(next))
+      if (next.op == "matmul" && weightOf(next)) {
+        if (next.args[0].kind == Arg::Kind::Value && parseValueRef(next.args[0].value).producer == value)
           second = &next;
         break;
       }
-      if (!elementwise(next))
+      if (!elementwise(next) && !perHead(next))
         break;
       for (const Arg &a : next.args) // a bias: a trainable vector of the layer's width
         if (a.kind == Arg::Kind::Value && inputs.count(a.value) && inputs[a.value]->trainable &&
@@ -106,11 +118,11 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
           biases.push_back(a.value);
       value = next.name;
     }
-    if (!second || used.count(second->name))
+    if (!second || firsts.count(second->name))
       continue;
     std::optional<LinearWeight> w2 = weightOf(*second);
-    used.insert(first.name);
-    used.insert(second->name);
+    firsts.insert(first.name);
+    seconds.insert(second->name);
     shardDim(w1->name, 2, w1->transposed ? 0 : 1); // columns: the output features
     for (const std::string &b : biases)
       shardDim(b, 1, 0);

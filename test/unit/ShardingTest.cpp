@@ -233,7 +233,8 @@ TEST(Sharding, TrainingStepsUnderPresets) {
 }
 
 // The tp preset finds the Megatron pairs: the MLP's two layers, the
-// transformer block's fc and proj (its fused QKV weight stays whole).
+// transformer block's fc and proj (its fused QKV weight stays whole: one
+// matmul split three ways is not three column-parallel layers).
 TEST(Sharding, TensorParallelPreset) {
   Graph mlp = mlpTraining();
   mlp.meshes = {Mesh{"mesh", {"model"}, {2}}};
@@ -259,6 +260,46 @@ TEST(Sharding, TensorParallelPreset) {
   EXPECT_EQ(dimAxesStr(blockPlan.of("fc_proj_w")), "[model, _]");
   EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), "[_, _]");
   expectPartitionMatches(block, 1e-9, {{"B", 4}, {"T", 3}});
+}
+
+// Attention with separate q, k and v projections (Megatron's layout): the
+// tp preset splits the heads: q, k and v by columns, the output projection
+// by rows, as with the MLP's pair after it; through the attention op and
+// through explicit scores, softmax and products alike. Every device's
+// results equal its shard of the one-device step.
+TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "scaled_dot_product_attention" : "matmul, softmax, matmul");
+    const int64_t b = 2, s = 3, d = 8, heads = 4;
+    Tracer t("heads");
+    Tensor x = t.input("x", DType::F64, {b, s, d});
+    auto linear = [&](const Tensor &in, const std::string &name, int64_t from, int64_t to) {
+      return matmul(in, t.parameter(name + "_w", DType::F64, {from, to})) + t.parameter(name + "_b", DType::F64, {to});
+    };
+    auto split = [&](const Tensor &v) { return transpose(reshape(v, {b, s, heads, d / heads}), 1, 2); };
+    Tensor h = layer_norm(x);
+    Tensor q = split(linear(h, "q", d, d)), k = split(linear(h, "k", d, d)), v = split(linear(h, "v", d, d));
+    Tensor y = fused ? scaled_dot_product_attention(q, k, v, std::nullopt, true)
+                     : matmul(softmax(matmul(q, transpose(k, 2, 3)) * 0.5), v);
+    Tensor x1 = x + linear(reshape(transpose(y, 1, 2), {b, s, d}), "proj", d, d);
+    Tensor out = x1 + linear(tanh(linear(layer_norm(x1), "fc", d, 2 * d)), "fc2", 2 * d, d);
+    t.output(sum(out * out).named("loss"));
+    Graph g = autodiff::buildJointGraph(t.graph(), {}).graph;
+    g.meshes = {Mesh{"mesh", {"model"}, {2}}};
+    applyPreset(g, "tp");
+    GraphAnalysis a = analyzeGraph(g, "heads");
+    ShardingPlan plan = propagateShardings(g, a);
+    for (const char *column : {"q_w", "k_w", "v_w", "fc_w"})
+      EXPECT_EQ(dimAxesStr(plan.of(column)), "[_, model]") << column;
+    for (const char *bias : {"q_b", "k_b", "v_b", "fc_b"})
+      EXPECT_EQ(dimAxesStr(plan.of(bias)), "[model]") << bias;
+    for (const char *row : {"proj_w", "fc2_w"})
+      EXPECT_EQ(dimAxesStr(plan.of(row)), "[model, _]") << row;
+    SpmdProgram p = expectPartitionMatches(g, 1e-9);
+    // Partial sums reduced after each row-parallel layer (forward) and for
+    // the gradients reaching x (backward): no all_gather of whole heads.
+    EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+  }
 }
 
 TEST(Sharding, TensorParallelMlp) {
