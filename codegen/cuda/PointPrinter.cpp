@@ -191,7 +191,7 @@ private:
     for (int j = 0; j < 4; ++j)
       l[size_t(j)] = n + ".v[" + std::to_string(j) + "]";
     lanes_[load.getResult().getAsOpaquePointer()] = l;
-    (from[0] == 'e' ? vectorElsewhere_ : vectorOperands_).insert(k);
+    (load->hasAttr(cpu::kElsewhereLoad) ? vectorElsewhere_ : vectorOperands_).insert(k);
     return true;
   }
 
