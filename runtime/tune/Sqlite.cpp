@@ -31,7 +31,7 @@ struct Api {
 
 namespace {
 
-constexpr int kOk = 0, kRow = 100, kDone = 101, kNull = 5;
+constexpr int kOk = 0, kBusy = 5, kLocked = 6, kRow = 100, kDone = 101, kNull = 5;
 constexpr int kOpenReadWrite = 0x2, kOpenCreate = 0x4, kOpenFullMutex = 0x10000;
 // SQLITE_TRANSIENT: SQLite copies bound text.
 void (*const kTransient)(void *) = reinterpret_cast<void (*)(void *)>(-1);
@@ -109,23 +109,28 @@ Database::~Database() {
     api_.close_v2(db_);
 }
 
-void Database::fail(const std::string &what) const {
-  tensorc::fail(path_ + ": " + what + ": " + api_.errmsg(db_));
+void Database::fail(const std::string &what, int rc) const {
+  std::string message = path_ + ": " + what + ": " + api_.errmsg(db_);
+  if ((rc & 0xff) == kBusy || (rc & 0xff) == kLocked)
+    throw BusyError(message);
+  tensorc::fail(message);
 }
 
 void Database::exec(const std::string &sql) {
   char *error = nullptr;
-  if (api_.exec(db_, sql.c_str(), nullptr, nullptr, &error) != kOk) {
+  if (int rc = api_.exec(db_, sql.c_str(), nullptr, nullptr, &error); rc != kOk) {
     std::string why = error ? error : api_.errmsg(db_);
     api_.free(error);
+    if ((rc & 0xff) == kBusy || (rc & 0xff) == kLocked)
+      throw BusyError(path_ + ": " + why);
     tensorc::fail(path_ + ": " + why);
   }
 }
 
 Statement Database::prepare(const std::string &sql) {
   void *stmt = nullptr;
-  if (api_.prepare_v2(db_, sql.c_str(), int(sql.size()), &stmt, nullptr) != kOk)
-    fail("cannot prepare '" + sql.substr(0, 40) + "'");
+  if (int rc = api_.prepare_v2(db_, sql.c_str(), int(sql.size()), &stmt, nullptr); rc != kOk)
+    fail("cannot prepare '" + sql.substr(0, 40) + "'", rc);
   return Statement(*this, stmt);
 }
 
@@ -139,20 +144,20 @@ Statement::~Statement() {
 }
 
 Statement &Statement::bind(int index, const std::string &text) {
-  if (db_->api_.bind_text(stmt_, index, text.data(), int(text.size()), kTransient) != kOk)
-    db_->fail("cannot bind a parameter");
+  if (int rc = db_->api_.bind_text(stmt_, index, text.data(), int(text.size()), kTransient); rc != kOk)
+    db_->fail("cannot bind a parameter", rc);
   return *this;
 }
 
 Statement &Statement::bind(int index, int64_t value) {
-  if (db_->api_.bind_int64(stmt_, index, value) != kOk)
-    db_->fail("cannot bind a parameter");
+  if (int rc = db_->api_.bind_int64(stmt_, index, value); rc != kOk)
+    db_->fail("cannot bind a parameter", rc);
   return *this;
 }
 
 Statement &Statement::bind(int index, double value) {
-  if (db_->api_.bind_double(stmt_, index, value) != kOk)
-    db_->fail("cannot bind a parameter");
+  if (int rc = db_->api_.bind_double(stmt_, index, value); rc != kOk)
+    db_->fail("cannot bind a parameter", rc);
   return *this;
 }
 
@@ -162,7 +167,7 @@ bool Statement::step() {
     return true;
   if (rc == kDone)
     return false;
-  db_->fail("query failed");
+  db_->fail("query failed", rc);
 }
 
 std::string Statement::text(int column) const {

@@ -5,6 +5,8 @@
 // naming the database file.
 #pragma once
 
+#include "ir/core/Error.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +19,14 @@ bool available();
 std::string unavailableReason();
 
 struct Api; // the loaded entry points
+
+// SQLITE_BUSY or SQLITE_LOCKED: another connection holds a lock longer than
+// the busy timeout, or a read transaction could not become a write one.
+// Not damage: the database is fine, the caller may try again.
+class BusyError : public Error {
+public:
+  using Error::Error;
+};
 
 class Statement;
 
@@ -36,7 +46,9 @@ public:
 
 private:
   friend class Statement;
-  [[noreturn]] void fail(const std::string &what) const;
+  // Throws BusyError for SQLite result `rc` SQLITE_BUSY/SQLITE_LOCKED (any
+  // extended code), else Error.
+  [[noreturn]] void fail(const std::string &what, int rc) const;
   const Api &api_;
   void *db_ = nullptr;
   std::string path_;

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace tensorc::tune {
@@ -99,6 +101,34 @@ struct TuneDb::Impl {
   std::unique_ptr<sqlite::Database> db;
 };
 
+namespace {
+
+// Opening is one process at a time (an exclusive flock on `<db>.lock`):
+// processes creating the same new database at once raced on its first
+// pages and its switch to WAL, and one took the half-made file for a
+// damaged one and moved it aside under the others (8 processes tuning into
+// a fresh database: "database is locked", "disk I/O error"). Where the lock
+// file cannot be made (a read-only folder), opening goes unlocked.
+class OpenLock {
+public:
+  explicit OpenLock(const std::string &dbPath) : fd_(::open((dbPath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~OpenLock() {
+    if (fd_ >= 0)
+      ::close(fd_); // releases the lock
+  }
+  OpenLock(const OpenLock &) = delete;
+  OpenLock &operator=(const OpenLock &) = delete;
+
+private:
+  int fd_;
+};
+
+} // namespace
+
 std::string TuneDb::defaultPath() {
   if (const char *d = std::getenv("TENSORC_TUNE_DB"); d && *d)
     return d;
@@ -113,8 +143,11 @@ TuneDb::TuneDb(std::string path) : path_(path.empty() ? defaultPath() : std::mov
   std::error_code ec;
   if (!parent.empty())
     std::filesystem::create_directories(parent, ec);
+  OpenLock lock(path_);
   try {
     open();
+  } catch (const sqlite::BusyError &) {
+    throw; // held by another process past the busy timeout: not damage
   } catch (const Error &e) {
     // A newer schema is not damage: refuse, keep the file.
     if (std::string(e.what()).find("newer tensorc") != std::string::npos)
@@ -161,23 +194,45 @@ void TuneDb::open() {
 
 std::optional<TuneEntry> TuneDb::lookup(const TuneKey &key) {
   sqlite::Database &db = *impl_->db;
-  sqlite::Statement s = db.prepare(std::string("SELECT ") + kColumns + " FROM entries WHERE " + kKeyWhere);
-  bindKey(s, key);
-  if (!s.step())
-    return std::nullopt;
-  std::optional<TuneEntry> e;
+  // Read and count the hit in one transaction that takes the write lock at
+  // its start (waiting for it, up to the busy timeout): a read transaction
+  // that later writes fails at once with SQLITE_BUSY when another process
+  // wrote meanwhile, without waiting.
+  db.exec("BEGIN IMMEDIATE");
   try {
-    e = readRow(s);
-  } catch (const std::exception &) {
-    // An entry that does not parse is never used: drop it.
-    sqlite::Statement del = db.prepare(std::string("DELETE FROM entries WHERE ") + kKeyWhere);
-    bindKey(del, key).run();
-    return std::nullopt;
+    std::optional<TuneEntry> e;
+    bool found = false, unreadable = false;
+    {
+      sqlite::Statement s = db.prepare(std::string("SELECT ") + kColumns + " FROM entries WHERE " + kKeyWhere);
+      bindKey(s, key);
+      if (s.step()) {
+        found = true;
+        try {
+          e = readRow(s);
+        } catch (const std::exception &) {
+          unreadable = true;
+        }
+      }
+    }
+    if (unreadable) {
+      // An entry that does not parse is never used: drop it.
+      sqlite::Statement del = db.prepare(std::string("DELETE FROM entries WHERE ") + kKeyWhere);
+      bindKey(del, key).run();
+    } else if (found) {
+      sqlite::Statement hit = db.prepare(std::string("UPDATE entries SET hits = hits + 1 WHERE ") + kKeyWhere);
+      bindKey(hit, key).run();
+      ++e->hits;
+    }
+    db.exec("COMMIT");
+    return e;
+  } catch (...) {
+    try {
+      db.exec("ROLLBACK");
+    } catch (const std::exception &) {
+      // The transaction may already be gone; the first error is the one to report.
+    }
+    throw;
   }
-  sqlite::Statement hit = db.prepare(std::string("UPDATE entries SET hits = hits + 1 WHERE ") + kKeyWhere);
-  bindKey(hit, key).run();
-  ++e->hits;
-  return e;
 }
 
 void TuneDb::store(const TuneEntry &e) {
