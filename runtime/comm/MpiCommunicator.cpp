@@ -6,8 +6,8 @@
 #include "runtime/comm/Communicator.h"
 
 #include "ir/core/Error.h"
-#include "runtime/host/EnvSeconds.h"
 #include "runtime/host/DynamicLibrary.h"
+#include "runtime/host/EnvSeconds.h"
 
 #include <chrono>
 #include <climits>
