@@ -109,11 +109,17 @@ Database::~Database() {
     api_.close_v2(db_);
 }
 
-void Database::fail(const std::string &what, int rc) const {
-  std::string message = path_ + ": " + what + ": " + api_.errmsg(db_);
+namespace {
+// BusyError for SQLITE_BUSY/SQLITE_LOCKED (any extended code), else Error.
+[[noreturn]] void throwFor(int rc, const std::string &message) {
   if ((rc & 0xff) == kBusy || (rc & 0xff) == kLocked)
     throw BusyError(message);
   tensorc::fail(message);
+}
+} // namespace
+
+void Database::fail(const std::string &what, int rc) const {
+  throwFor(rc, path_ + ": " + what + ": " + api_.errmsg(db_));
 }
 
 void Database::exec(const std::string &sql) {
@@ -121,9 +127,7 @@ void Database::exec(const std::string &sql) {
   if (int rc = api_.exec(db_, sql.c_str(), nullptr, nullptr, &error); rc != kOk) {
     std::string why = error ? error : api_.errmsg(db_);
     api_.free(error);
-    if ((rc & 0xff) == kBusy || (rc & 0xff) == kLocked)
-      throw BusyError(path_ + ": " + why);
-    tensorc::fail(path_ + ": " + why);
+    throwFor(rc, path_ + ": " + why);
   }
 }
 
