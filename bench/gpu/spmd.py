@@ -196,6 +196,7 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--warm", type=int, default=5)
     ap.add_argument("--only", default="", help="comma list of tensorc,eager,compile (default all)")
+    ap.add_argument("--strategies", default="", help="comma list of strategies to run (default all for the world size)")
     ap.add_argument("--tag", default="", help="appended to the rows' mode (e.g. no-overlap)")
     ap.add_argument("--rows", default="", help="also append each rank's rows to DIR/rows.WORLD.RANK.jsonl")
     ap.add_argument("--table", default="", help="print a table of the rows in this folder's files, run nothing")
@@ -215,6 +216,8 @@ def main():
     # memory comparison); ddp and fsdp: the batch per GPU of one GPU.
     # tp-single / tp: the tensor-parallel block (tensorc only).
     strategies = ["single", "tp-single"] if WORLD == 1 else ["ddp", "fsdp", "fsdp-global", "tp"]
+    if args.strategies:
+        strategies = [s for s in strategies if s in args.strategies.split(",")]
     for strategy in strategies:
         batch = args.batch // WORLD if strategy == "fsdp-global" else args.batch
         if "tensorc" in only:

@@ -341,7 +341,11 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
     CudnnAttention::run(*c, *plan, t, workspace.scratch, stream);
   };
   size_t choice = 0; // cuDNN's engines by default: 2.2x the generated kernels on attn_bf16_fb (an H100)
-  if (tuner_ && forcedVariant_ < 0) {
+  const ChoiceKey memoKey{int64_t(TunedSite::Attention), int64_t(si), c->b, c->h, c->L, c->S, c->D};
+  std::optional<int> known = tuner_ && forcedVariant_ < 0 ? knownChoice(memoKey) : std::nullopt;
+  if (known) {
+    choice = size_t(*known);
+  } else if (tuner_ && forcedVariant_ < 0) {
     // Candidates: cuDNN, then the generated kernels, judged on what the step
     // defines: the output (and the statistics a backward reads: both write
     // natural-log log-sum-exps), or dq, dk, dv. The backward's delta
@@ -373,6 +377,7 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
             launchGeneratedAttention(a, si, shapes, ptr, stream);
         },
         shapes, ptr, stream, mayMeasure);
+    rememberChoice(memoKey, int(choice), mayMeasure);
   }
   if (choice == 1)
     return launchGeneratedAttention(a, si, shapes, ptr, stream);
@@ -502,6 +507,20 @@ std::string CudaProgram::tuningDevice() const {
   return driver_.deviceName() + " " + arch_ + " " + std::to_string(driver_.multiprocessors()) + " SMs";
 }
 
+std::optional<int> CudaProgram::knownChoice(const ChoiceKey &key) const {
+  std::lock_guard<std::mutex> lock(choicesMutex_);
+  auto it = choices_.find(key);
+  return it == choices_.end() ? std::nullopt : std::optional<int>(it->second);
+}
+
+int CudaProgram::rememberChoice(const ChoiceKey &key, int choice, bool mayMeasure) const {
+  if (mayMeasure) {
+    std::lock_guard<std::mutex> lock(choicesMutex_);
+    choices_[key] = choice;
+  }
+  return choice;
+}
+
 size_t CudaProgram::tuneChoice(const artifact::Artifact &a, runtime::TuneSite site, const std::vector<size_t> &order,
                                const std::vector<int> &outputs, const std::vector<int> &inputs,
                                const std::function<void(size_t)> &launchCandidate,
@@ -523,41 +542,59 @@ size_t CudaProgram::tuneChoice(const artifact::Artifact &a, runtime::TuneSite si
         return order[0];
     }
   // Allocated only when measuring (snapshot), never on a known choice.
-  std::vector<HostTensor> reference;
+  // `reference`: the outputs after the default candidate ran (what the
+  // launch leaves, restored after the trials); `expected`: what it writes
+  // into poisoned outputs, which every candidate must equal. They differ
+  // where the launch writes part of its output (the q, k and v parts of a
+  // fused QKV gradient are three launches): there both stay poison.
+  std::vector<HostTensor> reference, expected;
+  std::vector<double> largest;
+  size_t lastRun = 0; // the reference's candidate, run before snapshot()
   runtime::TrialHooks hooks;
   hooks.run = [&](size_t k) {
     if (!mayMeasure)
       fail("cuda: autotuning cannot measure while a CUDA graph is captured");
+    lastRun = k;
     launchCandidate(order[k]);
-    driver_.synchronize(stream);
-  };
-  hooks.snapshot = [&] {
-    reference.clear();
-    for (int out : outputs) {
-      reference.emplace_back(a.values[size_t(out)].dtype, shapes[size_t(out)]);
-      driver_.copyToHost(reference.back().data(), ptr[size_t(out)], bytesOf(out), stream);
-    }
     driver_.synchronize(stream);
   };
   hooks.poison = [&] {
     for (int out : outputs)
       driver_.fill(ptr[size_t(out)], 0xff, bytesOf(out), stream);
   };
-  hooks.compare = [&]() -> std::string {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      HostTensor got(reference[i].dtype(), reference[i].shape());
-      driver_.copyToHost(got.data(), ptr[size_t(outputs[i])], bytesOf(outputs[i]), stream);
-      driver_.synchronize(stream);
-      std::string why = parityMismatch(got, reference[i]);
-      if (!why.empty())
-        return "wrong output: " + why;
+  auto copyOutputs = [&](std::vector<HostTensor> &to) {
+    to.clear();
+    for (int out : outputs) {
+      to.emplace_back(a.values[size_t(out)].dtype, shapes[size_t(out)]);
+      driver_.copyToHost(to.back().data(), ptr[size_t(out)], bytesOf(out), stream);
     }
-    return "";
+    driver_.synchronize(stream);
   };
   hooks.restore = [&] {
     for (size_t i = 0; i < outputs.size(); ++i)
       driver_.copyToDevice(ptr[size_t(outputs[i])], reference[i].data(), bytesOf(outputs[i]), stream);
     driver_.synchronize(stream);
+  };
+  hooks.snapshot = [&] {
+    copyOutputs(reference);
+    hooks.poison();
+    hooks.run(lastRun);
+    copyOutputs(expected);
+    largest.clear();
+    for (const HostTensor &e : expected)
+      largest.push_back(largestMagnitude(e));
+    hooks.restore();
+  };
+  hooks.compare = [&]() -> std::string {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      HostTensor got(expected[i].dtype(), expected[i].shape());
+      driver_.copyToHost(got.data(), ptr[size_t(outputs[i])], bytesOf(outputs[i]), stream);
+      driver_.synchronize(stream);
+      std::string why = candidateMismatch(got, expected[i], largest[i]);
+      if (!why.empty())
+        return "wrong output: " + why;
+    }
+    return "";
   };
   hooks.nowUs = [&] {
     if (mayMeasure) // never inside a capture
@@ -601,6 +638,9 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
                                  int64_t reduced, const std::vector<std::vector<int64_t>> &shapes,
                                  const std::vector<DevicePtr> &ptr, Stream stream, void **params,
                                  bool mayMeasure) const {
+  const ChoiceKey memoKey{int64_t(TunedSite::Loop), int64_t(si), int64_t(heuristic), threads, reduced};
+  if (std::optional<int> known = knownChoice(memoKey))
+    return size_t(*known);
   const Step &s = a.steps[si];
   const std::vector<Launchable> &ks = kernels_[si];
   // Candidates: the heuristic's first, then the others in artifact order.
@@ -616,7 +656,7 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
   site.dtype = dtypeName(a.values[size_t(out)].dtype);
   for (size_t k : order)
     site.candidates.push_back(ks[k].shape.name());
-  return tuneChoice(
+  const size_t choice = tuneChoice(
       a, site, order, {out}, std::vector<int>(s.operands.begin() + 1, s.operands.end()),
       [&](size_t k) {
         const Launchable &l = ks[k];
@@ -625,12 +665,16 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
                        stream);
       },
       shapes, ptr, stream, mayMeasure);
+  return size_t(rememberChoice(memoKey, int(choice), mayMeasure));
 }
 
 int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_t last, int heuristic, int64_t rows,
                                    int64_t rowWork, const std::vector<std::vector<int64_t>> &shapes,
                                    const std::vector<DevicePtr> &ptr, Stream stream, void **params,
                                    const std::function<void()> &launchUnfused, bool mayMeasure) const {
+  const ChoiceKey memoKey{int64_t(TunedSite::Chain), int64_t(si), heuristic, rows, rowWork};
+  if (std::optional<int> known = knownChoice(memoKey))
+    return *known;
   const Step &s = a.steps[si];
   const std::vector<Launchable> &ks = chainKernels_[si];
   // Candidates: the heuristic's first, then every other variant this GPU
@@ -673,30 +717,23 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
                          stream, 1, unsigned(ks[k].shape.cacheBytes));
       },
       shapes, ptr, stream, mayMeasure);
-  return choice == unfused ? -1 : int(choice);
+  return rememberChoice(memoKey, choice == unfused ? -1 : int(choice), mayMeasure);
 }
 
 int CudaProgram::tunedGemmRank(const artifact::Artifact &a, size_t si, const MatmulDims &dims,
                                const GemmEpilogue &epilogue, const std::vector<std::vector<int64_t>> &shapes,
                                const std::vector<DevicePtr> &ptr, Stream stream, DevicePtr workspace,
                                bool mayMeasure) const {
-  const std::array<int64_t, 5> memoKey{int64_t(si), dims.batches, dims.M, dims.N, dims.K};
-  {
-    std::lock_guard<std::mutex> lock(gemmRanksMutex_);
-    if (auto it = gemmRanks_.find(memoKey); it != gemmRanks_.end())
-      return it->second;
-  }
+  const ChoiceKey memoKey{int64_t(TunedSite::Gemm), int64_t(si), dims.batches, dims.M, dims.N, dims.K,
+                          dims.batches > 1 ? dims.aOffset(1) - dims.aOffset(0) : 0,
+                          dims.batches > 1 ? dims.bOffset(1) - dims.bOffset(0) : 0};
+  if (std::optional<int> known = knownChoice(memoKey))
+    return *known;
   const Step &s = a.steps[si];
   const int c = s.operands[0], l = s.operands[1], r = s.operands[2];
   const DType dtype = a.values[size_t(l)].dtype;
   const CublasLt &lt = CublasLt::get();
-  auto remember = [&](int rank) {
-    if (mayMeasure) { // a choice made while capturing may be a miss's heuristic
-      std::lock_guard<std::mutex> lock(gemmRanksMutex_);
-      gemmRanks_[memoKey] = rank;
-    }
-    return rank;
-  };
+  auto remember = [&](int rank) { return rememberChoice(memoKey, rank, mayMeasure); };
   auto run = [&](size_t rank) {
     lt.matmul(ptr[size_t(l)], s.transposeA, ptr[size_t(r)], s.transposeB, ptr[size_t(c)], dtype, dims, epilogue,
               stream, workspace, GemmAlgorithm{int(rank), nullptr});
@@ -848,7 +885,11 @@ std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t s
     CudnnConvolution::run(p, ptr[size_t(o.x)], ptr[size_t(o.w)], ptr[size_t(o.y)], workspace.scratch, stream);
   };
   size_t choice = 0;
-  if (tuner_ && forcedVariant_ < 0 && e->plans.size() > 1) {
+  const ChoiceKey memoKey{int64_t(TunedSite::Convolution), int64_t(si), c->n, c->c, c->h, c->w, c->k, c->r, c->s};
+  std::optional<int> known = tuner_ && forcedVariant_ < 0 ? knownChoice(memoKey) : std::nullopt;
+  if (known) {
+    choice = size_t(*known);
+  } else if (tuner_ && forcedVariant_ < 0 && e->plans.size() > 1) {
     // Candidates: cuDNN's engines in its heuristic's order (the first its
     // own choice), each checked against the first's output.
     std::vector<size_t> candidates(e->plans.size());
@@ -866,6 +907,7 @@ std::string CudaProgram::launchConvolution(const artifact::Artifact &a, size_t s
     growScratch(workspace, size_t(e->workspaceBytes()), stream);
     choice = tuneChoice(a, site, candidates, {s.operands[0]}, {s.operands[1], s.operands[2]}, run, shapes, ptr,
                         stream, mayMeasure);
+    rememberChoice(memoKey, int(choice), mayMeasure);
   }
   run(choice);
   const std::string what = "cuDNN convolution " + s.convolution.directionName() +

@@ -1,8 +1,11 @@
 #include "runtime/host/Parity.h"
 
+#include "runtime/host/FloatBits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace tensorc {
 
@@ -21,30 +24,107 @@ double parityTolerance(DType d) {
   }
 }
 
-std::string parityMismatch(const HostTensor &got, const HostTensor &want, double tolerance) {
+namespace {
+
+// Element i of a float tensor of dtype `d` at `p`, as a double.
+template <DType d> double floatAt(const uint8_t *p, int64_t i) {
+  if constexpr (d == DType::F64) {
+    double v;
+    std::memcpy(&v, p + i * 8, 8);
+    return v;
+  } else if constexpr (d == DType::F32) {
+    float v;
+    std::memcpy(&v, p + i * 4, 4);
+    return v;
+  } else {
+    uint16_t bits;
+    std::memcpy(&bits, p + i * 2, 2);
+    if constexpr (d == DType::BF16) {
+      const uint32_t wide = uint32_t(bits) << 16; // bfloat16 is the top half of an f32
+      float v;
+      std::memcpy(&v, &wide, 4);
+      return v;
+    } else {
+      return halfBitsToDouble(bits);
+    }
+  }
+}
+
+// The first element of float tensors that breaks |got - want| <= tolerance *
+// max(floor, |want|) (nan where nan, infinities exact), or -1. One loop per
+// dtype: the autotuner compares outputs of tens of millions of elements.
+template <DType d>
+int64_t firstBadFloat(const HostTensor &got, const HostTensor &want, double tolerance, double floor) {
+  const uint8_t *g = got.data(), *w = want.data();
+  for (int64_t i = 0, n = want.numel(); i < n; ++i) {
+    const double x = floatAt<d>(g, i), y = floatAt<d>(w, i);
+    const bool ok = std::isnan(y)   ? std::isnan(x)
+                    : std::isinf(y) ? x == y
+                                    : std::fabs(x - y) <= tolerance * std::max(floor, std::fabs(y));
+    if (!ok)
+      return i;
+  }
+  return -1;
+}
+
+int64_t firstBad(const HostTensor &got, const HostTensor &want, double tolerance, double floor) {
+  switch (want.dtype()) {
+  case DType::F64:
+    return firstBadFloat<DType::F64>(got, want, tolerance, floor);
+  case DType::F32:
+    return firstBadFloat<DType::F32>(got, want, tolerance, floor);
+  case DType::F16:
+    return firstBadFloat<DType::F16>(got, want, tolerance, floor);
+  case DType::BF16:
+    return firstBadFloat<DType::BF16>(got, want, tolerance, floor);
+  default:
+    for (int64_t i = 0, n = want.numel(); i < n; ++i)
+      if (got.getI(i) != want.getI(i))
+        return i;
+    return -1;
+  }
+}
+
+// "" or the first difference, in words (after the same dtype and shape).
+std::string firstMismatch(const HostTensor &got, const HostTensor &want, double tolerance, double floor) {
   if (got.dtype() != want.dtype())
     return "dtype " + std::string(dtypeName(got.dtype())) + " vs " + std::string(dtypeName(want.dtype()));
   if (got.shape() != want.shape())
     return "shape " + got.shapeStr() + " vs " + want.shapeStr();
-  double tol = tolerance >= 0 ? tolerance : parityTolerance(want.dtype());
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    bool ok;
-    if (!isFloat(want.dtype())) {
-      ok = got.getI(i) == want.getI(i);
-    } else {
-      double x = got.getF(i), y = want.getF(i);
-      ok = std::isnan(y)   ? std::isnan(x)
-           : std::isinf(y) ? x == y
-                           : std::fabs(x - y) <= tol * std::max(1.0, std::fabs(y));
-    }
-    if (!ok) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "element %lld: got %.9g, want %.9g", (long long)i, got.getF(i),
-                    want.getF(i));
-      return buf;
-    }
+  const int64_t i = firstBad(got, want, tolerance, floor);
+  if (i < 0)
+    return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "element %lld: got %.9g, want %.9g", (long long)i, got.getF(i), want.getF(i));
+  return buf;
+}
+
+} // namespace
+
+std::string parityMismatch(const HostTensor &got, const HostTensor &want, double tolerance) {
+  return firstMismatch(got, want, tolerance >= 0 ? tolerance : parityTolerance(want.dtype()), 1.0);
+}
+
+double largestMagnitude(const HostTensor &t) {
+  double largest = 1.0;
+  if (isFloat(t.dtype()))
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (double y = std::fabs(t.getF(i)); std::isfinite(y))
+        largest = std::max(largest, y);
+  return largest;
+}
+
+std::string candidateMismatch(const HostTensor &got, const HostTensor &want, double largest) {
+  if (largest < 0)
+    largest = largestMagnitude(want);
+  std::string why = firstMismatch(got, want, parityTolerance(want.dtype()), largest);
+  if (!why.empty() && isFloat(want.dtype())) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " (tolerance %g of the largest magnitude, %.9g)", parityTolerance(want.dtype()),
+                  largest);
+    why += buf;
   }
-  return "";
+  return why;
 }
 
 } // namespace tensorc

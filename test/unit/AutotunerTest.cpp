@@ -4,6 +4,7 @@
 // strict mode names the kernel and bucket on a miss, default mode never
 // measures, and a cached winner this build does not offer is ignored.
 #include "ir/core/Error.h"
+#include "runtime/host/Parity.h"
 #include "runtime/tune/Autotuner.h"
 #include "runtime/tune/Sqlite.h"
 #include "runtime/tune/TuneDb.h"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <unistd.h>
 
@@ -231,4 +233,30 @@ TEST(Autotuner, FailingCandidatesAreRejectedNotFatal) {
   EXPECT_EQ(check.list()[0].candidates[1].rejected, "failed: launch failed: too many resources requested");
   EXPECT_THROW(parseAutotuneMode("max"), Error);
   fs::remove(db);
+}
+
+// Candidates are compared norm-wise (runtime/host/Parity.h): rounding
+// relative to the tensor's largest magnitude passes where an element that
+// cancels to near 0 would fail element-wise, while a wrong or unwritten
+// element still fails.
+TEST(Autotuner, CandidatesAreComparedRelativeToTheLargestMagnitude) {
+  tensorc::HostTensor want(tensorc::DType::BF16, {4}), got(tensorc::DType::BF16, {4});
+  const double values[4] = {40.0, -2.109375, 0.5, 1.0};
+  for (int64_t i = 0; i < 4; ++i) {
+    want.setF(i, values[i]);
+    got.setF(i, values[i]);
+  }
+  got.setF(1, 2.1875 - 4.375); // -2.1875: 3.7% of the element, 0.2% of the largest
+  EXPECT_FALSE(tensorc::parityMismatch(got, want).empty());
+  EXPECT_EQ(tensorc::candidateMismatch(got, want), "");
+  got.setF(2, 2.5); // off by 2: 5% of the largest
+  EXPECT_NE(tensorc::candidateMismatch(got, want).find("element 2"), std::string::npos);
+  got.setF(2, std::nan(""));
+  EXPECT_NE(tensorc::candidateMismatch(got, want).find("element 2"), std::string::npos);
+  // Below a largest magnitude of 1, the tolerance is absolute (as parity's).
+  tensorc::HostTensor small(tensorc::DType::F32, {2}), close(tensorc::DType::F32, {2});
+  small.setF(0, 1e-3), small.setF(1, 0.25), close.setF(0, 1e-3 + 1e-4), close.setF(1, 0.25);
+  EXPECT_EQ(tensorc::candidateMismatch(close, small), "");
+  close.setF(0, 1e-3 + 1e-3);
+  EXPECT_FALSE(tensorc::candidateMismatch(close, small).empty());
 }
