@@ -67,7 +67,7 @@ cp bench/pytorch/cuda_compare.py "$out/bench/"
 #   cd gpu-bundle/bench-gpu && TENSORC_RUNTIME_LIB=../lib/libtensorc_runtime.so.0 python3 bench.py
 mkdir -p "$out/bench-gpu/python" "$out/pytorch"
 bench/gpu/prepare.sh "$out/bench-gpu/artifacts"
-cp bench/gpu/variants.sh bench/gpu/bench.py bench/gpu/ab.py bench/gpu/attention_error.py bench/gpu/warm_tune.py bench/gpu/warm_start.py bench/gpu/trace_steps.py bench/gpu/profile_compile.py bench/gpu/backend_overhead.py bench/gpu/step_host_time.py bench/gpu/enqueue_cost.py \
+cp bench/gpu/variants.sh bench/gpu/bench.py bench/gpu/ab.py bench/gpu/attention_error.py bench/gpu/warm_tune.py bench/gpu/comm_timeline.py bench/gpu/warm_start.py bench/gpu/trace_steps.py bench/gpu/profile_compile.py bench/gpu/backend_overhead.py bench/gpu/step_host_time.py bench/gpu/enqueue_cost.py \
   bench/gpu/sdpa_reference.py bench/gpu/models.py bench/gpu/forward_error.py "$out/bench-gpu/"
 cp -r python/tensorc "$out/bench-gpu/python/"
 # The multi-GPU checks and benchmark (bench-gpu/spmd.sh, on two GPUs).

@@ -58,6 +58,8 @@ public:
     driver_.free(workspace_.scratch);
     for (void *e : workspace_.commEvents)
       driver_.destroyEvent(e);
+    for (void *e : workspace_.commTimes)
+      driver_.destroyEvent(e);
     driver_.destroyStream(workspace_.comm);
     for (auto &[p, bytes] : staging_)
       driver_.free(p);
@@ -231,6 +233,15 @@ public:
         slice.args = {{"launch", t.what}, {"steps", t.steps}, {"host_us", host}};
         slices.push_back(std::move(slice));
       }
+      // The communication stream's collectives (from when they could start:
+      // their operands computed and the collectives before them done).
+      for (size_t k = 0; k < workspace_.commIssued && 2 * k + 1 < workspace_.commTimes.size(); ++k) {
+        double begin = driver_.elapsedMs(start_, workspace_.commTimes[2 * k]);
+        double end = driver_.elapsedMs(start_, workspace_.commTimes[2 * k + 1]);
+        const std::string &first = program_.collectiveDescription(workspace_.commFirst[k]);
+        trace::Slice slice{first, "collective", traceOriginUs_ + begin * 1e3, (end - begin) * 1e3, 2, {}};
+        slices.push_back(std::move(slice));
+      }
       trace::add(std::move(slices));
       traced_.clear();
     }
@@ -242,6 +253,11 @@ public:
     traced_.clear();
     traceOriginUs_ = trace::nowUs();
     driver_.record(start_, stream_);
+    workspace_.traceComm = true;
+    struct Untrace {
+      cuda::Workspace &w;
+      ~Untrace() { w.traceComm = false; }
+    } untrace{workspace_};
     program_.launch(a, frame.symbolValues, frame.bindings, frame.shapes, ptr, stream_, workspace_,
                     [&](size_t first, size_t last, bool after, const std::string &what) {
                       size_t k = after ? traced_.size() - 1 : traced_.size();

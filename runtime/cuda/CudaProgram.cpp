@@ -1135,6 +1135,11 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       workspace.commFirst[issued++] = collectiveOrdinal_.at(si);
       driver_.record(queued, stream);
       driver_.wait(workspace.comm, queued);
+      if (workspace.traceComm) {
+        while (workspace.commTimes.size() < 2 * issued)
+          workspace.commTimes.push_back(driver_.createEvent());
+        driver_.record(workspace.commTimes[2 * issued - 2], workspace.comm);
+      }
       Pending p{done, {}};
       if (last > si)
         Nccl::process().groupStart();
@@ -1146,6 +1151,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       if (last > si)
         Nccl::process().groupEnd();
       driver_.record(done, workspace.comm);
+      if (workspace.traceComm)
+        driver_.record(workspace.commTimes[2 * issued - 1], workspace.comm);
       pending.push_back(std::move(p));
       std::string what = std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op);
       return {last, last > si ? "NCCL group of " + std::to_string(last - si + 1) + " collectives" : what};

@@ -48,6 +48,10 @@ struct Workspace {
   std::vector<void *> commEvents;
   size_t commIssued = 0;        // event pairs the last launch queued there
   std::vector<size_t> commFirst; // per pair: the first collective's ordinal (CudaProgram)
+  // Traced runs (TENSORC_TRACE): timing events on the communication stream
+  // around each pair's collectives (when they could start, when done).
+  bool traceComm = false;
+  std::vector<void *> commTimes;
 };
 
 // --precompile: compiles the artifact's CUDA source with NVRTC for `arch`
@@ -105,6 +109,9 @@ public:
   int variantCount() const { return variantCount_; }
   bool hasMatmul() const { return hasMatmul_; }
   bool hasCollectives() const { return collectiveCount_ > 0; }
+  // Collective `ordinal` in words ("step 63 'grad_w' (all_reduce over
+  // [data])"), as Workspace::commFirst names them.
+  const std::string &collectiveDescription(size_t ordinal) const { return collectives_.at(ordinal); }
 
   const std::string &arch() const { return arch_; }
 

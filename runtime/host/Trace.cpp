@@ -30,9 +30,11 @@ struct Log {
     if (path.empty() || slices.empty())
       return;
     nlohmann::json events = nlohmann::json::array();
-    for (int track : {0, 1})
+    for (int track : {0, 1, 2})
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", track},
-                        {"args", {{"name", track == 0 ? "host" : "GPU (device time)"}}}});
+                        {"args", {{"name", track == 0   ? "host"
+                                           : track == 1 ? "GPU (device time)"
+                                                        : "GPU communication stream (NCCL)"}}}});
     for (const Slice &s : slices) {
       nlohmann::json args = nlohmann::json::object();
       for (const auto &[k, v] : s.args)

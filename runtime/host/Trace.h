@@ -14,7 +14,7 @@ namespace tensorc::trace {
 struct Slice {
   std::string name, category;
   double startUs = 0, durationUs = 0; // microseconds since the process's first event
-  int track = 0;                      // 0: host, 1: GPU
+  int track = 0;                      // 0: host, 1: GPU, 2: GPU communication stream
   std::vector<std::pair<std::string, std::string>> args;
 };
 
