@@ -212,6 +212,30 @@ private:
     return v.tensor;
   }
 
+  // A sum or difference of two partial sums over the same axes, laid out
+  // alike, stays a partial sum: added as they are, completed once where a
+  // consumer needs the whole value. (The input gradient of column-parallel
+  // q, k and v projections: one all_reduce instead of three, as Megatron.)
+  bool addPartialSums(const TypedNode &n, const std::vector<std::string> &operandRefs) {
+    const Node &node = *n.node;
+    if ((node.op != "add" && node.op != "sub") || operandRefs.size() != 2 || node.args.size() != 2 ||
+        operandRefs[0].empty() || operandRefs[1].empty() || n.results.size() != 1)
+      return false;
+    const Local &a = values.at(operandRefs[0]), &b = values.at(operandRefs[1]);
+    if (a.partial.empty() || a.partial != b.partial || a.partialKind != "sum" || b.partialKind != "sum" ||
+        a.dims != b.dims || a.tensor.shape() != b.tensor.shape() || a.tensor.dtype() != b.tensor.dtype() ||
+        plan.gatheredAtUse.count(operandRefs[0]) || plan.gatheredAtUse.count(operandRefs[1]))
+      return false;
+    std::vector<Tensor> results;
+    try {
+      results = t.call(node.op, {Operand(a.tensor), Operand(b.tensor)}, canonicalAttrs(*n.schema, n.attrs), node.name);
+    } catch (const Error &e) {
+      fail("sharding: node \"" + node.name + "\" (" + node.op + "): the local op does not type-check: " + e.what());
+    }
+    values[node.name + ":0"] = Local{results[0], a.dims, a.partial, "sum"};
+    return true;
+  }
+
   void partitionNode(const TypedNode &n) {
     const Node &node = *n.node;
     std::optional<FactorRule> rule = factorRule(n);
@@ -219,6 +243,8 @@ private:
     for (size_t i = 0; i < n.argTypes.size() && i < node.args.size(); ++i)
       if (node.args[i].kind == Arg::Kind::Value)
         operandRefs[i] = canonicalRef(global, node.args[i].value);
+    if (addPartialSums(n, operandRefs))
+      return;
     std::vector<std::string> resultRefs;
     for (size_t r = 0; r < n.results.size(); ++r)
       resultRefs.push_back(node.name + ":" + std::to_string(r));

@@ -277,7 +277,7 @@ TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
       return matmul(in, t.parameter(name + "_w", DType::F64, {from, to})) + t.parameter(name + "_b", DType::F64, {to});
     };
     auto split = [&](const Tensor &v) { return transpose(reshape(v, {b, s, heads, d / heads}), 1, 2); };
-    Tensor h = layer_norm(x);
+    Tensor h = layer_norm(x) * t.parameter("ln_w", DType::F64, {d}); // its gradient needs h's
     Tensor q = split(linear(h, "q", d, d)), k = split(linear(h, "k", d, d)), v = split(linear(h, "v", d, d));
     Tensor y = fused ? scaled_dot_product_attention(q, k, v, std::nullopt, true)
                      : matmul(softmax(matmul(q, transpose(k, 2, 3)) * 0.5), v);
@@ -299,6 +299,14 @@ TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
     // Partial sums reduced after each row-parallel layer (forward) and for
     // the gradients reaching x (backward): no all_gather of whole heads.
     EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+    // One all_reduce per row-parallel layer (proj, fc2) and per gradient
+    // reaching a replicated input of column-parallel layers: h through q, k
+    // and v (their partial input gradients summed first: one all_reduce, not
+    // three), layer_norm(x1) through fc.
+    size_t allReduces = 0;
+    for (const Communication &c : p.communication)
+      allReduces += c.collective.find("all_reduce") != std::string::npos;
+    EXPECT_EQ(allReduces, 4u) << report(p);
   }
 }
 
