@@ -128,6 +128,26 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
       shardDim(b, 1, 0);
     shardDim(w2->name, 2, w2->transposed ? 1 : 0); // rows: the input features
   }
+  // Vocab-parallel embeddings: a table's rows split where the axis divides
+  // their (static) count, and a joint graph's gradient of it likewise (the
+  // partition looks each index up among a device's own rows).
+  const int64_t parts = mesh.sizes[size_t(std::find(mesh.axes.begin(), mesh.axes.end(), "model") - mesh.axes.begin())];
+  std::set<std::string> tables;
+  for (const Node &n : g.nodes) {
+    if (n.op != "embedding" || n.args.size() < 2 || n.args[1].kind != Arg::Kind::Value)
+      continue;
+    const GraphInput *table = trainable2d(n.args[1].value);
+    if (!table || !table->spec.shape[0].isStatic() || table->spec.shape[0].value() % parts != 0)
+      continue;
+    shardDim(table->name, 2, 0);
+    tables.insert(table->name);
+  }
+  for (Node &n : g.nodes)
+    if (!n.sharding && n.name.rfind("grad_", 0) == 0 && tables.count(n.name.substr(5)) &&
+        std::find(g.outputs.begin(), g.outputs.end(), n.name) != g.outputs.end()) {
+      n.sharding = Sharding{mesh.name, std::vector<std::vector<std::string>>(2)};
+      n.sharding->dims[0] = {"model"};
+    }
 }
 
 void applyPreset(Graph &g, const std::string &preset) {

@@ -350,20 +350,26 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
     return attention(n);
   if (op == "reshape" || op == "flatten")
     return regroup(n);
-  if (op == "embedding") { // rows of the table stay whole (vocab-parallel: not yet)
+  if (op == "embedding") {
+    // Vocab-parallel where the table's rows are split (a static count): each
+    // device looks up the indices among its rows, zero elsewhere
+    // (SpmdPartition), so the result is a partial sum over their axes.
     RuleBuilder b(n);
     std::vector<int> indices = freshFactors(b, n.argTypes[0]->rank());
-    int vocab = b.factor(true), width = b.factor();
+    int vocab = b.factor(!n.argTypes[1]->shape[0].isStatic()), width = b.factor();
     b.rule.operandDims[0] = indices;
     b.rule.operandDims[1] = {vocab, width};
     b.rule.resultDims[0] = indices;
     b.rule.resultDims[0].push_back(width);
     return b.rule;
   }
-  if (op == "embedding_backward") { // split indices (DDP's batch): partial sums of the table's gradient
+  if (op == "embedding_backward") {
+    // Split indices (DDP's batch): partial sums of the table's gradient;
+    // split rows (vocab-parallel): each device sums the indices among its
+    // rows (SpmdPartition).
     RuleBuilder b(n);
     std::vector<int> indices = freshFactors(b, n.argTypes[1]->rank());
-    int vocab = b.factor(true), width = b.factor();
+    int vocab = b.factor(), width = b.factor();
     b.rule.operandDims[0] = indices;
     b.rule.operandDims[0].push_back(width);
     b.rule.operandDims[1] = indices;

@@ -236,6 +236,34 @@ private:
     return true;
   }
 
+  // An embedding or its table's gradient on this device's block of the
+  // table's rows, [rank * rows, (rank + 1) * rows) of the whole (`rank`
+  // over `rowAxes`, as all_slice splits): an index outside the block reads
+  // a zero row (the partial sum's other terms hold it) or adds nothing.
+  // The gradient leaves padding rows out by index (the attribute names a
+  // global row).
+  Tensor vocabParallel(const Node &node, const AttrMap &attrs, const std::vector<Operand> &args,
+                       const std::vector<std::string> &rowAxes, const std::string &label) {
+    const bool forward = node.op == "embedding";
+    const Tensor &indices = std::get<Tensor>(args[forward ? 0 : 1]);
+    const Dim rowsDim = forward ? std::get<Tensor>(args[1]).shape()[0]
+                                : Dim::of(getInt(attrs, "num_weights") /
+                                          axesSize(plan.mesh, rowAxes));
+    check(rowsDim.isStatic(), "sharding: " + label + ": a vocab-parallel table needs a static row count");
+    const int64_t rows = rowsDim.value();
+    Tensor rank = axis_index(t, trace::MeshAxes{plan.mesh.name, rowAxes});
+    Tensor local = indices - cast(rank * rows, indices.dtype());
+    Tensor inBlock = logical_and(ge(local, int64_t(0)), lt(local, rows));
+    if (!forward && hasAttr(attrs, "padding_idx")) // no gradient for it (the lookup is unchanged)
+      inBlock = logical_and(inBlock, ne(indices, getInt(attrs, "padding_idx")));
+    Tensor safe = where(inBlock, local, int64_t(0));
+    Tensor keep = unsqueeze(inBlock, -1);
+    if (forward)
+      return where(keep, embedding(safe, std::get<Tensor>(args[1])), 0.0).named(node.name);
+    Tensor grad = where(keep, std::get<Tensor>(args[0]), 0.0);
+    return embeddingBackward(grad, safe, rows).named(node.name);
+  }
+
   void partitionNode(const TypedNode &n) {
     const Node &node = *n.node;
     std::optional<FactorRule> rule = factorRule(n);
@@ -316,10 +344,18 @@ private:
                              getEnum(n.attrs, "reduction") == "mean";
     if (meanOverSplitRows)
       attrs["reduction"] = std::string("sum");
+    // Vocab-parallel embeddings: the table's rows split over these axes.
+    const std::vector<std::string> rowAxes =
+        node.op == "embedding" && rule ? dimsOf(rule->operandDims[1], 2)[0]
+        : node.op == "embedding_backward" ? resultDims[0][0]
+                                          : std::vector<std::string>{};
     std::vector<Tensor> results;
     try {
-      results = t.call(node.op, args, canonicalAttrs(*n.schema, attrs),
-                       meanOverSplitRows ? t.freshName(node.name + "_local_sum") : node.name);
+      if (!rowAxes.empty())
+        results = {vocabParallel(node, n.attrs, args, rowAxes, label)};
+      else
+        results = t.call(node.op, args, canonicalAttrs(*n.schema, attrs),
+                         meanOverSplitRows ? t.freshName(node.name + "_local_sum") : node.name);
     } catch (const Error &e) {
       fail("sharding: " + label + ": the local op does not type-check: " + e.what());
     }

@@ -310,6 +310,45 @@ TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
   }
 }
 
+// Vocab-parallel embedding (Megatron): the table's rows split; each device
+// looks up the indices among its rows (zero elsewhere, all_reduced) and sums
+// the gradient of its rows only; with a padding row (no gradient) and with
+// the indices split over a second axis (DDP x vocab-parallel).
+TEST(Sharding, VocabParallelEmbedding) {
+  for (bool padding : {false, true}) {
+    Tracer t("vocab");
+    Tensor x = t.input("x", DType::F64, {8, 3});
+    Tensor ids = cast(abs(x) * 11.99, DType::I64); // rows 0..11 of 12
+    Tensor table = t.parameter("table", DType::F64, {12, 4});
+    Tensor h = tanh(embedding(ids, table, padding ? std::optional<int64_t>(5) : std::nullopt));
+    t.output(sum(h * h).named("loss"));
+    Graph joint = autodiff::buildJointGraph(t.graph(), {}).graph;
+    for (bool twoAxes : {false, true}) {
+      SCOPED_TRACE(std::string(padding ? "padding row, " : "") + (twoAxes ? "ids over data" : "model=4"));
+      Graph g = joint;
+      if (twoAxes)
+        shard(g, Mesh{"mesh", {"data", "model"}, {2, 2}},
+              {{"x", {{"data"}, {}}}, {"table", {{"model"}, {}}}, {"grad_table", {{"model"}, {}}}});
+      else
+        shard(g, Mesh{"mesh", {"model"}, {4}}, {{"table", {{"model"}, {}}}, {"grad_table", {{"model"}, {}}}});
+      SpmdProgram p = expectPartitionMatches(g);
+      // The lookups' partial sums completed; the table never gathered.
+      EXPECT_TRUE(communicates(p, "all_reduce (sum) over [model]")) << report(p);
+      EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+    }
+    // --preset tp splits the table's rows (12 over 2) and its gradient.
+    Graph g = joint;
+    g.meshes = {Mesh{"mesh", {"model"}, {2}}};
+    applyPreset(g, "tp");
+    GraphAnalysis a = analyzeGraph(g, "vocab");
+    ShardingPlan plan = propagateShardings(g, a);
+    EXPECT_EQ(dimAxesStr(plan.of("table")), "[model, _]");
+    EXPECT_EQ(dimAxesStr(plan.of("grad_table:0")), "[model, _]");
+    SpmdProgram p = expectPartitionMatches(g);
+    EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+  }
+}
+
 TEST(Sharding, TensorParallelMlp) {
   // Megatron: the first layer's columns, the second's rows.
   for (int64_t devices : {2, 4}) {
