@@ -4,7 +4,8 @@ per-device step (tensorc shard) on this rank's shards of the same data and
 initial parameters. The shardings are tensorc shard's: --mesh AXIS=SIZE,...
 and --shard NAME=DIMS (per dim `_` or axes joined by +). Parameters and
 optimizer state (w, w.momentum, ...) are updated from the step's `.next`
-outputs. Rank 0 prints `step I loss L`."""
+outputs. Rank 0 prints `step I loss L`. Inputs are drawn by name (the MLP
+of examples/mlp.json, Inputs/bag_of_words.json)."""
 import argparse
 import os
 
@@ -64,6 +65,11 @@ data = {
     "b1": np.zeros(128, np.float32),
     "w2": (rng.uniform(-1, 1, (128, 10)) * 0.1).astype(np.float32),
     "b2": np.zeros(10, np.float32),
+    # Inputs/bag_of_words.json: word ids (0 is padding) into a 16-row table.
+    "ids": rng.integers(0, 16, (args.batch, 4)).astype(np.int64),
+    "table": rng.uniform(-1, 1, (16, 32)).astype(np.float32),
+    "head_w": (rng.uniform(-1, 1, (32, 10)) * 0.3).astype(np.float32),
+    "head_b": np.zeros(10, np.float32),
 }
 inputs = {}
 for name in exe.inputs:
