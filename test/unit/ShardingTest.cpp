@@ -99,6 +99,15 @@ void shard(Graph &g, const Mesh &mesh, const std::map<std::string, DimAxes> &sha
       n.sharding = Sharding{mesh.name, shardings.at(n.name)};
 }
 
+// `g` on a mesh of one `model` axis of `devices` under --preset `preset`,
+// and its propagated plan.
+ShardingPlan presetPlan(Graph &g, int64_t devices, const std::string &preset) {
+  g.meshes = {Mesh{"mesh", {"model"}, {devices}}};
+  applyPreset(g, preset);
+  GraphAnalysis a = analyzeGraph(g, g.name);
+  return propagateShardings(g, a);
+}
+
 bool communicates(const SpmdProgram &p, const std::string &what) {
   for (const Communication &c : p.communication)
     if (c.collective.find(what) != std::string::npos)
@@ -237,10 +246,7 @@ TEST(Sharding, TrainingStepsUnderPresets) {
 // matmul split three ways is not three column-parallel layers).
 TEST(Sharding, TensorParallelPreset) {
   Graph mlp = mlpTraining();
-  mlp.meshes = {Mesh{"mesh", {"model"}, {2}}};
-  applyPreset(mlp, "tp");
-  GraphAnalysis a = analyzeGraph(mlp, "mlp");
-  ShardingPlan plan = propagateShardings(mlp, a);
+  ShardingPlan plan = presetPlan(mlp, 2, "tp");
   EXPECT_EQ(dimAxesStr(plan.of("w1")), "[_, model]");
   EXPECT_EQ(dimAxesStr(plan.of("b1")), "[model]");
   EXPECT_EQ(dimAxesStr(plan.of("w2")), "[model, _]");
@@ -338,10 +344,7 @@ TEST(Sharding, VocabParallelEmbedding) {
     }
     // --preset tp splits the table's rows (12 over 2) and its gradient.
     Graph g = joint;
-    g.meshes = {Mesh{"mesh", {"model"}, {2}}};
-    applyPreset(g, "tp");
-    GraphAnalysis a = analyzeGraph(g, "vocab");
-    ShardingPlan plan = propagateShardings(g, a);
+    ShardingPlan plan = presetPlan(g, 2, "tp");
     EXPECT_EQ(dimAxesStr(plan.of("table")), "[model, _]");
     EXPECT_EQ(dimAxesStr(plan.of("grad_table:0")), "[model, _]");
     SpmdProgram p = expectPartitionMatches(g);
