@@ -38,9 +38,13 @@ else
   echo "timeout check: FAILED (exit $code)"; tail -5 /tmp/hang.log; status=1
 fi
 rows=${SPMD_ROWS:-$(mktemp -d)}
-CUDA_VISIBLE_DEVICES=0 python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
-"$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
-TENSORC_NCCL_OVERLAP=0 "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" --only tensorc \
+# A benchmark whose collectives hang (an NCCL setting under test: NCCL_P2P_USE_CUDA_MEMCPY=1 hung the DDP
+# step on 2 H100s) ends in seconds, not after the default 600 s, and each run within a bound.
+export TENSORC_NCCL_TIMEOUT=${TENSORC_NCCL_TIMEOUT:-60}
+bound=${SPMD_RUN_TIMEOUT:-300}
+CUDA_VISIBLE_DEVICES=0 timeout "$bound" python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
+timeout "$bound" "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" "$@" 2>&1 | grep -v '^row:' | tail -5
+TENSORC_NCCL_OVERLAP=0 timeout "$bound" "$tc" launch --nproc 2 -- python3 spmd.py --artifacts spmd --rows "$rows" --only tensorc \
   --tag no-overlap "$@" 2>&1 | grep -v '^row:' | tail -5
 python3 spmd.py --table "$rows"
 exit $status
