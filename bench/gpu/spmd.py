@@ -32,6 +32,7 @@ import workloads as W  # noqa: E402
 
 RANK, WORLD, TAG, ROWS = 0, 1, "", ""
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64}
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
 
 def emit(row):
@@ -82,10 +83,15 @@ def run_tensorc(path, strategy, iters, warm):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     exe = tensorc.Executable.load(path, tensorc.Runtime())
+    # Inputs and outputs in tensorc's memory: an SPMD program's large
+    # tensors come from NCCL's symmetric windows there (docs/sharding.md),
+    # which PyTorch's caching allocator does not give.
+    for name, t in inputs.items():
+        inputs[name] = torch.from_dlpack(exe.empty(DTYPE_NAMES[t.dtype], list(t.shape))).copy_(t)
     session = exe.session()
     session.set_stream(torch.cuda.current_stream().cuda_stream)
     shapes = session.output_shapes(**inputs)
-    outs = {o.name: torch.empty(s, device="cuda", dtype=DTYPES[o.dtype]) for o, s in zip(exe.outputs, shapes)}
+    outs = {o.name: torch.from_dlpack(exe.empty(o.dtype, s)) for o, s in zip(exe.outputs, shapes)}
     step = session.prepare(outputs=outs, **inputs)
     step()
     session.synchronize()

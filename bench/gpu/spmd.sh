@@ -14,10 +14,12 @@ cd "$(dirname "$0")"
 export TENSORC_RUNTIME_LIB=$PWD/../lib/libtensorc_runtime.so.0 PYTHONPATH=$PWD/python
 tc=$PWD/../bin/tensorc
 status=0
+# TENSORC_NCCL_WINDOW_MIN=0: every buffer of these small programs in NCCL's
+# symmetric windows (large ones are by default; NCCL's symmetric kernels).
 for overlap in 1 0; do
   for name in mlp_ddp mlp_fsdp mlp_tp; do
     got=$(mktemp -d)
-    if TENSORC_NCCL_OVERLAP=$overlap "$tc" launch --nproc 2 -- "$tc" run "spmd/checks/$name.tcx" --dim B=3 --seed 7 \
+    if TENSORC_NCCL_WINDOW_MIN=$((overlap ? 0 : 1048576)) TENSORC_NCCL_OVERLAP=$overlap "$tc" launch --nproc 2 -- "$tc" run "spmd/checks/$name.tcx" --dim B=3 --seed 7 \
         --output-dir "$got" > "$got.log" 2>&1; then
       echo "parity $name (overlap=$overlap):"
       python3 spmd/checks/compare_devices.py "$got" "spmd/checks/want-$name" 2 || status=1

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 namespace tensorc::runtime {
@@ -23,6 +24,32 @@ using cuda::DevicePtr;
 using cuda::Driver;
 
 class CudaBackend;
+
+// An SPMD program's device memory (its arena, tensors the runtime allocates
+// for it) comes from NCCL's symmetric windows where NCCL has them: its
+// collectives then run NCCL's symmetric kernels, which slow the compute
+// beside them less (docs/sharding.md "Symmetric memory"). Windows come in
+// 2 MiB pieces: smaller tensors (a bias's gradient; its collective is
+// latency-bound anyway) stay in plain memory, unless
+// $TENSORC_NCCL_WINDOW_MIN (bytes, default 1 MiB) says otherwise (the GPU
+// parity checks put every buffer of their small programs in windows).
+size_t smallestWindow() {
+  static const size_t bytes = [] {
+    const char *v = std::getenv("TENSORC_NCCL_WINDOW_MIN");
+    return v && *v ? size_t(std::strtoull(v, nullptr, 10)) : size_t(1) << 20;
+  }();
+  return bytes;
+}
+DevicePtr allocateFor(const cuda::CudaProgram &program, size_t bytes) {
+  if (program.hasCollectives() && bytes >= smallestWindow())
+    if (DevicePtr p = cuda::Nccl::process().allocateWindow(bytes))
+      return p;
+  return Driver::get().allocate(bytes);
+}
+void freeFor(const cuda::CudaProgram &program, DevicePtr p) {
+  if (p && !(program.hasCollectives() && cuda::Nccl::process().freeWindow(p)))
+    Driver::get().free(p);
+}
 
 class CudaSession final : public BackendSession {
   // A captured graph's key: every value's address and the workspaces', then
@@ -53,7 +80,7 @@ public:
       driver_.destroyGraph(exec);
     for (void *e : traceEvents_)
       driver_.destroyEvent(e);
-    driver_.free(arena_);
+    freeFor(program_, arena_);
     driver_.free(workspace_.gemm);
     driver_.free(workspace_.scratch);
     for (void *e : workspace_.commEvents)
@@ -62,7 +89,7 @@ public:
       driver_.destroyEvent(e);
     driver_.destroyStream(workspace_.comm);
     for (auto &[p, bytes] : staging_)
-      driver_.free(p);
+      freeFor(program_, p);
     driver_.freeHost(flags_);
     driver_.destroyEvent(start_);
     driver_.destroyEvent(end_);
@@ -75,9 +102,9 @@ public:
     if (bytes > arenaBytes_) {
       // The old arena may still be read by queued work: wait first.
       driver_.synchronize(stream_);
-      driver_.free(arena_);
+      freeFor(program_, arena_);
       arena_ = 0;
-      arena_ = driver_.allocate(bytes);
+      arena_ = allocateFor(program_, bytes);
       arenaBytes_ = bytes;
     }
     return Address(arena_);
@@ -89,9 +116,9 @@ public:
     auto &[p, have] = staging_[slot];
     if (bytes > have) {
       driver_.synchronize(stream_);
-      driver_.free(p);
+      freeFor(program_, p);
       p = 0;
-      p = driver_.allocate(std::max<size_t>(bytes, 1));
+      p = allocateFor(program_, std::max<size_t>(bytes, 1));
       have = bytes;
     }
     return Address(p);
@@ -347,10 +374,16 @@ public:
   std::shared_ptr<uint8_t> allocate(size_t bytes) const override {
     Driver *d = &Driver::get();
     d->makeCurrent();
-    DevicePtr p = d->allocate(std::max<size_t>(bytes, 1));
+    DevicePtr p = allocateFor(program_, std::max<size_t>(bytes, 1));
+    // A tensor may outlive the executable (and its program): the deleter
+    // knows only the process-wide driver and NCCL.
+    bool spmd = program_.hasCollectives();
     // cuMemFree waits for the device to finish with the memory.
-    return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t *>(p),
-                                    [d](uint8_t *q) { d->free(DevicePtr(q)); });
+    return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t *>(p), [d, spmd](uint8_t *q) {
+      d->makeCurrent();
+      if (!(spmd && cuda::Nccl::process().freeWindow(DevicePtr(q))))
+        d->free(DevicePtr(q));
+    });
   }
   bool isDeviceMemory(const void *p) const override {
     Driver &d = Driver::get();

@@ -1124,9 +1124,17 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       // launch's stream has computed the operand; consecutive ones go as
       // one NCCL group (one kernel: a bias's and a weight's gradient
       // all_reduce, FSDP's gathers).
+      // Collectives on NCCL window buffers go one call each (Nccl::inWindow).
+      auto inWindow = [&](const Step &c) {
+        for (int v : c.operands)
+          if (Nccl::process().inWindow(ptr[size_t(v)]))
+            return true;
+        return false;
+      };
       size_t last = si;
-      while (groupCollectives_ && last + 1 < a.steps.size() && a.steps[last + 1].kind == Step::Kind::Collective &&
-             overlaps(a.steps[last + 1].collective))
+      bool group = groupCollectives_ && !inWindow(s);
+      while (group && last + 1 < a.steps.size() && a.steps[last + 1].kind == Step::Kind::Collective &&
+             overlaps(a.steps[last + 1].collective) && !inWindow(a.steps[last + 1]))
         ++last;
       reserveCollectives(workspace);
       check(issued < collectiveCount_, "cuda: more collectives than the artifact has");

@@ -40,6 +40,12 @@ struct NcclApi {
   const char *(*GetErrorString)(int);
   int (*CommGetAsyncError)(void *, int *);
   int (*CommAbort)(void *);
+  int (*GetVersion)(int *);
+  // Symmetric memory (2.27+; null where the library lacks it).
+  int (*MemAlloc)(void **, size_t);
+  int (*MemFree)(void *);
+  int (*CommWindowRegister)(void *, void *, size_t, void **, int);
+  int (*CommWindowDeregister)(void *, void *);
 };
 
 namespace {
@@ -148,6 +154,18 @@ Nccl::Nccl() : api_(std::make_unique<NcclApi>()) {
   l.bind(api_->CommGetAsyncError, "ncclCommGetAsyncError");
   l.bind(api_->CommAbort, "ncclCommAbort");
   check(l.missing().empty(), "NCCL: libnccl.so.2 lacks " + l.missing() + " (NCCL 2.18 or newer is needed)");
+  // Optional: symmetric memory windows (NCCL 2.27 has the symmetric kernels).
+  l.bind(api_->GetVersion, "ncclGetVersion");
+  l.bind(api_->MemAlloc, "ncclMemAlloc");
+  l.bind(api_->MemFree, "ncclMemFree");
+  l.bind(api_->CommWindowRegister, "ncclCommWindowRegister");
+  l.bind(api_->CommWindowDeregister, "ncclCommWindowDeregister");
+  int version = 0;
+  if (api_->GetVersion)
+    api_->GetVersion(&version);
+  const char *windows = std::getenv("TENSORC_NCCL_WINDOWS");
+  windows_ = version >= 22700 && api_->MemAlloc && api_->MemFree && api_->CommWindowRegister &&
+             api_->CommWindowDeregister && !(windows && std::string(windows) == "0");
   std::filesystem::path file = std::filesystem::path(rendezvous) / "nccl-id";
   NcclUniqueId id{};
   if (rank_ == 0) {
@@ -219,6 +237,70 @@ void Nccl::abort() {
   if (world_)
     api_->CommAbort(world_);
   world_ = nullptr;
+}
+
+// NCCL_WIN_COLL_SYMMETRIC: every rank's buffer of a collective lies at the
+// same offset of its window (SPMD ranks bind the same plan).
+constexpr int kWindowCollSymmetric = 1;
+constexpr size_t kWindowGranularity = size_t(2) << 20;
+
+DevicePtr Nccl::allocateWindow(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!windows_ || !world_)
+    return 0;
+  bytes = std::max<size_t>(1, (bytes + kWindowGranularity - 1) / kWindowGranularity) * kWindowGranularity;
+  void *p = nullptr;
+  int status = api_->MemAlloc(&p, bytes);
+  check(status == 0, "NCCL: ncclMemAlloc of " + std::to_string(bytes) + " bytes failed on rank " +
+                         std::to_string(rank_) + ": " + api_->GetErrorString(status));
+  // Registration is collective over each communicator: every rank walks
+  // them in one global order (the world, then groups by device list), so
+  // no two ranks wait on each other crosswise.
+  std::vector<std::pair<void *, void *>> handles;
+  auto enroll = [&](void *comm) {
+    void *window = nullptr;
+    int registered = api_->CommWindowRegister(comm, p, bytes, &window, kWindowCollSymmetric);
+    if (registered != 0) {
+      for (auto &[c, w] : handles)
+        api_->CommWindowDeregister(c, w);
+      api_->MemFree(p);
+      fail("NCCL: ncclCommWindowRegister of " + std::to_string(bytes) + " bytes failed on rank " +
+           std::to_string(rank_) + ": " + api_->GetErrorString(registered) +
+           " (TENSORC_NCCL_WINDOWS=0 keeps collectives out of NCCL windows)");
+    }
+    handles.push_back({comm, window});
+  };
+  enroll(world_);
+  for (auto &[devices, comm] : groups_)
+    enroll(comm);
+  DevicePtr d = reinterpret_cast<DevicePtr>(p);
+  windowsByStart_[d] = {bytes, std::move(handles)};
+  return d;
+}
+
+bool Nccl::freeWindow(DevicePtr p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = windowsByStart_.find(p);
+  if (it == windowsByStart_.end())
+    return false;
+  // After an abort the communicators are gone, and deregistering waits for
+  // every rank: then the memory stays with the process.
+  if (world_) {
+    for (auto &[comm, window] : it->second.handles)
+      api_->CommWindowDeregister(comm, window);
+    api_->MemFree(reinterpret_cast<void *>(p));
+  }
+  windowsByStart_.erase(it);
+  return true;
+}
+
+bool Nccl::inWindow(DevicePtr p) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = windowsByStart_.upper_bound(p);
+  if (it == windowsByStart_.begin())
+    return false;
+  --it;
+  return p < it->first + it->second.bytes;
 }
 
 void *Nccl::group(const std::vector<int64_t> &devices) {

@@ -49,6 +49,22 @@ public:
   // for another rank return, and this process's NCCL is unusable after.
   void abort();
 
+  // Symmetric memory (NCCL 2.27+, docs/sharding.md "Symmetric memory"):
+  // `bytes` of device memory from ncclMemAlloc, registered as a symmetric
+  // window with every communicator made so far. A collective whose buffers
+  // lie in windows at the same offset on every rank runs NCCL's symmetric
+  // kernels, which take a third of the SMs the ring kernels take from the
+  // compute running beside them. Allocating and freeing are collective:
+  // every rank allocates the same sizes in the same order. Returns 0 where
+  // NCCL has no windows or TENSORC_NCCL_WINDOWS=0 (use plain memory then).
+  DevicePtr allocateWindow(size_t bytes);
+  // False where `p` is not a window (plain memory: the caller frees it).
+  bool freeWindow(DevicePtr p);
+  // Whether `p` lies in a window. NCCL 2.28.9 computes wrong results for
+  // collectives on window buffers issued together in one group (the MLP's
+  // DDP gradients on 2 H100s): those go to NCCL one call each.
+  bool inWindow(DevicePtr p);
+
 private:
   Nccl();
   void *group(const std::vector<int64_t> &devices);
@@ -57,6 +73,12 @@ private:
   int64_t rank_ = 0, size_ = 1;
   std::mutex mutex_;
   std::map<std::vector<int64_t>, void *> groups_;
+  bool windows_ = false;
+  struct Window {
+    size_t bytes = 0;
+    std::vector<std::pair<void *, void *>> handles; // (communicator, its registration)
+  };
+  std::map<DevicePtr, Window> windowsByStart_;
 };
 
 } // namespace tensorc::cuda

@@ -137,7 +137,10 @@ tc_status_t tc_executable_device(const tc_executable_t *executable, int32_t *out
 
 /* Memory on the executable's device (host memory for cpu executables),
  * aligned for every element type: for outputs and resident tensors. Free it
- * with tc_executable_free once no queued run uses it. Thread-safe. */
+ * with tc_executable_free once no queued run uses it. Thread-safe. For a
+ * CUDA program with collectives, 1 MiB or more comes from NCCL's symmetric
+ * windows and allocating and freeing are collective: every rank allocates
+ * the same sizes in the same order (docs/sharding.md "Symmetric memory"). */
 tc_status_t tc_executable_allocate(tc_executable_t *executable, size_t bytes, void **out_data);
 void tc_executable_free(tc_executable_t *executable, void *data);
 
