@@ -249,30 +249,35 @@ DevicePtr Nccl::allocateWindow(size_t bytes) {
   if (!windows_ || !world_)
     return 0;
   bytes = std::max<size_t>(1, (bytes + kWindowGranularity - 1) / kWindowGranularity) * kWindowGranularity;
+  // Where NCCL cannot give windows here (no NVLink or P2P between the
+  // GPUs, a driver without virtual memory management) every rank fails
+  // alike: windows are off for the process and memory is plain.
   void *p = nullptr;
-  int status = api_->MemAlloc(&p, bytes);
-  check(status == 0, "NCCL: ncclMemAlloc of " + std::to_string(bytes) + " bytes failed on rank " +
-                         std::to_string(rank_) + ": " + api_->GetErrorString(status));
+  if (api_->MemAlloc(&p, bytes) != 0) {
+    windows_ = false;
+    return 0;
+  }
   // Registration is collective over each communicator: every rank walks
   // them in one global order (the world, then groups by device list), so
   // no two ranks wait on each other crosswise.
   std::vector<std::pair<void *, void *>> handles;
   auto enroll = [&](void *comm) {
     void *window = nullptr;
-    int registered = api_->CommWindowRegister(comm, p, bytes, &window, kWindowCollSymmetric);
-    if (registered != 0) {
-      for (auto &[c, w] : handles)
-        api_->CommWindowDeregister(c, w);
-      api_->MemFree(p);
-      fail("NCCL: ncclCommWindowRegister of " + std::to_string(bytes) + " bytes failed on rank " +
-           std::to_string(rank_) + ": " + api_->GetErrorString(registered) +
-           " (TENSORC_NCCL_WINDOWS=0 keeps collectives out of NCCL windows)");
-    }
+    if (api_->CommWindowRegister(comm, p, bytes, &window, kWindowCollSymmetric) != 0)
+      return false;
     handles.push_back({comm, window});
+    return true;
   };
-  enroll(world_);
-  for (auto &[devices, comm] : groups_)
-    enroll(comm);
+  bool enrolled = enroll(world_);
+  for (auto it = groups_.begin(); enrolled && it != groups_.end(); ++it)
+    enrolled = enroll(it->second);
+  if (!enrolled) {
+    for (auto &[comm, window] : handles)
+      api_->CommWindowDeregister(comm, window);
+    api_->MemFree(p);
+    windows_ = false;
+    return 0;
+  }
   DevicePtr d = reinterpret_cast<DevicePtr>(p);
   windowsByStart_[d] = {bytes, std::move(handles)};
   return d;
