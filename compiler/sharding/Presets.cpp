@@ -128,10 +128,48 @@ void tensorParallel(Graph &g, const Mesh &mesh) {
       shardDim(b, 1, 0);
     shardDim(w2->name, 2, w2->transposed ? 1 : 0); // rows: the input features
   }
+  const int64_t parts = mesh.sizes[size_t(std::find(mesh.axes.begin(), mesh.axes.end(), "model") - mesh.axes.begin())];
+  // Vocab-parallel heads: a linear layer (not one of a pair above) whose
+  // output columns, through elementwise ops (its bias), are a
+  // cross_entropy's classes splits them where the axis divides their
+  // (static) count: the partition completes the loss with all_reduces of
+  // per-row statistics and never gathers the logits (Megatron).
+  for (const Node &ce : g.nodes) {
+    if (ce.op != "cross_entropy" || ce.args.empty() || ce.args[0].kind != Arg::Kind::Value)
+      continue;
+    std::string value = parseValueRef(ce.args[0].value).producer;
+    std::vector<std::string> biases;
+    for (int hops = 0; hops < 8; ++hops) {
+      auto p = producers.find(value);
+      if (p == producers.end())
+        break;
+      const Node &n = *p->second;
+      if (std::optional<LinearWeight> w = weightOf(n)) {
+        const Dim &classes = inputs.at(w->name)->spec.shape[w->transposed ? 0 : 1];
+        if (!firsts.count(n.name) && !seconds.count(n.name) && classes.isStatic() && classes.value() % parts == 0) {
+          shardDim(w->name, 2, w->transposed ? 0 : 1);
+          for (const std::string &b : biases)
+            shardDim(b, 1, 0);
+        }
+        break;
+      }
+      if (!elementwise(n))
+        break;
+      std::string next;
+      for (const Arg &a : n.args) {
+        if (a.kind != Arg::Kind::Value)
+          continue;
+        if (inputs.count(a.value) && inputs[a.value]->trainable && inputs[a.value]->spec.rank() == 1)
+          biases.push_back(a.value);
+        else if (producers.count(parseValueRef(a.value).producer) && next.empty())
+          next = parseValueRef(a.value).producer;
+      }
+      value = next;
+    }
+  }
   // Vocab-parallel embeddings: a table's rows split where the axis divides
   // their (static) count, and a joint graph's gradient of it likewise (the
   // partition looks each index up among a device's own rows).
-  const int64_t parts = mesh.sizes[size_t(std::find(mesh.axes.begin(), mesh.axes.end(), "model") - mesh.axes.begin())];
   std::set<std::string> tables;
   for (const Node &n : g.nodes) {
     if (n.op != "embedding" || n.args.size() < 2 || n.args[1].kind != Arg::Kind::Value)

@@ -138,7 +138,10 @@ std::optional<FactorRule> crossEntropy(const TypedNode &n) {
   std::vector<int> rows; // N, d1, ...
   for (int64_t d = 0; d < rank - 1; ++d)
     rows.push_back(b.factor());
-  int classes = b.factor(true);
+  // Classes split (a static count): vocab-parallel, each device's block of
+  // the classes; the partition completes the row statistics (max, sum of
+  // exponentials, the target's logit) with all_reduces (SpmdPartition).
+  int classes = b.factor(!n.argTypes[0]->shape[1].isStatic());
   std::vector<int> logits = {rows[0], classes};
   logits.insert(logits.end(), rows.begin() + 1, rows.end());
   b.rule.operandDims[0] = logits;
@@ -294,9 +297,12 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
   if (op == "matmul")
     return matmul(n);
   if (op == "softmax" || op == "log_softmax") {
+    // Any dim may split; a split axis completes the rows' maximum and sum
+    // of exponentials with all_reduces (SpmdPartition), cheaper than
+    // gathering the rows.
     int64_t rank = n.argTypes[0]->rank();
     int64_t axis = normalizeAxis(getInt(n.attrs, "axis"), rank);
-    return wholeTrailing(n, axis, axis);
+    return wholeTrailing(n, axis, axis - 1);
   }
   if (op == "layer_norm" || op == "rms_norm") {
     int64_t rank = n.argTypes[0]->rank();
@@ -374,6 +380,32 @@ std::optional<FactorRule> factorRule(const TypedNode &n) {
     b.rule.operandDims[0].push_back(width);
     b.rule.operandDims[1] = indices;
     b.rule.resultDims[0] = {vocab, width};
+    return b.rule;
+  }
+  if (op == "gather") {
+    // Dims where the index is as large as the input share a factor; the
+    // input's gathered axis has its own: split (a static size), each device
+    // gathers the indices among its block and zero elsewhere, a partial sum
+    // (SpmdPartition: cross-entropy's gradient picks the target's logit so).
+    RuleBuilder b(n);
+    b.rule.partial = "sum";
+    const Shape &x = n.argTypes[0]->shape, &index = n.argTypes[1]->shape;
+    int64_t axis = normalizeAxis(getInt(n.attrs, "axis"), int64_t(x.size()));
+    b.rule.operandDims.assign(2, {});
+    for (size_t d = 0; d < x.size(); ++d) {
+      bool shared = int64_t(d) != axis && index[d] == x[d];
+      int xf = shared ? b.factor() : b.factor(int64_t(d) != axis || !x[d].isStatic());
+      int indexFactor = shared ? xf : b.factor();
+      b.rule.operandDims[0].push_back(xf);
+      b.rule.operandDims[1].push_back(indexFactor);
+      b.rule.resultDims[0].push_back(indexFactor);
+    }
+    return b.rule;
+  }
+  if (op == "iota" && n.results[0].rank() == 1) {
+    // Split (a static length): each device's block of the sequence.
+    RuleBuilder b(n);
+    b.rule.resultDims[0] = {b.factor(!n.results[0].shape[0].isStatic())};
     return b.rule;
   }
   if (op == "concat")

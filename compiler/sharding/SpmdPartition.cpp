@@ -264,6 +264,96 @@ private:
     return embeddingBackward(grad, safe, rows).named(node.name);
   }
 
+  // The first index of this device's block of a dim `global` long split
+  // over `axes` (as all_slice splits), in `dtype`, and the block's length.
+  std::pair<Tensor, int64_t> blockStart(const Dim &global, const std::vector<std::string> &axes, DType dtype,
+                                        const std::string &label) {
+    check(global.isStatic(), "sharding: " + label + ": a split gathered axis needs a static size");
+    const int64_t block = global.value() / axesSize(plan.mesh, axes);
+    Tensor rank = axis_index(t, trace::MeshAxes{plan.mesh.name, axes});
+    return {cast(rank * block, dtype), block};
+  }
+
+  // gather along an axis split over `axes`: each device gathers the indices
+  // that fall in its block and zero elsewhere (a partial sum: one device
+  // holds each element).
+  Tensor blockGather(const Node &node, const TypedNode &n, const std::vector<Operand> &args,
+                     const std::vector<std::string> &axes, const std::string &label) {
+    const Tensor &x = std::get<Tensor>(args[0]), &index = std::get<Tensor>(args[1]);
+    int64_t axis = normalizeAxis(getInt(n.attrs, "axis"), x.rank());
+    auto [start, block] = blockStart(n.argTypes[0]->shape[size_t(axis)], axes, index.dtype(), label);
+    Tensor local = index - start;
+    Tensor inBlock = logical_and(ge(local, int64_t(0)), lt(local, block));
+    return where(inBlock, gather(x, where(inBlock, local, int64_t(0)), axis), 0.0).named(node.name);
+  }
+
+  // iota split over `axes`: this device's block of the sequence.
+  Tensor blockIota(const Node &node, const TypedNode &n, const std::vector<std::string> &axes,
+                   const std::string &label) {
+    DType dtype = n.results[0].dtype;
+    auto [start, block] = blockStart(n.results[0].shape[0], axes, dtype, label);
+    int64_t first = getInt(n.attrs, "start"), step = getInt(n.attrs, "step");
+    return (iota_length(t, block, first, step, dtype) + start * step).named(node.name);
+  }
+
+  // softmax or log_softmax along an axis split over `axes`: the rows'
+  // maximum and sum of exponentials completed by all_reduces.
+  Tensor splitSoftmax(const TypedNode &n, const std::vector<Operand> &args, const std::vector<std::string> &axes,
+                      const std::string &label) {
+    const Tensor &x = std::get<Tensor>(args[0]);
+    int64_t axis = normalizeAxis(getInt(n.attrs, "axis"), x.rank());
+    trace::MeshAxes over{plan.mesh.name, axes};
+    const std::string ref = n.node->name + ":0", list = axesList(axes);
+    Tensor m = all_reduce(max(x, {axis}, true), over, "max");
+    note(label, ref, "all_reduce (max) over " + list + " (the rows' maximum)", m);
+    Tensor shifted = x - m;
+    Tensor s = all_reduce(sum(exp(shifted), {axis}, true), over, "sum");
+    note(label, ref, "all_reduce (sum) over " + list + " (the rows' sum of exponentials)", s);
+    return (n.node->op == "softmax" ? exp(shifted) / s : shifted - log(s)).named(n.node->name);
+  }
+
+  // Vocab-parallel cross-entropy (Megatron): the logits' classes split over
+  // `axes`. Each row's maximum, sum of exponentials and target logit (and
+  // for label smoothing the sum of its logits) are completed by all_reduces,
+  // so every device computes the whole loss: no logits are gathered.
+  Tensor vocabParallelCrossEntropy(const TypedNode &n, const AttrMap &attrs, const std::vector<Operand> &args,
+                                   const std::vector<std::string> &axes, const std::string &label,
+                                   const std::string &name) {
+    const Tensor &logits = std::get<Tensor>(args[0]), &target = std::get<Tensor>(args[1]);
+    const Dim &classes = n.argTypes[0]->shape[1];
+    auto [start, block] = blockStart(classes, axes, target.dtype(), label);
+    trace::MeshAxes over{plan.mesh.name, axes};
+    const std::string ref = n.node->name + ":0", list = axesList(axes);
+    auto complete = [&](const Tensor &x, const std::string &reduction, const std::string &what) {
+      Tensor r = all_reduce(x, over, reduction);
+      note(label, ref, "all_reduce (" + reduction + ") over " + list + " (" + what + ")", r);
+      return r;
+    };
+    Tensor m = complete(max(logits, {1}, true), "max", "the rows' maximum");
+    Tensor lse = log(complete(sum(exp(logits - m), {1}, true), "sum", "the rows' sum of exponentials")) + m;
+    Tensor local = target - start;
+    Tensor inBlock = logical_and(ge(local, int64_t(0)), lt(local, block));
+    Tensor picked = where(unsqueeze(inBlock, 1),
+                          gather(logits, unsqueeze(where(inBlock, local, int64_t(0)), 1), 1), 0.0);
+    picked = complete(picked, "sum", "the target's logit");
+    Tensor perRow = lse - picked; // -log_softmax at the target
+    const double smoothing = getFloat(attrs, "label_smoothing");
+    if (smoothing != 0.0) {
+      // -(s/C) sum_c logp[c] = (s/C) (C lse - sum_c logits[c])
+      const double C = double(classes.value());
+      Tensor logitSum = complete(sum(logits, {1}, true), "sum", "the rows' sum of logits");
+      perRow = perRow * (1.0 - smoothing) + (lse * C - logitSum) * (smoothing / C);
+    }
+    Tensor valid = ne(target, getInt(attrs, "ignore_index"));
+    perRow = where(valid, squeeze(perRow, {1}), 0.0);
+    const std::string &reduction = getEnum(attrs, "reduction");
+    if (reduction == "none")
+      return perRow.named(name);
+    if (reduction == "sum")
+      return sum(perRow).named(name);
+    return (sum(perRow) / sum(cast(valid, perRow.dtype()))).named(name);
+  }
+
   void partitionNode(const TypedNode &n) {
     const Node &node = *n.node;
     std::optional<FactorRule> rule = factorRule(n);
@@ -338,6 +428,22 @@ private:
         if (!inResults.count(f))
           partial.insert(assignment[size_t(f)].begin(), assignment[size_t(f)].end());
     }
+    // Split axes a node's partition consumes itself: cross-entropy's classes
+    // (its results complete), gather's gathered axis, iota's sequence,
+    // softmax's axis.
+    std::vector<std::string> classAxes, gatherAxes, iotaAxes, softmaxAxes;
+    if (rule && node.op == "cross_entropy") {
+      classAxes = dimsOf(rule->operandDims[0], n.argTypes[0]->rank())[1];
+      for (const std::string &axis : classAxes)
+        partial.erase(axis);
+    }
+    if (rule && node.op == "gather")
+      gatherAxes = dimsOf(rule->operandDims[0], n.argTypes[0]->rank())[size_t(
+          normalizeAxis(getInt(n.attrs, "axis"), n.argTypes[0]->rank()))];
+    if (rule && node.op == "iota")
+      iotaAxes = resultDims[0][0];
+    if (rule && (node.op == "softmax" || node.op == "log_softmax"))
+      softmaxAxes = resultDims[0][size_t(normalizeAxis(getInt(n.attrs, "axis"), n.results[0].rank()))];
     // cross_entropy's mean over split rows: the local sum over the global
     // count of counted rows (rows ignored differ per device).
     bool meanOverSplitRows = node.op == "cross_entropy" && !partial.empty() &&
@@ -351,11 +457,19 @@ private:
                                           : std::vector<std::string>{};
     std::vector<Tensor> results;
     try {
+      const std::string name = meanOverSplitRows ? t.freshName(node.name + "_local_sum") : node.name;
       if (!rowAxes.empty())
         results = {vocabParallel(node, n.attrs, args, rowAxes, label)};
+      else if (!classAxes.empty())
+        results = {vocabParallelCrossEntropy(n, attrs, args, classAxes, label, name)};
+      else if (!gatherAxes.empty())
+        results = {blockGather(node, n, args, gatherAxes, label)};
+      else if (!iotaAxes.empty())
+        results = {blockIota(node, n, iotaAxes, label)};
+      else if (!softmaxAxes.empty())
+        results = {splitSoftmax(n, args, softmaxAxes, label)};
       else
-        results = t.call(node.op, args, canonicalAttrs(*n.schema, attrs),
-                         meanOverSplitRows ? t.freshName(node.name + "_local_sum") : node.name);
+        results = t.call(node.op, args, canonicalAttrs(*n.schema, attrs), name);
     } catch (const Error &e) {
       fail("sharding: " + label + ": the local op does not type-check: " + e.what());
     }

@@ -352,6 +352,57 @@ TEST(Sharding, VocabParallelEmbedding) {
   }
 }
 
+// An LM head split by its output columns (the classes): the loss and its
+// gradient without gathering the logits (Megatron's vocab-parallel
+// cross-entropy), for each reduction, label smoothing and ignored rows, on 2
+// and 4 devices and with the rows split over a second axis.
+TEST(Sharding, VocabParallelCrossEntropy) {
+  struct Case {
+    std::string reduction;
+    double smoothing;
+    bool ignoreSome;
+  };
+  for (const Case &c : {Case{"mean", 0.0, false}, Case{"mean", 0.0, true}, Case{"sum", 0.0, true},
+                        Case{"none", 0.0, false}, Case{"mean", 0.1, true}}) {
+    Tracer t("head");
+    Tensor x = t.input("x", DType::F64, {8, 6});
+    Tensor u = t.input("u", DType::F64, {8});
+    // Targets over all 12 classes (every device's block); with ignoreSome,
+    // rows with u < -0.5 carry ignore_index 7.
+    Tensor target = cast(abs(u) * 11.99, DType::I64);
+    if (c.ignoreSome)
+      target = where(lt(u, -0.5), int64_t(7), target);
+    Tensor w = t.parameter("head_w", DType::F64, {6, 12});
+    Tensor b = t.parameter("head_b", DType::F64, {12});
+    Tensor loss = cross_entropy(matmul(tanh(x), w) + b, target, c.reduction, c.ignoreSome ? 7 : -100, c.smoothing);
+    t.output((c.reduction == "none" ? sum(loss * loss) : loss).named("loss"));
+    Graph joint = autodiff::buildJointGraph(t.graph(), {}).graph;
+    for (int layout = 0; layout < 3; ++layout) {
+      SCOPED_TRACE(c.reduction + " smoothing " + std::to_string(c.smoothing) + (c.ignoreSome ? " ignoring" : "") +
+                   " layout " + std::to_string(layout));
+      Graph g = joint;
+      std::map<std::string, DimAxes> columns = {{"head_w", {{}, {"model"}}}, {"head_b", {{"model"}}},
+                                                {"grad_head_w", {{}, {"model"}}}, {"grad_head_b", {{"model"}}}};
+      if (layout == 2) {
+        columns["x"] = {{"data"}, {}};
+        columns["u"] = {{"data"}};
+      }
+      shard(g, layout == 2 ? Mesh{"mesh", {"data", "model"}, {2, 2}} : Mesh{"mesh", {"model"}, {layout ? 4 : 2}},
+            columns);
+      SpmdProgram p = expectPartitionMatches(g, 1e-10);
+      EXPECT_TRUE(communicates(p, "all_reduce (max) over [model] (the rows' maximum)")) << report(p);
+      EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+    }
+    // --preset tp finds the head (columns to cross_entropy's classes).
+    Graph g = joint;
+    ShardingPlan plan = presetPlan(g, 2, "tp");
+    EXPECT_EQ(dimAxesStr(plan.of("head_w")), "[_, model]");
+    EXPECT_EQ(dimAxesStr(plan.of("head_b")), "[model]");
+    SpmdProgram p = expectPartitionMatches(g, 1e-10);
+    EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+  }
+}
+
 TEST(Sharding, TensorParallelMlp) {
   // Megatron: the first layer's columns, the second's rows.
   for (int64_t devices : {2, 4}) {
@@ -386,8 +437,8 @@ TEST(Sharding, TwoDimensionalMesh) {
   expectPartitionMatches(g);
 }
 
-// Reductions over a split dim (partial sums, maxima, a scaled mean), an axis
-// that must be whole (softmax: gathered), views and broadcasts.
+// Reductions over a split dim (partial sums, maxima, a scaled mean), softmax
+// along a split axis (its statistics all-reduced), views and broadcasts.
 TEST(Sharding, ReductionsViewsAndWholeAxes) {
   Tracer t("ops");
   Tensor x = t.input("x", DType::F64, {8, 6});
