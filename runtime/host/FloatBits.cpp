@@ -55,6 +55,5 @@ template <int E, int M> double decode(uint16_t bits) {
 uint16_t doubleToHalfBits(double v) { return encode<5, 10>(v); }
 double halfBitsToDouble(uint16_t bits) { return decode<5, 10>(bits); }
 uint16_t doubleToBFloat16Bits(double v) { return encode<8, 7>(v); }
-double bfloat16BitsToDouble(uint16_t bits) { return decode<8, 7>(bits); }
 
 } // namespace tensorc

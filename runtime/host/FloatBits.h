@@ -3,12 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace tensorc {
 
 uint16_t doubleToHalfBits(double v);
 double halfBitsToDouble(uint16_t bits);
 uint16_t doubleToBFloat16Bits(double v);
-double bfloat16BitsToDouble(uint16_t bits);
+// bfloat16 is the top half of an f32, so widening is exact; inline because
+// the autotuner's output checks widen tens of millions of elements.
+inline double bfloat16BitsToDouble(uint16_t bits) {
+  const uint32_t wide = uint32_t(bits) << 16;
+  float v;
+  std::memcpy(&v, &wide, sizeof v);
+  return v;
+}
 
 } // namespace tensorc

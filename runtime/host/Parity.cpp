@@ -39,14 +39,7 @@ template <DType d> double floatAt(const uint8_t *p, int64_t i) {
   } else {
     uint16_t bits;
     std::memcpy(&bits, p + i * 2, 2);
-    if constexpr (d == DType::BF16) {
-      const uint32_t wide = uint32_t(bits) << 16; // bfloat16 is the top half of an f32
-      float v;
-      std::memcpy(&v, &wide, 4);
-      return v;
-    } else {
-      return halfBitsToDouble(bits);
-    }
+    return d == DType::BF16 ? bfloat16BitsToDouble(bits) : halfBitsToDouble(bits);
   }
 }
 
@@ -67,22 +60,34 @@ int64_t firstBadFloat(const HostTensor &got, const HostTensor &want, double tole
   return -1;
 }
 
-int64_t firstBad(const HostTensor &got, const HostTensor &want, double tolerance, double floor) {
-  switch (want.dtype()) {
+// Calls `f.template operator()<d>()` for a float dtype `d`; false for others.
+template <typename F> bool withFloatType(DType dtype, F &&f) {
+  switch (dtype) {
   case DType::F64:
-    return firstBadFloat<DType::F64>(got, want, tolerance, floor);
+    f.template operator()<DType::F64>();
+    return true;
   case DType::F32:
-    return firstBadFloat<DType::F32>(got, want, tolerance, floor);
+    f.template operator()<DType::F32>();
+    return true;
   case DType::F16:
-    return firstBadFloat<DType::F16>(got, want, tolerance, floor);
+    f.template operator()<DType::F16>();
+    return true;
   case DType::BF16:
-    return firstBadFloat<DType::BF16>(got, want, tolerance, floor);
+    f.template operator()<DType::BF16>();
+    return true;
   default:
-    for (int64_t i = 0, n = want.numel(); i < n; ++i)
-      if (got.getI(i) != want.getI(i))
-        return i;
-    return -1;
+    return false;
   }
+}
+
+int64_t firstBad(const HostTensor &got, const HostTensor &want, double tolerance, double floor) {
+  int64_t bad = -1;
+  if (withFloatType(want.dtype(), [&]<DType d>() { bad = firstBadFloat<d>(got, want, tolerance, floor); }))
+    return bad;
+  for (int64_t i = 0, n = want.numel(); i < n; ++i)
+    if (got.getI(i) != want.getI(i))
+      return i;
+  return -1;
 }
 
 // "" or the first difference, in words (after the same dtype and shape).
@@ -107,10 +112,12 @@ std::string parityMismatch(const HostTensor &got, const HostTensor &want, double
 
 double largestMagnitude(const HostTensor &t) {
   double largest = 1.0;
-  if (isFloat(t.dtype()))
-    for (int64_t i = 0; i < t.numel(); ++i)
-      if (double y = std::fabs(t.getF(i)); std::isfinite(y))
+  withFloatType(t.dtype(), [&]<DType d>() {
+    const uint8_t *p = t.data();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (double y = std::fabs(floatAt<d>(p, i)); std::isfinite(y))
         largest = std::max(largest, y);
+  });
   return largest;
 }
 
