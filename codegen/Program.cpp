@@ -7,6 +7,7 @@
 #include "ir/core/ReductionSplit.h"
 #include "ir/core/ShapeInference.h"
 #include "ir/dialect/Conversion.h"
+#include "ir/dialect/MatrixTranspose.h"
 #include "runtime/host/FloatBits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -205,17 +206,7 @@ private:
   // reads with its transpose flag), or null.
   static Value lastTwoTransposed(Value v) {
     Operation *def = v.getDefiningOp();
-    if (!def || opName(def) != "transpose")
-      return {};
-    int64_t rank = specOf(v).rank();
-    auto dim = [&](StringRef name) {
-      auto a = def->getAttrOfType<IntegerAttr>(name);
-      int64_t d = a ? a.getInt() : 0;
-      return d < 0 ? d + rank : d;
-    };
-    int64_t d0 = dim("dim0"), d1 = dim("dim1");
-    bool lastTwo = rank >= 2 && std::min(d0, d1) == rank - 2 && std::max(d0, d1) == rank - 1;
-    return lastTwo ? def->getOperand(0) : Value();
+    return isMatrixTranspose(def) ? def->getOperand(0) : Value();
   }
 
   // The value `v` is a reshape of (through reshapes, also those a fused

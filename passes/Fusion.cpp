@@ -23,6 +23,7 @@
 
 #include "ir/core/ReductionSplit.h"
 #include "ir/dialect/Conversion.h"
+#include "ir/dialect/MatrixTranspose.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -370,16 +371,6 @@ std::string rowSpace(Operation *op) {
   for (int64_t x : axes)
     os << " " << x;
   return os.str();
-}
-
-bool isMatrixTranspose(Operation *op) {
-  auto t = llvm::dyn_cast<tc::TransposeOp>(op);
-  if (!t)
-    return false;
-  int64_t rank = int64_t(llvm::cast<tc::TcTensorType>(t.getX().getType()).getSizes().size());
-  auto norm = [rank](int64_t a) { return a < 0 ? a + rank : a; };
-  std::set<int64_t> dims{norm(t.getDim0()), norm(t.getDim1())};
-  return rank >= 2 && dims == std::set<int64_t>{rank - 2, rank - 1};
 }
 
 std::string opLabel(Operation *op) {

@@ -15,7 +15,8 @@
 #    `tp.tcx` over mesh model=2 (`--preset tp`: heads and the MLP split; x
 #    and the batch the same on both GPUs).
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
-#    2 devices, compiled for CUDA,
+#    2 devices and with its head's classes split (vocab-parallel
+#    cross-entropy), compiled for CUDA,
 #    with every device's expected outputs from the SPMD interpreter
 #    (`want-NAME/deviceD/*.npy`, inputs from --seed 7 --dim B=3).
 set -euo pipefail
@@ -66,9 +67,11 @@ done
 "$tensorc" shard "$tmp/mlp.joint.json" --mesh data=2 --preset ddp -o "$tmp/mlp_ddp.json"
 "$tensorc" shard "$tmp/mlp.joint.json" --mesh data=2 --preset fsdp -o "$tmp/mlp_fsdp.json"
 "$tensorc" shard "$tmp/mlp.joint.json" --mesh model=2 --preset tp -o "$tmp/mlp_tp.json"
+# The head's classes split (vocab-parallel cross-entropy: no logits gathered).
+"$tensorc" shard "$tmp/mlp.joint.json" --mesh model=2 --shard w2=_,model --shard b2=model -o "$tmp/mlp_vocab.json"
 mkdir -p "$out/checks"
 cp test/sharding/Inputs/compare_devices.py "$out/checks/"
-for name in mlp_ddp mlp_fsdp mlp_tp; do
+for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab; do
   "$tensorc" compile "$tmp/$name.json" --target cuda -o "$out/checks/$name.tcx"
   "$tensorc" run "$tmp/$name.json" --devices 2 --dim B=3 --seed 7 --output-dir "$out/checks/want-$name" > /dev/null
 done
