@@ -327,8 +327,18 @@ void *Driver::endCapture(Stream s) const {
     fail(std::string("cuda: capturing the launch sequence as a CUDA graph failed: ") +
          (msg ? msg : "unknown error") + " (" + std::to_string(rc) + ")");
   }
+  // Kernel nodes keep the priority of the stream they were captured from
+  // (CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY): without it a replayed
+  // graph runs every node at the launch stream's priority, and the
+  // collectives captured from the high-priority communication stream wait
+  // behind compute blocks as they would not without graphs.
+  // TENSORC_GRAPH_NODE_PRIORITY=0 instantiates without it (for measuring).
+  static const unsigned long long flags = [] {
+    const char *v = std::getenv("TENSORC_GRAPH_NODE_PRIORITY");
+    return v && std::string(v) == "0" ? 0ull : 8ull;
+  }();
   void *exec = nullptr;
-  rc = api_->graphInstantiate(&exec, graph, 0);
+  rc = api_->graphInstantiate(&exec, graph, flags);
   api_->graphDestroy(graph);
   if (rc != 0) {
     const char *msg = nullptr;
