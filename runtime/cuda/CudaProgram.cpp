@@ -1124,7 +1124,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       // launch's stream has computed the operand; consecutive ones go as
       // one NCCL group (one kernel: a bias's and a weight's gradient
       // all_reduce, FSDP's gathers).
-      // Collectives on NCCL window buffers go one call each (Nccl::inWindow).
+      // Collectives on NCCL window buffers go one call each (Nccl::inWindow:
+      // grouped, they gave wrong results).
       auto inWindow = [&](const Step &c) {
         for (int v : c.operands)
           if (Nccl::process().inWindow(ptr[size_t(v)]))

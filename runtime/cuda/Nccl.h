@@ -60,9 +60,10 @@ public:
   DevicePtr allocateWindow(size_t bytes);
   // False where `p` is not a window (plain memory: the caller frees it).
   bool freeWindow(DevicePtr p);
-  // Whether `p` lies in a window. NCCL 2.28.9 computes wrong results for
-  // collectives on window buffers issued together in one group (the MLP's
-  // DDP gradients on 2 H100s): those go to NCCL one call each.
+  // Whether `p` lies in a window. Collectives on window buffers issued as
+  // one NCCL group gave wrong results in the MLP's DDP step (2 H100s, NCCL
+  // 2.28.9; such groups alone are right, cause not found: docs/sharding.md
+  // "Symmetric memory"): those go to NCCL one call each.
   bool inWindow(DevicePtr p);
 
 private:
