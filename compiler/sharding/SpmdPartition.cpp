@@ -296,19 +296,27 @@ private:
     return (iota_length(t, block, first, step, dtype) + start * step).named(node.name);
   }
 
-  // softmax or log_softmax along an axis split over `axes`: the rows'
-  // maximum and sum of exponentials completed by all_reduces.
+  // A row statistic along `axis` split over `axes`: the maximum and the sum
+  // of exponentials shifted by it, completed by all_reduces (softmax's and
+  // cross-entropy's log-sum-exp over split classes).
+  std::pair<Tensor, Tensor> splitRowMaxAndExpSum(const Tensor &x, int64_t axis, const std::vector<std::string> &axes,
+                                                 const std::string &label, const std::string &ref) {
+    trace::MeshAxes over{plan.mesh.name, axes};
+    const std::string list = axesList(axes);
+    Tensor m = all_reduce(max(x, {axis}, true), over, "max");
+    note(label, ref, "all_reduce (max) over " + list + " (the rows' maximum)", m);
+    Tensor s = all_reduce(sum(exp(x - m), {axis}, true), over, "sum");
+    note(label, ref, "all_reduce (sum) over " + list + " (the rows' sum of exponentials)", s);
+    return {m, s};
+  }
+
+  // softmax or log_softmax along an axis split over `axes`.
   Tensor splitSoftmax(const TypedNode &n, const std::vector<Operand> &args, const std::vector<std::string> &axes,
                       const std::string &label) {
     const Tensor &x = std::get<Tensor>(args[0]);
     int64_t axis = normalizeAxis(getInt(n.attrs, "axis"), x.rank());
-    trace::MeshAxes over{plan.mesh.name, axes};
-    const std::string ref = n.node->name + ":0", list = axesList(axes);
-    Tensor m = all_reduce(max(x, {axis}, true), over, "max");
-    note(label, ref, "all_reduce (max) over " + list + " (the rows' maximum)", m);
+    auto [m, s] = splitRowMaxAndExpSum(x, axis, axes, label, n.node->name + ":0");
     Tensor shifted = x - m;
-    Tensor s = all_reduce(sum(exp(shifted), {axis}, true), over, "sum");
-    note(label, ref, "all_reduce (sum) over " + list + " (the rows' sum of exponentials)", s);
     return (n.node->op == "softmax" ? exp(shifted) / s : shifted - log(s)).named(n.node->name);
   }
 
@@ -329,8 +337,8 @@ private:
       note(label, ref, "all_reduce (" + reduction + ") over " + list + " (" + what + ")", r);
       return r;
     };
-    Tensor m = complete(max(logits, {1}, true), "max", "the rows' maximum");
-    Tensor lse = log(complete(sum(exp(logits - m), {1}, true), "sum", "the rows' sum of exponentials")) + m;
+    auto [m, expSum] = splitRowMaxAndExpSum(logits, 1, axes, label, ref);
+    Tensor lse = log(expSum) + m;
     Tensor local = target - start;
     Tensor inBlock = logical_and(ge(local, int64_t(0)), lt(local, block));
     Tensor picked = where(unsqueeze(inBlock, 1),

@@ -272,15 +272,19 @@ DevicePtr Nccl::allocateWindow(size_t bytes) {
   for (auto it = groups_.begin(); enrolled && it != groups_.end(); ++it)
     enrolled = enroll(it->second);
   if (!enrolled) {
-    for (auto &[comm, window] : handles)
-      api_->CommWindowDeregister(comm, window);
-    api_->MemFree(p);
+    release(p, handles);
     windows_ = false;
     return 0;
   }
   DevicePtr d = reinterpret_cast<DevicePtr>(p);
   windowsByStart_[d] = {bytes, std::move(handles)};
   return d;
+}
+
+void Nccl::release(void *memory, const std::vector<std::pair<void *, void *>> &registrations) {
+  for (const auto &[comm, window] : registrations)
+    api_->CommWindowDeregister(comm, window);
+  api_->MemFree(memory);
 }
 
 bool Nccl::freeWindow(DevicePtr p) {
@@ -290,11 +294,8 @@ bool Nccl::freeWindow(DevicePtr p) {
     return false;
   // After an abort the communicators are gone, and deregistering waits for
   // every rank: then the memory stays with the process.
-  if (world_) {
-    for (auto &[comm, window] : it->second.handles)
-      api_->CommWindowDeregister(comm, window);
-    api_->MemFree(reinterpret_cast<void *>(p));
-  }
+  if (world_)
+    release(reinterpret_cast<void *>(p), it->second.handles);
   windowsByStart_.erase(it);
   return true;
 }

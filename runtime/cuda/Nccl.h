@@ -69,6 +69,8 @@ public:
 private:
   Nccl();
   void *group(const std::vector<int64_t> &devices);
+  // Deregisters `memory`'s windows and frees it (mutex_ held).
+  void release(void *memory, const std::vector<std::pair<void *, void *>> &registrations);
   std::unique_ptr<NcclApi> api_;
   void *world_ = nullptr;
   int64_t rank_ = 0, size_ = 1;
