@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
 import workloads as W  # noqa: E402
 
-RANK, WORLD, TAG, ROWS = 0, 1, "", ""
+RANK, WORLD, TAG, ROWS, PROFILE = 0, 1, "", "", ""
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
@@ -69,6 +69,43 @@ def median_ms(step, iters, warm):
     return single, s.elapsed_time(e) / iters
 
 
+def profile_steps(step, name, steps=4):
+    """--profile DIR: the GPU's kernels of `steps` steps, each after a marker
+    kernel (torch.cuda._sleep) on the step's stream, from CUPTI through
+    torch.profiler (it sees kernels replayed from CUDA graphs and NCCL's,
+    which traces of launches do not), to DIR/NAME.RANK.json as a list of
+    steps, each a list of [name, stream, start us from the step's first
+    kernel, duration us]; bench/gpu/kernel_timeline.py compares them."""
+    from torch.profiler import profile, ProfilerActivity
+    torch.cuda.synchronize()
+    if WORLD > 1:
+        dist.barrier()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            torch.cuda._sleep(2_000_000)  # about 1 ms: the ranks' steps start together, each step marked
+            step()
+        torch.cuda.synchronize()
+    trace = os.path.join(PROFILE, f"{name}.{RANK}.trace.json")
+    prof.export_chrome_trace(trace)
+    kernels = sorted((e for e in json.load(open(trace))["traceEvents"] if e.get("cat") == "kernel"),
+                     key=lambda e: e["ts"])
+    os.remove(trace)
+    out, current = [], None
+    for e in kernels:
+        if "sleep" in e["name"].lower() or "spin" in e["name"].lower():
+            current = []
+            out.append(current)
+            continue
+        if current is None:
+            continue
+        if not current:
+            t0 = e["ts"]
+        current.append([e["name"][:160], e.get("args", {}).get("stream", -1), round(e["ts"] - t0, 2),
+                        round(e["dur"], 2)])
+    with open(os.path.join(PROFILE, f"{name}.{RANK}.json"), "w") as f:
+        json.dump(out, f)
+
+
 def run_tensorc(path, strategy, iters, warm):
     import tensorc
     graph = json.load(open(path[:-4] + ".json"))
@@ -100,6 +137,8 @@ def run_tensorc(path, strategy, iters, warm):
     step()
     session.synchronize()
     device_ms = session.last_device_ms
+    if PROFILE:
+        profile_steps(step, f"tensorc-{strategy}-default{'-' + TAG if TAG else ''}")
     resident = sum(t.numel() * t.element_size() for t in list(inputs.values()) + list(outs.values()))
     batch = int(next(i for i in graph["inputs"] if i["name"] == "x")["shape"][0])
     if not strategy.startswith("tp"):
@@ -114,6 +153,8 @@ def run_tensorc(path, strategy, iters, warm):
         session.set_cuda_graphs(True)
         ms, loop_ms = median_ms(step, iters, warm)
         session.synchronize()
+        if PROFILE:
+            profile_steps(step, f"tensorc-{strategy}-graphs{'-' + TAG if TAG else ''}")
         emit({"system": "tensorc", "strategy": strategy, "mode": "graphs", "global_batch": batch, "ms": round(ms, 4),
               "loop_ms": round(loop_ms, 4),
               "mem_mib": round((session.arena_bytes + resident) / 2**20, 1)})
@@ -195,7 +236,7 @@ def table(path):
 
 
 def main():
-    global RANK, WORLD, TAG, ROWS
+    global RANK, WORLD, TAG, ROWS, PROFILE
     ap = argparse.ArgumentParser()
     ap.add_argument("--artifacts", default="spmd")
     ap.add_argument("--batch", type=int, default=8, help="per GPU (spmd_prepare.sh's SPMD_BATCH)")
@@ -206,11 +247,12 @@ def main():
     ap.add_argument("--tag", default="", help="appended to the rows' mode (e.g. no-overlap)")
     ap.add_argument("--rows", default="", help="also append each rank's rows to DIR/rows.WORLD.RANK.jsonl")
     ap.add_argument("--table", default="", help="print a table of the rows in this folder's files, run nothing")
+    ap.add_argument("--profile", default="", help="also write each tensorc step's GPU kernels to this folder")
     args = ap.parse_args()
     if args.table:
         table(args.table)
         return
-    TAG, ROWS = args.tag, args.rows
+    TAG, ROWS, PROFILE = args.tag, args.rows, args.profile
     RANK, WORLD = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     torch.cuda.set_device(0)
     if WORLD > 1:

@@ -29,10 +29,9 @@ class CudaBackend;
 // for it) comes from NCCL's symmetric windows where NCCL has them: its
 // collectives then run NCCL's symmetric kernels, which slow the compute
 // beside them less (docs/sharding.md "Symmetric memory"). Windows come in
-// 2 MiB pieces: smaller tensors (a bias's gradient; its collective is
-// latency-bound anyway) stay in plain memory, unless
-// $TENSORC_NCCL_WINDOW_MIN (bytes, default 1 MiB) says otherwise (the GPU
-// parity checks put every buffer of their small programs in windows).
+// 2 MiB pieces: buffers under $TENSORC_NCCL_WINDOW_MIN bytes (default 1
+// MiB; a bias's gradient) share windows (Nccl::allocateShared), larger
+// ones have their own (the GPU parity checks set 0: every buffer its own).
 size_t smallestWindow() {
   static const size_t bytes = [] {
     const char *v = std::getenv("TENSORC_NCCL_WINDOW_MIN");
@@ -41,9 +40,11 @@ size_t smallestWindow() {
   return bytes;
 }
 DevicePtr allocateFor(const cuda::CudaProgram &program, size_t bytes) {
-  if (program.hasCollectives() && bytes >= smallestWindow())
-    if (DevicePtr p = cuda::Nccl::process().allocateWindow(bytes))
+  if (program.hasCollectives()) {
+    cuda::Nccl &nccl = cuda::Nccl::process();
+    if (DevicePtr p = bytes >= smallestWindow() ? nccl.allocateWindow(bytes) : nccl.allocateShared(bytes))
       return p;
+  }
   return Driver::get().allocate(bytes);
 }
 void freeFor(const cuda::CudaProgram &program, DevicePtr p) {

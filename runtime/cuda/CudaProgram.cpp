@@ -64,6 +64,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
   overlapCollectives_ = !(overlap && std::string(overlap) == "0");
   const char *group = std::getenv("TENSORC_NCCL_GROUP");
   groupCollectives_ = !(group && std::string(group) == "0");
+  const char *defer = std::getenv("TENSORC_NCCL_DEFER");
+  deferIssue_ = !(defer && std::string(defer) == "0");
   const char *priority = std::getenv("TENSORC_NCCL_PRIORITY");
   commPriority_ = !(priority && std::string(priority) == "0");
   const char *cudnnAttention = std::getenv("TENSORC_CUDNN_ATTENTION");
@@ -1032,6 +1034,50 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     return "kernel " + s.symbol + "_" + k.shape.name();
   };
   // Queues step si (a chain: steps si..last); returns last and what ran.
+  // A collective group whose operands are computed (`queued` recorded on
+  // the launch's stream) but not yet handed to NCCL.
+  struct Deferred {
+    size_t first, last;
+    size_t ordinal; // its event pair: workspace.commEvents[2 * ordinal], [2 * ordinal + 1]
+  };
+  std::optional<Deferred> deferred;
+  auto elementsOf = [&](int v) {
+    int64_t n = 1;
+    for (int64_t d : shapes[size_t(v)])
+      n *= d;
+    return n;
+  };
+  auto runCollective = [&](const Step &c, Stream on) {
+    int out = c.operands[0], in = c.operands.size() > 1 ? c.operands[1] : out;
+    Nccl::process().run(c.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
+                        c.operands.size() > 1 ? ptr[size_t(in)] : 0, elementsOf(in), elementsOf(out), driver_, on);
+  };
+  // The communication stream waits for `queued`, runs the group (one NCCL
+  // group where it has several) and records `done`.
+  auto issueCollectives = [&](const Deferred &d) {
+    const size_t ordinal = d.ordinal;
+    void *done = workspace.commEvents[2 * ordinal + 1];
+    driver_.wait(workspace.comm, workspace.commEvents[2 * ordinal]);
+    if (workspace.traceComm) {
+      while (workspace.commTimes.size() < 2 * ordinal + 2)
+        workspace.commTimes.push_back(driver_.createEvent());
+      driver_.record(workspace.commTimes[2 * ordinal], workspace.comm);
+    }
+    Pending p{done, {}};
+    if (d.last > d.first)
+      Nccl::process().groupStart();
+    for (size_t k = d.first; k <= d.last; ++k) {
+      for (int v : a.steps[k].operands)
+        p.memory.push_back({ptr[size_t(v)], bytesOf(v)});
+      runCollective(a.steps[k], workspace.comm);
+    }
+    if (d.last > d.first)
+      Nccl::process().groupEnd();
+    driver_.record(done, workspace.comm);
+    if (workspace.traceComm)
+      driver_.record(workspace.commTimes[2 * ordinal + 1], workspace.comm);
+    pending.push_back(std::move(p));
+  };
   auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
@@ -1105,66 +1151,48 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       return {si, "scatter-add"};
     }
     if (s.kind == Step::Kind::Collective) {
-      auto elements = [&](int v) {
-        int64_t n = 1;
-        for (int64_t d : shapes[size_t(v)])
-          n *= d;
-        return n;
-      };
-      auto runOne = [&](const Step &c, Stream on) {
-        int out = c.operands[0], in = c.operands.size() > 1 ? c.operands[1] : out;
-        Nccl::process().run(c.collective, a.values[size_t(in)].dtype, ptr[size_t(out)],
-                            c.operands.size() > 1 ? ptr[size_t(in)] : 0, elements(in), elements(out), driver_, on);
-      };
       if (!overlaps(s.collective)) {
-        runOne(s, stream);
+        runCollective(s, stream);
         return {si, std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op)};
       }
       // NCCL's own collectives go to the communication stream once the
       // launch's stream has computed the operand; consecutive ones go as
       // one NCCL group (one kernel: a bias's and a weight's gradient
       // all_reduce, FSDP's gathers).
-      // Collectives on NCCL window buffers go one call each (Nccl::inWindow:
-      // grouped, they gave wrong results).
-      auto inWindow = [&](const Step &c) {
+      // Collectives on NCCL window buffers group only where NCCL sums such
+      // groups right (Nccl::groupsWindowCollectives).
+      const bool windowsGroup = Nccl::process().groupsWindowCollectives();
+      auto groupable = [&](const Step &c) {
+        if (windowsGroup)
+          return true;
         for (int v : c.operands)
           if (Nccl::process().inWindow(ptr[size_t(v)]))
-            return true;
-        return false;
+            return false;
+        return true;
       };
       size_t last = si;
-      bool group = groupCollectives_ && !inWindow(s);
+      bool group = groupCollectives_ && groupable(s);
       while (group && last + 1 < a.steps.size() && a.steps[last + 1].kind == Step::Kind::Collective &&
-             overlaps(a.steps[last + 1].collective) && !inWindow(a.steps[last + 1]))
+             overlaps(a.steps[last + 1].collective) && groupable(a.steps[last + 1]))
         ++last;
       reserveCollectives(workspace);
       check(issued < collectiveCount_, "cuda: more collectives than the artifact has");
-      void *queued = workspace.commEvents[2 * issued], *done = workspace.commEvents[2 * issued + 1];
+      void *queued = workspace.commEvents[2 * issued];
       workspace.commFirst.resize(issued + 1);
       workspace.commFirst[issued++] = collectiveOrdinal_.at(si);
+      std::string what = last > si ? "NCCL group of " + std::to_string(last - si + 1) + " collectives"
+                                   : std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op);
       driver_.record(queued, stream);
-      driver_.wait(workspace.comm, queued);
-      if (workspace.traceComm) {
-        while (workspace.commTimes.size() < 2 * issued)
-          workspace.commTimes.push_back(driver_.createEvent());
-        driver_.record(workspace.commTimes[2 * issued - 2], workspace.comm);
-      }
-      Pending p{done, {}};
-      if (last > si)
-        Nccl::process().groupStart();
-      for (size_t k = si; k <= last; ++k) {
-        for (int v : a.steps[k].operands)
-          p.memory.push_back({ptr[size_t(v)], bytesOf(v)});
-        runOne(a.steps[k], workspace.comm);
-      }
-      if (last > si)
-        Nccl::process().groupEnd();
-      driver_.record(done, workspace.comm);
-      if (workspace.traceComm)
-        driver_.record(workspace.commTimes[2 * issued - 1], workspace.comm);
-      pending.push_back(std::move(p));
-      std::string what = std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op);
-      return {last, last > si ? "NCCL group of " + std::to_string(last - si + 1) + " collectives" : what};
+      Deferred d{si, last, issued - 1};
+      // Handed to NCCL once the next compute step is queued (the
+      // collective still waits only for `queued`): under CUDA graphs the
+      // DDP step took 1.249-1.256 ms issuing at once, 1.243-1.245 so (2x
+      // H200, two rounds each).
+      if (deferIssue_ && !deferred)
+        deferred = d;
+      else
+        issueCollectives(d);
+      return {last, what};
     }
     if (!s.chainKernel.empty()) {
       // The chain's steps, and how much of each row they compute.
@@ -1213,7 +1241,29 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     }
     return {si, launchStep(si, /*tune=*/true)};
   };
+  // Whether the steps from `first` (its chain) touch memory of a deferred group.
+  auto touchesDeferred = [&](size_t first) {
+    size_t last = first;
+    while (a.steps[last].chainNext && last + 1 < a.steps.size())
+      ++last;
+    for (size_t k = deferred->first; k <= deferred->last; ++k)
+      for (int c : a.steps[k].operands)
+        for (size_t si = first; si <= last; ++si)
+          for (int v : a.steps[si].operands)
+            if (bytesOf(c) && bytesOf(v) && ptr[size_t(v)] < ptr[size_t(c)] + bytesOf(c) &&
+                ptr[size_t(c)] < ptr[size_t(v)] + bytesOf(v))
+              return true;
+    return false;
+  };
   for (size_t si = 0; si < a.steps.size(); ++si) {
+    std::optional<Deferred> issueAfter;
+    if (deferred) {
+      if (a.steps[si].kind == Step::Kind::Collective || touchesDeferred(si))
+        issueCollectives(*deferred); // in order, and before a step that needs it
+      else
+        issueAfter = deferred;
+      deferred.reset();
+    }
     if (!pending.empty())
       waitForCollectivesTouching(si);
     if (mark)
@@ -1221,8 +1271,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     auto [last, what] = launchGroup(si);
     if (mark)
       mark(si, last, true, what);
+    if (issueAfter)
+      issueCollectives(*issueAfter);
     si = last;
   }
+  if (deferred)
+    issueCollectives(*deferred);
   for (const Pending &p : pending)
     driver_.wait(stream, p.done);
   workspace.commIssued = issued;

@@ -253,6 +253,9 @@ private:
   std::vector<std::string> collectives_;
   std::map<size_t, size_t> collectiveOrdinal_;
   bool groupCollectives_ = true; // $TENSORC_NCCL_GROUP=0: one NCCL call (kernel) per collective
+  // $TENSORC_NCCL_DEFER=0: a collective is issued right after its operand's
+  // step rather than after the next compute step (for measuring; launch()).
+  bool deferIssue_ = true;
   double collectiveTimeoutS_ = 600; // $TENSORC_NCCL_TIMEOUT
   // The communication stream and `collectiveCount_` event pairs.
   void reserveCollectives(Workspace &workspace) const;

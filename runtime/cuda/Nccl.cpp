@@ -160,11 +160,10 @@ Nccl::Nccl() : api_(std::make_unique<NcclApi>()) {
   l.bind(api_->MemFree, "ncclMemFree");
   l.bind(api_->CommWindowRegister, "ncclCommWindowRegister");
   l.bind(api_->CommWindowDeregister, "ncclCommWindowDeregister");
-  int version = 0;
   if (api_->GetVersion)
-    api_->GetVersion(&version);
+    api_->GetVersion(&version_);
   const char *windows = std::getenv("TENSORC_NCCL_WINDOWS");
-  windows_ = version >= 22700 && api_->MemAlloc && api_->MemFree && api_->CommWindowRegister &&
+  windows_ = version_ >= 22700 && api_->MemAlloc && api_->MemFree && api_->CommWindowRegister &&
              api_->CommWindowDeregister && !(windows && std::string(windows) == "0");
   std::filesystem::path file = std::filesystem::path(rendezvous) / "nccl-id";
   NcclUniqueId id{};
@@ -242,10 +241,29 @@ void Nccl::abort() {
 // NCCL_WIN_COLL_SYMMETRIC: every rank's buffer of a collective lies at the
 // same offset of its window (SPMD ranks bind the same plan).
 constexpr int kWindowCollSymmetric = 1;
-constexpr size_t kWindowGranularity = size_t(2) << 20;
 
 DevicePtr Nccl::allocateWindow(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return allocateWindowLocked(bytes);
+}
+
+DevicePtr Nccl::allocateShared(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  constexpr size_t kAlignment = 256;
+  bytes = std::max<size_t>(1, (bytes + kAlignment - 1) / kAlignment) * kAlignment;
+  if (bytes > kWindowGranularity)
+    return allocateWindowLocked(bytes);
+  for (auto &[start, ranges] : shared_)
+    if (std::optional<size_t> offset = ranges.take(bytes))
+      return start + DevicePtr(*offset);
+  DevicePtr start = allocateWindowLocked(kWindowGranularity);
+  if (!start)
+    return 0;
+  auto it = shared_.emplace(start, FirstFitRanges(kWindowGranularity)).first;
+  return start + DevicePtr(*it->second.take(bytes));
+}
+
+DevicePtr Nccl::allocateWindowLocked(size_t bytes) {
   if (!windows_ || !world_)
     return 0;
   bytes = std::max<size_t>(1, (bytes + kWindowGranularity - 1) / kWindowGranularity) * kWindowGranularity;
@@ -289,6 +307,17 @@ void Nccl::release(void *memory, const std::vector<std::pair<void *, void *>> &r
 
 bool Nccl::freeWindow(DevicePtr p) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // A shared window's buffer: its range goes back to the window (merged
+  // with free neighbours); the window stays for later buffers.
+  auto shared = shared_.upper_bound(p);
+  if (shared != shared_.begin() && p < std::prev(shared)->first + kWindowGranularity) {
+    --shared;
+    // As cuMemFree does: queued work may still use the buffer, and the
+    // next allocation may hand its bytes out again at once.
+    Driver::get().synchronize();
+    shared->second.give(size_t(p - shared->first));
+    return true;
+  }
   auto it = windowsByStart_.find(p);
   if (it == windowsByStart_.end())
     return false;

@@ -11,6 +11,7 @@
 
 #include "runtime/artifact/Artifact.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/FirstFitRanges.h"
 
 #include <map>
 #include <memory>
@@ -58,17 +59,28 @@ public:
   // every rank allocates the same sizes in the same order. Returns 0 where
   // NCCL has no windows or TENSORC_NCCL_WINDOWS=0 (use plain memory then).
   DevicePtr allocateWindow(size_t bytes);
-  // False where `p` is not a window (plain memory: the caller frees it).
+  // As allocateWindow, for small buffers (a bias's gradient): carved
+  // (first fit, 256-byte aligned) from windows of kWindowGranularity shared
+  // by many, since each window takes at least that much. Every rank
+  // allocates and frees the same sizes in the same order, so each buffer
+  // lies at the same offset of the same window everywhere.
+  DevicePtr allocateShared(size_t bytes);
+  // Frees a buffer of either kind; false where `p` is not in a window
+  // (plain memory: the caller frees it).
   bool freeWindow(DevicePtr p);
-  // Whether `p` lies in a window. Collectives on window buffers issued as
-  // one NCCL group gave wrong results in the MLP's DDP step (2 H100s, NCCL
-  // 2.28.9; such groups alone are right, cause not found: docs/sharding.md
-  // "Symmetric memory"): those go to NCCL one call each.
+  // Whether `p` lies in a window.
   bool inWindow(DevicePtr p);
+  // Whether collectives on window buffers may go to NCCL as one group:
+  // NCCL 2.28.3 sums such groups wrongly (a group of all_reduces of 1 and
+  // 100352 floats, each in its own window, misses 19968 elements on two
+  // H200s; 2.28.9 is right: bench/gpu/nccl_groups.cu), so before 2.28.9
+  // they go one call each.
+  bool groupsWindowCollectives() const { return version_ >= 22809; }
 
 private:
   Nccl();
   void *group(const std::vector<int64_t> &devices);
+  DevicePtr allocateWindowLocked(size_t bytes);
   // Deregisters `memory`'s windows and frees it (mutex_ held).
   void release(void *memory, const std::vector<std::pair<void *, void *>> &registrations);
   std::unique_ptr<NcclApi> api_;
@@ -77,11 +89,15 @@ private:
   std::mutex mutex_;
   std::map<std::vector<int64_t>, void *> groups_;
   bool windows_ = false;
+  int version_ = 0; // ncclGetVersion: 22809 for 2.28.9
   struct Window {
     size_t bytes = 0;
     std::vector<std::pair<void *, void *>> handles; // (communicator, its registration)
   };
   std::map<DevicePtr, Window> windowsByStart_;
+  // Windows shared by small buffers, by start.
+  std::map<DevicePtr, FirstFitRanges> shared_;
+  static constexpr size_t kWindowGranularity = size_t(2) << 20; // ncclMemAlloc's unit here
 };
 
 } // namespace tensorc::cuda
