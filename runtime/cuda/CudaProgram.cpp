@@ -1309,21 +1309,33 @@ void CudaProgram::synchronize(Stream stream, const Workspace &workspace) const {
       all += (all.empty() ? "" : ", ") + c;
     return "one of the collectives " + all;
   };
-  for (unsigned polls = 0; !driver_.finished(stream); ++polls) {
-    if (std::string error = nccl.asyncError(); !error.empty()) {
-      std::string what = stuck();
-      nccl.abort();
-      fail(rank() + ": " + what + " failed: " + error);
+  // NCCL's communicators are aborted first, so the stuck kernels end.
+  // Where the abort does not return (kernels of NCCL's symmetric memory
+  // still spin on the lost rank's flags), the GPU stays held by them and
+  // nothing of this process's CUDA work can finish, not even freeing
+  // memory at exit: the process ends here, with the error on stderr (as
+  // PyTorch's NCCL watchdog ends it).
+  auto abortAndFail = [&](const std::string &message) {
+    constexpr double kAbortSeconds = 10;
+    if (!nccl.abortWithin(kAbortSeconds)) {
+      std::fprintf(stderr,
+                   "tensorc: %s; NCCL's abort did not return in %g s (its kernels still wait for the lost rank "
+                   "and hold the GPU): ending the process\n",
+                   message.c_str(), kAbortSeconds);
+      std::fflush(stderr);
+      std::_Exit(1);
     }
+    fail(message + "; NCCL was aborted");
+  };
+  for (unsigned polls = 0; !driver_.finished(stream); ++polls) {
+    if (std::string error = nccl.asyncError(); !error.empty())
+      abortAndFail(rank() + ": " + stuck() + " failed: " + error);
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > collectiveTimeoutS_) {
-      std::string what = stuck();
-      nccl.abort();
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%g", collectiveTimeoutS_);
-      fail(rank() + ": " + what + " did not finish in " + seconds +
-           " s ($TENSORC_NCCL_TIMEOUT): another rank failed, stopped or runs a different program; NCCL was "
-           "aborted");
+      abortAndFail(rank() + ": " + stuck() + " did not finish in " + seconds +
+                   " s ($TENSORC_NCCL_TIMEOUT): another rank failed, stopped or runs a different program");
     }
     // Spin briefly (most steps end within microseconds of the first query),
     // then sleep between queries.

@@ -5,6 +5,7 @@
 #include "runtime/host/DynamicLibrary.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -228,14 +229,28 @@ std::string Nccl::asyncError() {
   return "";
 }
 
-void Nccl::abort() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto &[devices, comm] : groups_)
-    api_->CommAbort(comm);
-  groups_.clear();
-  if (world_)
-    api_->CommAbort(world_);
-  world_ = nullptr;
+bool Nccl::abortWithin(double seconds) {
+  std::vector<void *> comms;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto &[devices, comm] : groups_)
+      comms.push_back(comm);
+    groups_.clear();
+    if (world_)
+      comms.push_back(world_);
+    world_ = nullptr; // later collectives are refused, windows not deregistered
+  }
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  int (*commAbort)(void *) = api_->CommAbort;
+  std::thread([commAbort, comms, finished] {
+    for (void *comm : comms)
+      commAbort(comm);
+    *finished = true;
+  }).detach();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!*finished && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return *finished;
 }
 
 // NCCL_WIN_COLL_SYMMETRIC: every rank's buffer of a collective lies at the

@@ -48,7 +48,11 @@ public:
   std::string asyncError();
   // Aborts every communicator (ncclCommAbort): collectives stuck waiting
   // for another rank return, and this process's NCCL is unusable after.
-  void abort();
+  // False where the abort did not return within `seconds`: NCCL's
+  // symmetric kernels waiting for a lost rank kept ncclCommAbort spinning
+  // (2x H200, NCCL 2.28.3), so it runs on a thread of its own and the
+  // caller decides what to do with a GPU those kernels still hold.
+  bool abortWithin(double seconds);
 
   // Symmetric memory (NCCL 2.27+, docs/sharding.md "Symmetric memory"):
   // `bytes` of device memory from ncclMemAlloc, registered as a symmetric
