@@ -2,6 +2,8 @@
 
 #include "ir/core/Error.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -14,7 +16,6 @@
 #include <thread>
 #include <unistd.h>
 #include <vector>
-#include <algorithm>
 
 namespace tensorc::cli {
 
@@ -24,6 +25,24 @@ struct LaunchArgs {
   int nproc = 1;
   std::vector<std::string> command;
 };
+
+// The ranks' process groups, for the signal handler: each rank runs in a
+// group of its own (stopping one stops what it started), so a signal to
+// the launcher (Ctrl-C, `timeout`, a job scheduler's SIGTERM) reaches them
+// only through it. Without this, ranks outlived their launcher, and one
+// stuck in an NCCL kernel kept its GPU busy for later runs.
+constexpr int kMaxRanks = 1 << 12;
+pid_t rankGroups[kMaxRanks];
+std::atomic<int> rankCount{0};
+volatile std::sig_atomic_t forwardedSignal = 0;
+
+void forwardToRanks(int sig) {
+  forwardedSignal = sig;
+  int n = rankCount.load();
+  for (int r = 0; r < n; ++r)
+    if (rankGroups[r] > 0)
+      ::kill(-rankGroups[r], sig);
+}
 
 void launch(const LaunchArgs &args) {
   check(!args.command.empty(), "launch: no command (tensorc launch --nproc N -- CMD ARGS...)");
@@ -49,11 +68,19 @@ void launch(const LaunchArgs &args) {
                                                  std::to_string(devices.size()) + " devices");
   }
   std::vector<pid_t> children;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    struct sigaction action {};
+    action.sa_handler = forwardToRanks;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(sig, &action, nullptr);
+  }
   for (int rank = 0; rank < args.nproc; ++rank) {
     pid_t pid = ::fork();
     check(pid >= 0, std::string("launch: fork failed: ") + std::strerror(errno));
     if (pid == 0) {
       ::setpgid(0, 0); // its own process group: stopping a rank stops what it started
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        ::signal(sig, SIG_DFL);
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
@@ -72,18 +99,24 @@ void launch(const LaunchArgs &args) {
     }
     ::setpgid(pid, pid);
     children.push_back(pid);
+    rankGroups[rank] = pid;
+    rankCount = rank + 1;
+    if (forwardedSignal) // arrived while this rank was starting
+      ::kill(-pid, int(forwardedSignal));
   }
   int failedRank = -1, failedStatus = 0;
   size_t running = children.size();
   while (running > 0) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR)
+      continue; // a forwarded signal: the ranks end, waitpid reports them
     if (pid < 0)
       break;
     --running;
     int rank = int(std::find(children.begin(), children.end(), pid) - children.begin());
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!ok && failedRank < 0) {
+    if (!ok && failedRank < 0 && !forwardedSignal) {
       failedRank = rank;
       failedStatus = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       // The others would wait for it in a collective: stop them.
@@ -94,6 +127,11 @@ void launch(const LaunchArgs &args) {
   }
   std::error_code ec;
   std::filesystem::remove_all(rendezvous, ec);
+  rankCount = 0;
+  if (forwardedSignal) {
+    std::cerr << "tensorc launch: " << strsignal(int(forwardedSignal)) << ": passed it to the ranks\n";
+    std::exit(128 + int(forwardedSignal));
+  }
   if (failedRank >= 0) {
     std::cerr << "tensorc launch: rank " << failedRank << " failed (status " << failedStatus
               << "); stopped the other ranks\n";
