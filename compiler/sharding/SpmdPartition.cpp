@@ -246,13 +246,13 @@ private:
                        const std::vector<std::string> &rowAxes, const std::string &label) {
     const bool forward = node.op == "embedding";
     const Tensor &indices = std::get<Tensor>(args[forward ? 0 : 1]);
-    const Dim rowsDim = forward ? std::get<Tensor>(args[1]).shape()[0]
-                                : Dim::of(getInt(attrs, "num_weights") /
-                                          axesSize(plan.mesh, rowAxes));
-    check(rowsDim.isStatic(), "sharding: " + label + ": a vocab-parallel table needs a static row count");
-    const int64_t rows = rowsDim.value();
-    Tensor rank = axis_index(t, trace::MeshAxes{plan.mesh.name, rowAxes});
-    Tensor local = indices - cast(rank * rows, indices.dtype());
+    Dim globalRows = forward ? std::get<Tensor>(args[1]).shape()[0] : Dim::of(getInt(attrs, "num_weights"));
+    if (forward) { // the table's local rows
+      check(globalRows.isStatic(), "sharding: " + label + ": a vocab-parallel table needs a static row count");
+      globalRows = Dim::of(globalRows.value() * axesSize(plan.mesh, rowAxes));
+    }
+    auto [start, rows] = blockStart(globalRows, rowAxes, indices.dtype(), label);
+    Tensor local = indices - start;
     Tensor inBlock = logical_and(ge(local, int64_t(0)), lt(local, rows));
     if (!forward && hasAttr(attrs, "padding_idx")) // no gradient for it (the lookup is unchanged)
       inBlock = logical_and(inBlock, ne(indices, getInt(attrs, "padding_idx")));
