@@ -13,8 +13,9 @@
 //         proj): the first layer's weight (`[in, out]`, or `[out, in]` read
 //         through a transpose) and bias split by output features, the
 //         second's weight by input features; one all_reduce per pair.
-//         Attention's fused QKV weight is not split (its `split` needs the
-//         whole vector); with separate q, k, v weights, annotate them.
+//         Attention splits by heads: separate q, k and v projections, or a
+//         fused one (GPT-2's c_attn) whose weight and bias are then taken
+//         in head-blocked column order (see tensorParallel in Presets.cpp).
 //
 // Values already annotated keep their sharding.
 #pragma once
@@ -22,10 +23,13 @@
 #include "compiler/graph/Graph.h"
 
 #include <string>
+#include <vector>
 
 namespace tensorc::sharding {
 
 // Throws Error for an unknown preset or a mesh without a `data` axis.
-void applyPreset(Graph &graph, const std::string &preset);
+// Returns notes the user must read: inputs whose layout the preset changed
+// (a fused projection's weight in head-blocked column order).
+std::vector<std::string> applyPreset(Graph &graph, const std::string &preset);
 
 } // namespace tensorc::sharding

@@ -21,8 +21,9 @@ import sys
 from . import _dlpack
 from . import _lib
 from ._lib import lib, tc_runtime_options_t, tc_tensor_t
+from .layout import from_head_blocked, head_blocked
 
-__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights"]
+__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights", "head_blocked", "from_head_blocked"]
 
 
 class Error(RuntimeError):

@@ -242,8 +242,9 @@ TEST(Sharding, TrainingStepsUnderPresets) {
 }
 
 // The tp preset finds the Megatron pairs: the MLP's two layers, the
-// transformer block's fc and proj (its fused QKV weight stays whole: one
-// matmul split three ways is not three column-parallel layers).
+// transformer block's fc and fc_proj, and its fused QKV projection with the
+// output projection (the weight head-blocked: symbolic batch and sequence,
+// heads through permutes, beside DDP on a 2 x 2 mesh).
 TEST(Sharding, TensorParallelPreset) {
   Graph mlp = mlpTraining();
   ShardingPlan plan = presetPlan(mlp, 2, "tp");
@@ -264,7 +265,9 @@ TEST(Sharding, TensorParallelPreset) {
   ShardingPlan blockPlan = propagateShardings(block, ba);
   EXPECT_EQ(dimAxesStr(blockPlan.of("fc_w")), "[_, model]");
   EXPECT_EQ(dimAxesStr(blockPlan.of("fc_proj_w")), "[model, _]");
-  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), "[_, _]");
+  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), "[_, model]");
+  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_b")), "[model]");
+  EXPECT_EQ(dimAxesStr(blockPlan.of("proj_w")), "[model, _]");
   expectPartitionMatches(block, 1e-9, {{"B", 4}, {"T", 3}});
 }
 
@@ -313,6 +316,74 @@ TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
     for (const Communication &c : p.communication)
       allReduces += c.collective.find("all_reduce") != std::string::npos;
     EXPECT_EQ(allReduces, 4u) << report(p);
+  }
+}
+
+// A fused QKV projection (GPT-2's c_attn: one [d, 3d] weight, its output
+// split into q, k and v): --preset tp takes the weight, its bias and their
+// gradients in head-blocked column order (device r's block is q_r | k_r |
+// v_r) and splits them by columns, the output projection by rows. The
+// rewritten program equals the original on head-blocked weights (its
+// gradients head-blocked too), and the partition equals the rewritten
+// program with no gather of heads.
+TEST(Sharding, TensorParallelPresetSplitsFusedQkvByHeads) {
+  const int64_t b = 2, s = 3, d = 8, heads = 4;
+  for (int64_t parts : {2, 4}) {
+    SCOPED_TRACE("model=" + std::to_string(parts));
+    Tracer t("gpt2");
+    Tensor x = t.input("x", DType::F64, {b, s, d});
+    auto linear = [&](const Tensor &in, const std::string &name, int64_t from, int64_t to) {
+      return matmul(in, t.parameter(name + "_w", DType::F64, {from, to})) + t.parameter(name + "_b", DType::F64, {to});
+    };
+    auto heads4 = [&](const Tensor &v) { return transpose(reshape(v, {b, s, heads, d / heads}), 1, 2); };
+    Tensor h = layer_norm(x) * t.parameter("ln_w", DType::F64, {d});
+    std::vector<Tensor> qkv = split(linear(h, "qkv", d, 3 * d), {d, d, d}, -1);
+    Tensor y = scaled_dot_product_attention(heads4(qkv[0]), heads4(qkv[1]), heads4(qkv[2]), std::nullopt, true);
+    Tensor x1 = x + linear(reshape(transpose(y, 1, 2), {b, s, d}), "proj", d, d);
+    Tensor out = x1 + linear(tanh(linear(layer_norm(x1), "fc", d, 2 * d)), "fc2", 2 * d, d);
+    t.output(sum(out * out).named("loss"));
+    const Graph original = autodiff::buildJointGraph(t.graph(), {}).graph;
+    Graph g = original;
+    g.meshes = {Mesh{"mesh", {"model"}, {parts}}};
+    applyPreset(g, "tp");
+    GraphAnalysis a = analyzeGraph(g, "fused");
+    ShardingPlan plan = propagateShardings(g, a);
+    EXPECT_EQ(dimAxesStr(plan.of("qkv_w")), "[_, model]");
+    EXPECT_EQ(dimAxesStr(plan.of("qkv_b")), "[model]");
+    EXPECT_EQ(dimAxesStr(plan.of("proj_w")), "[model, _]");
+    SpmdProgram p = expectPartitionMatches(g, 1e-9);
+    EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+    size_t allReduces = 0;
+    for (const Communication &c : p.communication)
+      allReduces += c.collective.find("all_reduce") != std::string::npos;
+    EXPECT_EQ(allReduces, 4u) << report(p); // proj, fc2; dx through qkv and fc
+
+    // Head-blocked column c' = g*(3d/G) + j*(d/G) + e holds column j*d + g*(d/G) + e.
+    auto headBlocked = [&](const HostTensor &w) {
+      HostTensor r = w;
+      const int64_t cols = w.shape().back(), rows = w.numel() / cols, block = d / parts;
+      for (int64_t row = 0; row < rows; ++row)
+        for (int64_t gi = 0; gi < parts; ++gi)
+          for (int64_t j = 0; j < 3; ++j)
+            for (int64_t e = 0; e < block; ++e)
+              r.setF(row * cols + gi * 3 * block + j * block + e, w.getF(row * cols + j * d + gi * block + e));
+      return r;
+    };
+    std::map<std::string, HostTensor> inputs = randomInputs(original, freshSeed(), {});
+    std::vector<HostTensor> want = interpret(original, analyzeGraph(original, "original"), inputs).outputs;
+    std::map<std::string, HostTensor> blocked = inputs;
+    for (const char *name : {"qkv_w", "qkv_b"})
+      blocked.at(name) = headBlocked(inputs.at(name));
+    std::vector<HostTensor> got = interpret(g, a, blocked).outputs;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      const std::string &name = original.outputs[o];
+      HostTensor expected = name == "grad_qkv_w" || name == "grad_qkv_b" ? headBlocked(want[o]) : want[o];
+      ASSERT_EQ(got[o].shape(), expected.shape()) << name;
+      for (int64_t i = 0; i < expected.numel(); ++i)
+        EXPECT_NEAR(got[o].getF(i), expected.getF(i), 1e-9 * std::max(1.0, std::fabs(expected.getF(i))))
+            << name << "[" << i << "]";
+    }
   }
 }
 

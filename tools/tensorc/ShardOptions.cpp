@@ -103,7 +103,8 @@ void applyShardOptions(Graph &g, const std::string &meshText, const std::vector<
     check(found, "--shard " + text + ": the graph has no input or node named \"" + name + "\"");
   }
   for (const std::string &preset : presets)
-    sharding::applyPreset(g, preset);
+    for (const std::string &note : sharding::applyPreset(g, preset))
+      std::fprintf(stderr, "tensorc: --shard %s: %s\n", preset.c_str(), note.c_str());
 }
 
 } // namespace tensorc::cli

@@ -5,7 +5,10 @@ initial parameters. The shardings are tensorc shard's: --mesh AXIS=SIZE,...
 and --shard NAME=DIMS (per dim `_` or axes joined by +). Parameters and
 optimizer state (w, w.momentum, ...) are updated from the step's `.next`
 outputs. Rank 0 prints `step I loss L`. Inputs are drawn by name (the MLP
-of examples/mlp.json, Inputs/bag_of_words.json)."""
+of examples/mlp.json, Inputs/bag_of_words.json; --model block: the
+transformer block of examples/transformer_block.json). --head-blocked
+NAME=PARTS gives NAME (and its optimizer state) in the head-blocked column
+order `--shard tp` takes a fused projection in (tensorc.head_blocked)."""
 import argparse
 import os
 
@@ -19,7 +22,10 @@ parser.add_argument("--batch", type=int, default=8)
 parser.add_argument("--steps", type=int, default=10)
 parser.add_argument("--mesh", default="")
 parser.add_argument("--shard", action="append", default=[])
+parser.add_argument("--model", default="mlp", choices=["mlp", "block"])
+parser.add_argument("--head-blocked", action="append", default=[])
 args = parser.parse_args()
+head_blocked = {name: int(parts) for name, parts in (item.split("=") for item in args.head_blocked)}
 
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
 axes, sizes = [], []
@@ -71,10 +77,17 @@ data = {
     "head_w": (rng.uniform(-1, 1, (32, 10)) * 0.3).astype(np.float32),
     "head_b": np.zeros(10, np.float32),
 }
+if args.model == "block":
+    f = lambda *shape: (rng.uniform(-1, 1, shape) * 0.2).astype(np.float32)
+    data = {"x": f(args.batch, 4, 64), "ln1_w": 1 + f(64), "ln1_b": f(64), "attn_w": f(64, 192), "attn_b": f(192),
+            "proj_w": f(64, 64), "proj_b": f(64), "ln2_w": 1 + f(64), "ln2_b": f(64), "fc_w": f(64, 256),
+            "fc_b": f(256), "fc_proj_w": f(256, 64), "fc_proj_b": f(64)}
 inputs = {}
 for name in exe.inputs:
     name = name[0] if isinstance(name, tuple) else getattr(name, "name", name)
     value = data[name] if name in data else np.zeros_like(data[name.split(".")[0]])
+    if name.split(".")[0] in head_blocked:
+        value = tensorc.head_blocked(value, head_blocked[name.split(".")[0]])
     inputs[name] = shard_of(value, shardings.get(name, [[]] * value.ndim))
 session = exe.session()
 for step in range(args.steps):
