@@ -2,7 +2,8 @@
 # The multi-GPU checks and benchmark on a machine with 2 GPUs (run in the
 # bundle's bench-gpu folder; artifacts from spmd_prepare.sh in spmd/):
 #  1. parity: the MLP's ddp, fsdp, tp and vocab-parallel (its head's classes
-#     split) training graphs on 2 GPUs (NCCL,
+#     split) training graphs and the transformer block's tp one (its fused
+#     QKV projection split by heads) on 2 GPUs (NCCL,
 #     collectives overlapped on their own stream) equal the SPMD interpreter,
 #     and again with TENSORC_NCCL_OVERLAP=0 (in order on the compute stream);
 #  2. the GPT-2 block step: one GPU (tensorc, PyTorch eager and compiled),
@@ -18,9 +19,9 @@ status=0
 # TENSORC_NCCL_WINDOW_MIN=0: every buffer of these small programs in NCCL's
 # symmetric windows (large ones are by default; NCCL's symmetric kernels).
 for overlap in 1 0; do
-  for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab; do
+  for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab block_tp; do
     got=$(mktemp -d)
-    if TENSORC_NCCL_WINDOW_MIN=$((overlap ? 0 : 1048576)) TENSORC_NCCL_OVERLAP=$overlap "$tc" launch --nproc 2 -- "$tc" run "spmd/checks/$name.tcx" --dim B=3 --seed 7 \
+    if TENSORC_NCCL_WINDOW_MIN=$((overlap ? 0 : 1048576)) TENSORC_NCCL_OVERLAP=$overlap "$tc" launch --nproc 2 -- "$tc" run "spmd/checks/$name.tcx" --dim B=3 --dim T=4 --seed 7 \
         --output-dir "$got" > "$got.log" 2>&1; then
       echo "parity $name (overlap=$overlap):"
       python3 spmd/checks/compare_devices.py "$got" "spmd/checks/want-$name" 2 || status=1

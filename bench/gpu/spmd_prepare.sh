@@ -16,9 +16,11 @@
 #    and the batch the same on both GPUs).
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
 #    2 devices and with its head's classes split (vocab-parallel
-#    cross-entropy), compiled for CUDA,
-#    with every device's expected outputs from the SPMD interpreter
-#    (`want-NAME/deviceD/*.npy`, inputs from --seed 7 --dim B=3).
+#    cross-entropy), and examples/transformer_block.json's (mean-square
+#    loss) under tp (its fused QKV projection head-blocked: `block_tp`),
+#    compiled for CUDA, with every device's expected outputs from the SPMD
+#    interpreter (`want-NAME/deviceD/*.npy`, inputs from --seed 7 --dim B=3
+#    --dim T=4).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-build/gpu-bundle/bench-gpu/spmd}
@@ -69,10 +71,15 @@ done
 "$tensorc" shard "$tmp/mlp.joint.json" --mesh model=2 --preset tp -o "$tmp/mlp_tp.json"
 # The head's classes split (vocab-parallel cross-entropy: no logits gathered).
 "$tensorc" shard "$tmp/mlp.joint.json" --mesh model=2 --shard w2=_,model --shard b2=model -o "$tmp/mlp_vocab.json"
+# The transformer block's fused QKV projection split by heads.
+python3 -c "import json, sys; g = json.load(open(sys.argv[1])); g['nodes'] += [{'name': 'sq', 'op': 'mul', 'args': ['y', 'y']}, {'name': 'loss', 'op': 'mean', 'args': ['sq']}]; g['outputs'] = ['loss']; json.dump(g, open(sys.argv[2], 'w'))" \
+  examples/transformer_block.json "$tmp/block.json"
+"$tensorc" grad "$tmp/block.json" --emit json -o "$tmp/block.joint.json"
+"$tensorc" shard "$tmp/block.joint.json" --mesh model=2 --preset tp -o "$tmp/block_tp.json" 2> /dev/null
 mkdir -p "$out/checks"
 cp test/sharding/Inputs/compare_devices.py "$out/checks/"
-for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab; do
+for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab block_tp; do
   "$tensorc" compile "$tmp/$name.json" --target cuda -o "$out/checks/$name.tcx"
-  "$tensorc" run "$tmp/$name.json" --devices 2 --dim B=3 --seed 7 --output-dir "$out/checks/want-$name" > /dev/null
+  "$tensorc" run "$tmp/$name.json" --devices 2 --dim B=3 --dim T=4 --seed 7 --output-dir "$out/checks/want-$name" > /dev/null
 done
 echo "prepared $out"
