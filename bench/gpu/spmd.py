@@ -4,7 +4,9 @@ The workload is bench/make_graphs.py's GPT-2 block in bf16 (the public
 gpt2block_bf16_fb step: forward, backward of the sum, every gradient), at a
 fixed batch per GPU (global batch doubled on two GPUs); and for tensor
 parallelism (tensorc alone: `tp-single` on one GPU, `tp` on two) its
-tp_block at d_model 4096 with separate q, k, v projections, the same batch
+tp_block at d_model 4096 with separate q, k, v projections, and
+(`tp-fused-single`, `tp-fused`) its GPT-2 block with the fused QKV
+projection at d_model 4096 (head-blocked under TP), the same batch
 on every GPU. Artifacts come from
 bench/gpu/spmd_prepare.sh. Every number is one process's own step on its GPU:
 CUDA events around one step on PyTorch's current stream, warm-up, median.
@@ -212,10 +214,11 @@ def table(path):
         groups.setdefault((r["system"], r["strategy"], r.get("mode", "")), []).append(r)
     # The one-GPU row each is compared with: "single", or "tp-single" for
     # tensor parallelism (its own, larger model).
-    family = lambda strategy: "tp" if strategy.startswith("tp") else ""
+    family = lambda strategy: ("tp-fused" if strategy.startswith("tp-fused") else "tp" if strategy.startswith("tp")
+                               else "")
     single = {}
     for (system, strategy, mode), rs in groups.items():
-        if strategy in ("single", "tp-single") and "loop_ms" in rs[0]:
+        if strategy in ("single", "tp-single", "tp-fused-single") and "loop_ms" in rs[0]:
             single[(system, mode.split("+")[0], family(strategy))] = rs[0]
     print("| system | strategy | mode | GPUs | global batch | step ms | loop ms/step | throughput vs 1 GPU | "
           "memory MiB | memory vs 1 GPU | GPU |")
@@ -262,8 +265,9 @@ def main():
     only = set(args.only.split(",")) if args.only else {"tensorc", "eager", "compile"}
     # fsdp-global: the single GPU's global batch split over the ranks (the
     # memory comparison); ddp and fsdp: the batch per GPU of one GPU.
-    # tp-single / tp: the tensor-parallel block (tensorc only).
-    strategies = ["single", "tp-single"] if WORLD == 1 else ["ddp", "fsdp", "fsdp-global", "tp"]
+    # tp-single / tp, tp-fused-single / tp-fused: the tensor-parallel blocks (tensorc only).
+    strategies = (["single", "tp-single", "tp-fused-single"] if WORLD == 1
+                  else ["ddp", "fsdp", "fsdp-global", "tp", "tp-fused"])
     if args.strategies:
         strategies = [s for s in strategies if s in args.strategies.split(",")]
     for strategy in strategies:

@@ -14,6 +14,10 @@
 #    SPMD_TP_BATCH (default 4) x 1024, bf16: `tp_single.tcx` on one GPU and
 #    `tp.tcx` over mesh model=2 (`--preset tp`: heads and the MLP split; x
 #    and the batch the same on both GPUs).
+#  - the same at d_model SPMD_TP_D with the GPT-2 block's fused QKV
+#    projection (make_graphs.py's block): `tp_fused_single.tcx` and
+#    `tp_fused.tcx` (`--preset tp` splits the fused weight by heads, in
+#    head-blocked column order: docs/sharding.md "Fused projections").
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
 #    2 devices and with its head's classes split (vocab-parallel
 #    cross-entropy), and examples/transformer_block.json's (mean-square
@@ -61,7 +65,19 @@ json.dump(m.tp_block(int(sys.argv[2]), 1024, d, d // 128), open(sys.argv[1], "w"
 PY
 "$tensorc" grad "$tmp/tp_single.json" --emit json -o "$out/tp_single.json"
 "$tensorc" shard "$out/tp_single.json" --mesh model=2 --preset tp --report -o "$out/tp.json" > "$out/tp.report.txt"
-for name in single ddp fsdp fsdp_global tp_single tp; do
+python3 - "$tmp/tp_fused_single.json" "${SPMD_TP_BATCH:-4}" "${SPMD_TP_D:-4096}" <<'PY'
+import json, sys
+sys.path.insert(0, "bench")
+import make_graphs as m
+d = int(sys.argv[3])
+m.S = dict(m.SIZES_GPU)
+m.S["block"] = (int(sys.argv[2]), 1024, d, d // 128)
+json.dump(m.block("bf16"), open(sys.argv[1], "w"), indent=1)
+PY
+"$tensorc" grad "$tmp/tp_fused_single.json" --emit json -o "$out/tp_fused_single.json"
+"$tensorc" shard "$out/tp_fused_single.json" --mesh model=2 --preset tp --report -o "$out/tp_fused.json" \
+  > "$out/tp_fused.report.txt" 2>&1
+for name in single ddp fsdp fsdp_global tp_single tp tp_fused_single tp_fused; do
   "$tensorc" compile "$out/$name.json" --target cuda -o "$out/$name.tcx"
 done
 # Parity checks on two GPUs.
