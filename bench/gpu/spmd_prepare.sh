@@ -16,7 +16,7 @@
 #    and the batch the same on both GPUs).
 #  - the same at d_model SPMD_TP_D with the GPT-2 block's fused QKV
 #    projection (make_graphs.py's block): `tp_fused_single.tcx` and
-#    `tp_fused.tcx` (`--preset tp` splits the fused weight by heads, in
+#    `tp_fused.tcx` (`--preset tp-head-blocked` splits the fused weight by heads, in
 #    head-blocked column order: docs/sharding.md "Fused projections").
 #  - parity checks: examples/mlp.json's joint graph under ddp, fsdp and tp on
 #    2 devices and with its head's classes split (vocab-parallel
@@ -75,7 +75,7 @@ m.S["block"] = (int(sys.argv[2]), 1024, d, d // 128)
 json.dump(m.block("bf16"), open(sys.argv[1], "w"), indent=1)
 PY
 "$tensorc" grad "$tmp/tp_fused_single.json" --emit json -o "$out/tp_fused_single.json"
-"$tensorc" shard "$out/tp_fused_single.json" --mesh model=2 --preset tp --report -o "$out/tp_fused.json" \
+"$tensorc" shard "$out/tp_fused_single.json" --mesh model=2 --preset tp-head-blocked --report -o "$out/tp_fused.json" \
   > "$out/tp_fused.report.txt" 2>&1
 for name in single ddp fsdp fsdp_global tp_single tp tp_fused_single tp_fused; do
   "$tensorc" compile "$out/$name.json" --target cuda -o "$out/$name.tcx"
@@ -91,7 +91,7 @@ done
 python3 -c "import json, sys; g = json.load(open(sys.argv[1])); g['nodes'] += [{'name': 'sq', 'op': 'mul', 'args': ['y', 'y']}, {'name': 'loss', 'op': 'mean', 'args': ['sq']}]; g['outputs'] = ['loss']; json.dump(g, open(sys.argv[2], 'w'))" \
   examples/transformer_block.json "$tmp/block.json"
 "$tensorc" grad "$tmp/block.json" --emit json -o "$tmp/block.joint.json"
-"$tensorc" shard "$tmp/block.joint.json" --mesh model=2 --preset tp -o "$tmp/block_tp.json" 2> /dev/null
+"$tensorc" shard "$tmp/block.joint.json" --mesh model=2 --preset tp-head-blocked -o "$tmp/block_tp.json" 2> /dev/null
 mkdir -p "$out/checks"
 cp test/sharding/Inputs/compare_devices.py "$out/checks/"
 for name in mlp_ddp mlp_fsdp mlp_tp mlp_vocab block_tp; do

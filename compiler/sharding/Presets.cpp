@@ -40,8 +40,8 @@ struct FusedProjection {
 
 // Splitting such a layer's columns over `parts` devices must give each
 // device its heads of every part (q_r | k_r | v_r), which is no block of
-// the weight's columns. So the preset takes the fused weight (and bias, and
-// their gradients and optimizer state, elementwise alike) in the
+// the weight's columns. So `tp-head-blocked` takes the fused weight (and
+// bias, and their gradients and optimizer state, elementwise alike) in the
 // **head-blocked** column order: column g*(k*D/G) + j*(D/G) + e holds the
 // original column j*D + g*(D/G) + e (G = parts, j the part, g the device's
 // block of heads, e the feature in it), i.e. device r's contiguous block is
@@ -347,16 +347,20 @@ struct LinearLayers {
   std::map<std::string, const GraphInput *> inputs;
 };
 
-// `mesh` by value: g, and the mesh in it, may be replaced below. Returns
-// what the caller must know about the inputs' layout (fused projections).
-std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh) {
+// `mesh` by value: g, and the mesh in it, may be replaced below.
+// `headBlocked`: fused projections split by heads, their weights taken in
+// head-blocked order (else they stay whole). Returns what the caller must
+// know about the inputs' layout.
+std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBlocked) {
   std::vector<std::string> notes;
   const int64_t parts = mesh.sizes[size_t(std::find(mesh.axes.begin(), mesh.axes.end(), "model") - mesh.axes.begin())];
   // Fused projections: rewritten on a copy first, kept only where their
   // parts reach an output projection (else the weight's order would change
   // for nothing).
   Graph trial = g;
-  std::vector<FusedProjection> fused = headBlockFusedProjections(trial, parts, nullptr);
+  std::vector<FusedProjection> fused;
+  if (headBlocked)
+    fused = headBlockFusedProjections(trial, parts, nullptr);
   if (!fused.empty()) {
     LinearLayers layers(trial);
     std::set<std::string> reaching;
@@ -490,14 +494,14 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh) {
 }
 
 std::vector<std::string> applyPreset(Graph &g, const std::string &preset) {
-  check(preset == "ddp" || preset == "fsdp" || preset == "tp",
-        "unknown sharding preset \"" + preset + "\" (expected ddp, fsdp or tp)");
-  if (preset == "tp") {
-    check(g.meshes.size() == 1, "--preset tp needs exactly one mesh (--mesh model=N)");
+  check(preset == "ddp" || preset == "fsdp" || preset == "tp" || preset == "tp-head-blocked",
+        "unknown sharding preset \"" + preset + "\" (expected ddp, fsdp, tp or tp-head-blocked)");
+  if (preset == "tp" || preset == "tp-head-blocked") {
+    check(g.meshes.size() == 1, "--preset " + preset + " needs exactly one mesh (--mesh model=N)");
     const Mesh &mesh = g.meshes[0];
     check(std::find(mesh.axes.begin(), mesh.axes.end(), "model") != mesh.axes.end(),
-          "--preset tp splits over a mesh axis named \"model\"; mesh \"" + mesh.name + "\" has none");
-    return tensorParallel(g, mesh);
+          "--preset " + preset + " splits over a mesh axis named \"model\"; mesh \"" + mesh.name + "\" has none");
+    return tensorParallel(g, mesh, preset == "tp-head-blocked");
   }
   check(g.meshes.size() == 1, "--preset " + preset + " needs exactly one mesh (--mesh data=N)");
   const Mesh &mesh = g.meshes[0];

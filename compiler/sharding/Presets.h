@@ -13,9 +13,14 @@
 //         proj): the first layer's weight (`[in, out]`, or `[out, in]` read
 //         through a transpose) and bias split by output features, the
 //         second's weight by input features; one all_reduce per pair.
-//         Attention splits by heads: separate q, k and v projections, or a
-//         fused one (GPT-2's c_attn) whose weight and bias are then taken
-//         in head-blocked column order (see tensorParallel in Presets.cpp).
+//         Attention with separate q, k and v projections splits by heads;
+//         a fused QKV projection (GPT-2's c_attn) stays whole: its columns'
+//         order splits by heads in no block.
+//   tp-head-blocked  tp, and fused QKV projections split by heads too,
+//         their weight and bias (and gradients, optimizer state) taken in
+//         head-blocked column order (headBlockFusedProjections in
+//         Presets.cpp; docs/sharding.md "Fused projections"): the program
+//         then differs from the original for weights in the original order.
 //
 // Values already annotated keep their sharding.
 #pragma once

@@ -1,5 +1,5 @@
 """Weight layouts the sharding presets take (docs/sharding.md, "Fused
-projections"): under `--shard tp` a fused projection's weight (GPT-2's
+projections"): under `--shard tp-head-blocked` a fused projection's weight (GPT-2's
 c_attn: q | k | v along its output features) is split by heads, so its
 columns come in head-blocked order, where device r's contiguous block is its
 heads of every part. Works on anything with reshape and swapaxes (NumPy

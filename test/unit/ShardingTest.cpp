@@ -242,9 +242,11 @@ TEST(Sharding, TrainingStepsUnderPresets) {
 }
 
 // The tp preset finds the Megatron pairs: the MLP's two layers, the
-// transformer block's fc and fc_proj, and its fused QKV projection with the
-// output projection (the weight head-blocked: symbolic batch and sequence,
-// heads through permutes, beside DDP on a 2 x 2 mesh).
+// transformer block's fc and fc_proj (its fused QKV weight stays whole: one
+// matmul split three ways is not three column-parallel layers); with
+// tp-head-blocked the fused QKV projection splits by heads too, with the
+// output projection (symbolic batch and sequence, heads through permutes,
+// beside DDP on a 2 x 2 mesh).
 TEST(Sharding, TensorParallelPreset) {
   Graph mlp = mlpTraining();
   ShardingPlan plan = presetPlan(mlp, 2, "tp");
@@ -253,22 +255,27 @@ TEST(Sharding, TensorParallelPreset) {
   EXPECT_EQ(dimAxesStr(plan.of("w2")), "[model, _]");
   expectPartitionMatches(mlp);
 
-  Graph block = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
-  for (GraphInput &in : block.inputs)
+  Graph joint = readGraphFile(TENSORC_EXAMPLES_DIR "/transformer_block.json");
+  for (GraphInput &in : joint.inputs)
     if (in.spec.dtype == DType::F32)
       in.spec.dtype = DType::F64;
-  block = autodiff::buildJointGraph(block, {}).graph;
-  block.meshes = {Mesh{"mesh", {"data", "model"}, {2, 2}}};
-  applyPreset(block, "ddp");
-  applyPreset(block, "tp");
-  GraphAnalysis ba = analyzeGraph(block, "block");
-  ShardingPlan blockPlan = propagateShardings(block, ba);
-  EXPECT_EQ(dimAxesStr(blockPlan.of("fc_w")), "[_, model]");
-  EXPECT_EQ(dimAxesStr(blockPlan.of("fc_proj_w")), "[model, _]");
-  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), "[_, model]");
-  EXPECT_EQ(dimAxesStr(blockPlan.of("attn_b")), "[model]");
-  EXPECT_EQ(dimAxesStr(blockPlan.of("proj_w")), "[model, _]");
-  expectPartitionMatches(block, 1e-9, {{"B", 4}, {"T", 3}});
+  joint = autodiff::buildJointGraph(joint, {}).graph;
+  for (const char *tp : {"tp", "tp-head-blocked"}) {
+    SCOPED_TRACE(tp);
+    Graph block = joint;
+    block.meshes = {Mesh{"mesh", {"data", "model"}, {2, 2}}};
+    applyPreset(block, "ddp");
+    EXPECT_EQ(applyPreset(block, tp).size(), std::string(tp) == "tp" ? 0u : 1u); // the layout note
+    GraphAnalysis ba = analyzeGraph(block, "block");
+    ShardingPlan blockPlan = propagateShardings(block, ba);
+    EXPECT_EQ(dimAxesStr(blockPlan.of("fc_w")), "[_, model]");
+    EXPECT_EQ(dimAxesStr(blockPlan.of("fc_proj_w")), "[model, _]");
+    bool heads = std::string(tp) != "tp";
+    EXPECT_EQ(dimAxesStr(blockPlan.of("attn_w")), heads ? "[_, model]" : "[_, _]");
+    EXPECT_EQ(dimAxesStr(blockPlan.of("attn_b")), heads ? "[model]" : "[_]");
+    EXPECT_EQ(dimAxesStr(blockPlan.of("proj_w")), heads ? "[model, _]" : "[_, _]");
+    expectPartitionMatches(block, 1e-9, {{"B", 4}, {"T", 3}});
+  }
 }
 
 // Attention with separate q, k and v projections (Megatron's layout): the
@@ -320,7 +327,7 @@ TEST(Sharding, TensorParallelPresetSplitsAttentionHeads) {
 }
 
 // A fused QKV projection (GPT-2's c_attn: one [d, 3d] weight, its output
-// split into q, k and v): --preset tp takes the weight, its bias and their
+// split into q, k and v): --preset tp-head-blocked takes the weight, its bias and their
 // gradients in head-blocked column order (device r's block is q_r | k_r |
 // v_r) and splits them by columns, the output projection by rows. The
 // rewritten program equals the original on head-blocked weights (its
@@ -345,7 +352,7 @@ TEST(Sharding, TensorParallelPresetSplitsFusedQkvByHeads) {
     const Graph original = autodiff::buildJointGraph(t.graph(), {}).graph;
     Graph g = original;
     g.meshes = {Mesh{"mesh", {"model"}, {parts}}};
-    applyPreset(g, "tp");
+    applyPreset(g, "tp-head-blocked");
     GraphAnalysis a = analyzeGraph(g, "fused");
     ShardingPlan plan = propagateShardings(g, a);
     EXPECT_EQ(dimAxesStr(plan.of("qkv_w")), "[_, model]");

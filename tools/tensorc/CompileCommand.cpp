@@ -109,7 +109,7 @@ void addCompileCommand(CLI::App &app) {
                   "partition into the program each device runs (SPMD) over this mesh, AXIS=SIZE,... "
                   "(docs/sharding.md)");
   cmd->add_option("--shard", args->shardings,
-                  "with --mesh: ddp, fsdp, tp (presets) or NAME=DIMS for an input or node (per dim `_` or "
+                  "with --mesh: ddp, fsdp, tp, tp-head-blocked (presets) or NAME=DIMS for an input or node (per dim `_` or "
                   "mesh axes joined by +); repeatable");
   cmd->add_option("--optimizer", args->optimizer, "with --train: sgd (default), momentum or adamw")
       ->check(CLI::IsMember({"sgd", "momentum", "adamw"}));

@@ -48,11 +48,13 @@ void addShardCommand(CLI::App &app) {
                   "the device mesh, AXIS=SIZE,... (e.g. data=2,model=2); default: the graph's one mesh");
   cmd->add_option("--preset", args->preset,
                   "ddp: data inputs split along dim 0 over `data`; fsdp: parameters, optimizer "
-                  "state and gradients too; tp: Megatron pairs of linear layers over `model`")
-      ->check(CLI::IsMember({"ddp", "fsdp", "tp"}));
+                  "state and gradients too; tp: Megatron pairs of linear layers over `model`; "
+                  "tp-head-blocked: tp, and fused QKV projections by heads (their weights in head-blocked "
+                  "column order)")
+      ->check(CLI::IsMember({"ddp", "fsdp", "tp", "tp-head-blocked"}));
   cmd->add_option("--shard", args->shardings,
                   "NAME=DIMS for an input or node: per dim `_` or mesh axes joined by + "
-                  "(x=data,_  w1=_,model), or a preset (ddp, fsdp, tp); repeatable; annotations win "
+                  "(x=data,_  w1=_,model), or a preset (ddp, fsdp, tp, tp-head-blocked); repeatable; annotations win "
                   "over presets");
   cmd->add_option("--emit", args->emit, "json (a graph file, the default) or mlir")
       ->check(CLI::IsMember({"mlir", "json"}));
