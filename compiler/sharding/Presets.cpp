@@ -232,7 +232,8 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
         blocks.push_back(b);
       }
       backward.push_back(node(C + ".parts_major", "concat", blocks, {{"axis", rank - 3}}));
-      backward.push_back(node(C + ".head_blocks", "transpose", {C + ".parts_major"}, {{"dim0", rank - 3}, {"dim1", rank - 2}}));
+      backward.push_back(
+          node(C + ".head_blocks", "transpose", {C + ".parts_major"}, {{"dim0", rank - 3}, {"dim1", rank - 2}}));
       backward.push_back(node(C, "reshape", {C + ".head_blocks"}, {{"shape", shapeOf({Dim::of(plan.k * plan.D)})}}));
     }
     std::vector<Node> nodes;
@@ -375,14 +376,6 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
       fused = headBlockFusedProjections(g, parts, &reaching);
   }
   const LinearLayers layers(g);
-  auto weightOf = [&](const Node &n) { return layers.weightOf(n); };
-  auto elementwise = [](const Node &n) { return LinearLayers::elementwise(n); };
-  auto trainable2d = [&](const std::string &ref) { return layers.trainable2d(ref); };
-  const auto &producers = layers.producers;
-  const auto &inputs = layers.inputs;
-  auto secondLayer = [&](const std::string &value, std::vector<std::string> &biases) {
-    return layers.secondLayer(value, biases);
-  };
   auto shardDim = [&](const std::string &name, int64_t rank, int64_t dim) {
     for (GraphInput &in : g.inputs)
       if (in.name == name && !in.sharding) {
@@ -395,7 +388,7 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
   // output projection like separate q, k and v layers.
   for (const FusedProjection &f : fused) {
     std::vector<std::string> biases = f.biases;
-    const Node *second = secondLayer(f.firstPart, biases);
+    const Node *second = layers.secondLayer(f.firstPart, biases);
     if (!second || firsts.count(second->name))
       continue;
     firsts.insert(f.matmul);
@@ -403,7 +396,7 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
     shardDim(f.weight, 2, f.transposed ? 0 : 1);
     for (const std::string &b : biases)
       shardDim(b, 1, 0);
-    std::optional<LinearWeight> w2 = weightOf(*second);
+    std::optional<LinearWeight> w2 = layers.weightOf(*second);
     shardDim(w2->name, 2, w2->transposed ? 1 : 0);
     std::string names = f.weight;
     for (const std::string &b : f.biases)
@@ -418,14 +411,14 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
                     "\"Fused projections\")");
   }
   for (const Node &first : g.nodes) {
-    std::optional<LinearWeight> w1 = weightOf(first);
+    std::optional<LinearWeight> w1 = layers.weightOf(first);
     if (!w1 || firsts.count(first.name) || seconds.count(first.name))
       continue;
     std::vector<std::string> biases;
-    const Node *second = secondLayer(first.name, biases);
+    const Node *second = layers.secondLayer(first.name, biases);
     if (!second || firsts.count(second->name))
       continue;
-    std::optional<LinearWeight> w2 = weightOf(*second);
+    std::optional<LinearWeight> w2 = layers.weightOf(*second);
     firsts.insert(first.name);
     seconds.insert(second->name);
     shardDim(w1->name, 2, w1->transposed ? 0 : 1); // columns: the output features
@@ -444,12 +437,12 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
     std::string value = parseValueRef(ce.args[0].value).producer;
     std::vector<std::string> biases;
     for (int hops = 0; hops < 8; ++hops) {
-      auto p = producers.find(value);
-      if (p == producers.end())
+      auto p = layers.producers.find(value);
+      if (p == layers.producers.end())
         break;
       const Node &n = *p->second;
-      if (std::optional<LinearWeight> w = weightOf(n)) {
-        const Dim &classes = inputs.at(w->name)->spec.shape[w->transposed ? 0 : 1];
+      if (std::optional<LinearWeight> w = layers.weightOf(n)) {
+        const Dim &classes = layers.inputs.at(w->name)->spec.shape[w->transposed ? 0 : 1];
         if (!firsts.count(n.name) && !seconds.count(n.name) && classes.isStatic() && classes.value() % parts == 0) {
           shardDim(w->name, 2, w->transposed ? 0 : 1);
           for (const std::string &b : biases)
@@ -457,15 +450,16 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
         }
         break;
       }
-      if (!elementwise(n))
+      if (!LinearLayers::elementwise(n))
         break;
       std::string next;
       for (const Arg &a : n.args) {
         if (a.kind != Arg::Kind::Value)
           continue;
-        if (inputs.count(a.value) && inputs.at(a.value)->trainable && inputs.at(a.value)->spec.rank() == 1)
+        if (layers.inputs.count(a.value) && layers.inputs.at(a.value)->trainable &&
+            layers.inputs.at(a.value)->spec.rank() == 1)
           biases.push_back(a.value);
-        else if (producers.count(parseValueRef(a.value).producer) && next.empty())
+        else if (layers.producers.count(parseValueRef(a.value).producer) && next.empty())
           next = parseValueRef(a.value).producer;
       }
       value = next;
@@ -478,7 +472,7 @@ std::vector<std::string> tensorParallel(Graph &g, const Mesh mesh, bool headBloc
   for (const Node &n : g.nodes) {
     if (n.op != "embedding" || n.args.size() < 2 || n.args[1].kind != Arg::Kind::Value)
       continue;
-    const GraphInput *table = trainable2d(n.args[1].value);
+    const GraphInput *table = layers.trainable2d(n.args[1].value);
     if (!table || !table->spec.shape[0].isStatic() || table->spec.shape[0].value() % parts != 0)
       continue;
     shardDim(table->name, 2, 0);

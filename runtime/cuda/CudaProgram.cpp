@@ -980,26 +980,28 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
   // touches any of it (its output read, its operand's buffer reused by the
   // memory plan) first makes the launch's stream wait; the launch ends
   // waiting for the rest, so its stream's order covers everything.
+  using Memory = std::vector<std::pair<DevicePtr, size_t>>; // (start, bytes)
   struct Pending {
     void *done;
-    std::vector<std::pair<DevicePtr, size_t>> memory;
+    Memory memory;
   };
   std::vector<Pending> pending;
   size_t issued = 0;
-  auto waitForCollectivesTouching = [&](size_t first) {
+  // Whether the steps from `first` (its chain) read or write `memory`.
+  auto touches = [&](size_t first, const Memory &memory) {
     size_t last = first;
     while (a.steps[last].chainNext && last + 1 < a.steps.size())
       ++last;
-    auto overlaps = [](std::pair<DevicePtr, size_t> x, DevicePtr p, size_t bytes) {
-      return x.second && bytes && p < x.first + x.second && x.first < p + bytes;
-    };
+    for (size_t si = first; si <= last; ++si)
+      for (int v : a.steps[si].operands)
+        for (const auto &[p, bytes] : memory)
+          if (bytes && bytesOf(v) && ptr[size_t(v)] < p + bytes && p < ptr[size_t(v)] + bytesOf(v))
+            return true;
+    return false;
+  };
+  auto waitForCollectivesTouching = [&](size_t first) {
     for (auto it = pending.begin(); it != pending.end();) {
-      bool touched = false;
-      for (size_t si = first; si <= last && !touched; ++si)
-        for (int v : a.steps[si].operands)
-          for (const std::pair<DevicePtr, size_t> &m : it->memory)
-            touched |= overlaps(m, ptr[size_t(v)], bytesOf(v));
-      if (touched) {
+      if (touches(first, it->memory)) {
         driver_.wait(stream, it->done);
         it = pending.erase(it);
       } else {
@@ -1033,12 +1035,12 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
                    s.symbol.c_str(), k.shape.name().c_str(), (long long)grid);
     return "kernel " + s.symbol + "_" + k.shape.name();
   };
-  // Queues step si (a chain: steps si..last); returns last and what ran.
   // A collective group whose operands are computed (`queued` recorded on
   // the launch's stream) but not yet handed to NCCL.
   struct Deferred {
     size_t first, last;
     size_t ordinal; // its event pair: workspace.commEvents[2 * ordinal], [2 * ordinal + 1]
+    Memory memory;  // what its collectives read and write
   };
   std::optional<Deferred> deferred;
   auto elementsOf = [&](int v) {
@@ -1063,21 +1065,18 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         workspace.commTimes.push_back(driver_.createEvent());
       driver_.record(workspace.commTimes[2 * ordinal], workspace.comm);
     }
-    Pending p{done, {}};
     if (d.last > d.first)
       Nccl::process().groupStart();
-    for (size_t k = d.first; k <= d.last; ++k) {
-      for (int v : a.steps[k].operands)
-        p.memory.push_back({ptr[size_t(v)], bytesOf(v)});
+    for (size_t k = d.first; k <= d.last; ++k)
       runCollective(a.steps[k], workspace.comm);
-    }
     if (d.last > d.first)
       Nccl::process().groupEnd();
     driver_.record(done, workspace.comm);
     if (workspace.traceComm)
       driver_.record(workspace.commTimes[2 * ordinal + 1], workspace.comm);
-    pending.push_back(std::move(p));
+    pending.push_back(Pending{done, d.memory});
   };
+  // Queues step si (a chain: steps si..last); returns last and what ran.
   auto launchGroup = [&](size_t si) -> std::pair<size_t, std::string> {
     const Step &s = a.steps[si];
     if (s.kind == Step::Kind::Matmul) {
@@ -1183,7 +1182,10 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       std::string what = last > si ? "NCCL group of " + std::to_string(last - si + 1) + " collectives"
                                    : std::string("NCCL ") + artifact::CollectiveStep::opName(s.collective.op);
       driver_.record(queued, stream);
-      Deferred d{si, last, issued - 1};
+      Deferred d{si, last, issued - 1, {}};
+      for (size_t k = si; k <= last; ++k)
+        for (int v : a.steps[k].operands)
+          d.memory.push_back({ptr[size_t(v)], bytesOf(v)});
       // Handed to NCCL once the next compute step is queued (the
       // collective still waits only for `queued`): under CUDA graphs the
       // DDP step took 1.249-1.256 ms issuing at once, 1.243-1.245 so (2x
@@ -1241,24 +1243,10 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     }
     return {si, launchStep(si, /*tune=*/true)};
   };
-  // Whether the steps from `first` (its chain) touch memory of a deferred group.
-  auto touchesDeferred = [&](size_t first) {
-    size_t last = first;
-    while (a.steps[last].chainNext && last + 1 < a.steps.size())
-      ++last;
-    for (size_t k = deferred->first; k <= deferred->last; ++k)
-      for (int c : a.steps[k].operands)
-        for (size_t si = first; si <= last; ++si)
-          for (int v : a.steps[si].operands)
-            if (bytesOf(c) && bytesOf(v) && ptr[size_t(v)] < ptr[size_t(c)] + bytesOf(c) &&
-                ptr[size_t(c)] < ptr[size_t(v)] + bytesOf(v))
-              return true;
-    return false;
-  };
   for (size_t si = 0; si < a.steps.size(); ++si) {
     std::optional<Deferred> issueAfter;
     if (deferred) {
-      if (a.steps[si].kind == Step::Kind::Collective || touchesDeferred(si))
+      if (a.steps[si].kind == Step::Kind::Collective || touches(si, deferred->memory))
         issueCollectives(*deferred); // in order, and before a step that needs it
       else
         issueAfter = deferred;

@@ -50,7 +50,7 @@ public:
   // for another rank return, and this process's NCCL is unusable after.
   // False where the abort did not return within `seconds`: NCCL's
   // symmetric kernels waiting for a lost rank kept ncclCommAbort spinning
-  // (2x H200, NCCL 2.28.3), so it runs on a thread of its own and the
+  // (2x H200, NCCL 2.28.3 and 2.28.9), so it runs on a thread of its own and the
   // caller decides what to do with a GPU those kernels still hold.
   bool abortWithin(double seconds);
 
@@ -84,7 +84,7 @@ public:
 private:
   Nccl();
   void *group(const std::vector<int64_t> &devices);
-  DevicePtr allocateWindowLocked(size_t bytes);
+  DevicePtr allocateWindowLocked(size_t bytes); // allocateWindow with mutex_ held
   // Deregisters `memory`'s windows and frees it (mutex_ held).
   void release(void *memory, const std::vector<std::pair<void *, void *>> &registrations);
   std::unique_ptr<NcclApi> api_;
