@@ -23,7 +23,7 @@ std::string key(const std::string &ref) {
 } // namespace
 
 JointGraph buildJointGraph(const Graph &original, const AutodiffOptions &options) {
-  const Graph forward = options.separateBackward ? prepareForAutodiff(original) : original;
+  const Graph forward = withoutChecks(options.separateBackward ? prepareForAutodiff(original) : original);
   const std::string where = "autodiff " + forward.name;
   GraphAnalysis analysis = analyzeGraph(forward, where);
   std::set<std::string> inputNames;

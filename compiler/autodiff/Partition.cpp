@@ -372,8 +372,9 @@ int64_t estimateFlops(const TypedNode &n, const std::map<std::string, int64_t> &
   return std::max(in, out);
 }
 
-PartitionResult partitionJointGraph(const Graph &forwardGraph, const JointGraph &joint,
+PartitionResult partitionJointGraph(const Graph &given, const JointGraph &joint,
                                     const PartitionOptions &options) {
+  const Graph forwardGraph = withoutChecks(given);
   GraphAnalysis analysis = analyzeGraph(joint.graph, "partition " + joint.graph.name);
   std::map<std::string, int64_t> dims = options.dims;
   for (const GraphInput &in : joint.graph.inputs)

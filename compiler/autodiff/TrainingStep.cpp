@@ -18,7 +18,8 @@ Optimizer parseOptimizer(const std::string &name) {
   fail("unknown optimizer \"" + name + "\" (expected sgd, momentum or adamw)");
 }
 
-TrainingStep buildTrainingStep(const Graph &forwardGraph, const TrainingStepOptions &options) {
+TrainingStep buildTrainingStep(const Graph &given, const TrainingStepOptions &options) {
+  const Graph forwardGraph = withoutChecks(given);
   Graph forward = forwardGraph;
   AutodiffOptions autodiffOptions = options.autodiff;
   const LossScalingOptions &scaling = options.lossScaling;

@@ -162,6 +162,8 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const Graph &g, const GraphA
   b.create<func::ReturnOp>(fileLoc, results);
   for (size_t i = 0; i < g.outputs.size(); ++i)
     fn.setResultAttr(i, "tc.name", b.getStringAttr(g.outputs[i]));
+  for (size_t c = 0; c < g.checks.size(); ++c)
+    fn.setResultAttr(g.resultCount() + c, "tc.check", b.getStringAttr(g.checks[c]));
   verifyModule(*module, where);
   return module;
 }
@@ -338,6 +340,13 @@ Graph exportGraph(ModuleOp module) {
       visit(op);
   };
   visitBlock(fn.getBody().front());
+  for (unsigned i = 0; i < fn.getNumResults(); ++i)
+    if (auto message = fn.getResultAttrOfType<StringAttr>(i, "tc.check")) {
+      g.checks.push_back(message.str());
+    } else {
+      check(g.checks.empty(), "result " + std::to_string(i) + " of @" + g.name +
+                                  " follows a run-time check (tc.check): checks are the last results");
+    }
   return g;
 }
 

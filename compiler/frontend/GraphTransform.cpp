@@ -15,7 +15,8 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
   // outputs return one value) the exported graph would rename it. The
   // transforms keep the outputs' number and order (tensorc-run-checks
   // appends), so the names are put back, with every other result attribute
-  // (tc.check).
+  // but tc.check: the graph carries its checks (Graph::checks), which
+  // import marks, and a transform may drop them (autodiff).
   std::vector<mlir::DictionaryAttr> outputAttrs;
   module.walk([&](mlir::func::FuncOp fn) {
     for (unsigned i = 0; i < fn.getNumResults(); ++i)
@@ -36,7 +37,8 @@ mlir::LogicalResult transformModuleAsGraph(mlir::ModuleOp module, const std::str
       for (unsigned i = 0; i < fn.getNumResults() && next < outputAttrs.size(); ++i, ++next)
         if (outputAttrs[next])
           for (mlir::NamedAttribute attr : outputAttrs[next])
-            fn.setResultAttr(i, attr.getName(), attr.getValue());
+            if (attr.getName() != "tc.check")
+              fn.setResultAttr(i, attr.getName(), attr.getValue());
     });
     return mlir::success();
   } catch (const Error &e) {

@@ -92,11 +92,26 @@ struct Graph {
   std::vector<GraphInput> inputs;
   std::vector<Node> nodes;
   std::vector<std::string> outputs; // value references
+  // Run-time checks (compiler/transforms/RunChecks.h): the last
+  // checks.size() outputs are i32 scalar flags, not results; a run where
+  // one is non-zero fails with its message. Kept through partitioning, where
+  // they are checked on each device's values (docs/sharding.md).
+  std::vector<std::string> checks;
+  size_t resultCount() const { return outputs.size() - checks.size(); }
   bool operator==(const Graph &o) const {
     return name == o.name && dims == o.dims && meshes == o.meshes && inputs == o.inputs &&
-           nodes == o.nodes && outputs == o.outputs;
+           nodes == o.nodes && outputs == o.outputs && checks == o.checks;
   }
 };
+
+// `g` without its run-time checks (their outputs; the nodes computing them
+// stay for dead-code elimination). Differentiation drops them: they are not
+// part of the function, and compiling the result checks its ops again.
+inline Graph withoutChecks(Graph g) {
+  g.outputs.resize(g.resultCount());
+  g.checks.clear();
+  return g;
+}
 
 // A value reference split into its producer and result index: "h:1" -> (h, 1).
 struct ValueRef {

@@ -305,6 +305,18 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
     check(it != result.values.end(), where + ": output \"" + out + "\" is not defined");
     result.outputs.push_back(it->second);
   }
+  // A graph being built (no outputs required) may hold its checks before
+  // its outputs.
+  if (!requireOutputs)
+    return result;
+  check(g.checks.size() <= g.outputs.size(),
+        where + ": " + std::to_string(g.checks.size()) + " run-time checks but " +
+            std::to_string(g.outputs.size()) + " outputs");
+  for (size_t o = g.resultCount(); o < g.outputs.size(); ++o)
+    check(result.outputs[o].dtype == DType::I32 && result.outputs[o].rank() == 0,
+          where + ": output \"" + g.outputs[o] + "\" is a run-time check (\"" +
+              g.checks[o - g.resultCount()] + "\") and must be an i32 scalar, not " +
+              result.outputs[o].str());
   return result;
 }
 

@@ -274,7 +274,7 @@ struct Reader {
     if (!j.is_object())
       fail(where + ": the top level must be an object, got " + typeName(j));
     fieldsIn(j, "graph",
-             {"format", "version", "name", "dims", "meshes", "inputs", "nodes", "outputs"});
+             {"format", "version", "name", "dims", "meshes", "inputs", "nodes", "outputs", "checks"});
     if (string(field(j, "format", "graph"), "format") != "tensorc.graph")
       error("format", "must be \"tensorc.graph\"");
     int64_t version = integer(field(j, "version", "graph"), "version");
@@ -332,6 +332,13 @@ struct Reader {
     for (const Json &n : array(field(j, "nodes", "graph"), "nodes"))
       g.nodes.push_back(node(n, index++));
     g.outputs = strings(field(j, "outputs", "graph"), "outputs");
+    if (j.contains("checks")) {
+      g.checks = strings(j["checks"], "checks");
+      if (g.checks.size() > g.outputs.size())
+        error("checks", std::to_string(g.checks.size()) + " run-time checks but " +
+                            std::to_string(g.outputs.size()) +
+                            " outputs (a check is one of the last outputs)");
+    }
     return g;
   }
 };
@@ -535,6 +542,8 @@ std::string writeGraphJson(const Graph &g) {
   }
   j["nodes"] = nodes;
   j["outputs"] = g.outputs;
+  if (!g.checks.empty())
+    j["checks"] = g.checks;
   return j.dump(2) + "\n";
 }
 

@@ -206,12 +206,18 @@ interpretSpmd(const Graph &g, const GraphAnalysis &analysis,
       fail("node \"" + typed.node->name + "\" (" + typed.node->op + "): " + e.what());
     }
   }
+  // Outputs, then the run-time checks (Graph::checks), raised as compiled
+  // code raises them: after the run, each device's own.
   for (size_t d = 0; d < inputs.size(); ++d)
-    for (const std::string &out : g.outputs) {
-      auto it = values[d].find(out);
+    for (size_t o = 0; o < g.outputs.size(); ++o) {
+      auto it = values[d].find(g.outputs[o]);
       if (it == values[d].end())
-        it = values[d].find(out + ":0");
-      results[d].outputs.push_back(it->second);
+        it = values[d].find(g.outputs[o] + ":0");
+      if (o < g.resultCount())
+        results[d].outputs.push_back(it->second);
+      else if (it->second.getI(0) != 0)
+        fail((inputs.size() == 1 ? "" : "device " + std::to_string(d) + ": ") +
+             g.checks[o - g.resultCount()]);
     }
   return results;
 }

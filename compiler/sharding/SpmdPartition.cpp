@@ -96,8 +96,16 @@ public:
     }
     for (const TypedNode &n : analysis.nodes)
       partitionNode(n);
-    for (const std::string &ref : global.outputs) {
+    for (size_t o = 0; o < global.outputs.size(); ++o) {
+      const std::string &ref = global.outputs[o];
       std::string canonical = canonicalRef(global, ref);
+      if (o >= global.resultCount()) {
+        // A run-time check is each device's own flag (over its own indices,
+        // a partial maximum left incomplete): no collective per step.
+        t.output(values.at(canonical).tensor);
+        out.outputShardings.push_back(values.at(canonical).dims);
+        continue;
+      }
       auto atOutput = plan.outputTargets.find(canonical);
       DimAxes target = options.replicateOutputs ? DimAxes(values.at(canonical).dims.size())
                        : atOutput != plan.outputTargets.end() ? atOutput->second
@@ -108,6 +116,7 @@ public:
     }
     out.local = t.graph();
     out.local.dims = global.dims;
+    out.local.checks = global.checks;
     keepOutputNames(out.local);
     out.communication = std::move(communication);
     return out;

@@ -61,10 +61,12 @@ private:
 
 } // namespace
 
-CheckedGraph addRunChecks(const Graph &graph, const std::string &where) {
+Graph addRunChecks(const Graph &graph, const std::string &where) {
+  if (!graph.checks.empty())
+    return graph;
   GraphAnalysis a = analyzeGraph(graph, where);
-  CheckedGraph out{graph, {}};
-  CheckBuilder builder(out.graph);
+  Graph out = graph;
+  CheckBuilder builder(out);
   for (const TypedNode &t : a.nodes) {
     const Node &n = *t.node;
     std::string what = "node \"" + n.name + "\" (" + n.op + ")";
@@ -92,9 +94,8 @@ CheckedGraph addRunChecks(const Graph &graph, const std::string &where) {
                           const std::string &message) {
       if (n.args[arg].kind != Arg::Kind::Value || !isInteger(t.argTypes[arg]->dtype))
         return;
-      out.graph.outputs.push_back(
-          builder.outOfRange(n.name, n.args[arg].value, *t.argTypes[arg], size, ignore));
-      out.messages.push_back(what + ": " + message);
+      out.outputs.push_back(builder.outOfRange(n.name, n.args[arg].value, *t.argTypes[arg], size, ignore));
+      out.checks.push_back(what + ": " + message);
     };
     if (n.op == "cross_entropy") {
       const TensorSpec &logits = *t.argTypes[0];

@@ -8,6 +8,7 @@
 #include "compiler/graph/GraphJson.h"
 #include "compiler/sharding/Presets.h"
 #include "compiler/sharding/SpmdPartition.h"
+#include "compiler/transforms/RunChecks.h"
 #include "ir/core/Error.h"
 
 #include <algorithm>
@@ -60,7 +61,7 @@ SpmdProgram expectPartitionMatches(const Graph &g, double tol = 1e-12,
                                shardOf(inputs.at(g.inputs[i].name), spmd.inputShardings[i], plan.mesh, d));
   std::vector<InterpreterResult> got = interpretSpmd(spmd.local, la, local);
   for (int64_t d = 0; d < devices; ++d)
-    for (size_t o = 0; o < g.outputs.size(); ++o) {
+    for (size_t o = 0; o < g.resultCount(); ++o) {
       HostTensor expected = shardOf(want[o], spmd.outputShardings[o], plan.mesh, d);
       const HostTensor &out = got[size_t(d)].outputs[o];
       EXPECT_EQ(out.shape(), expected.shape()) << g.outputs[o] << " on device " << d;
@@ -478,6 +479,55 @@ TEST(Sharding, VocabParallelCrossEntropy) {
     EXPECT_EQ(dimAxesStr(plan.of("head_b")), "[model]");
     SpmdProgram p = expectPartitionMatches(g, 1e-10);
     EXPECT_FALSE(communicates(p, "all_gather")) << report(p);
+  }
+}
+
+// A vocab-parallel cross-entropy's targets are checked as in the global
+// program (a target outside the classes is in no device's block of
+// classes): the checks, added before partitioning, stay each device's own
+// (no collective) and fail the run naming the device whose target is bad.
+TEST(Sharding, RunChecksOfVocabParallelCrossEntropy) {
+  Tracer t("head");
+  Tensor x = t.input("x", DType::F64, {8, 6});
+  Tensor target = t.input("target", DType::I64, {8});
+  Tensor w = t.parameter("head_w", DType::F64, {6, 12});
+  t.output(cross_entropy(matmul(x, w), target).named("loss"));
+  Graph unchecked = autodiff::buildJointGraph(t.graph(), {}).graph;
+  shard(unchecked, Mesh{"mesh", {"data", "model"}, {2, 2}},
+        {{"x", {{"data"}, {}}}, {"target", {{"data"}}}, {"head_w", {{}, {"model"}}}});
+  Graph g = transforms::addRunChecks(unchecked, "test");
+  ASSERT_EQ(g.checks.size(), 1u);
+  EXPECT_NE(g.checks[0].find("outside the classes [0, 12)"), std::string::npos) << g.checks[0];
+  auto partition = [](const Graph &graph) {
+    GraphAnalysis a = analyzeGraph(graph, "global");
+    return partitionSpmd(graph, a, propagateShardings(graph, a));
+  };
+  SpmdProgram p = partition(g);
+  EXPECT_EQ(p.local.checks, g.checks);
+  EXPECT_EQ(p.communication.size(), partition(unchecked).communication.size()) << report(p);
+  expectPartitionMatches(g, 1e-10); // the results are unchanged
+  GraphAnalysis la = analyzeGraph(p.local, "local");
+  std::map<std::string, HostTensor> global = randomInputs(g, freshSeed(), {});
+  for (int64_t bad : {-1, 12, 0}) {
+    SCOPED_TRACE("target " + std::to_string(bad));
+    global.at("target").setI(6, bad); // row 6: the second half of the batch (devices 2, 3)
+    std::vector<std::map<std::string, HostTensor>> local(4);
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      for (int64_t d = 0; d < 4; ++d)
+        local[size_t(d)].emplace(g.inputs[i].name,
+                                 shardOf(global.at(g.inputs[i].name), p.inputShardings[i], p.local.meshes[0], d));
+    if (bad == 0) {
+      EXPECT_EQ(interpretSpmd(p.local, la, local)[0].outputs.size(), g.resultCount());
+      continue;
+    }
+    try {
+      interpretSpmd(p.local, la, local);
+      ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("device 2: node \"loss\" (cross_entropy): a target is outside"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -245,10 +245,8 @@ void addCompileCommand(CLI::App &app) {
       for (const std::string &s : args->shardings)
         (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
       try {
-        applyShardOptions(model->graph, args->mesh, presets, annotations);
-        GraphAnalysis global = analyzeGraph(model->graph, args->file);
-        model->graph = sharding::partitionSpmd(model->graph, global,
-                                               sharding::propagateShardings(model->graph, global))
+        model->graph = partitionWithOptions(model->graph, args->file, args->mesh, presets, annotations,
+                                            !args->noRunChecks)
                            .local;
       } catch (const Error &e) {
         fail(args->file + ": " + e.what());

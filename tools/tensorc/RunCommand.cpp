@@ -48,6 +48,11 @@ std::string compileForCpu(Model &model, const std::string &file) {
   }
 }
 
+// The outputs that are results, not run-time checks.
+std::vector<std::string> resultNames(const Graph &graph) {
+  return {graph.outputs.begin(), graph.outputs.begin() + std::ptrdiff_t(graph.resultCount())};
+}
+
 // `--devices N`: every device's inputs, the SPMD interpreter, then each
 // device's outputs (under OUTPUT_DIR/deviceD with --output-dir).
 void runSpmd(Model &model, const std::map<std::string, HostTensor> &given, const RunArgs &args,
@@ -72,7 +77,7 @@ void runSpmd(Model &model, const std::map<std::string, HostTensor> &given, const
     if (!args.outputDir.empty())
       perDevice.outputDir =
           (std::filesystem::path(args.outputDir) / ("device" + std::to_string(d))).string();
-    printOutputs(model.graph.outputs, results[size_t(d)].outputs, results[size_t(d)].bindings,
+    printOutputs(resultNames(model.graph), results[size_t(d)].outputs, results[size_t(d)].bindings,
                  perDevice);
   }
 }
@@ -134,7 +139,7 @@ void addRunCommand(CLI::App &app) {
         fail(args->file + ": " + e.what());
       }
     }
-    printOutputs(model->graph.outputs, result.outputs, result.bindings, *args);
+    printOutputs(resultNames(model->graph), result.outputs, result.bindings, *args);
   });
 }
 

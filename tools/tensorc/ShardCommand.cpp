@@ -21,7 +21,7 @@ namespace {
 struct ShardArgs {
   std::string file, output = "-", emit = "json", mesh, preset;
   std::vector<std::string> shardings;
-  bool report = false;
+  bool report = false, noRunChecks = false;
 };
 
 std::string bytesStr(int64_t bytes) {
@@ -56,6 +56,9 @@ void addShardCommand(CLI::App &app) {
                   "NAME=DIMS for an input or node: per dim `_` or mesh axes joined by + "
                   "(x=data,_  w1=_,model), or a preset (ddp, fsdp, tp, tp-head-blocked); repeatable; annotations win "
                   "over presets");
+  cmd->add_flag("--no-run-checks", args->noRunChecks,
+                "leave out the run-time checks of indices (cross-entropy targets, embedding and gather "
+                "indices), which the global program gets before partitioning");
   cmd->add_option("--emit", args->emit, "json (a graph file, the default) or mlir")
       ->check(CLI::IsMember({"mlir", "json"}));
   cmd->add_option("-o,--output", args->output, "output path, - for stdout (the default)");
@@ -71,10 +74,7 @@ void addShardCommand(CLI::App &app) {
         presets.push_back(args->preset);
       for (const std::string &s : args->shardings)
         (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
-      applyShardOptions(g, args->mesh, presets, annotations);
-      GraphAnalysis analysis = analyzeGraph(g, args->file);
-      sharding::ShardingPlan plan = sharding::propagateShardings(g, analysis);
-      spmd = sharding::partitionSpmd(g, analysis, plan);
+      spmd = partitionWithOptions(g, args->file, args->mesh, presets, annotations, !args->noRunChecks);
     } catch (const Error &e) {
       fail(args->file + ": " + e.what());
     }
@@ -94,7 +94,7 @@ void addShardCommand(CLI::App &app) {
       for (size_t i = 0; i < g.inputs.size(); ++i)
         std::cout << "  input " << g.inputs[i].name << " " << sharding::dimAxesStr(spmd.inputShardings[i])
                   << "\n";
-      for (size_t i = 0; i < g.outputs.size(); ++i)
+      for (size_t i = 0; i < g.resultCount(); ++i)
         std::cout << "  output " << g.outputs[i] << " " << sharding::dimAxesStr(spmd.outputShardings[i])
                   << "\n";
       int64_t total = 0;

@@ -2,6 +2,7 @@
 
 #include "compiler/sharding/Presets.h"
 #include "compiler/sharding/Propagation.h"
+#include "compiler/transforms/RunChecks.h"
 #include "ir/core/Error.h"
 
 namespace tensorc::cli {
@@ -105,6 +106,19 @@ void applyShardOptions(Graph &g, const std::string &meshText, const std::vector<
   for (const std::string &preset : presets)
     for (const std::string &note : sharding::applyPreset(g, preset))
       std::fprintf(stderr, "tensorc: --shard %s: %s\n", preset.c_str(), note.c_str());
+}
+
+sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &where, const std::string &mesh,
+                                           const std::vector<std::string> &presets,
+                                           const std::vector<std::string> &annotations, bool runChecks) {
+  applyShardOptions(graph, mesh, presets, annotations);
+  // Checked before partitioning: the global ops' index ranges (a target
+  // outside the classes of a vocab-parallel cross-entropy is in no device's
+  // block, and no local op could tell).
+  if (runChecks)
+    graph = transforms::addRunChecks(graph, where);
+  GraphAnalysis analysis = analyzeGraph(graph, where);
+  return sharding::partitionSpmd(graph, analysis, sharding::propagateShardings(graph, analysis));
 }
 
 } // namespace tensorc::cli

@@ -2,7 +2,7 @@
 // (`data=2,model=2`), presets (ddp, fsdp) and annotations (`w1=_,model`).
 #pragma once
 
-#include "compiler/graph/Graph.h"
+#include "compiler/sharding/SpmdPartition.h"
 
 #include <string>
 #include <vector>
@@ -14,5 +14,13 @@ namespace tensorc::cli {
 // what they leave. Throws Error naming the bad option.
 void applyShardOptions(Graph &graph, const std::string &mesh, const std::vector<std::string> &presets,
                        const std::vector<std::string> &annotations);
+
+// The per-device program of `graph` under the options: applyShardOptions,
+// the global program's run-time checks (unless `runChecks` is false:
+// compiler/transforms/RunChecks.h), propagation, SPMD partitioning.
+// `graph` keeps the shardings and checks put on it. Throws Error.
+sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &where, const std::string &mesh,
+                                           const std::vector<std::string> &presets,
+                                           const std::vector<std::string> &annotations, bool runChecks);
 
 } // namespace tensorc::cli
