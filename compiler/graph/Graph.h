@@ -97,7 +97,7 @@ struct Graph {
   // one is non-zero fails with its message. Kept through partitioning, where
   // they are checked on each device's values (docs/sharding.md).
   std::vector<std::string> checks;
-  size_t resultCount() const { return outputs.size() - checks.size(); }
+  size_t resultCount() const { return outputs.size() > checks.size() ? outputs.size() - checks.size() : 0; }
   bool operator==(const Graph &o) const {
     return name == o.name && dims == o.dims && meshes == o.meshes && inputs == o.inputs &&
            nodes == o.nodes && outputs == o.outputs && checks == o.checks;
