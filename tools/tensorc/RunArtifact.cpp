@@ -176,7 +176,7 @@ readGivenInputs(const RunArgs &args, const std::vector<std::pair<std::string, DT
 
 std::vector<HostTensor> runExecutable(const std::shared_ptr<runtime::Executable> &exe,
                                       std::map<std::string, HostTensor> &inputs, int bench,
-                                      std::map<std::string, int64_t> &bindings) {
+                                      std::map<std::string, int64_t> &bindings, int64_t deviceIndex) {
   runtime::Session session(exe);
   std::vector<runtime::TensorView> in;
   for (const runtime::TensorInfo &i : exe->inputs())
@@ -217,7 +217,7 @@ std::vector<HostTensor> runExecutable(const std::shared_ptr<runtime::Executable>
                     pct(device, 0.5), pct(device, 0), pct(device, 0.9));
     }
   } catch (const runtime::Error &e) {
-    fail(e.what());
+    fail((deviceIndex >= 0 ? "device " + std::to_string(deviceIndex) + ": " : std::string()) + e.what());
   }
   bindings = session.bindings();
   return out;
@@ -290,7 +290,7 @@ void runArtifact(const RunArgs &given) {
   std::map<std::string, HostTensor> inputs = artifactInputs(
       *exe, readGivenInputs(args, declared), args.seed, parseDimAssignments(args.dims));
   std::map<std::string, int64_t> bindings;
-  std::vector<HostTensor> outputs = runExecutable(exe, inputs, args.bench, bindings);
+  std::vector<HostTensor> outputs = runExecutable(exe, inputs, args.bench, bindings, rank);
   std::vector<std::string> names;
   for (const runtime::TensorInfo &o : exe->outputs())
     names.push_back(o.name);

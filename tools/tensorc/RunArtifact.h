@@ -46,10 +46,11 @@ readGivenInputs(const RunArgs &args, const std::vector<std::pair<std::string, DT
 
 // Runs `exe` on `inputs` (by name); with bench > 0 also times `bench` runs
 // after warm-up and prints the median and spread (and, for GPU artifacts,
-// the device time of the launch sequence from CUDA events).
+// the device time of the launch sequence from CUDA events). A run-time
+// error exits naming `device` (one device of an SPMD run) when it is >= 0.
 std::vector<HostTensor> runExecutable(const std::shared_ptr<runtime::Executable> &exe,
                                       std::map<std::string, HostTensor> &inputs, int bench,
-                                      std::map<std::string, int64_t> &bindings);
+                                      std::map<std::string, int64_t> &bindings, int64_t device = -1);
 
 // Prints bindings and each output (shape, dtype, first values, mean,
 // checksum); with --output-dir writes OUTPUT.npy files.
