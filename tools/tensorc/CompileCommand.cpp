@@ -245,7 +245,7 @@ void addCompileCommand(CLI::App &app) {
       for (const std::string &s : args->shardings)
         (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
       try {
-        model->graph = partitionWithOptions(model->graph, args->file, args->mesh, presets, annotations,
+        model->graph = partitionWithOptions(model->graph, args->mesh, presets, annotations,
                                             !args->noRunChecks)
                            .local;
       } catch (const Error &e) {

@@ -74,7 +74,7 @@ void addShardCommand(CLI::App &app) {
         presets.push_back(args->preset);
       for (const std::string &s : args->shardings)
         (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
-      spmd = partitionWithOptions(g, args->file, args->mesh, presets, annotations, !args->noRunChecks);
+      spmd = partitionWithOptions(g, args->mesh, presets, annotations, !args->noRunChecks);
     } catch (const Error &e) {
       fail(args->file + ": " + e.what());
     }

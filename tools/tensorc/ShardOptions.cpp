@@ -5,6 +5,8 @@
 #include "compiler/transforms/RunChecks.h"
 #include "ir/core/Error.h"
 
+#include <map>
+
 namespace tensorc::cli {
 
 namespace {
@@ -88,8 +90,11 @@ void applyShardOptions(Graph &g, const std::string &meshText, const std::vector<
   }
   check(g.meshes.size() == 1, "the graph declares " + std::to_string(g.meshes.size()) +
                                   " meshes; give one with --mesh AXIS=SIZE,...");
+  std::map<std::string, std::string> annotated; // name -> its --shard
   for (const std::string &text : annotations) {
     auto [name, dims] = parseSharding(text);
+    auto [earlier, fresh] = annotated.emplace(name, text);
+    check(fresh, "--shard " + text + ": \"" + name + "\" is annotated twice (also --shard " + earlier->second + ")");
     bool found = false;
     for (GraphInput &in : g.inputs)
       if (in.name == name) {
@@ -108,16 +113,17 @@ void applyShardOptions(Graph &g, const std::string &meshText, const std::vector<
       std::fprintf(stderr, "tensorc: --shard %s: %s\n", preset.c_str(), note.c_str());
 }
 
-sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &where, const std::string &mesh,
+sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &mesh,
                                            const std::vector<std::string> &presets,
                                            const std::vector<std::string> &annotations, bool runChecks) {
   applyShardOptions(graph, mesh, presets, annotations);
   // Checked before partitioning: the global ops' index ranges (a target
   // outside the classes of a vocab-parallel cross-entropy is in no device's
   // block, and no local op could tell).
+  // Errors name "sharding": the caller names the file.
   if (runChecks)
-    graph = transforms::addRunChecks(graph, where);
-  GraphAnalysis analysis = analyzeGraph(graph, where);
+    graph = transforms::addRunChecks(graph, "sharding");
+  GraphAnalysis analysis = analyzeGraph(graph, "sharding");
   return sharding::partitionSpmd(graph, analysis, sharding::propagateShardings(graph, analysis));
 }
 

@@ -19,7 +19,7 @@ void applyShardOptions(Graph &graph, const std::string &mesh, const std::vector<
 // the global program's run-time checks (unless `runChecks` is false:
 // compiler/transforms/RunChecks.h), propagation, SPMD partitioning.
 // `graph` keeps the shardings and checks put on it. Throws Error.
-sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &where, const std::string &mesh,
+sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &mesh,
                                            const std::vector<std::string> &presets,
                                            const std::vector<std::string> &annotations, bool runChecks);
 
