@@ -22,8 +22,10 @@ from . import _dlpack
 from . import _lib
 from ._lib import lib, tc_runtime_options_t, tc_tensor_t
 from .layout import from_head_blocked, head_blocked
+from .sharding import assemble, launched_rank, parse_mesh, shard_of
 
-__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights", "head_blocked", "from_head_blocked"]
+__all__ = ["Error", "Runtime", "Executable", "Session", "Tensor", "Weights", "head_blocked", "from_head_blocked",
+           "shard_of", "assemble", "parse_mesh", "launched_rank"]
 
 
 class Error(RuntimeError):

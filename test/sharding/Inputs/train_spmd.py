@@ -10,7 +10,6 @@ transformer block of examples/transformer_block.json). --head-blocked
 NAME=PARTS gives NAME (and its optimizer state) in the head-blocked column
 order `--shard tp` takes a fused projection in (tensorc.head_blocked)."""
 import argparse
-import os
 
 import numpy as np
 
@@ -27,39 +26,13 @@ parser.add_argument("--head-blocked", action="append", default=[])
 args = parser.parse_args()
 head_blocked = {name: int(parts) for name, parts in (item.split("=") for item in args.head_blocked)}
 
-rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-axes, sizes = [], []
-for item in filter(None, args.mesh.split(",")):
-    name, size = item.split("=")
-    axes.append(name)
-    sizes.append(int(size))
-shardings = {}
-for item in args.shard:
-    name, dims = item.split("=")
-    shardings[name] = [[] if d == "_" else d.split("+") for d in dims.split(",")] if dims else []
-
-
-def coordinates(device):
-    coords = []
-    for size in reversed(sizes):
-        coords.append(device % size)
-        device //= size
-    return list(reversed(coords))
+rank = tensorc.launched_rank()
+shardings = dict(item.split("=", 1) for item in args.shard)
 
 
 def shard_of(value, dims):
-    """This rank's piece of a global value (row-major device numbering)."""
-    coords = coordinates(rank)
-    index = []
-    for d, dim_axes in enumerate(dims):
-        parts, position = 1, 0
-        for a in dim_axes:
-            k = axes.index(a)
-            parts *= sizes[k]
-            position = position * sizes[k] + coords[k]
-        n = value.shape[d] // parts
-        index.append(slice(position * n, (position + 1) * n))
-    return np.ascontiguousarray(value[tuple(index)])
+    """This rank's piece of a global value (tensorc.shard_of; the whole in one process)."""
+    return tensorc.shard_of(value, dims, args.mesh, rank) if args.mesh else value
 
 
 exe = tensorc.Executable.load(args.artifact)
