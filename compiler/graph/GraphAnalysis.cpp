@@ -311,7 +311,7 @@ GraphAnalysis analyzeGraph(const Graph &g, const std::string &where, bool requir
     return result;
   check(g.checks.size() <= g.outputs.size(),
         where + ": " + std::to_string(g.checks.size()) + " run-time checks but " +
-            std::to_string(g.outputs.size()) + " outputs");
+            std::to_string(g.outputs.size()) + " outputs (checks are the last outputs)");
   for (size_t o = g.resultCount(); o < g.outputs.size(); ++o)
     check(result.outputs[o].dtype == DType::I32 && result.outputs[o].rank() == 0,
           where + ": output \"" + g.outputs[o] + "\" is a run-time check (\"" +

@@ -25,6 +25,82 @@ std::string ownerParameter(const std::set<std::string> &parameters, const std::s
   return "";
 }
 
+// The trainable 2-D weight a matmul's rhs reads, as [in, out] (`w`) or
+// [out, in] (`transpose(w)`, PyTorch's nn.Linear layout); "" if neither.
+struct LinearWeight {
+  std::string name;
+  bool transposed = false;
+};
+
+// A graph's linear layers and the walk from one to the next (the tp
+// preset's view of it).
+struct LinearLayers {
+  explicit LinearLayers(const Graph &g) {
+    for (const Node &n : g.nodes) {
+      producers[n.name] = &n;
+      for (const Arg &a : n.args)
+        if (a.kind == Arg::Kind::Value)
+          users[parseValueRef(a.value).producer].push_back(&n);
+    }
+    for (const GraphInput &in : g.inputs)
+      inputs[in.name] = &in;
+  }
+  // The trainable input `ref` names if it has rank `rank`, else null.
+  const GraphInput *trainable(const std::string &ref, int64_t rank) const {
+    auto it = inputs.find(ref);
+    return it != inputs.end() && it->second->trainable && it->second->spec.rank() == rank ? it->second : nullptr;
+  }
+  const GraphInput *trainable2d(const std::string &ref) const { return trainable(ref, 2); }
+  std::optional<LinearWeight> weightOf(const Node &matmul) const {
+    if (matmul.op != "matmul" || matmul.args.size() != 2 || matmul.args[1].kind != Arg::Kind::Value)
+      return std::nullopt;
+    const std::string &rhs = matmul.args[1].value;
+    if (trainable2d(rhs))
+      return LinearWeight{rhs, false};
+    auto p = producers.find(parseValueRef(rhs).producer);
+    if (p != producers.end() && p->second->op == "transpose" && p->second->args[0].kind == Arg::Kind::Value &&
+        trainable2d(p->second->args[0].value))
+      return LinearWeight{p->second->args[0].value, true};
+    return std::nullopt;
+  }
+  static bool elementwise(const Node &n) {
+    const OpSchema *s = findOpSchema(n.op);
+    return s && (s->category == "unary" || s->category == "binary" || s->category == "elementwise");
+  }
+  // Ops that keep each head's features apart: views, and attention's own
+  // (a product of two activations over the head batch dims, softmax over
+  // the keys, the fused attention op).
+  bool perHead(const Node &n) const {
+    return n.op == "reshape" || n.op == "transpose" || n.op == "permute" || n.op == "softmax" ||
+           n.op == "scaled_dot_product_attention" || (n.op == "matmul" && !weightOf(n));
+  }
+  // Follows a first layer's result from `value` through elementwise and
+  // per-head ops to the matmul of its second layer: each value's first user
+  // in node order (a joint graph's forward nodes come before the backward
+  // nodes that read the same values); collects the biases on the way.
+  const Node *secondLayer(std::string value, std::vector<std::string> &biases) const {
+    for (int hops = 0; hops < 16; ++hops) {
+      auto u = users.find(value);
+      if (u == users.end() || u->second.empty())
+        return nullptr;
+      const Node &next = *u->second[0];
+      if (next.op == "matmul" && weightOf(next))
+        return next.args[0].kind == Arg::Kind::Value && parseValueRef(next.args[0].value).producer == value
+                   ? &next : nullptr;
+      if (!elementwise(next) && !perHead(next))
+        return nullptr;
+      for (const Arg &a : next.args) // a bias: a trainable vector of the layer's width
+        if (a.kind == Arg::Kind::Value && inputs.count(a.value) && inputs.at(a.value)->trainable &&
+            inputs.at(a.value)->spec.rank() == 1)
+          biases.push_back(a.value);
+      value = next.name;
+    }
+    return nullptr;
+  }
+  std::map<std::string, const Node *> producers;
+  std::map<std::string, std::vector<const Node *>> users;
+  std::map<std::string, const GraphInput *> inputs;
+};
 
 // A fused projection (GPT-2's c_attn): one linear layer whose output
 // columns, after its bias, are split into k equal parts (q, k, v) along the
@@ -57,26 +133,19 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
                                                        const std::set<std::string> *onlyMatmuls) {
   std::vector<FusedProjection> done;
   GraphAnalysis analysis = analyzeGraph(g, "--preset tp");
-  std::map<std::string, const Node *> producers;
-  std::map<std::string, std::vector<const Node *>> users;
-  for (const Node &n : g.nodes) {
-    producers[n.name] = &n;
-    for (const Arg &a : n.args)
-      if (a.kind == Arg::Kind::Value)
-        users[parseValueRef(a.value).producer].push_back(&n);
-  }
+  const LinearLayers layers(g);
+  const auto &producers = layers.producers;
+  std::set<std::string> returned; // read as they are, by the graph's outputs
   for (const std::string &out : g.outputs)
-    users[parseValueRef(out).producer].push_back(nullptr); // a graph output: read as it is
-  std::map<std::string, const GraphInput *> inputs;
-  for (const GraphInput &in : g.inputs)
-    inputs[in.name] = &in;
-  auto trainable = [&](const std::string &ref, int64_t rank) {
-    auto it = inputs.find(ref);
-    return it != inputs.end() && it->second->trainable && it->second->spec.rank() == rank;
+    returned.insert(parseValueRef(out).producer);
+  auto usersOf = [&](const std::string &producer) {
+    auto u = layers.users.find(producer);
+    return u != layers.users.end() ? u->second : std::vector<const Node *>{};
   };
+  // The one reader of `producer`'s values (none of them an output), or null.
   auto only = [&](const std::string &producer) -> const Node * {
-    auto u = users.find(producer);
-    return u != users.end() && u->second.size() == 1 ? u->second[0] : nullptr;
+    std::vector<const Node *> u = usersOf(producer);
+    return u.size() == 1 && !returned.count(producer) ? u[0] : nullptr;
   };
   struct Plan {
     FusedProjection layer;
@@ -106,30 +175,25 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
     std::string value = parseValueRef(split.args[0].value).producer;
     bool ok = false;
     for (int hops = 0; hops < 4 && producers.count(value); ++hops) {
-      const Node &n = *producers[value];
+      const Node &n = *producers.at(value);
       if (only(n.name) == nullptr)
         break; // another op reads the columns in their order
-      if (n.op == "matmul" && n.args.size() == 2 && n.args[1].kind == Arg::Kind::Value) {
-        const std::string &rhs = n.args[1].value;
-        if (trainable(rhs, 2)) {
-          plan.layer.weight = rhs;
-        } else if (producers.count(rhs) && producers[rhs]->op == "transpose" &&
-                   producers[rhs]->args[0].kind == Arg::Kind::Value && trainable(producers[rhs]->args[0].value, 2) &&
-                   only(rhs) == &n) {
-          plan.layer.weight = producers[rhs]->args[0].value;
-          plan.layer.transposed = true;
-        } else {
+      if (n.op == "matmul") {
+        std::optional<LinearWeight> w = layers.weightOf(n);
+        // A transposed weight's transpose read by this layer alone.
+        if (!w || (w->transposed && only(parseValueRef(n.args[1].value).producer) != &n))
           break;
-        }
+        plan.layer.weight = w->name;
+        plan.layer.transposed = w->transposed;
         plan.layer.matmul = n.name;
-        ok = inputs[plan.layer.weight]->spec.shape[plan.layer.transposed ? 0 : 1] == Dim::of(plan.k * plan.D);
+        ok = layers.inputs.at(w->name)->spec.shape[w->transposed ? 0 : 1] == Dim::of(plan.k * plan.D);
         break;
       }
       if (n.op != "add" || n.args.size() != 2)
         break;
       std::string next;
       for (const Arg &a : n.args)
-        if (a.kind == Arg::Kind::Value && trainable(a.value, 1))
+        if (a.kind == Arg::Kind::Value && layers.trainable(a.value, 1))
           plan.layer.biases.push_back(a.value);
         else if (a.kind == Arg::Kind::Value && producers.count(parseValueRef(a.value).producer))
           next = parseValueRef(a.value).producer;
@@ -144,17 +208,13 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
       if (c.op != "concat" || c.args.size() != size_t(plan.k) ||
           analysis.values.at(c.name) != in)
         continue;
-      bool readsWeight = false, orderFree = true;
-      for (const Node *u : users[c.name]) {
-        if (!u) {
-          orderFree = false;
-          continue;
-        }
+      bool readsWeight = false, orderFree = !returned.count(c.name);
+      for (const Node *u : usersOf(c.name)) {
         const TensorSpec &r = analysis.values.at(u->name);
         if (u->op == "matmul") {
           for (const Arg &a : u->args)
-            if (a.kind == Arg::Kind::Value && producers.count(a.value) && producers[a.value]->op == "transpose" &&
-                producers[a.value]->args[0].value == plan.layer.weight)
+            if (a.kind == Arg::Kind::Value && producers.count(a.value) && producers.at(a.value)->op == "transpose" &&
+                producers.at(a.value)->args[0].value == plan.layer.weight)
               readsWeight = true;
         } else if (u->op == "sum" || (u->op == "reshape" && r.rank() >= 1 && r.shape.back() == in.shape.back())) {
         } else {
@@ -167,12 +227,10 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
           plan.concatArgs.push_back(a.value);
       }
     }
-    for (const Node *u : users[plan.layer.weight]) {
-      if (!u || u->name == plan.layer.matmul)
+    for (const Node *u : usersOf(plan.layer.weight)) {
+      if (u->name == plan.layer.matmul)
         continue;
-      const OpSchema *schema = findOpSchema(u->op);
-      bool elementwise = schema && (schema->category == "unary" || schema->category == "binary" ||
-                                    schema->category == "elementwise");
+      bool elementwise = LinearLayers::elementwise(*u);
       bool dx = u->op == "transpose" && !plan.concat.empty() && only(u->name) &&
                 only(u->name)->args[0].value == plan.concat;
       bool own = u->op == "transpose" && plan.layer.transposed && only(u->name) &&
@@ -262,13 +320,6 @@ std::vector<FusedProjection> headBlockFusedProjections(Graph &g, int64_t parts,
 
 } // namespace
 
-// The trainable 2-D weight a matmul's rhs reads, as [in, out] (`w`) or
-// [out, in] (`transpose(w)`, PyTorch's nn.Linear layout); "" if neither.
-struct LinearWeight {
-  std::string name;
-  bool transposed = false;
-};
-
 // Megatron tensor parallelism for pairs of linear layers joined by
 // elementwise ops (an MLP: fc, bias, activation, proj) or by attention's
 // per-head ops (q, k and v projections, each to the output projection:
@@ -280,73 +331,6 @@ struct LinearWeight {
 // layers are left as they are. Where a guess does not fit (heads that do
 // not divide, a reshape mixing features with other dims), propagation
 // reshards: the program stays right, at the cost of communication.
-// A graph's linear layers and the walk from one to the next (the tp
-// preset's view of it).
-struct LinearLayers {
-  explicit LinearLayers(const Graph &g) {
-    for (const Node &n : g.nodes) {
-      producers[n.name] = &n;
-      for (const Arg &a : n.args)
-        if (a.kind == Arg::Kind::Value)
-          users[parseValueRef(a.value).producer].push_back(&n);
-    }
-    for (const GraphInput &in : g.inputs)
-      inputs[in.name] = &in;
-  }
-  const GraphInput *trainable2d(const std::string &ref) const {
-    auto it = inputs.find(ref);
-    return it != inputs.end() && it->second->trainable && it->second->spec.rank() == 2 ? it->second : nullptr;
-  }
-  std::optional<LinearWeight> weightOf(const Node &matmul) const {
-    if (matmul.op != "matmul" || matmul.args.size() != 2 || matmul.args[1].kind != Arg::Kind::Value)
-      return std::nullopt;
-    const std::string &rhs = matmul.args[1].value;
-    if (trainable2d(rhs))
-      return LinearWeight{rhs, false};
-    auto p = producers.find(parseValueRef(rhs).producer);
-    if (p != producers.end() && p->second->op == "transpose" && p->second->args[0].kind == Arg::Kind::Value &&
-        trainable2d(p->second->args[0].value))
-      return LinearWeight{p->second->args[0].value, true};
-    return std::nullopt;
-  }
-  static bool elementwise(const Node &n) {
-    const OpSchema *s = findOpSchema(n.op);
-    return s && (s->category == "unary" || s->category == "binary" || s->category == "elementwise");
-  }
-  // Ops that keep each head's features apart: views, and attention's own
-  // (a product of two activations over the head batch dims, softmax over
-  // the keys, the fused attention op).
-  bool perHead(const Node &n) const {
-    return n.op == "reshape" || n.op == "transpose" || n.op == "permute" || n.op == "softmax" ||
-           n.op == "scaled_dot_product_attention" || (n.op == "matmul" && !weightOf(n));
-  }
-  // Follows a first layer's result from `value` through elementwise and
-  // per-head ops to the matmul of its second layer: each value's first user
-  // in node order (a joint graph's forward nodes come before the backward
-  // nodes that read the same values); collects the biases on the way.
-  const Node *secondLayer(std::string value, std::vector<std::string> &biases) const {
-    for (int hops = 0; hops < 16; ++hops) {
-      auto u = users.find(value);
-      if (u == users.end() || u->second.empty())
-        return nullptr;
-      const Node &next = *u->second[0];
-      if (next.op == "matmul" && weightOf(next))
-        return next.args[0].kind == Arg::Kind::Value && parseValueRef(next.args[0].value).producer == value
-                   ? &next : nullptr;
-      if (!elementwise(next) && !perHead(next))
-        return nullptr;
-      for (const Arg &a : next.args) // a bias: a trainable vector of the layer's width
-        if (a.kind == Arg::Kind::Value && inputs.count(a.value) && inputs.at(a.value)->trainable &&
-            inputs.at(a.value)->spec.rank() == 1)
-          biases.push_back(a.value);
-      value = next.name;
-    }
-    return nullptr;
-  }
-  std::map<std::string, const Node *> producers;
-  std::map<std::string, std::vector<const Node *>> users;
-  std::map<std::string, const GraphInput *> inputs;
-};
 
 // `mesh` by value: g, and the mesh in it, may be replaced below.
 // `headBlocked`: fused projections split by heads, their weights taken in

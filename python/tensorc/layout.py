@@ -8,10 +8,15 @@ arrays, PyTorch tensors)."""
 __all__ = ["head_blocked", "from_head_blocked"]
 
 
-def _check(n, parts, groups):
-    if groups < 1 or parts < 1 or n % groups or (n // groups) % parts:
-        raise ValueError(f"head_blocked: {n} features do not split into {groups} parts of {parts} blocks")
-    return n // groups // parts
+def _transpose_blocks(w, outer, inner, axis):
+    """`w` with its axis `axis` seen as [outer, inner, b] blocks taken as
+    [inner, outer, b]."""
+    w = w.swapaxes(axis, -1)
+    lead, n = tuple(w.shape[:-1]), w.shape[-1]
+    if outer < 1 or inner < 1 or n % (outer * inner):
+        raise ValueError(f"head_blocked: {n} features do not split into {outer} x {inner} blocks")
+    w = w.reshape(lead + (outer, inner, n // (outer * inner))).swapaxes(-3, -2).reshape(lead + (n,))
+    return w.swapaxes(axis, -1)
 
 
 def head_blocked(w, parts, groups=3, axis=-1):
@@ -20,18 +25,10 @@ def head_blocked(w, parts, groups=3, axis=-1):
     result is element j*(parts*b) + g*b + e of `w` (b = features per part
     and device). `axis`: the fused axis (-1 for an [in, out] weight and its
     bias; 0 for PyTorch's nn.Linear [out, in])."""
-    w = w.swapaxes(axis, -1)
-    lead, n = tuple(w.shape[:-1]), w.shape[-1]
-    b = _check(n, parts, groups)
-    w = w.reshape(lead + (groups, parts, b)).swapaxes(-3, -2).reshape(lead + (n,))
-    return w.swapaxes(axis, -1)
+    return _transpose_blocks(w, groups, parts, axis)
 
 
 def from_head_blocked(w, parts, groups=3, axis=-1):
     """The inverse of head_blocked: back to the parts' order (a checkpoint's,
     PyTorch's)."""
-    w = w.swapaxes(axis, -1)
-    lead, n = tuple(w.shape[:-1]), w.shape[-1]
-    b = _check(n, parts, groups)
-    w = w.reshape(lead + (parts, groups, b)).swapaxes(-3, -2).reshape(lead + (n,))
-    return w.swapaxes(axis, -1)
+    return _transpose_blocks(w, parts, groups, axis)
