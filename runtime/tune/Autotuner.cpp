@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <cstdio>
 #include <unistd.h>
 
@@ -92,8 +93,20 @@ Autotuner::Autotuner(AutotuneMode mode, const std::string &dbPath, std::string d
     // Default mode runs on heuristics without a cache; the others need it.
     if (mode_ != AutotuneMode::Default)
       fail(std::string("autotune: ") + e.what());
-    db_.reset();
+    withoutCache(e.what());
   }
+}
+
+void Autotuner::withoutCache(const std::string &why) {
+  db_.reset();
+  // Once per process and cache path: every artifact a process loads opens
+  // the same cache.
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(why).second)
+    std::fprintf(stderr, "tensorc: warning: autotune cache not used (%s): kernels run on their default choices\n",
+                 why.c_str());
 }
 
 Autotuner::~Autotuner() {
@@ -127,8 +140,19 @@ size_t Autotuner::choose(const TuneSite &site, const TrialHooks &hooks) {
   size_t choice = 0;
   bool known = false;
   tune::TuneKey key{site.kernel, site.bucket, site.dtype, device_, versions_, TENSORC_VERSION};
+  std::optional<tune::TuneEntry> e;
   if (db_) {
-    std::optional<tune::TuneEntry> e = db_->lookup(key);
+    try {
+      e = db_->lookup(key);
+    } catch (const Error &err) {
+      // A read-only database, a full disk, a lock held past the timeout:
+      // default mode runs without the cache, the others cannot.
+      if (mode_ != AutotuneMode::Default)
+        fail(std::string("autotune: ") + err.what());
+      withoutCache(err.what());
+    }
+  }
+  {
     if (e) {
       auto it = std::find(site.candidates.begin(), site.candidates.end(), e->winner);
       // A winner this build does not offer (another heuristic, a damaged

@@ -94,6 +94,9 @@ public:
   const std::vector<Verdict> &verdicts() const { return verdicts_; }
 
 private:
+  // Default mode without its cache: drops it and warns once per process and
+  // reason.
+  void withoutCache(const std::string &why);
   size_t measure(const TuneSite &site, const TrialHooks &hooks);
   // Runs candidates `which` (which[0] the reference, compared against by
   // the others), times the valid ones and restores the reference outputs.

@@ -31,7 +31,7 @@ struct Api {
 
 namespace {
 
-constexpr int kOk = 0, kBusy = 5, kLocked = 6, kRow = 100, kDone = 101, kNull = 5;
+constexpr int kOk = 0, kBusy = 5, kLocked = 6, kCorrupt = 11, kNotADatabase = 26, kRow = 100, kDone = 101, kNull = 5;
 constexpr int kOpenReadWrite = 0x2, kOpenCreate = 0x4, kOpenFullMutex = 0x10000;
 // SQLITE_TRANSIENT: SQLite copies bound text.
 void (*const kTransient)(void *) = reinterpret_cast<void (*)(void *)>(-1);
@@ -110,10 +110,13 @@ Database::~Database() {
 }
 
 namespace {
-// BusyError for SQLITE_BUSY/SQLITE_LOCKED (any extended code), else Error.
+// BusyError for SQLITE_BUSY/SQLITE_LOCKED, CorruptError for
+// SQLITE_CORRUPT/SQLITE_NOTADB (any extended code), else Error.
 [[noreturn]] void throwFor(int rc, const std::string &message) {
   if ((rc & 0xff) == kBusy || (rc & 0xff) == kLocked)
     throw BusyError(message);
+  if ((rc & 0xff) == kCorrupt || (rc & 0xff) == kNotADatabase)
+    throw CorruptError(message);
   tensorc::fail(message);
 }
 } // namespace

@@ -28,6 +28,14 @@ public:
   using Error::Error;
 };
 
+// SQLITE_CORRUPT or SQLITE_NOTADB: the file's pages are damaged or its
+// header is not SQLite's. The only errors that say the file itself is bad
+// (a read-only file, a full disk or a failing trigger do not).
+class CorruptError : public Error {
+public:
+  using Error::Error;
+};
+
 class Statement;
 
 class Database {
@@ -46,8 +54,9 @@ public:
 
 private:
   friend class Statement;
-  // Throws BusyError for SQLite result `rc` SQLITE_BUSY/SQLITE_LOCKED (any
-  // extended code), else Error.
+  // Throws BusyError for SQLite result `rc` SQLITE_BUSY/SQLITE_LOCKED,
+  // CorruptError for SQLITE_CORRUPT/SQLITE_NOTADB (any extended code), else
+  // Error.
   [[noreturn]] void fail(const std::string &what, int rc) const;
   const Api &api_;
   void *db_ = nullptr;

@@ -3,6 +3,7 @@
 #include "ir/core/Error.h"
 #include "runtime/host/CacheHome.h"
 #include "runtime/tune/Sqlite.h"
+#include "runtime/tune/TuneDbFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tensorc::tune {
@@ -111,7 +113,15 @@ namespace {
 // file cannot be made (a read-only folder), opening goes unlocked.
 class OpenLock {
 public:
-  explicit OpenLock(const std::string &dbPath) : fd_(::open((dbPath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+  explicit OpenLock(const std::string &dbPath)
+      : fd_(::open((dbPath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644)) {
+    // Only a regular file is a lock: something else under that name is
+    // left alone and opening goes unlocked.
+    struct stat st;
+    if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) {
+      ::close(fd_);
+      fd_ = -1;
+    }
     if (fd_ >= 0)
       while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
       }
@@ -134,27 +144,30 @@ std::string TuneDb::defaultPath() {
     return d;
   if (std::optional<std::string> home = tensorcCacheHome())
     return *home + "/autotune.sqlite";
-  return "/tmp/tensorc-autotune-" + std::to_string(::geteuid()) + ".sqlite";
+  return privateTempDirectory() + "/autotune.sqlite";
 }
 
-TuneDb::TuneDb(std::string path) : path_(path.empty() ? defaultPath() : std::move(path)), impl_(new Impl) {
+TuneDb::TuneDb(std::string path) : impl_(new Impl) {
+  path_ = path.empty() ? defaultPath() : std::move(path);
   check(sqlite::available(), path_ + ": the autotune cache needs SQLite: " + sqlite::unavailableReason());
+  // Refuse what is not a database before anything is created beside it.
+  inspectTuneDbFile(path_);
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   std::error_code ec;
   if (!parent.empty())
     std::filesystem::create_directories(parent, ec);
   OpenLock lock(path_);
+  inspectTuneDbFile(path_); // again, under the lock
   try {
     open();
-  } catch (const sqlite::BusyError &) {
-    throw; // held by another process past the busy timeout: not damage
-  } catch (const Error &e) {
-    // A newer schema is not damage: refuse, keep the file.
-    if (std::string(e.what()).find("newer tensorc") != std::string::npos)
-      throw;
+  } catch (const sqlite::CorruptError &e) {
+    // Only SQLite's own verdict that the file is damaged moves it aside, and
+    // only a regular file with SQLite's header named directly: a read-only
+    // file, a foreign database, a failing trigger or a full disk are errors
+    // that leave the file as it is.
     impl_->db.reset();
-    if (!std::filesystem::exists(path_))
-      throw;
+    check(inspectTuneDbFile(path_).mayMoveAside(), path_ + ": damaged autotune cache (" + e.what() +
+                                   "); it is reached through a symbolic link, so tensorc leaves it as it is");
     movedAside_ = path_ + ".damaged-" +
                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
@@ -162,30 +175,74 @@ TuneDb::TuneDb(std::string path) : path_(path.empty() ? defaultPath() : std::mov
     std::filesystem::rename(path_, movedAside_, ec);
     check(!ec, path_ + ": damaged autotune cache (" + e.what() + ") cannot be moved aside: " + ec.message());
     for (const char *suffix : {"-wal", "-shm"})
-      std::filesystem::remove(path_ + suffix, ec);
+      if (std::filesystem::is_regular_file(std::filesystem::symlink_status(path_ + suffix, ec)))
+        std::filesystem::remove(path_ + suffix, ec);
     open();
   }
 }
 
 TuneDb::~TuneDb() = default;
 
+void TuneDb::checkIsTuneCache(bool &fresh) {
+  sqlite::Database &db = *impl_->db;
+  // A database tensorc made holds its two tables and their primary-key
+  // indexes, nothing else: another program's database, or one with views
+  // or triggers (a view named `entries` that recurses hung every query), is
+  // refused, never written to.
+  const std::string foreign = path_ + ": a SQLite database but not a tensorc autotune cache (";
+  const std::string leftAlone = "); tensorc leaves it as it is (name a new file)";
+  bool meta = false, entries = false;
+  std::string stranger; // the first object tensorc does not make
+  {
+    sqlite::Statement objects = db.prepare("SELECT type, name FROM sqlite_master");
+    while (objects.step()) {
+      std::string type = objects.text(0), name = objects.text(1);
+      if (type == "table" && name == "meta")
+        meta = true;
+      else if (type == "table" && name == "entries")
+        entries = true;
+      else if (!(type == "index" && name.rfind("sqlite_autoindex_", 0) == 0) && stranger.empty())
+        stranger = type + " '" + name + "'";
+    }
+  }
+  fresh = !meta && !entries && stranger.empty();
+  if (fresh)
+    return;
+  check(meta, foreign + (stranger.empty() ? "it lacks the table 'meta'" : "it has " + stranger) + leftAlone);
+  sqlite::Statement v = db.prepare("SELECT value FROM meta WHERE name = 'schema_version'");
+  check(v.step(), foreign + "its table 'meta' has no schema_version" + leftAlone);
+  int64_t version = std::atoll(v.text(0).c_str());
+  // A newer tensorc's database may hold other tables: its version says so
+  // before its tables are judged.
+  check(version <= kSchemaVersion, path_ + ": autotune cache of schema " + std::to_string(version) +
+                                       ", made by a newer tensorc (this one reads " +
+                                       std::to_string(kSchemaVersion) + ")");
+  check(version >= 1, foreign + "bad schema version '" + v.text(0) + "'" + leftAlone);
+  check(stranger.empty(), foreign + "it has " + stranger + leftAlone);
+  check(entries, foreign + "it lacks the table 'entries'" + leftAlone);
+  std::string columns;
+  sqlite::Statement info = db.prepare("PRAGMA table_info(entries)");
+  while (info.step())
+    columns += (columns.empty() ? "" : ", ") + info.text(1);
+  check(columns == kColumns, foreign + "its table 'entries' has the columns " + columns + leftAlone);
+}
+
 void TuneDb::open() {
   impl_->db = std::make_unique<sqlite::Database>(path_, true);
   sqlite::Database &db = *impl_->db;
-  // Reading the schema fails on a file that is not a database; the
-  // integrity check catches damaged pages.
+  // The integrity check reads every page: CorruptError on damage (or on a
+  // file that is not a database). Nothing is written before the schema is
+  // known to be tensorc's.
+  {
+    sqlite::Statement quick = db.prepare("PRAGMA quick_check");
+    if (!quick.step() || quick.text(0) != "ok")
+      throw sqlite::CorruptError(path_ + ": SQLite's integrity check failed");
+  }
+  bool fresh = false;
+  checkIsTuneCache(fresh);
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-  sqlite::Statement check_ = db.prepare("PRAGMA quick_check");
-  check(check_.step() && check_.text(0) == "ok", path_ + ": integrity check failed");
-  db.exec(kSchema);
-  sqlite::Statement v = db.prepare("SELECT value FROM meta WHERE name = 'schema_version'");
-  if (v.step()) {
-    int64_t version = std::atoll(v.text(0).c_str());
-    check(version <= kSchemaVersion, path_ + ": autotune cache of schema " + std::to_string(version) +
-                                         ", made by a newer tensorc (this one reads " +
-                                         std::to_string(kSchemaVersion) + ")");
-    check(version >= 1, path_ + ": bad schema version");
-  } else {
+  if (fresh) {
+    db.exec(kSchema);
     db.prepare("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema_version', ?1)")
         .bind(1, std::to_string(kSchemaVersion))
         .run();

@@ -10,8 +10,11 @@
 // Location: the constructor's argument, else $TENSORC_TUNE_DB, else
 // $XDG_CACHE_HOME/tensorc/autotune.sqlite, else
 // $HOME/.cache/tensorc/autotune.sqlite, else
-// /tmp/tensorc-autotune-<uid>.sqlite. A damaged file (not a database, or
-// failing SQLite's integrity check) is moved aside to
+// $TMPDIR/tensorc-<uid>/autotune.sqlite (a folder of the user's own, 0700).
+// What the path names is checked before SQLite opens it (TuneDbFile.h):
+// anything but a missing file, an empty file or a tensorc autotune database
+// is an error naming it, left as it is. A database SQLite finds damaged
+// (a regular file with SQLite's header) is moved aside to
 // `<path>.damaged-<unix time>` and a fresh database is made: never a crash,
 // never a wrong choice. docs/autotune.md documents the schema.
 #pragma once
@@ -69,8 +72,10 @@ class TuneDb {
 public:
   static std::string defaultPath();
   // Opens the database, creating it (and its folder) if missing; moves a
-  // damaged one aside. Throws Error when SQLite is unavailable or the file
-  // cannot be opened or created (permissions, a newer schema).
+  // damaged one aside. Throws Error when SQLite is unavailable, the path is
+  // not a tensorc autotune database (a device, a folder, another file or
+  // database), or it cannot be opened or created (permissions, a newer
+  // schema).
   explicit TuneDb(std::string path = "");
   ~TuneDb();
   const std::string &path() const { return path_; }
@@ -90,7 +95,13 @@ public:
   uint64_t bytes() const;
 
 private:
+  // Opens and checks the database; creates the tables when it has none (a
+  // new or empty database holds nothing of anyone's). Throws
+  // sqlite::CorruptError for damage, Error otherwise.
   void open();
+  // Checks that the open database is tensorc's (`fresh`: it has no tables
+  // yet); throws Error naming what else it holds.
+  void checkIsTuneCache(bool &fresh);
   std::string path_, movedAside_;
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -1,16 +1,21 @@
 // The autotune cache's database (runtime/tune/TuneDb): entries round-trip,
-// lookups count hits, filters select, a damaged file is moved aside and
-// rebuilt, a newer schema is refused and kept, two connections (processes
+// lookups count hits, filters select, a damaged database is moved aside and
+// rebuilt while anything else (a user's file, a device, a folder, another
+// program's database, a damaged one behind a link) is refused and left as it
+// is, the last-resort folder is the user's own, a newer schema is refused and kept, two connections (processes
 // share the file the same way) see each other's writes, and export files
 // parse or are refused with a reason.
 #include "ir/core/Error.h"
 #include "runtime/tune/Sqlite.h"
 #include "runtime/tune/TuneDb.h"
+#include "runtime/tune/TuneDbFile.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -92,39 +97,104 @@ TEST(TuneDb, TwoConnectionsShareTheFile) {
   EXPECT_EQ(one.list().size(), 2u);
 }
 
-TEST(TuneDb, ADamagedFileIsMovedAsideAndRebuilt) {
-  if (!sqlite::available())
-    GTEST_SKIP() << sqlite::unavailableReason();
-  TempDir dir;
-  std::string path = (dir.path / "tune.sqlite").string();
-  {
-    std::ofstream f(path, std::ios::binary);
-    f << std::string(4096, 'x'); // not a database
-  }
-  TuneDb db(path);
-  EXPECT_NE(db.movedAside(), "");
-  EXPECT_TRUE(fs::exists(db.movedAside())); // the user's file is kept
-  EXPECT_EQ(db.list().size(), 0u);
-  db.store(entry("aaaa", "H100", 10));
-  EXPECT_EQ(db.list().size(), 1u);
+namespace {
 
-  // A database whose header survives but whose pages are garbage.
-  std::string torn = (dir.path / "torn.sqlite").string();
+// Corrupts pages of a database of 200 entries, its header kept.
+void writeTornDatabase(const std::string &path) {
   {
-    TuneDb good(torn);
+    TuneDb good(path);
     for (int i = 0; i < 200; ++i)
       good.store(entry("k" + std::to_string(i), "H100", i + 1));
   }
-  fs::remove(torn + "-wal");
-  fs::remove(torn + "-shm");
-  {
-    std::fstream f(torn, std::ios::binary | std::ios::in | std::ios::out);
-    f.seekp(4096 + 100);
-    f << std::string(3 * 4096, '\x5a');
+  fs::remove(path + "-wal");
+  fs::remove(path + "-shm");
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(4096 + 100);
+  f << std::string(3 * 4096, '\x5a');
+}
+
+std::string errorOf(const std::function<void()> &fn) {
+  try {
+    fn();
+  } catch (const Error &e) {
+    return e.what();
   }
+  return "";
+}
+
+} // namespace
+
+TEST(TuneDb, ADamagedDatabaseIsMovedAsideAndRebuilt) {
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  TempDir dir;
+  std::string torn = (dir.path / "torn.sqlite").string();
+  writeTornDatabase(torn);
   TuneDb rebuilt(torn);
   EXPECT_NE(rebuilt.movedAside(), "");
+  EXPECT_TRUE(fs::exists(rebuilt.movedAside())); // the damaged file is kept
   EXPECT_EQ(rebuilt.list().size(), 0u);
+  rebuilt.store(entry("aaaa", "H100", 10));
+  EXPECT_EQ(rebuilt.list().size(), 1u);
+}
+
+TEST(TuneDb, WhatIsNotADatabaseIsRefusedAndLeftAsItIs) {
+  if (!sqlite::available())
+    GTEST_SKIP() << sqlite::unavailableReason();
+  TempDir dir;
+  // A user's file: refused, its bytes and name unchanged, nothing beside it.
+  std::string notes = (dir.path / "notes.txt").string();
+  {
+    std::ofstream f(notes, std::ios::binary);
+    f << std::string(4096, 'x');
+  }
+  EXPECT_NE(errorOf([&] { TuneDb db(notes); }).find("not a SQLite database"), std::string::npos);
+  EXPECT_EQ(fs::file_size(notes), 4096u);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}), 1);
+
+  // Devices and folders, whatever the user may write to.
+  EXPECT_NE(errorOf([] { TuneDb db("/dev/null"); }).find("a character device"), std::string::npos);
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_NE(errorOf([&] { TuneDb db(dir.path.string()); }).find("a directory"), std::string::npos);
+
+  // A damaged database reached through a link is an error, never renamed.
+  std::string torn = (dir.path / "torn.sqlite").string(), link = (dir.path / "link.sqlite").string();
+  writeTornDatabase(torn);
+  fs::create_symlink(torn, link);
+  EXPECT_NE(errorOf([&] { TuneDb db(link); }).find("through a symbolic link"), std::string::npos);
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_TRUE(fs::is_regular_file(torn));
+
+  // A database of another program keeps its bytes.
+  std::string other = (dir.path / "other.db").string();
+  {
+    sqlite::Database raw(other, true);
+    raw.exec("CREATE TABLE photos (name TEXT); INSERT INTO photos VALUES ('cat');");
+  }
+  uintmax_t size = fs::file_size(other);
+  EXPECT_NE(errorOf([&] { TuneDb db(other); }).find("not a tensorc autotune cache (it has table 'photos')"),
+            std::string::npos);
+  EXPECT_EQ(fs::file_size(other), size);
+}
+
+TEST(TuneDb, TheLastResortFolderIsTheUsersOwn) {
+  TempDir dir;
+  const char *old = std::getenv("TMPDIR");
+  std::string saved = old ? old : "";
+  ::setenv("TMPDIR", dir.path.c_str(), 1);
+  std::string mine = privateTempDirectory();
+  EXPECT_EQ(mine, (dir.path / ("tensorc-" + std::to_string(::geteuid()))).string());
+  EXPECT_EQ(fs::status(mine).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(privateTempDirectory(), mine); // an existing one of ours is used
+  fs::permissions(mine, fs::perms::all);
+  EXPECT_NE(errorOf([] { privateTempDirectory(); }).find("open to others"), std::string::npos);
+  fs::remove(mine);
+  fs::create_directory_symlink(dir.path, mine); // planted by someone else
+  EXPECT_NE(errorOf([] { privateTempDirectory(); }).find("a symbolic link"), std::string::npos);
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
 }
 
 TEST(TuneDb, ANewerSchemaIsRefusedAndKept) {
