@@ -13,6 +13,7 @@ packages=(
   libsqlite3-0
   zlib1g-dev libncurses-dev  # static zlib and terminfo for scripts/portable-compiler.sh
   python3-torch  # the PyTorch exporter's tests (python/tensorc/torch; PyTorch 1.13, CPU)
+  python3-torchvision  # torchvision's models for the model suite's CPU subset (bench/models, test/python)
   openmpi-bin  # mpirun and Open MPI (the runtime dlopens libmpi.so.40): SPMD programs on the CPU
 )
 

@@ -17,10 +17,11 @@ the source line; `explain` lists them all.
 """
 from ._compile import CompiledModule, compile
 from ._dynamo_backend import register as _register_backend, tensorc_backend
+from ._aten import StrictFallbackError
 from ._export import UnsupportedOp, explain, export, export_with_weights
 from ._safetensors import load_file as load_safetensors, save_file as save_safetensors
 
-__all__ = ["CompiledModule", "UnsupportedOp", "compile", "explain", "export", "export_with_weights",
+__all__ = ["CompiledModule", "StrictFallbackError", "UnsupportedOp", "compile", "explain", "export", "export_with_weights",
            "load_safetensors", "save_safetensors", "tensorc_backend"]
 
 _register_backend()  # torch.compile(model, backend="tensorc")

@@ -342,54 +342,22 @@ class CompiledModule:
         return result[0] if self.single else result
 
 
-def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
-            options=(), dynamic=None, cuda_graphs="repeated"):
-    """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
-    or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
-    CompiledModule. train=True also compiles the backward: gradients flow
-    to every parameter that requires grad and to inputs that do.
-    `dynamic`: dims whose size may change between calls, symbolic in the
-    one artifact: True (dim 0 of every input, one size), or {input
-    position: {dim: symbol}} (_dynamic.py); other dims are fixed by the
-    example inputs. Artifacts are cached by content in `cache_dir`
-    (default $XDG_CACHE_HOME/tensorc/artifacts). `cuda_graphs` (cuda):
-    "repeated" (a call whose tensors' addresses a recent call had replays
-    its launches as one CUDA graph: a training loop's steps from the
-    second on, as PyTorch's caching allocator hands out the same blocks),
-    "off", or "always" (what mode="reduce-overhead" sets)."""
-    if isinstance(example_inputs, torch.Tensor):
-        example_inputs = (example_inputs,)
-    spec = dynamic_dims(example_inputs, dynamic)
+class _Built:
+    """Artifacts of one graph: [model] or [forward, backward]."""
 
-    def export_at(inputs):
-        gm, values = _prepare(model, inputs)
-        g = _Exporter(gm, values, type(model).__name__).run()
-        single = not isinstance(values[[n for n in gm.graph.nodes if n.op == "output"][0]], (tuple, list))
-        scalars = set()
-        if train:
-            for i, (name, v) in enumerate(zip(list(g.outputs), g.output_values)):
-                if v.dim() == 0:
-                    g.outputs[i] = g.add("reshape", [name], {"shape": [1]}, name + "_1")
-                    scalars.add(i)
-        return g, single, scalars
+    def __init__(self, artifacts, cache_hit, backward_graph, compile_variant):
+        self.artifacts, self.cache_hit = artifacts, cache_hit
+        self.backward_graph, self.compile_variant = backward_graph, compile_variant
 
-    g, single, scalars = export_at(example_inputs)
-    graph = g.json()
-    if spec:
-        graph = symbolize(lambda inputs: export_at(inputs)[0].json(), example_inputs, spec)
+
+def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), cache_dir=None, tensorc_path=None):
+    """Compiles a graph file's dict (with `grad_argv`, `--wrt ... --of ...`:
+    its forward and backward, tensorc's autodiff and partition) into the
+    artifact cache, keyed by the graph's content, the options and the
+    compiler's version; loads nothing."""
     exe = _compiler(tensorc_path)
     argv = ["--target", target] + (["--mode", mode] if mode else []) + list(options)
-    grad_argv = []
-    if train:
-        wrt = [n for n, (kind, key) in g.sources.items()
-               if (kind == "param" and g.inputs[list(g.sources).index(n)].get("trainable")) or
-               (kind == "input" and example_inputs[key].requires_grad)]
-        updated = {ref for _, ref in g.state}  # running statistics: no gradient
-        of = [n for n, v in zip(g.outputs, g.output_values) if v.is_floating_point() and n not in updated]
-        if not wrt or not of:
-            raise RuntimeError("tensorc.torch.compile(train=True): nothing to differentiate "
-                               "(no parameter or input requires grad, or no float output)")
-        grad_argv = ["--wrt", *wrt, "--of", *of]
+    train = bool(grad_argv)
     text = json.dumps(graph, sort_keys=True)
     version = _tool([exe, "--version"]).strip()
     key = hashlib.sha256("\0".join([text, " ".join(argv), " ".join(grad_argv), version]).encode()).hexdigest()[:32]
@@ -425,6 +393,73 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
                 os.replace(b, a)
         log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start,
                   artifacts[0])
+    return _Built(artifacts, cache_hit, backward_graph,
+                  lambda variant, part: _compile_graph(exe, argv, version, folder, variant, part))
+
+
+def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
+            options=(), dynamic=None, cuda_graphs="repeated", frontend="fx", strict=False):
+    """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
+    or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
+    CompiledModule. train=True also compiles the backward: gradients flow
+    to every parameter that requires grad and to inputs that do.
+    `dynamic`: dims whose size may change between calls, symbolic in the
+    one artifact: True (dim 0 of every input, one size), or {input
+    position: {dim: symbol}} (_dynamic.py); other dims are fixed by the
+    example inputs. Artifacts are cached by content in `cache_dir`
+    (default $XDG_CACHE_HOME/tensorc/artifacts). `cuda_graphs` (cuda):
+    "repeated" (a call whose tensors' addresses a recent call had replays
+    its launches as one CUDA graph: a training loop's steps from the
+    second on, as PyTorch's caching allocator hands out the same blocks),
+    "off", or "always" (what mode="reduce-overhead" sets).
+    `frontend`: "aten" captures the module at the ATen level with fake
+    tensors (tensorc.torch._aten: autocast and in-place updates as PyTorch
+    runs them, ops tensorc does not lower run in PyTorch with one warning,
+    or an error with `strict`); the gradient then follows grad mode (no
+    `train`), shapes are static. "fx" (for now the default) maps torch
+    functions and modules by name (docs/pytorch.md)."""
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    if frontend == "aten":
+        if dynamic:
+            raise ValueError("tensorc.torch.compile: frontend='aten' has static shapes for now (no dynamic=)")
+        from ._aten import compile_program
+        return compile_program(model, tuple(example_inputs),
+                               {"target": target, "mode": mode, "cache_dir": cache_dir, "tensorc_path": tensorc_path,
+                                "options": tuple(options), "cuda_graphs": cuda_graphs}, strict=strict)
+    if frontend != "fx":
+        raise ValueError(f"tensorc.torch.compile: unknown frontend '{frontend}' (aten, fx)")
+    spec = dynamic_dims(example_inputs, dynamic)
+
+    def export_at(inputs):
+        gm, values = _prepare(model, inputs)
+        g = _Exporter(gm, values, type(model).__name__).run()
+        single = not isinstance(values[[n for n in gm.graph.nodes if n.op == "output"][0]], (tuple, list))
+        scalars = set()
+        if train:
+            for i, (name, v) in enumerate(zip(list(g.outputs), g.output_values)):
+                if v.dim() == 0:
+                    g.outputs[i] = g.add("reshape", [name], {"shape": [1]}, name + "_1")
+                    scalars.add(i)
+        return g, single, scalars
+
+    g, single, scalars = export_at(example_inputs)
+    graph = g.json()
+    if spec:
+        graph = symbolize(lambda inputs: export_at(inputs)[0].json(), example_inputs, spec)
+    grad_argv = []
+    if train:
+        wrt = [n for n, (kind, key) in g.sources.items()
+               if (kind == "param" and g.inputs[list(g.sources).index(n)].get("trainable")) or
+               (kind == "input" and example_inputs[key].requires_grad)]
+        updated = {ref for _, ref in g.state}  # running statistics: no gradient
+        of = [n for n, v in zip(g.outputs, g.output_values) if v.is_floating_point() and n not in updated]
+        if not wrt or not of:
+            raise RuntimeError("tensorc.torch.compile(train=True): nothing to differentiate "
+                               "(no parameter or input requires grad, or no float output)")
+        grad_argv = ["--wrt", *wrt, "--of", *of]
+    built = build_artifacts(graph, target, mode, options, grad_argv, cache_dir, tensorc_path)
+    artifacts, cache_hit, backward_graph = built.artifacts, built.cache_hit, built.backward_graph
     executables = [tensorc.Executable.load(a) for a in artifacts]
     graphs = "always" if mode == "reduce-overhead" else cuda_graphs
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
@@ -432,7 +467,7 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     module.state, module.counters = list(g.state), list(g.counters)
     if train and not spec:
         module.backward_graph = backward_graph
-        module.compile_variant = lambda variant, part: _compile_graph(exe, argv, version, folder, variant, part)
+        module.compile_variant = built.compile_variant
     if spec:
         # Sizes below the traced minimum: a static artifact for that call's shapes.
         module.dynamic = spec

@@ -1,0 +1,251 @@
+"""A PyTorch program compiled through the ATen path: its ATen graph
+(capture.py) with each partition (partition.py) replaced by a call of a
+tensorc artifact, the rest run by PyTorch. Calls read the module's
+parameters and buffers by name at every call (an assigned nn.Parameter is
+seen) and run the graph with autocast off: its casts are already explicit."""
+import logging
+import warnings
+
+import torch
+
+from .. import _compile
+from .capture import capture
+from .graph_file import Unsupported
+from .lowering import lower_graph, value
+from .partition import fallback_ops, propose
+
+log = logging.getLogger("tensorc.torch")
+
+
+class StrictFallbackError(RuntimeError):
+    """strict=True and some op would run in PyTorch."""
+
+
+class TensorcPartition(torch.nn.Module):
+    """One partition: its graph file, compiled at the first call of each
+    form (inference, or training with the inputs that then require grad)."""
+
+    def __init__(self, graph, input_names, outputs, single, output_values, options):
+        super().__init__()
+        self.graph, self.options = graph, options
+        self.input_names = input_names
+        # outputs: [("input", position) | ("ref", graph output position)];
+        # single: the submodule returns one value, not a tuple.
+        self.outputs, self._single = outputs, single
+        self._output_meta = output_values  # fake values of the graph's outputs
+        self.compiled = {}
+
+    def _module_for(self, args):
+        train = torch.is_grad_enabled() and any(a.requires_grad for a in args)
+        key = (train, tuple(a.requires_grad for a in args)) if train else (False,)
+        module = self.compiled.get(key)
+        if module is None:
+            module = self.compiled[key] = self._compile(args, train)
+        return module
+
+    def _compile(self, args, train):
+        graph = dict(self.graph)
+        sources = {name: ("input", i) for i, name in enumerate(self.input_names)}
+        scalars, grad_argv = set(), []
+        if train:
+            graph["nodes"] = list(graph["nodes"])
+            graph["outputs"] = list(graph["outputs"])
+            float_outputs = []
+            for i, ref in enumerate(graph["outputs"]):
+                if self._output_meta[i].dim() == 0:
+                    name = f"{ref.replace(':', '_')}_1"
+                    graph["nodes"].append({"name": name, "op": "reshape", "args": [ref], "attrs": {"shape": [1]}})
+                    graph["outputs"][i] = name
+                    scalars.add(i)
+                if self._output_meta[i].is_floating_point():
+                    float_outputs.append(graph["outputs"][i])
+            wrt = [n for n, a in zip(self.input_names, args) if a.requires_grad and a.is_floating_point()]
+            if wrt and float_outputs:
+                grad_argv = ["--wrt", *wrt, "--of", *float_outputs]
+        o = self.options
+        built = _compile.build_artifacts(graph, o["target"], o.get("mode"), o.get("options", ()), grad_argv,
+                                         o.get("cache_dir"), o.get("tensorc_path"))
+        import tensorc
+        executables = [tensorc.Executable.load(a) for a in built.artifacts]
+        graphs = "always" if o.get("mode") == "reduce-overhead" else o.get("cuda_graphs", "repeated")
+        module = _compile.CompiledModule(torch.nn.Module(), sources, graph["outputs"], False, scalars,
+                                         built.artifacts[0], built.cache_hit, executables, cuda_graphs=graphs)
+        if grad_argv:
+            module.backward_graph = built.backward_graph
+            module.compile_variant = built.compile_variant
+        return module
+
+    def forward(self, *args):
+        results = self._module_for(args)(*args)
+        out = []
+        for kind, k in self.outputs:
+            out.append(args[k] if kind == "input" else results[k])
+        return out[0] if self._single else tuple(out)
+
+
+def _lower_partition(sub, name, options):
+    """A TensorcPartition of the fused submodule `sub` (its placeholders the
+    partition's inputs); raises Unsupported where its lowering fails."""
+    inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
+    body = [n for n in sub.graph.nodes if n.op == "call_function"]
+    results = next(n for n in sub.graph.nodes if n.op == "output").args[0]
+    single = not isinstance(results, (tuple, list))
+    results = [results] if single else list(results)
+    computed = [r for r in results if r not in inputs]
+    graph = lower_graph(body, inputs, computed, name)
+    input_names = [i["name"] for i in graph["inputs"]]
+    refs = dict(zip(computed, graph["outputs"]))
+    # The graph returns each computed value once; an output that is an
+    # input (a view the lowering folded away) is forwarded in Python.
+    unique, metas, outputs = [], [], []
+    for r in results:
+        ref = input_names[inputs.index(r)] if r in inputs else refs[r]
+        if ref in input_names:
+            outputs.append(("input", input_names.index(ref)))
+            continue
+        if ref not in unique:
+            unique.append(ref)
+            metas.append(value(r))
+        outputs.append(("ref", unique.index(ref)))
+    graph["outputs"] = unique
+    return TensorcPartition(graph, input_names, outputs, single, metas, options)
+
+
+def _boundary(nodes):
+    """The values a group of nodes reads from outside it and the values of
+    it read outside (fuse_by_partitions' submodule inputs and outputs)."""
+    inside = set(nodes)
+    inputs, outputs = [], []
+    for n in nodes:
+        for a in n.all_input_nodes:
+            if a not in inside and a not in inputs:
+                inputs.append(a)
+        if any(u not in inside for u in n.users):
+            outputs.append(n)
+    return inputs, outputs
+
+
+def _fused(gm, partitions):
+    try:
+        from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
+    except ImportError:  # pragma: no cover
+        raise
+    try:  # PyTorch >= 2.3 takes {node: None} partitions
+        return fuse_by_partitions(gm, [dict.fromkeys(p) for p in partitions])
+    except (TypeError, AttributeError):
+        return fuse_by_partitions(gm, partitions)
+
+
+class AtenCompiled:
+    """The compiled program: call it like the module."""
+
+    def __init__(self, module, captured, gm, fallbacks, partitions):
+        self.module, self.captured, self.gm = module, captured, gm
+        self.fallbacks, self.partitions = fallbacks, partitions
+        # Whether the program writes into a call input (functionalization's
+        # copy_ back): traced with distinct inputs, it would differ from
+        # eager when a call passes one tensor twice.
+        placeholders = [n for n in captured.gm.graph.nodes if n.op == "placeholder"]
+        self.mutates_inputs = any(n.op == "call_function" and getattr(n.target, "__name__", "").startswith("copy_")
+                                  and n.args[0] in placeholders for n in captured.gm.graph.nodes)
+        self._warned_alias = False
+
+    def _state(self):
+        out = []
+        for name in self.captured.state_names:
+            *path, attr = name.split(".")
+            m = self.module
+            for p in path:
+                m = getattr(m, p)
+            out.append(getattr(m, attr))
+        return out
+
+    def __call__(self, *inputs):
+        state = self._state()
+        if self.mutates_inputs and _aliased(state + [x for x in inputs if isinstance(x, torch.Tensor)]):
+            if not self._warned_alias:
+                self._warned_alias = True
+                warnings.warn("tensorc.torch: a call passes one tensor as several inputs of a program that updates "
+                              "its inputs in place: running it in PyTorch (as eager aliases them)", stacklevel=2)
+            return self.module(*inputs)
+        # Autocast off: the graph holds the casts autocast made when traced.
+        with torch.autocast("cpu", enabled=False), _cuda_autocast_off():
+            out = self.gm(*state, *inputs)
+        return out
+
+    def explain(self):
+        """What runs where: tensorc's partitions (nodes, inputs, outputs) and
+        the ops PyTorch runs, with why and where."""
+        return {"partitions": [{"name": n, "ops": len(p.graph["nodes"]), "inputs": len(p.input_names),
+                                "outputs": len(p.graph["outputs"])} for n, p in self.partitions],
+                "fallbacks": [{"op": op, "why": why, "where": where} for op, why, where in self.fallbacks]}
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except AttributeError:  # PyTorch 1.x
+        return t.storage().data_ptr()
+
+
+def _aliased(tensors):
+    """Whether two of `tensors` share memory."""
+    seen = set()
+    for t in tensors:
+        p = _storage(t)
+        if p in seen and p != 0:
+            return True
+        seen.add(p)
+    return False
+
+
+def _cuda_autocast_off():
+    import contextlib
+    if torch.cuda.is_available():
+        return torch.autocast("cuda", enabled=False)
+    return contextlib.nullcontext()
+
+
+def compile_program(module, example_inputs, options, strict=False, autocast=None):
+    """`module` captured on `example_inputs` (real or fake), partitioned,
+    each partition lowered (compiled at its first call)."""
+    captured = capture(module, example_inputs, autocast)
+    gm = captured.gm
+    name = type(module).__name__
+    refused = {}
+    while True:
+        partitions = propose(gm, refused)
+        failed = False
+        for p in partitions:
+            inputs, outputs = _boundary(p)
+            try:
+                lower_graph(p, inputs, outputs, name)
+            except Unsupported as e:
+                node = getattr(e, "node", None)
+                if node is None or node in refused:  # not one node's fault: the group runs in PyTorch
+                    for n in p:
+                        refused.setdefault(n, str(e))
+                else:
+                    refused[node] = str(e)
+                failed = True
+        if not failed:
+            break
+    fallbacks = fallback_ops(gm, refused)
+    if fallbacks:
+        listing = "; ".join(f"{op} ({why})" + (f" at {where}" if where else "") for op, why, where in fallbacks)
+        if strict:
+            raise StrictFallbackError(f"tensorc.torch: strict: these ops would run in PyTorch: {listing}")
+        warnings.warn(f"tensorc.torch: {len(fallbacks)} op(s) of {name} run in PyTorch, not tensorc: {listing}",
+                      stacklevel=3)
+    fused = _fused(gm, partitions) if partitions else gm
+    compiled = []
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module":
+            continue
+        sub = getattr(fused, node.target)
+        part = _lower_partition(sub, f"{name}_{node.target}", options)
+        setattr(fused, node.target, part)
+        compiled.append((node.target, part))
+    fused.recompile()
+    log.debug("tensorc.torch: %s: %d partitions, %d ops in PyTorch", name, len(compiled), len(fallbacks))
+    return AtenCompiled(module, captured, fused, fallbacks, compiled)

@@ -1,0 +1,34 @@
+"""Which ATen ops PyTorch's own decompositions (torch._decomp) rewrite
+before tensorc lowers the graph: each one here decomposes into ops that
+tensorc lowers (lowering.py), so it compiles instead of falling back.
+Ops tensorc does better as a unit are kept whole and never listed here:
+layer norm, softmax and log-softmax, GELU, SiLU, convolution, batch norm,
+embedding, attention, the pools, matmuls, cross-entropy's parts. An op
+neither listed nor lowered runs in PyTorch (partition.py)."""
+import torch
+
+# By overload packet (every overload PyTorch decomposes); names absent from
+# an older PyTorch's table are skipped.
+DECOMPOSED = (
+    # activations
+    "hardswish", "hardsigmoid", "hardtanh", "leaky_relu", "elu", "celu", "selu", "softplus", "mish", "glu",
+    "prelu", "logit", "logsigmoid_forward",
+    # arithmetic
+    "rsub", "addcmul", "addcdiv", "lerp", "sgn", "frac", "trunc", "expm1", "log1p", "log2", "nan_to_num",
+    "logical_xor", "clamp_min", "clamp_max", "xlogy", "square",
+    # reductions and norms
+    "var_mean", "std", "std_mean", "linalg_vector_norm", "norm", "native_group_norm", "mse_loss",
+    "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "l1_loss",
+    # shapes and masks
+    "stack", "unbind", "tril", "triu", "masked_fill", "new_zeros", "new_ones", "new_full", "new_empty",
+    "zeros_like", "ones_like", "full_like", "empty_like", "repeat", "roll", "flip", "narrow", "diag_embed",
+    "expand_as", "split", "chunk", "unflatten", "movedim", "swapaxes", "select_scatter", "slice_scatter",
+    "baddbmm", "addmv", "addr", "outer", "dot", "mv", "linspace", "one_hot",
+)
+
+
+def decomposition_table():
+    aten = torch.ops.aten
+    packets = [getattr(aten, name) for name in DECOMPOSED if hasattr(aten, name)]
+    from torch._decomp import get_decompositions
+    return get_decompositions(packets)

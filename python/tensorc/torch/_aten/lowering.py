@@ -1,0 +1,896 @@
+"""ATen ops -> tensorc ops: the one table (docs/pytorch.md, "What is
+lowered"). A rule takes the Lowering and the fx node (an ATen op with
+fake-tensor values in node.meta["val"]) and returns the value's reference,
+or a list of references for an op of several results; it raises
+Unsupported for a form it cannot lower exactly (the node then runs in
+PyTorch). Dtypes follow PyTorch's type promotion, made explicit with
+casts: tensorc ops take operands of one dtype."""
+import operator
+
+import torch
+import torch.fx as fx
+
+from .graph_file import GraphFile, Unsupported, dtype_name, literal
+
+INT64_MAX = 2**63 - 1
+
+
+def packet_name(target):
+    """'add' for aten.add.Tensor; None for what is not an ATen op."""
+    packet = getattr(target, "overloadpacket", None)
+    return getattr(packet, "__name__", None) if packet is not None else None
+
+
+def op_name(target):
+    """'aten.add' for aten.add.Tensor, 'mylib.op' for a torch.library op."""
+    schema = getattr(target, "_schema", None)
+    return schema.name.replace("::", ".") if schema is not None else str(target)
+
+
+def bind(node):
+    """The node's arguments by the op schema's names, defaults filled in."""
+    schema = node.target._schema
+    out, positional = {}, list(node.args)
+    for i, arg in enumerate(schema.arguments):
+        if i < len(positional) and not arg.kwarg_only:
+            out[arg.name] = positional[i]
+        elif arg.name in node.kwargs:
+            out[arg.name] = node.kwargs[arg.name]
+        else:
+            out[arg.name] = arg.default_value if hasattr(arg, "default_value") else None
+    return out
+
+
+def value(a):
+    """A node's fake value (a tensor, or a tuple of them); numbers as they are."""
+    return a.meta.get("val") if isinstance(a, fx.Node) else a
+
+
+def _norm(axis, rank):
+    return axis + rank if axis < 0 else axis
+
+
+def _stand_in(v):
+    """A real object with v's promotion category (rank-0 or not) and dtype."""
+    if isinstance(v, torch.Tensor):
+        return torch.empty([1] * min(v.dim(), 1), dtype=v.dtype)
+    return v
+
+
+def result_type(*operands):
+    vals = [_stand_in(value(a)) for a in operands if value(a) is not None]
+    return torch.result_type(*vals) if len(vals) > 1 else (vals[0].dtype if isinstance(vals[0], torch.Tensor)
+                                                           else torch.tensor(vals[0]).dtype)
+
+
+class Lowering:
+    """One tensorc graph file built from ATen nodes."""
+
+    def __init__(self, name):
+        self.g = GraphFile(name)
+        self.env = {}
+
+    # values -----------------------------------------------------------------
+
+    def add_input(self, node):
+        v = value(node)
+        if not isinstance(v, torch.Tensor):
+            raise Unsupported(f"input '{node.name}' is a {type(v).__name__}, not a tensor")
+        if any(int(d) < 1 for d in v.shape):
+            raise Unsupported(f"input '{node.name}' is empty (shape {list(v.shape)})")
+        self.env[node] = self.g.add_input(node.name, v.dtype, v.shape)
+        return self.env[node]
+
+    def ref(self, a):
+        r = self.env.get(a)
+        if not isinstance(r, str):
+            raise Unsupported(f"operand '{getattr(a, 'name', a)}' is not a tensor of this graph")
+        return r
+
+    def has(self, a):
+        """Whether the tensor node `a` is a value of this graph."""
+        return isinstance(self.env.get(a), str)
+
+    def operand(self, a, dtype):
+        """A tensor node or a number as an operand of `dtype`."""
+        if isinstance(a, fx.Node):
+            r = self.ref(a)
+            return self.cast(r, value(a).dtype, dtype)
+        if isinstance(a, (bool, int, float)):
+            return literal(a, dtype)
+        raise Unsupported(f"operand {a!r}")
+
+    def cast(self, ref, from_dtype, to_dtype, base="cast"):
+        if from_dtype == to_dtype:
+            return ref
+        return self.g.add("cast", [ref], {"to": dtype_name(to_dtype)}, base)
+
+    def out(self, node):
+        v = value(node)
+        if not isinstance(v, torch.Tensor):
+            raise Unsupported("a result that is not one tensor")
+        if v.dtype not in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                           torch.bool):
+            raise Unsupported(f"a result of dtype {v.dtype}")
+        return v
+
+    def add(self, node, op, args, attrs=None):
+        return self.g.add(op, args, attrs, node.name)
+
+    def elementwise(self, node, op, operands, dtype=None):
+        dtype = dtype or self.out(node).dtype
+        return self.add(node, op, [self.operand(a, dtype) for a in operands])
+
+    def reshape(self, node, ref, shape):
+        return self.g.add("reshape", [ref], {"shape": [int(d) for d in shape]}, node.name)
+
+    # lowering ---------------------------------------------------------------
+
+    def lower(self, node):
+        if node.target is operator.getitem:
+            results = self.env.get(node.args[0])
+            if not isinstance(results, (list, tuple)):
+                raise Unsupported(f"result {node.args[1]} of '{node.args[0].name}'")
+            # A result tensorc does not compute (batch norm's saved
+            # statistics, pooling indices) may be read by nothing.
+            if results[node.args[1]] is None and node.users:
+                raise Unsupported(f"result {node.args[1]} of '{node.args[0].name}' (only PyTorch computes it)")
+            self.env[node] = results[node.args[1]]
+            return
+        name = packet_name(node.target)
+        rule = RULES.get(name) if op_name(node.target).startswith("aten.") else None
+        if rule is None:
+            raise Unsupported(f"no lowering of {op_name(node.target)}" if name else f"not an ATen op: {node.target}")
+        ref = rule(self, node)
+        if isinstance(ref, str) and isinstance(value(node), torch.Tensor):
+            self.out(node)
+        self.env[node] = ref
+
+
+def _binary(op):
+    def rule(lw, n):
+        a = bind(n)
+        x, y = a["self"], a["other"]
+        alpha = a.get("alpha", 1)
+        dtype = lw.out(n).dtype
+        if alpha not in (None, 1):
+            y = lw.g.add("mul", [lw.operand(y, dtype), literal(alpha, dtype)], None, n.name + "_alpha")
+            return lw.add(n, op, [lw.operand(x, dtype), y])
+        return lw.elementwise(n, op, [x, y])
+    return rule
+
+
+def _rsub(lw, n):
+    a = bind(n)
+    dtype = lw.out(n).dtype
+    y = lw.operand(a["self"], dtype)
+    if a.get("alpha", 1) not in (None, 1):
+        y = lw.g.add("mul", [y, literal(a["alpha"], dtype)], None, n.name + "_alpha")
+    return lw.add(n, "sub", [lw.operand(a["other"], dtype), y])
+
+
+def _div(lw, n):
+    a = bind(n)
+    mode = a.get("rounding_mode")
+    dtype = lw.out(n).dtype
+    if mode is None:
+        return lw.elementwise(n, "div", [a["self"], a["other"]])
+    if not dtype.is_floating_point:
+        raise Unsupported(f"integer division with rounding_mode='{mode}'")
+    q = lw.g.add("div", [lw.operand(a["self"], dtype), lw.operand(a["other"], dtype)], None, n.name + "_q")
+    if mode == "floor":
+        return lw.add(n, "floor", [q])
+    # trunc: toward zero
+    neg = lw.g.add("lt", [q, literal(0, dtype)], None, n.name + "_neg")
+    return lw.add(n, "where", [neg, lw.g.add("ceil", [q]), lw.g.add("floor", [q])])
+
+
+def _compare(op):
+    def rule(lw, n):
+        a = bind(n)
+        return lw.elementwise(n, op, [a["self"], a["other"]], result_type(a["self"], a["other"]))
+    return rule
+
+
+def _unary(op, attrs=None):
+    def rule(lw, n):
+        x = bind(n)["self"]
+        dtype = lw.out(n).dtype
+        if op in ("logical_not",):
+            dtype = value(x).dtype
+            r = lw.add(n, op, [lw.cast(lw.ref(x), dtype, torch.bool) if dtype != torch.bool else lw.ref(x)])
+            return r
+        return lw.add(n, op, [lw.operand(x, dtype)], attrs)
+    return rule
+
+
+def _logical(op):
+    def rule(lw, n):
+        a = bind(n)
+        return lw.add(n, op, [lw.operand(a["self"], torch.bool), lw.operand(a["other"], torch.bool)])
+    return rule
+
+
+def _bitwise_not(lw, n):
+    x = bind(n)["self"]
+    if value(x).dtype != torch.bool:
+        raise Unsupported("bitwise_not of integers")
+    return lw.add(n, "logical_not", [lw.ref(x)])
+
+
+def _bitwise(op):
+    def rule(lw, n):
+        a = bind(n)
+        if result_type(a["self"], a["other"]) != torch.bool:
+            raise Unsupported(f"bitwise {op} of integers")
+        return lw.add(n, "logical_" + op, [lw.operand(a["self"], torch.bool), lw.operand(a["other"], torch.bool)])
+    return rule
+
+
+def _gelu(lw, n):
+    a = bind(n)
+    approximate = a.get("approximate") or "none"
+    return lw.add(n, "gelu", [lw.ref(a["self"])], {"approximate": approximate} if approximate != "none" else None)
+
+
+def _pow(lw, n):
+    a = bind(n)
+    x, e = a["self"], a["exponent"]
+    dtype = lw.out(n).dtype
+    if not isinstance(e, fx.Node):
+        if e == 2:
+            xr = lw.operand(x, dtype)
+            return lw.add(n, "mul", [xr, xr])
+        if e == 0.5 and dtype.is_floating_point:
+            return lw.add(n, "sqrt", [lw.operand(x, dtype)])
+        if e == 1:
+            return lw.operand(x, dtype)
+    return lw.elementwise(n, "pow", [x, e])
+
+
+def _clamp(lw, n):
+    a = bind(n)
+    lo, hi = a.get("min"), a.get("max")
+    if isinstance(lo, fx.Node) or isinstance(hi, fx.Node):
+        dtype = lw.out(n).dtype
+        r = lw.operand(a["self"], dtype)
+        if lo is not None:
+            r = lw.g.add("maximum", [r, lw.operand(lo, dtype)], None, n.name + "_lo")
+        if hi is not None:
+            r = lw.g.add("minimum", [r, lw.operand(hi, dtype)], None, n.name)
+        return r
+    if not lw.out(n).dtype.is_floating_point:
+        raise Unsupported("clamp of integers")
+    attrs = {}
+    if lo is not None:
+        attrs["min"] = float(lo)
+    if hi is not None:
+        attrs["max"] = float(hi)
+    return lw.add(n, "clamp", [lw.operand(a["self"], lw.out(n).dtype)], attrs)
+
+
+def _where(lw, n):
+    a = bind(n)
+    dtype = lw.out(n).dtype
+    return lw.add(n, "where", [lw.operand(a["condition"], torch.bool), lw.operand(a["self"], dtype),
+                               lw.operand(a["other"], dtype)])
+
+
+def _masked_fill(lw, n):
+    a = bind(n)
+    dtype = lw.out(n).dtype
+    return lw.add(n, "where", [lw.operand(a["mask"], torch.bool), lw.operand(a["value"], dtype),
+                               lw.operand(a["self"], dtype)])
+
+
+def _to_copy(lw, n):
+    a = bind(n)
+    x = a["self"]
+    src, out = value(x), lw.out(n)
+    if out.device != src.device:
+        raise Unsupported(f"a copy from {src.device} to {out.device}")
+    if tuple(out.shape) != tuple(src.shape):
+        raise Unsupported("a copy that changes the shape")
+    return lw.cast(lw.ref(x), src.dtype, out.dtype, n.name)
+
+
+def _identity(lw, n):
+    x = n.args[0]
+    if value(x).dtype != lw.out(n).dtype or tuple(value(x).shape) != tuple(lw.out(n).shape):
+        raise Unsupported("an alias of another shape or dtype")
+    return lw.ref(x)
+
+
+def _copy(lw, n):
+    """aten.copy(self, src): src broadcast to self's shape, in self's dtype."""
+    a = bind(n)
+    out = lw.out(n)
+    src = lw.operand(a["src"], out.dtype)
+    if tuple(value(a["src"]).shape) != tuple(out.shape):
+        src = lw.g.add("broadcast_to", [src], {"shape": list(out.shape)}, n.name)
+    return src
+
+
+def _view(lw, n):
+    x = n.args[0]
+    if tuple(value(x).shape) == tuple(lw.out(n).shape):
+        return lw.ref(x)
+    return lw.reshape(n, lw.ref(x), lw.out(n).shape)
+
+
+def _expand(lw, n):
+    x = n.args[0]
+    if tuple(value(x).shape) == tuple(lw.out(n).shape):
+        return lw.ref(x)
+    return lw.add(n, "broadcast_to", [lw.ref(x)], {"shape": [int(d) for d in lw.out(n).shape]})
+
+
+def _permute(lw, n):
+    a = bind(n)
+    rank = value(a["self"]).dim()
+    dims = [_norm(int(d), rank) for d in a["dims"]]
+    if dims == list(range(rank)):
+        return lw.ref(a["self"])
+    return lw.add(n, "permute", [lw.ref(a["self"])], {"dims": dims})
+
+
+def _transpose(lw, n):
+    a = bind(n)
+    rank = value(a["self"]).dim()
+    d0, d1 = _norm(int(a["dim0"]), rank), _norm(int(a["dim1"]), rank)
+    if d0 == d1:
+        return lw.ref(a["self"])
+    return lw.add(n, "transpose", [lw.ref(a["self"])], {"dim0": d0, "dim1": d1})
+
+
+def _t(lw, n):
+    x = n.args[0]
+    if value(x).dim() < 2:
+        return lw.ref(x)
+    return lw.add(n, "transpose", [lw.ref(x)], {"dim0": 0, "dim1": 1})
+
+
+def _slice(lw, n):
+    a = bind(n)
+    x = value(a["self"])
+    axis = _norm(int(a.get("dim") or 0), x.dim())
+    size = int(x.shape[axis])
+    start, end, step = a.get("start"), a.get("end"), a.get("step") or 1
+    start, end, step = slice(start, end, step).indices(size)
+    if (start, end, step) == (0, size, 1):
+        return lw.ref(a["self"])
+    if end <= start:
+        raise Unsupported("an empty slice")
+    attrs = {"axes": [axis], "starts": [start], "ends": [end]}
+    if step != 1:
+        attrs["steps"] = [step]
+    return lw.add(n, "slice", [lw.ref(a["self"])], attrs)
+
+
+def _select(lw, n):
+    a = bind(n)
+    x = value(a["self"])
+    axis = _norm(int(a["dim"]), x.dim())
+    index = _norm(int(a["index"]), int(x.shape[axis]))
+    s = lw.g.add("slice", [lw.ref(a["self"])], {"axes": [axis], "starts": [index], "ends": [index + 1]},
+                 n.name + "_slice")
+    return lw.reshape(n, s, lw.out(n).shape)
+
+
+def _cat(lw, n):
+    a = bind(n)
+    out = lw.out(n)
+    tensors = [t for t in a["tensors"] if value(t).numel() > 0 or value(t).dim() > 1]
+    if len(tensors) == 1:
+        return lw.operand(tensors[0], out.dtype)
+    return lw.add(n, "concat", [lw.operand(t, out.dtype) for t in tensors],
+                  {"axis": _norm(int(a.get("dim") or 0), out.dim())})
+
+
+def _split(lw, n):
+    a = bind(n)
+    x = value(a["self"])
+    axis = _norm(int(a.get("dim") or 0), x.dim())
+    total = int(x.shape[axis])
+    if a.get("split_sizes") is not None:
+        sizes = [int(s) for s in a["split_sizes"]]
+    else:
+        step = int(a["split_size"])
+        sizes = [min(step, total - k) for k in range(0, total, step)] if step > 0 else [total]
+    sizes = [s for s in sizes]
+    if sum(sizes) != total or any(s < 1 for s in sizes):
+        raise Unsupported(f"split into sizes {sizes} of a dim of {total}")
+    if len(sizes) == 1:
+        return [lw.ref(a["self"])]
+    name = lw.add(n, "split", [lw.ref(a["self"])], {"sizes": sizes, "axis": axis})
+    return [f"{name}:{i}" for i in range(len(sizes))]
+
+
+def _reduction(op):
+    def rule(lw, n):
+        a = bind(n)
+        x = a["self"]
+        out = lw.out(n)
+        rank = value(x).dim()
+        dims = a.get("dim")
+        attrs = {}
+        if dims is not None and dims != [] and rank > 0:
+            dims = [dims] if isinstance(dims, int) else list(dims)
+            attrs["axes"] = sorted({_norm(int(d), rank) for d in dims})
+            if a.get("keepdim"):
+                attrs["keepdim"] = True
+        src = lw.operand(x, out.dtype)
+        if rank == 0:
+            return src
+        return lw.add(n, op, [src], attrs or None)
+    return rule
+
+
+def _extreme(op):
+    """amax/amin; max/min without a dim; max.dim/min.dim (values, indices)."""
+    def rule(lw, n):
+        a = bind(n)
+        x = a["self"]
+        rank = value(x).dim()
+        if n.target._overloadname == "dim":
+            axis = _norm(int(a["dim"]), rank)
+            keep = {"keepdim": True} if a.get("keepdim") else {}
+            values = lw.g.add(op, [lw.ref(x)], {"axes": [axis], **keep}, n.name + "_values")
+            indices = lw.g.add("arg" + op, [lw.ref(x)], {"axis": axis, **keep}, n.name + "_indices")
+            return [values, indices]
+        if n.target._overloadname not in ("default",) and packet_name(n.target) in ("max", "min"):
+            raise Unsupported(f"{op} of two tensors (use maximum/minimum)")
+        dims = a.get("dim")
+        attrs = {}
+        if dims:
+            attrs["axes"] = sorted({_norm(int(d), rank) for d in dims})
+            if a.get("keepdim"):
+                attrs["keepdim"] = True
+        return lw.add(n, op, [lw.ref(x)], attrs or None)
+    return rule
+
+
+def _arg_extreme(op):
+    def rule(lw, n):
+        a = bind(n)
+        attrs = {}
+        if a.get("dim") is not None:
+            attrs["axis"] = _norm(int(a["dim"]), value(a["self"]).dim())
+            if a.get("keepdim"):
+                attrs["keepdim"] = True
+        return lw.add(n, op, [lw.ref(a["self"])], attrs or None)
+    return rule
+
+
+def _var(lw, n):
+    a = bind(n)
+    x = a["self"]
+    rank = value(x).dim()
+    correction = a.get("correction")
+    if "unbiased" in a and a.get("unbiased") is not None:
+        correction = 1 if a["unbiased"] else 0
+    correction = 1 if correction is None else correction
+    if float(correction) != int(correction):
+        raise Unsupported("a fractional correction")
+    attrs = {"correction": int(correction)}
+    if a.get("dim"):
+        attrs["axes"] = sorted({_norm(int(d), rank) for d in a["dim"]})
+    if a.get("keepdim"):
+        attrs["keepdim"] = True
+    return lw.add(n, "var", [lw.operand(x, lw.out(n).dtype)], attrs)
+
+
+def _matmul(lw, n):
+    a = bind(n)
+    out = lw.out(n)
+    return lw.add(n, "matmul", [lw.operand(a["self"], out.dtype), lw.operand(a["mat2"], out.dtype)])
+
+
+def _addmm(lw, n):
+    """beta * input + alpha * (mat1 @ mat2)."""
+    a = bind(n)
+    out = lw.out(n)
+    mm = lw.g.add("matmul", [lw.operand(a["mat1"], out.dtype), lw.operand(a["mat2"], out.dtype)], None,
+                  n.name + "_mm")
+    if a.get("alpha", 1) != 1:
+        mm = lw.g.add("mul", [mm, literal(a["alpha"], out.dtype)], None, n.name + "_alpha")
+    bias = lw.operand(a["self"], out.dtype)
+    if a.get("beta", 1) == 0:
+        return mm
+    if a.get("beta", 1) != 1:
+        bias = lw.g.add("mul", [bias, literal(a["beta"], out.dtype)], None, n.name + "_beta")
+    return lw.add(n, "add", [mm, bias])
+
+
+def _softmax(op):
+    def rule(lw, n):
+        a = bind(n)
+        out = lw.out(n)
+        x = lw.operand(a["self"], out.dtype)
+        if value(a["self"]).dim() == 0:
+            raise Unsupported(f"{op} of a scalar")
+        return lw.add(n, op, [x], {"axis": _norm(int(a["dim"]), out.dim())})
+    return rule
+
+
+def _layer_norm(lw, n):
+    a = bind(n)
+    x = value(a["input"])
+    shape = list(a["normalized_shape"])
+    if list(x.shape[x.dim() - len(shape):]) != shape:
+        raise Unsupported("layer norm over a shape that is not the input's last dims")
+    if len(shape) != 1:
+        # tensorc normalizes from `axis` to the end: the same when the
+        # weight and bias are flat views of the trailing dims.
+        pass
+    w, b = a.get("weight"), a.get("bias")
+    if len(shape) != 1 and (w is not None or b is not None):
+        raise Unsupported("layer norm over several dims with weights")
+    # Weights of a wider dtype than the input (bf16 activations, f32
+    # weights under autocast): PyTorch normalizes in the weights' dtype
+    # and returns the input's.
+    compute = x.dtype
+    for t in (w, b):
+        if t is not None and value(t).dtype != x.dtype:
+            compute = torch.promote_types(compute, value(t).dtype)
+    args = [lw.operand(a["input"], compute)]
+    args += [lw.operand(w, compute) if w is not None else None, lw.operand(b, compute) if b is not None else None]
+    while args[-1] is None:
+        args.pop()
+    attrs = {"axis": x.dim() - len(shape)}
+    if float(a["eps"]) != 1e-5:
+        attrs["eps"] = float(a["eps"])
+    if compute == x.dtype:
+        return [lw.add(n, "layer_norm", args, attrs), None, None]
+    normed = lw.g.add("layer_norm", args, attrs, n.name + "_wide")
+    return [lw.cast(normed, compute, x.dtype, n.name), None, None]
+
+
+def _batch_norm(lw, n):
+    """native_batch_norm / _native_batch_norm_legit* -> tc.batch_norm.
+    Results: (out, save_mean, save_invstd[, new running mean, new running
+    var]); the saved statistics are the backward's (PyTorch's), not lowered."""
+    a = bind(n)
+    name = packet_name(n.target)
+    x = a["input"]
+    training = bool(a.get("training", False))
+    if name == "_native_batch_norm_legit_no_training":
+        training = False
+    mean, var = a.get("running_mean"), a.get("running_var")
+    if mean is None or var is None:
+        raise Unsupported("batch norm without running statistics")
+    w, b = a.get("weight"), a.get("bias")
+    if w is None and b is not None:
+        raise Unsupported("batch norm with a bias but no weight")
+    if name in ("native_batch_norm", "_native_batch_norm_legit") and training:
+        raise Unsupported("training-mode batch norm updating its statistics in place")
+    args = [lw.ref(x), lw.ref(mean), lw.ref(var)] + [lw.ref(t) for t in (w, b) if t is not None]
+    attrs = {"eps": float(a["eps"])} if float(a["eps"]) != 1e-5 else {}
+    if training:
+        attrs.update({"training": True, "momentum": float(a["momentum"])})
+    ref = lw.add(n, "batch_norm", args, attrs or None)
+    results = [f"{ref}:0", None, None]
+    if name == "_native_batch_norm_legit_functional":
+        results += [f"{ref}:1", f"{ref}:2"]
+    return results
+
+
+def _convolution(lw, n):
+    a = bind(n)
+    x, w = value(a["input"]), value(a["weight"])
+    if a.get("transposed"):
+        raise Unsupported("transposed convolution")
+    if x.dim() != 4:
+        raise Unsupported(f"{x.dim() - 2}-D convolution")
+    if any(int(p) for p in (a.get("output_padding") or [])):
+        raise Unsupported("output_padding")
+    out = lw.out(n)
+    if not out.dtype.is_floating_point:
+        raise Unsupported("integer convolution")
+    attrs = {"stride": [int(s) for s in a["stride"]], "padding": [int(p) for p in a["padding"]],
+             "dilation": [int(d) for d in a["dilation"]], "groups": int(a["groups"])}
+    args = [lw.operand(a["input"], out.dtype), lw.operand(a["weight"], out.dtype)]
+    if a.get("bias") is not None:
+        args.append(lw.operand(a["bias"], out.dtype))
+    del w
+    return lw.add(n, "conv2d", args, attrs)
+
+
+def _pair(v):
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return [int(v[0]), int(v[-1])]
+
+
+def _max_pool(lw, n):
+    a = bind(n)
+    if value(a["self"]).dim() != 4:
+        raise Unsupported("max pooling of a 3-D input")
+    kernel = _pair(a["kernel_size"])
+    attrs = {"kernel_size": kernel, "stride": _pair(a.get("stride") or kernel),
+             "padding": _pair(a.get("padding") or 0), "dilation": _pair(a.get("dilation") or 1)}
+    if a.get("ceil_mode"):
+        attrs["ceil_mode"] = True
+    ref = lw.add(n, "max_pool2d", [lw.ref(a["self"])], attrs)
+    return [ref, None] if packet_name(n.target) == "max_pool2d_with_indices" else ref
+
+
+def _avg_pool(lw, n):
+    a = bind(n)
+    if value(a["self"]).dim() != 4:
+        raise Unsupported("average pooling of a 3-D input")
+    if a.get("divisor_override") is not None:
+        raise Unsupported("avg_pool2d with divisor_override")
+    kernel = _pair(a["kernel_size"])
+    attrs = {"kernel_size": kernel, "stride": _pair(a.get("stride") or kernel),
+             "padding": _pair(a.get("padding") or 0)}
+    if a.get("ceil_mode"):
+        attrs["ceil_mode"] = True
+    if a.get("count_include_pad") is False:
+        attrs["count_include_pad"] = False
+    return lw.add(n, "avg_pool2d", [lw.ref(a["self"])], attrs)
+
+
+def _adaptive_avg_pool(lw, n):
+    a = bind(n)
+    x = value(a["self"])
+    if x.dim() != 4:
+        raise Unsupported("adaptive pooling of a 3-D input")
+    hw = [int(d) for d in x.shape[2:]]
+    out = [int(d) for d in lw.out(n).shape[2:]]
+    if out == [1, 1]:
+        return lw.add(n, "mean", [lw.ref(a["self"])], {"axes": [2, 3], "keepdim": True})
+    if out == hw:
+        return lw.ref(a["self"])
+    if any(h % o for h, o in zip(hw, out)):
+        raise Unsupported(f"adaptive pooling of {hw} to {out} (sizes that do not divide)")
+    kernel = [h // o for h, o in zip(hw, out)]
+    return lw.add(n, "avg_pool2d", [lw.ref(a["self"])], {"kernel_size": kernel, "stride": kernel})
+
+
+def _embedding(lw, n):
+    a = bind(n)
+    if a.get("sparse"):
+        raise Unsupported("sparse embedding gradients")
+    if a.get("scale_grad_by_freq"):
+        raise Unsupported("embedding with scale_grad_by_freq")
+    attrs = None
+    padding = a.get("padding_idx")
+    if padding is not None and int(padding) >= 0:
+        attrs = {"padding_idx": int(padding)}
+    indices = a["indices"]
+    if value(indices).dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"embedding indices of {value(indices).dtype}")
+    return lw.add(n, "embedding", [lw.ref(indices), lw.ref(a["weight"])], attrs)
+
+
+def _nll_loss(lw, n):
+    """nll_loss_forward of log_softmax(x, 1): cross_entropy(x) (one fused op
+    that tensorc differentiates); (loss, total_weight)."""
+    a = bind(n)
+    if a.get("weight") is not None:
+        raise Unsupported("nll_loss with class weights")
+    logp = a["self"]
+    reduction = {0: "none", 1: "mean", 2: "sum"}[int(a["reduction"])]
+    x = logp.args[0] if isinstance(logp, fx.Node) and packet_name(logp.target) == "_log_softmax" else None
+    if x is None or not lw.has(x) or value(x).dim() != 2 or _norm(int(logp.args[1]), 2) != 1:
+        raise Unsupported("nll_loss of anything but log_softmax over the classes of [N, C] logits")
+    if value(x).dtype != value(logp).dtype:
+        raise Unsupported("nll_loss of a log_softmax that changes the dtype")
+    attrs = {}
+    if reduction != "mean":
+        attrs["reduction"] = reduction
+    if int(a["ignore_index"]) != -100:
+        attrs["ignore_index"] = int(a["ignore_index"])
+    return [lw.add(n, "cross_entropy", [lw.ref(x), lw.ref(a["target"])], attrs or None), None]
+
+
+def _constant_pad(lw, n):
+    a = bind(n)
+    out = lw.out(n)
+    attrs = {"pads": [int(p) for p in a["pad"]]}
+    if float(a.get("value") or 0) != 0:
+        attrs["value"] = float(a["value"])
+    return lw.add(n, "pad", [lw.ref(a["self"])], attrs)
+
+
+def _filled(fill):
+    """zeros / ones / full / scalar_tensor / *_like with a value."""
+    def rule(lw, n):
+        a = bind(n)
+        out = lw.out(n)
+        v = fill if fill is not None else a.get("fill_value", a.get("s"))
+        if isinstance(v, fx.Node):
+            raise Unsupported("a fill value computed at run time")
+        shape = [int(d) for d in out.shape]
+        dtype = dtype_name(out.dtype)
+        if v == 0:
+            return lw.add(n, "zeros", [], {"shape": shape, "dtype": dtype})
+        if v == 1:
+            return lw.add(n, "ones", [], {"shape": shape, "dtype": dtype})
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            if not out.dtype.is_floating_point:
+                raise Unsupported("a non-finite fill of integers")
+            return lw.add(n, "broadcast_to", [literal(v, out.dtype)], {"shape": shape}) if shape else \
+                lw.add(n, "add", [literal(v, out.dtype), literal(0, out.dtype)])
+        return lw.add(n, "full", [], {"shape": shape, "value": float(v), "dtype": dtype})
+    return rule
+
+
+def _arange(lw, n):
+    a = bind(n)
+    out = lw.out(n)
+    start, end, step = a.get("start", 0) or 0, a["end"], a.get("step", 1) or 1
+    if any(isinstance(v, float) and not float(v).is_integer() for v in (start, end, step)):
+        raise Unsupported("arange with fractional bounds")
+    attrs = {"start": int(start), "end": int(end)}
+    if int(step) != 1:
+        attrs["step"] = int(step)
+    if int(start) == 0:
+        del attrs["start"]
+    ref = lw.g.add("iota", [], attrs, n.name + "_i64")
+    return lw.cast(ref, torch.int64, out.dtype, n.name)
+
+
+def _index_select(lw, n):
+    a = bind(n)
+    axis = _norm(int(a["dim"]), max(value(a["self"]).dim(), 1))
+    return lw.add(n, "index_select", [lw.ref(a["self"]), lw.ref(a["index"])], {"axis": axis})
+
+
+def _gather(lw, n):
+    a = bind(n)
+    if a.get("sparse_grad"):
+        raise Unsupported("gather with sparse_grad")
+    axis = _norm(int(a["dim"]), max(value(a["self"]).dim(), 1))
+    return lw.add(n, "gather", [lw.ref(a["self"]), lw.ref(a["index"])], {"axis": axis})
+
+
+def _index(lw, n):
+    """x[idx] along one dim with one integer index tensor (aten.index.Tensor
+    with one non-None index): index_select, negative indices wrapped as
+    PyTorch wraps them."""
+    a = bind(n)
+    x = value(a["self"])
+    indices = list(a["indices"])
+    used = [k for k, i in enumerate(indices) if i is not None]
+    if len(used) != 1:
+        raise Unsupported("indexing with several index tensors (advanced indexing)")
+    k = used[0]
+    idx = indices[k]
+    iv = value(idx)
+    if iv.dtype not in (torch.int64, torch.int32):
+        raise Unsupported(f"indexing with a {iv.dtype} tensor")
+    ref = lw.ref(idx)
+    if iv.dim() != 1:
+        ref = lw.g.add("reshape", [ref], {"shape": [iv.numel()]}, n.name + "_flat")
+    dt = iv.dtype
+    negative = lw.g.add("lt", [ref, literal(0, dt)], None, n.name + "_negative")
+    wrapped = lw.g.add("add", [ref, literal(int(x.shape[k]), dt)], None, n.name + "_wrapped")
+    ref = lw.g.add("where", [negative, wrapped, ref], None, n.name + "_index")
+    out = lw.g.add("index_select", [lw.ref(a["self"]), ref], {"axis": k}, n.name + "_select")
+    if iv.dim() != 1:
+        out = lw.reshape(n, out, lw.out(n).shape)
+    return out
+
+
+def _sdpa(lw, n):
+    """PyTorch's fused attention ops (the variant its dispatcher chose for
+    the device) -> one tc attention op; the extra results (log-sum-exp,
+    seeds) are the backward's."""
+    a = bind(n)
+    if float(a.get("dropout_p") or 0) != 0:
+        raise Unsupported("attention dropout")
+    q, k, v = a["query"], a["key"], a["value"]
+    mask = a.get("attn_bias", a.get("attn_mask"))
+    out = value(n)[0] if isinstance(value(n), (tuple, list)) else value(n)
+    attrs = {}
+    if a.get("is_causal"):
+        attrs["is_causal"] = True
+    if a.get("scale") is not None:
+        attrs["scale"] = float(a["scale"])
+    args = [lw.ref(q), lw.ref(k), lw.ref(v)]
+    if mask is not None:
+        args.append(lw.operand(mask, out.dtype) if value(mask).dtype != torch.bool else lw.ref(mask))
+    ref = lw.add(n, "scaled_dot_product_attention", args, attrs or None)
+    if isinstance(value(n), (tuple, list)):
+        return [ref] + [None] * (len(value(n)) - 1)
+    return ref
+
+
+def _squeeze_like(lw, n):
+    return _view(lw, n)
+
+
+RULES = {}
+
+
+def _register(rule, *names):
+    for name in names:
+        RULES[name] = rule
+
+
+for _op in ("add", "sub", "mul", "maximum", "minimum"):
+    _register(_binary(_op), _op)
+_register(_binary("pow"), "float_power")
+_register(_rsub, "rsub")
+_register(_div, "div")
+_register(_binary("maximum"), "fmax")
+_register(_binary("minimum"), "fmin")
+for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _register(_compare(_op), _op)
+for _op in ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "erf",
+            "reciprocal", "sign", "floor", "ceil", "logical_not"):
+    _register(_unary(_op), _op)
+_register(_logical("logical_and"), "logical_and")
+_register(_logical("logical_or"), "logical_or")
+_register(_bitwise_not, "bitwise_not")
+_register(_bitwise("and"), "bitwise_and")
+_register(_bitwise("or"), "bitwise_or")
+_register(_gelu, "gelu")
+_register(_pow, "pow")
+_register(_clamp, "clamp")
+_register(_where, "where")
+_register(_masked_fill, "masked_fill")
+_register(_to_copy, "_to_copy")
+_register(_identity, "clone", "alias", "detach", "lift_fresh_copy", "lift_fresh", "alias_copy", "detach_copy",
+          "contiguous", "_conj", "resolve_conj", "resolve_neg")
+_register(_copy, "copy")
+_register(_view, "view", "_unsafe_view", "reshape", "view_copy", "_reshape_alias", "_reshape_alias_copy",
+          "unsqueeze", "unsqueeze_copy", "squeeze", "squeeze_copy", "flatten", "unflatten")
+_register(_expand, "expand", "expand_copy")
+_register(_permute, "permute", "permute_copy")
+_register(_transpose, "transpose", "transpose_copy")
+_register(_t, "t", "t_copy", "numpy_T")
+_register(_slice, "slice", "slice_copy")
+_register(_select, "select", "select_copy")
+_register(_cat, "cat", "concat")
+_register(_split, "split", "split_with_sizes", "split_copy", "split_with_sizes_copy")
+_register(_reduction("sum"), "sum")
+_register(_reduction("mean"), "mean")
+_register(_reduction("prod"), "prod")
+_register(_reduction("logsumexp"), "logsumexp")
+_register(_extreme("max"), "amax", "max")
+_register(_extreme("min"), "amin", "min")
+_register(_arg_extreme("argmax"), "argmax")
+_register(_arg_extreme("argmin"), "argmin")
+_register(_var, "var")
+_register(_matmul, "mm", "bmm")
+_register(_addmm, "addmm")
+_register(_softmax("softmax"), "_softmax", "softmax")
+_register(_softmax("log_softmax"), "_log_softmax", "log_softmax")
+_register(_layer_norm, "native_layer_norm")
+_register(_batch_norm, "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+          "_native_batch_norm_legit_functional")
+_register(_convolution, "convolution")
+_register(_max_pool, "max_pool2d_with_indices", "max_pool2d")
+_register(_avg_pool, "avg_pool2d")
+_register(_adaptive_avg_pool, "_adaptive_avg_pool2d", "adaptive_avg_pool2d")
+_register(_embedding, "embedding")
+_register(_nll_loss, "nll_loss_forward")
+_register(_constant_pad, "constant_pad_nd")
+_register(_filled(0), "zeros", "zeros_like", "new_zeros")
+_register(_filled(1), "ones", "ones_like", "new_ones")
+_register(_filled(None), "full", "full_like", "new_full", "scalar_tensor")
+_register(_arange, "arange")
+_register(_index_select, "index_select")
+_register(_gather, "gather")
+_register(_index, "index")
+_register(_sdpa, "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+          "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
+          "scaled_dot_product_attention")
+
+
+def lower_graph(nodes, inputs, outputs, name):
+    """The graph file of ATen `nodes` (in order) reading `inputs` (fx nodes
+    whose values come from outside) and returning `outputs` (fx nodes)."""
+    lw = Lowering(name)
+    for node in inputs:
+        lw.add_input(node)
+    for node in nodes:
+        try:
+            lw.lower(node)
+        except Unsupported as e:
+            e.node = node
+            raise
+    lw.g.outputs = [lw.ref(o) for o in outputs]
+    return lw.g.json()

@@ -1,0 +1,234 @@
+"""tensorc.torch.compile(frontend="aten") on the CPU against eager PyTorch:
+outputs, gradients and dtypes (python/tensorc/torch/_aten).
+
+usage: torch_aten_test.py TENSORC WORKDIR [torchvision]"""
+import math
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tensorc.torch as tt
+
+tensorc, workdir = sys.argv[1], sys.argv[2]
+cache = workdir + "/cache"
+seed = 1234
+torch.manual_seed(seed)
+
+
+def compile(model, inputs, **kw):
+    return tt.compile(model, inputs, frontend="aten", cache_dir=cache, tensorc_path=tensorc, **kw)
+
+
+def close(got, want, what, tol=1e-4):
+    """Within `tol` of eager, relative to the values' scale."""
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    assert got.shape == want.shape, (what, got.shape, want.shape)
+    err = (got.double() - want.double()).abs().max().item() / max(want.double().abs().max().item(), 1e-6)
+    assert err <= tol, (what, err, seed)
+
+
+def grads_of(model, call, *inputs):
+    model.zero_grad()
+    out = call(*inputs)
+    loss = out if out.dim() == 0 else out.float().square().mean()
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def check_training(model, fast, inputs, what, tol=1e-4, eager=None):
+    want_loss, want = grads_of(model, eager or model, *inputs)
+    got_loss, got = grads_of(model, fast, *inputs)
+    close(got_loss, want_loss, what + " loss", tol)
+    assert set(got) == set(want), (what, sorted(set(want) ^ set(got)))
+    for n in want:
+        close(got[n], want[n], f"{what} grad {n}", tol)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.ln, self.fc2 = nn.Linear(20, 32), nn.LayerNorm(32), nn.Linear(32, 7)
+
+    def forward(self, x, t):
+        logits = self.fc2(self.ln(F.gelu(self.fc1(x))))
+        return logits, F.cross_entropy(logits, t)
+
+
+class Gpt(nn.Module):
+    """GPT-2 style, plain PyTorch: tied input/output embeddings and a tril
+    mask buffer (both broke the by-name exporter)."""
+
+    def __init__(self, vocab=50, d=32, heads=4, layers=2, ctx=16):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList()
+        for _ in range(layers):
+            self.blocks.append(nn.ModuleDict({"ln1": nn.LayerNorm(d), "qkv": nn.Linear(d, 3 * d),
+                                              "proj": nn.Linear(d, d), "ln2": nn.LayerNorm(d),
+                                              "fc": nn.Linear(d, 4 * d), "out": nn.Linear(4 * d, d)}))
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.register_buffer("bias", torch.tril(torch.ones(ctx, ctx)).view(1, 1, ctx, ctx))
+        self.heads = heads
+
+    def forward(self, ids):
+        B, T = ids.shape
+        pos = torch.arange(0, T, dtype=torch.long)
+        x = self.wte(ids) + self.wpe(pos)
+        for b in self.blocks:
+            h = b["ln1"](x)
+            q, k, v = b["qkv"](h).split(x.shape[-1], dim=2)
+            q, k, v = (t.view(B, T, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            x = x + b["proj"](y.transpose(1, 2).contiguous().view(B, T, -1))
+            x = x + b["out"](F.gelu(b["fc"](b["ln2"](x)), approximate="tanh"))
+        return self.lm_head(self.ln_f(x))
+
+
+# Inference and training of an MLP; the partition count and no fallbacks.
+mlp = Mlp()
+x, t = torch.randn(6, 20), torch.randint(0, 7, (6,))
+with warnings.catch_warnings():
+    warnings.simplefilter("error")  # nothing falls back
+    fast = compile(mlp, (x, t))
+report = fast.explain()
+assert len(report["partitions"]) == 1 and not report["fallbacks"], report
+with torch.no_grad():
+    (got_logits, got_loss), (want_logits, want_loss) = fast(x, t), mlp(x, t)
+close(got_logits, want_logits, "mlp logits")
+close(got_loss, want_loss, "mlp loss")
+check_training(mlp, lambda *a: fast(*a)[1], (x, t), "mlp", eager=lambda *a: mlp(*a)[1])
+print("aten mlp: inference and gradients match PyTorch, one partition")
+
+# A GPT with tied embeddings and a mask buffer.
+gpt = Gpt().eval()
+ids = torch.randint(0, 50, (2, 16))
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    fast = compile(gpt, (ids,))
+with torch.no_grad():
+    close(fast(ids), gpt(ids), "gpt logits")
+check_training(gpt, fast, (ids,), "gpt", tol=1e-3)
+# A parameter assigned after compiling is the one used (read by name each call).
+with torch.no_grad():
+    gpt.ln_f.weight = nn.Parameter(torch.rand(32) + 0.5)
+    close(fast(ids), gpt(ids), "gpt after assigning a parameter")
+print("aten gpt: tied embeddings, mask buffer, gradients, reassigned parameters")
+
+# Autocast: the casts autocast makes are the program (bf16 matmuls, f32
+# losses), output dtypes equal eager's. (PyTorch 1.13's CPU layer norm
+# refuses bf16 activations with f32 weights under autocast, in eager too.)
+class AmpMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(20, 64), nn.Linear(64, 7)
+
+    def forward(self, x, t):
+        logits = self.fc2(F.gelu(self.fc1(x)))
+        return logits, F.cross_entropy(logits, t)
+
+
+mlp = AmpMlp()
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    fast = compile(mlp, (x, t))
+    (got_logits, got_loss), (want_logits, want_loss) = fast(x, t), mlp(x, t)
+assert got_logits.dtype == want_logits.dtype == torch.bfloat16, (got_logits.dtype, want_logits.dtype)
+assert got_loss.dtype == want_loss.dtype == torch.float32, (got_loss.dtype, want_loss.dtype)
+with torch.no_grad():
+    ref_logits, _ = mlp.double()(x.double(), t)
+    mlp.float()
+eager_err = (want_logits.double() - ref_logits).abs().max().item()
+our_err = (got_logits.double() - ref_logits).abs().max().item()
+assert our_err <= 2 * eager_err + 1e-3, (our_err, eager_err)
+print("aten autocast: bf16 where eager computes bf16, output dtypes equal eager's, error at eager's")
+
+
+# An op tensorc does not lower runs in PyTorch between partitions: one
+# warning naming it; strict makes it an error.
+class WithCumsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(torch.cumsum(self.fc(x), dim=1)).sum(-1)
+
+
+model = WithCumsum()
+xs = torch.randn(4, 8)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    fast = compile(model, (xs,))
+messages = [str(w.message) for w in caught if "run in PyTorch" in str(w.message)]
+assert len(messages) == 1 and "aten.cumsum" in messages[0], [str(w.message) for w in caught]
+assert len(fast.explain()["partitions"]) == 2, fast.explain()
+with torch.no_grad():
+    close(fast(xs), model(xs), "cumsum model")
+check_training(model, fast, (xs,), "cumsum model")
+try:
+    compile(model, (xs,), strict=True)
+    raise AssertionError("strict compiled a fallback")
+except tt.StrictFallbackError as e:
+    assert "aten.cumsum" in str(e), e
+
+
+# A custom op registered with torch.library (with a meta kernel for
+# tracing) runs in PyTorch.
+lib = torch.library.Library("tensorc_test", "DEF")
+lib.define("twice(Tensor x) -> Tensor")
+lib.impl("twice", lambda x: x * 2, "CPU")
+lib.impl("twice", lambda x: torch.empty_like(x), "Meta")
+
+
+class WithCustom(nn.Module):
+    def forward(self, x):
+        return torch.ops.tensorc_test.twice(torch.sin(x)) + 1
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    fast = compile(WithCustom(), (xs,))
+assert any("tensorc_test.twice" in str(w.message) for w in caught), [str(w.message) for w in caught]
+close(fast(xs), WithCustom()(xs), "custom op")
+print("aten fallback: cumsum and a torch.library op run in PyTorch, one warning, gradients; strict refuses")
+
+
+# In-place updates of inputs happen as in eager; one tensor passed twice
+# (aliasing) runs as eager does.
+class Inplace(nn.Module):
+    def forward(self, x, y):
+        x.add_(1)
+        return x + y
+
+
+a, b = torch.randn(5), torch.randn(5)
+fast = compile(Inplace(), (a.clone(), b.clone()))
+a1, a2 = a.clone(), a.clone()
+got, want = fast(a1, b), Inplace()(a2, b)
+close(got, want, "in-place result")
+close(a1, a2, "in-place update of the input")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    a1, a2 = a.clone(), a.clone()
+    close(fast(a1, a1), Inplace()(a2, a2), "aliased inputs")
+assert any("one tensor as several inputs" in str(w.message) for w in caught)
+print("aten mutation: in-place input updates and aliased inputs as eager")
+
+if "torchvision" in sys.argv:
+    import torchvision
+    for name in ("resnet18", "mobilenet_v2"):
+        torch.manual_seed(seed)
+        model = getattr(torchvision.models, name)(num_classes=10).eval()
+        image = torch.randn(2, 3, 64, 64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fast = compile(model, (image,))
+        with torch.no_grad():
+            close(fast(image), model(image), name, tol=1e-3)
+    print("aten torchvision: resnet18 and mobilenet_v2 inference match PyTorch, nothing falls back")
