@@ -171,8 +171,27 @@ assert len(fast.explain()["partitions"]) == 2, fast.explain()
 with torch.no_grad():
     close(fast(xs), model(xs), "cumsum model")
 check_training(model, fast, (xs,), "cumsum model")
+
+
+# Both operands of an add come from PyTorch ops: one gradient value for two
+# partition inputs (the backward artifact names it once; reading gradients
+# by name lost one branch's).
+class TwoBranches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(torch.cumsum(self.a(x), 1) + torch.cumsum(self.b(x), 1)).sum(-1)
+
+
+model = TwoBranches()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fast = compile(model, (xs,))
+check_training(model, fast, (xs,), "two branches")
 try:
-    compile(model, (xs,), strict=True)
+    compile(WithCumsum(), (xs,), strict=True)
     raise AssertionError("strict compiled a fallback")
 except tt.StrictFallbackError as e:
     assert "aten.cumsum" in str(e), e
@@ -196,7 +215,8 @@ with warnings.catch_warnings(record=True) as caught:
     fast = compile(WithCustom(), (xs,))
 assert any("tensorc_test.twice" in str(w.message) for w in caught), [str(w.message) for w in caught]
 close(fast(xs), WithCustom()(xs), "custom op")
-print("aten fallback: cumsum and a torch.library op run in PyTorch, one warning, gradients; strict refuses")
+print("aten fallback: cumsum and a torch.library op run in PyTorch, one warning, gradients (one value for two "
+      "inputs too); strict refuses")
 
 
 # In-place updates of inputs happen as in eager; one tensor passed twice
@@ -220,15 +240,76 @@ with warnings.catch_warnings(record=True) as caught:
 assert any("one tensor as several inputs" in str(w.message) for w in caught)
 print("aten mutation: in-place input updates and aliased inputs as eager")
 
+# The Dynamo backend's default path, called as Dynamo calls it (a
+# GraphModule, flat example inputs; parameters as graph inputs since
+# PyTorch 2.5): inference, training, the module form, a fallback instead
+# of an error, training-mode batch norm updating its running statistics.
+import torch.fx as fx
+from tensorc.torch import tensorc_backend
+
+
+def functional_mlp(x, target, w1, b1, w2, b2):
+    logits = F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2)
+    return logits, F.cross_entropy(logits, target)
+
+
+ref = Mlp()
+weights = [p.detach().clone().requires_grad_() for p in (ref.fc1.weight, ref.fc1.bias, ref.fc2.weight, ref.fc2.bias)]
+
+gm = fx.symbolic_trace(functional_mlp)
+x, t = torch.randn(5, 20), torch.randint(0, 7, (5,))
+call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc)
+with torch.no_grad():
+    got, want = call(x, t, *weights), gm(x, t, *weights)
+assert isinstance(got, tuple) and len(got) == 2, type(got)
+for a, b in zip(got, want):
+    close(a, b, "backend mlp")
+loss = call(x, t, *weights)[1]
+loss.backward()
+got_grads = [w.grad.clone() for w in weights]
+for w in weights:
+    w.grad = None
+gm(x, t, *weights)[1].backward()
+for k, (a, b) in enumerate(zip(got_grads, (w.grad for w in weights))):
+    close(a, b, f"backend mlp grad {k}")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    call = tensorc_backend(fx.symbolic_trace(lambda x: torch.cumsum(x, 0) * 2), [torch.randn(3)], cache_dir=cache,
+                           tensorc_path=tensorc)
+assert any("aten.cumsum" in str(w.message) for w in caught), [str(w.message) for w in caught]
+v = torch.randn(3)
+close(call(v), torch.cumsum(v, 0) * 2, "backend cumsum")
+
+
+def functional_bn(x, mean, var, w, b):
+    return F.relu(F.batch_norm(x, mean, var, w, b, training=True, momentum=0.2))
+
+
+gm = fx.symbolic_trace(functional_bn)
+xb = torch.randn(5, 3, 4)
+stats = [torch.rand(3) - 0.5, torch.rand(3) + 0.5]
+affine = [(torch.rand(3) + 0.5).requires_grad_(), torch.randn(3).requires_grad_()]
+mine, theirs = [s.clone() for s in stats], [s.clone() for s in stats]
+call = tensorc_backend(gm, [xb, *mine, *affine], cache_dir=cache, tensorc_path=tensorc)
+y = call(xb, *mine, *affine)
+y.sum().backward()
+got = [a.grad.clone() for a in affine]
+for a in affine:
+    a.grad = None
+want = functional_bn(xb, *theirs, *affine)
+want.sum().backward()
+close(y, want, "backend batch norm")
+for k, (a, b) in enumerate(zip(mine + got, theirs + [a.grad for a in affine])):
+    close(a, b, f"backend batch norm statistics and gradients {k}", 1e-5)
+print("aten backend: inference, training, a fallback, batch norm statistics")
+
 if "torchvision" in sys.argv:
-    import torchvision
-    for name in ("resnet18", "mobilenet_v2"):
-        torch.manual_seed(seed)
-        model = getattr(torchvision.models, name)(num_classes=10).eval()
-        image = torch.randn(2, 3, 64, 64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            fast = compile(model, (image,))
-        with torch.no_grad():
-            close(fast(image), model(image), name, tol=1e-3)
-    print("aten torchvision: resnet18 and mobilenet_v2 inference match PyTorch, nothing falls back")
+    # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
+    # classifiers against an f64 reference.
+    import os
+    import subprocess
+    subset = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "models", "cpu_subset.py")
+    models = "resnet18,mobilenet_v3_small,efficientnet_b0,convnext_tiny,squeezenet1_1,shufflenet_v2_x1_0,googlenet"
+    r = subprocess.run([sys.executable, subset, tensorc, cache, "--models", models], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    print("aten torchvision: " + r.stdout.strip().splitlines()[-1] + " of the CPU subset, against f64")

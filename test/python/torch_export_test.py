@@ -579,7 +579,7 @@ if "--compile" in sys.argv:
     gm = fx.symbolic_trace(functional_mlp)
     x, t = torch.randn(5, 20), torch.randint(0, 7, (5,))
     with torch.no_grad():
-        call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc)
+        call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc, frontend="fx")
         for _ in range(2):
             x = torch.randn(5, 20)
             got, want = call(x, t, *weights), gm(x, t, *weights)
@@ -587,7 +587,7 @@ if "--compile" in sys.argv:
             for a, b in zip(got, want):
                 assert (a - b).abs().max().item() < 1e-4, seed
     # With grad: tensorc's backward fills the weights' .grad.
-    call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc)
+    call = tensorc_backend(gm, [x, t, *weights], cache_dir=cache, tensorc_path=tensorc, frontend="fx")
     loss = call(x, t, *weights)[1]
     loss.backward()
     got_grads = [w.grad.clone() for w in weights]
@@ -607,11 +607,11 @@ if "--compile" in sys.argv:
     gm = fx.symbolic_trace(cnn)
     images = torch.randn(2, 3, 13, 13)
     with torch.no_grad():
-        got = tensorc_backend(gm, [images], cache_dir=cache, tensorc_path=tensorc)(images)
+        got = tensorc_backend(gm, [images], cache_dir=cache, tensorc_path=tensorc, frontend="fx")(images)
         assert (got - cnn(images)).abs().max().item() < 1e-4, seed
     # An unsupported op fails at compile time, naming it; a size input is refused.
     try:
-        tensorc_backend(fx.symbolic_trace(lambda x: torch.cumsum(x, 0)), [torch.randn(3)], cache_dir=cache,
+        tensorc_backend(fx.symbolic_trace(lambda x: torch.cumsum(x, 0)), [torch.randn(3)], cache_dir=cache, frontend="fx",
                         tensorc_path=tensorc)
         raise AssertionError("compiled torch.cumsum")
     except tt.UnsupportedOp as e:
@@ -622,14 +622,14 @@ if "--compile" in sys.argv:
         return x.reshape(rows, -1).sum(1)
 
     gm = fx.symbolic_trace(sized)
-    call = tensorc_backend(gm, [torch.randn(4, 6), 4], cache_dir=cache, tensorc_path=tensorc)
+    call = tensorc_backend(gm, [torch.randn(4, 6), 4], cache_dir=cache, tensorc_path=tensorc, frontend="fx")
     for rows, cols in ((4, 6), (3, 10), (4, 6)):
         x = torch.randn(rows, cols)
         with torch.no_grad():
             assert (call(x, rows) - sized(x, rows)).abs().max().item() < 1e-5, (rows, seed)
     assert len(call.compiled) == 2, list(call.compiled)
     try:
-        tensorc_backend(gm, [torch.randn(4, 6), "4"], cache_dir=cache, tensorc_path=tensorc)
+        tensorc_backend(gm, [torch.randn(4, 6), "4"], cache_dir=cache, tensorc_path=tensorc, frontend="fx")
         raise AssertionError("took a string graph input")
     except tt.UnsupportedOp as e:
         assert "graph input 1 of type str" in str(e), e
@@ -787,7 +787,7 @@ if "--compile" in sys.argv:
     stats = [torch.rand(3) - 0.5, torch.rand(3) + 0.5]
     affine = [(torch.rand(3) + 0.5).requires_grad_(), torch.randn(3).requires_grad_()]
     mine, theirs = [t.clone() for t in stats], [t.clone() for t in stats]
-    call = tensorc_backend(gm, [x, *mine, *affine], cache_dir=cache, tensorc_path=tensorc)
+    call = tensorc_backend(gm, [x, *mine, *affine], cache_dir=cache, tensorc_path=tensorc, frontend="fx")
     y = call(x, *mine, *affine)
     y.sum().backward()
     got = [a.grad.clone() for a in affine]

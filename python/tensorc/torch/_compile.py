@@ -211,8 +211,13 @@ class _Step(torch.autograd.Function):
             args.update({n: g.expand(shapes[n[len("cotangent_"):]]).contiguous() for n, g in uniform.items()})
         else:
             args.update({n + UNIFORM_SUFFIX: g for n, g in uniform.items()})
-        outs = run(args)
-        return (None,) + tuple(outs.get("grad_" + n) for n in module.input_names)
+        # Gradients by position (the backward's outputs are the --wrt
+        # inputs' gradients in order): two gradients that are one value
+        # (both operands of an add) share one name in the artifact, so a
+        # lookup by name would lose one.
+        grads = run.run_list([args[n] for n in run.input_names])
+        by_input = dict(zip(module.wrt, grads))
+        return (None,) + tuple(by_input.get(n) for n in module.input_names)
 
 
 class CompiledModule:
@@ -239,6 +244,7 @@ class CompiledModule:
         self._output_positions = [names.index(n) for n in outputs] \
             if all(n in names for n in outputs) and self.run_forward.input_names == self.input_names else None
         self.training = len(executables) > 1
+        self.wrt = []  # set by compile(): the inputs the backward differentiates, in its output order
         # Set by compile(): the backward's graph file and a compile of a
         # variant graph (backward_with_uniform).
         self.backward_graph, self.compile_variant = None, None
@@ -465,6 +471,8 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     module = CompiledModule(model, dict(g.sources), graph["outputs"], single, scalars, artifacts[0], cache_hit,
                             executables, symbolic=bool(spec), cuda_graphs=graphs)
     module.state, module.counters = list(g.state), list(g.counters)
+    if train:
+        module.wrt = list(wrt)
     if train and not spec:
         module.backward_graph = backward_graph
         module.compile_variant = built.compile_variant

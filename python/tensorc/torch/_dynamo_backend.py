@@ -18,6 +18,7 @@ inputs to one graph: those are part of the key too, each artifact
 specialized to their values.
 """
 import logging
+import warnings
 
 import torch
 
@@ -79,11 +80,75 @@ class _DynamoCall:
         return (fn or self.compiled_for(inputs))(*inputs)
 
 
+class _AtenDynamoCall:
+    """Dynamo's graph through the ATen path (tensorc.torch._aten): captured
+    on Dynamo's fake example inputs, partitioned, the ops tensorc does not
+    lower run in PyTorch. Where an input's size is symbolic (Dynamo made a
+    dim dynamic), it is captured at each call's sizes instead (static
+    shapes for now). Where capture itself fails, the graph runs in PyTorch
+    with one warning: a model eager runs never fails here."""
+
+    def __init__(self, gm, example_inputs, options, strict):
+        self.gm, self.options, self.strict = gm, options, strict
+        self.by_signature = {}
+        self.program = None
+        symbolic = any(_is_symbolic(x) or isinstance(x, torch.Tensor) and
+                       any(map(_is_symbolic, (*x.shape, *x.stride()))) for x in example_inputs)
+        if not symbolic:
+            self.program = self._compile(list(example_inputs))
+
+    def _compile(self, inputs):
+        from ._aten import StrictFallbackError, compile_program
+        options = dict(self.options)
+        options["target"] = _device_target([x for x in inputs if isinstance(x, torch.Tensor)])
+        try:
+            return compile_program(self.gm, tuple(inputs), options, strict=self.strict)
+        except StrictFallbackError:
+            raise
+        except Exception as ex:  # capture failed: eager runs it
+            if self.strict:
+                raise
+            warnings.warn(f"tensorc backend: the graph could not be captured ({type(ex).__name__}: {ex}); "
+                          "it runs in PyTorch", stacklevel=2)
+            log.debug("tensorc backend: capture failed", exc_info=True)
+            return self.gm.forward
+
+    def __call__(self, *inputs):
+        if self.program is not None:
+            return self.program(*inputs)
+        key = tuple((tuple(x.shape), x.dtype, x.device) if isinstance(x, torch.Tensor) else (type(x).__name__, x)
+                    for x in inputs)
+        program = self.by_signature.get(key)
+        if program is None:
+            program = self.by_signature[key] = self._compile(list(inputs))
+        return program(*inputs)
+
+
 def tensorc_backend(gm, example_inputs, **options):
     """The Dynamo backend: `gm` compiled by tensorc for the device of
     `example_inputs`. `options` go to tensorc.torch.compile (mode,
-    cache_dir, tensorc_path, options); through torch.compile:
-    torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead"))."""
+    cache_dir, tensorc_path, options, frontend, strict); through
+    torch.compile: torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead")).
+    frontend="aten" (the default for graphs that need no gradient)
+    captures the graph at the ATen level, PyTorch running what tensorc does
+    not lower (strict=True: an error instead); "fx" (the default for
+    training graphs, for now) maps torch functions by name and fails on any
+    op it does not know."""
+    frontend = options.pop("frontend", None)
+    strict = options.pop("strict", False)
+    if frontend is None:
+        # Training graphs keep the by-name path until the ATen path's
+        # gradients are verified on the GPU: a LLaMA training step through
+        # it gave wrong gradients on an H100 (session 37, bench/models),
+        # which the CPU tests do not reproduce. A wrong gradient is worse
+        # than a compile error; frontend="aten" opts in.
+        training = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                                   for x in example_inputs)
+        frontend = "fx" if training else "aten"
+    if frontend == "aten":
+        return _AtenDynamoCall(gm, example_inputs, options, strict)
+    if frontend != "fx":
+        raise ValueError(f"tensorc backend: unknown frontend '{frontend}' (aten, fx)")
     static = all(isinstance(x, torch.Tensor) and not any(map(_is_symbolic, (*x.shape, *x.stride())))
                  for x in example_inputs)
     call = _DynamoCall(gm, dict(options), static)

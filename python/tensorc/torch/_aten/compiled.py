@@ -8,6 +8,8 @@ import warnings
 
 import torch
 
+import tensorc
+
 from .. import _compile
 from .capture import capture
 from .graph_file import Unsupported
@@ -25,9 +27,12 @@ class TensorcPartition(torch.nn.Module):
     """One partition: its graph file, compiled at the first call of each
     form (inference, or training with the inputs that then require grad)."""
 
-    def __init__(self, graph, input_names, outputs, single, output_values, options):
+    def __init__(self, graph, input_names, outputs, single, output_values, options, eager, strict):
         super().__init__()
         self.graph, self.options = graph, options
+        # The partition's ATen ops, run by PyTorch where tensorc fails to
+        # compile it (one warning; an error with strict).
+        self.eager, self.strict, self.failed = eager, strict, None
         self.input_names = input_names
         # outputs: [("input", position) | ("ref", graph output position)];
         # single: the submodule returns one value, not a tuple.
@@ -40,8 +45,23 @@ class TensorcPartition(torch.nn.Module):
         key = (train, tuple(a.requires_grad for a in args)) if train else (False,)
         module = self.compiled.get(key)
         if module is None:
-            module = self.compiled[key] = self._compile(args, train)
+            try:
+                module = self._compile(args, train)
+            except (RuntimeError, OSError, ValueError) as ex:
+                if self.strict:
+                    raise
+                warnings.warn(f"tensorc.torch: partition {self.graph['name']} did not compile ({ex}); "
+                              "PyTorch runs its ops", stacklevel=3)
+                module = None
+            self.compiled[key] = module
         return module
+
+    def _placed(self, a):
+        """A contiguous tensor on the partition's device (a 0-d tensor PyTorch
+        left on the CPU moves: its value is what the graph reads)."""
+        if self.options["target"] == "cuda" and a.device.type != "cuda" and a.dim() == 0:
+            a = a.to("cuda")
+        return a.contiguous()
 
     def _compile(self, args, train):
         graph = dict(self.graph)
@@ -65,25 +85,30 @@ class TensorcPartition(torch.nn.Module):
         o = self.options
         built = _compile.build_artifacts(graph, o["target"], o.get("mode"), o.get("options", ()), grad_argv,
                                          o.get("cache_dir"), o.get("tensorc_path"))
-        import tensorc
+
         executables = [tensorc.Executable.load(a) for a in built.artifacts]
         graphs = "always" if o.get("mode") == "reduce-overhead" else o.get("cuda_graphs", "repeated")
         module = _compile.CompiledModule(torch.nn.Module(), sources, graph["outputs"], False, scalars,
                                          built.artifacts[0], built.cache_hit, executables, cuda_graphs=graphs)
         if grad_argv:
+            module.wrt = wrt
             module.backward_graph = built.backward_graph
             module.compile_variant = built.compile_variant
         return module
 
     def forward(self, *args):
-        results = self._module_for(args)(*args)
+        args = tuple(self._placed(a) for a in args)
+        module = self._module_for(args)
+        if module is None:
+            return self.eager(*args)
+        results = module(*args)
         out = []
         for kind, k in self.outputs:
             out.append(args[k] if kind == "input" else results[k])
         return out[0] if self._single else tuple(out)
 
 
-def _lower_partition(sub, name, options):
+def _lower_partition(sub, name, options, strict=False):
     """A TensorcPartition of the fused submodule `sub` (its placeholders the
     partition's inputs); raises Unsupported where its lowering fails."""
     inputs = [n for n in sub.graph.nodes if n.op == "placeholder"]
@@ -108,7 +133,7 @@ def _lower_partition(sub, name, options):
             metas.append(value(r))
         outputs.append(("ref", unique.index(ref)))
     graph["outputs"] = unique
-    return TensorcPartition(graph, input_names, outputs, single, metas, options)
+    return TensorcPartition(graph, input_names, outputs, single, metas, options, sub, strict)
 
 
 def _boundary(nodes):
@@ -227,6 +252,7 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
                         refused.setdefault(n, str(e))
                 else:
                     refused[node] = str(e)
+                    log.debug("tensorc.torch: %s refused in its partition: %s", node.name, e)
                 failed = True
         if not failed:
             break
@@ -243,7 +269,7 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
         if node.op != "call_module":
             continue
         sub = getattr(fused, node.target)
-        part = _lower_partition(sub, f"{name}_{node.target}", options)
+        part = _lower_partition(sub, f"{name}_{node.target}", options, strict)
         setattr(fused, node.target, part)
         compiled.append((node.target, part))
     fused.recompile()

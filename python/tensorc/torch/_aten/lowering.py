@@ -797,8 +797,22 @@ def _sdpa(lw, n):
     return ref
 
 
-def _squeeze_like(lw, n):
-    return _view(lw, n)
+def _safe_softmax(lw, n):
+    """softmax whose rows of only -inf give 0, not NaN (PyTorch's attention
+    with a mask that hides a whole row)."""
+    a = bind(n)
+    out = lw.out(n)
+    if a.get("dtype") is not None and a["dtype"] != out.dtype:
+        raise Unsupported("_safe_softmax with a dtype")
+    rank = value(a["self"]).dim()
+    if rank == 0:
+        raise Unsupported("softmax of a scalar")
+    axis = _norm(int(a["dim"]), rank)
+    x = lw.operand(a["self"], out.dtype)
+    soft = lw.g.add("softmax", [x], {"axis": axis}, n.name + "_softmax")
+    top = lw.g.add("max", [x], {"axes": [axis], "keepdim": True}, n.name + "_max")
+    hidden = lw.g.add("eq", [top, literal(float("-inf"), out.dtype)], None, n.name + "_hidden")
+    return lw.add(n, "where", [hidden, literal(0, out.dtype), soft])
 
 
 RULES = {}
@@ -857,6 +871,7 @@ _register(_var, "var")
 _register(_matmul, "mm", "bmm")
 _register(_addmm, "addmm")
 _register(_softmax("softmax"), "_softmax", "softmax")
+_register(_safe_softmax, "_safe_softmax")
 _register(_softmax("log_softmax"), "_log_softmax", "log_softmax")
 _register(_layer_norm, "native_layer_norm")
 _register(_batch_norm, "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
@@ -885,7 +900,12 @@ def lower_graph(nodes, inputs, outputs, name):
     whose values come from outside) and returning `outputs` (fx nodes)."""
     lw = Lowering(name)
     for node in inputs:
-        lw.add_input(node)
+        try:
+            lw.add_input(node)
+        except Unsupported as e:
+            # The first op reading it is the one that cannot be lowered.
+            e.node = next((n for n in nodes if node in n.all_input_nodes), None)
+            raise
     for node in nodes:
         try:
             lw.lower(node)

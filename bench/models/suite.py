@@ -1,0 +1,401 @@
+"""The model suite (issue 49): real models through torch.compile(backend="tensorc")
+beside eager and torch.compile's default, on one GPU.
+
+The lists are PyTorch's own benchmark lists (pytorch/pytorch
+benchmarks/dynamo/huggingface_models_list.txt and timm_models_list.txt,
+with their batch sizes) plus torchvision's classifiers. Every model is
+built from its configuration with random weights (no downloads). Modes:
+inference (eval, bf16 weights and inputs, no_grad) and training (f32
+weights, torch.autocast(bfloat16), forward + loss + backward).
+
+Each case runs in its own process (a crash or an out-of-memory fails that
+case alone) and prints one JSON object: pass/fail with the error as the user
+sees it; accuracy as Inductor checks it (the compiled result's RMS error
+against an f64 eager reference at most 3x eager's own error plus 1e-3,
+outputs and, in training, the loss and every gradient); eager, torch.compile
+and tensorc ms per call (CUDA events, 3 warm-up calls, median of 10); cold
+compile seconds on both sides (empty caches: a fresh Inductor cache folder
+and a fresh tensorc cache folder per case); first-call and steady peak
+memory (torch.cuda.max_memory_allocated).
+
+    python3 suite.py --list hf,timm,torchvision --modes infer,train --json out.json --markdown out.md
+    python3 suite.py --case hf:BertForMaskedLM:infer     # one case, its JSON on stdout
+    SUITE_TENSORC_FRONTEND=aten python3 suite.py ...     # the backend's frontend (default: its own choice)
+
+Batch sizes are the lists' divided by --batch-divisor (default 4: the lists'
+sizes are for training throughput on 80 GB; the table says the size used);
+sequence length 512 for Hugging Face models (--seq)."""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HF = [
+    ("AlbertForMaskedLM", 8), ("AlbertForQuestionAnswering", 8), ("AllenaiLongformerBase", 8),
+    ("BartForCausalLM", 8), ("BartForConditionalGeneration", 4), ("BertForMaskedLM", 32),
+    ("BertForQuestionAnswering", 32), ("BlenderbotForCausalLM", 32), ("BlenderbotForConditionalGeneration", 16),
+    ("BlenderbotSmallForCausalLM", 256), ("BlenderbotSmallForConditionalGeneration", 128), ("CamemBert", 32),
+    ("DebertaV2ForMaskedLM", 8), ("DebertaV2ForQuestionAnswering", 8), ("DistilBertForMaskedLM", 256),
+    ("DistilBertForQuestionAnswering", 512), ("DistillGPT2", 32), ("ElectraForCausalLM", 64),
+    ("ElectraForQuestionAnswering", 128), ("GPT2ForSequenceClassification", 8), ("GPTJForCausalLM", 1),
+    ("GPTJForQuestionAnswering", 1), ("GPTNeoForCausalLM", 32), ("GPTNeoForSequenceClassification", 32),
+    ("GoogleFnet", 32), ("LayoutLMForMaskedLM", 32), ("LayoutLMForSequenceClassification", 32),
+    ("M2M100ForConditionalGeneration", 64), ("MBartForCausalLM", 8), ("MBartForConditionalGeneration", 4),
+    ("MT5ForConditionalGeneration", 32), ("MegatronBertForCausalLM", 16), ("MegatronBertForQuestionAnswering", 16),
+    ("MobileBertForMaskedLM", 256), ("MobileBertForQuestionAnswering", 256), ("OPTForCausalLM", 4),
+    ("PLBartForCausalLM", 16), ("PLBartForConditionalGeneration", 8), ("PegasusForCausalLM", 128),
+    ("PegasusForConditionalGeneration", 64), ("RobertaForCausalLM", 32), ("RobertaForQuestionAnswering", 32),
+    ("T5ForConditionalGeneration", 8), ("T5Small", 8), ("TrOCRForCausalLM", 64), ("XGLMForCausalLM", 32),
+    ("XLNetLMHeadModel", 16), ("YituTechConvBert", 32), ("meta-llama/Llama-3.2-1B", 8), ("google/gemma-2-2b", 8),
+    ("Qwen/Qwen3-0.6B", 8), ("mistralai/Mistral-7B-Instruct-v0.3", 8),
+]
+TIMM = [
+    ("adv_inception_v3", 128), ("beit_base_patch16_224", 128), ("convnextv2_nano.fcmae_ft_in22k_in1k", 128),
+    ("deit_base_distilled_patch16_224", 128), ("deit_tiny_patch16_224.fb_in1k", 128), ("dm_nfnet_f0", 128),
+    ("ghostnet_100", 512), ("inception_v3", 128), ("mobilenetv2_100", 128), ("mobilenetv3_large_100", 512),
+    ("mobilevit_s", 128), ("nfnet_l0", 128), ("repvgg_a2", 128), ("swin_base_patch4_window7_224", 128),
+    ("tf_efficientnet_b0", 128), ("visformer_small", 128), ("vit_base_patch16_siglip_256", 128),
+]
+TORCHVISION = [
+    ("resnet18", 128), ("resnet50", 128), ("resnext50_32x4d", 64), ("wide_resnet50_2", 64), ("mobilenet_v2", 128),
+    ("mobilenet_v3_large", 128), ("efficientnet_b0", 128), ("convnext_tiny", 64), ("regnet_y_400mf", 128),
+    ("shufflenet_v2_x1_0", 128), ("squeezenet1_1", 128), ("densenet121", 64), ("vgg11_bn", 64), ("alexnet", 128),
+    ("googlenet", 128), ("mnasnet1_0", 128), ("vit_b_16", 64), ("swin_t", 64),
+]
+LISTS = {"hf": HF, "timm": TIMM, "torchvision": TORCHVISION}
+
+# Hugging Face names whose transformers class differs from the name, and
+# the configuration changes the PyTorch runner makes (hub models shrunk to
+# a few layers: the lists' full sizes do not train on one GPU here).
+HF_CLASSES = {"CamemBert": "CamembertForMaskedLM", "DistillGPT2": "GPT2LMHeadModel", "GoogleFnet": "FNetForMaskedLM",
+              "AllenaiLongformerBase": "LongformerForMaskedLM", "YituTechConvBert": "ConvBertForMaskedLM",
+              "T5Small": "T5ForConditionalGeneration", "meta-llama/Llama-3.2-1B": "LlamaForCausalLM",
+              "google/gemma-2-2b": "Gemma2ForCausalLM", "Qwen/Qwen3-0.6B": "Qwen3ForCausalLM",
+              "mistralai/Mistral-7B-Instruct-v0.3": "MistralForCausalLM"}
+HF_CONFIG = {"DistillGPT2": {"n_layer": 6}, "T5Small": {"d_model": 512, "num_layers": 6, "num_heads": 8},
+             "meta-llama/Llama-3.2-1B": {"num_hidden_layers": 4, "hidden_size": 2048, "intermediate_size": 8192,
+                                         "num_attention_heads": 32, "num_key_value_heads": 8},
+             "google/gemma-2-2b": {"num_hidden_layers": 4, "hidden_size": 2304, "intermediate_size": 9216,
+                                   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
+             "Qwen/Qwen3-0.6B": {"num_hidden_layers": 4, "hidden_size": 1024, "intermediate_size": 3072,
+                                 "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128},
+             "mistralai/Mistral-7B-Instruct-v0.3": {"num_hidden_layers": 2, "hidden_size": 4096,
+                                                    "intermediate_size": 14336, "num_attention_heads": 32,
+                                                    "num_key_value_heads": 8}}
+
+
+def build_hf(name, batch, seq, device):
+    import torch
+    import transformers
+    cls_name = HF_CLASSES.get(name, name)
+    cls = getattr(transformers, cls_name)
+    config_cls = cls.config_class
+    config = config_cls(**HF_CONFIG.get(name, {}))
+    if hasattr(config, "max_position_embeddings") and config.max_position_embeddings < seq:
+        seq = config.max_position_embeddings
+    model = cls(config).to(device)
+    vocab = getattr(config, "vocab_size", 30522)
+    ids = torch.randint(0, vocab, (batch, seq), device=device)
+    inputs = {"input_ids": ids}
+    if config.is_encoder_decoder:
+        inputs["decoder_input_ids"] = torch.randint(0, vocab, (batch, seq), device=device)
+    labels = {}
+    if "QuestionAnswering" in cls_name:
+        labels = {"start_positions": torch.randint(0, seq, (batch,), device=device),
+                  "end_positions": torch.randint(0, seq, (batch,), device=device)}
+    elif "SequenceClassification" in cls_name:
+        labels = {"labels": torch.randint(0, config.num_labels, (batch,), device=device)}
+        if getattr(config, "pad_token_id", None) is None:
+            config.pad_token_id = 0
+    else:
+        labels = {"labels": inputs.get("decoder_input_ids", ids)}
+    return model, inputs, labels, seq
+
+
+def build_vision(kind, name, batch, device):
+    import torch
+    if kind == "timm":
+        import timm
+        model = timm.create_model(name, pretrained=False)
+        size = model.pretrained_cfg.get("input_size", (3, 224, 224))
+    else:
+        import torchvision
+        model = getattr(torchvision.models, name)(weights=None)
+        size = (3, 299, 299) if name == "inception_v3" else (3, 224, 224)
+    model = model.to(device)
+    images = torch.randn(batch, *size, device=device)
+    classes = getattr(model, "num_classes", 1000)
+    return model, {"x": images}, {"target": torch.randint(0, classes, (batch,), device=device)}, None
+
+
+def first_tensor(out):
+    import torch
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "logits") and out.logits is not None:
+        return out.logits
+    if hasattr(out, "to_tuple"):
+        out = out.to_tuple()
+    if isinstance(out, (tuple, list)):
+        for o in out:
+            t = first_tensor(o)
+            if t is not None:
+                return t
+    return None
+
+
+def loss_of(model_out, labels, vision):
+    import torch.nn.functional as F
+    if vision:
+        logits = first_tensor(model_out)
+        return F.cross_entropy(logits.float(), labels["target"])
+    loss = getattr(model_out, "loss", None)
+    if loss is None:
+        loss = first_tensor(model_out).float().square().mean()
+    return loss
+
+
+def rms(a, b):
+    return ((a.double() - b.double()).square().mean().sqrt()).item()
+
+
+def accurate(res, eager, ref, what, problems, low_precision):
+    """Inductor's check: the result's RMS error against the f64 reference at
+    most 3x eager's own plus a tolerance (relative to the reference's RMS):
+    1e-2 where the computation is bf16 (inference in bf16, AMP training), as
+    Inductor's runner tolerates for reduced precision, else 1e-3."""
+    scale = max(ref.double().square().mean().sqrt().item(), 1e-12)
+    e_res, e_eager = rms(res, ref) / scale, rms(eager, ref) / scale
+    if not math.isfinite(e_res) or e_res > 3 * e_eager + (1e-2 if low_precision else 1e-3):
+        problems.append(f"{what}: error {e_res:.2e} vs eager's {e_eager:.2e}")
+    if res.dtype != eager.dtype:
+        problems.append(f"{what}: dtype {res.dtype}, eager {eager.dtype}")
+
+
+def time_ms(fn, warmup=3, iters=10):
+    import torch
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def run_case(spec, seq, divisor):
+    import copy
+    import torch
+    kind, name, mode = spec.split(":")
+    full = dict(LISTS[kind])[name]
+    batch = max(1, full // divisor)
+    device = "cuda"
+    torch.manual_seed(0)
+    vision = kind != "hf"
+    if vision:
+        model, inputs, labels, seq = build_vision(kind, name, batch, device)
+    else:
+        model, inputs, labels, seq = build_hf(name, batch, seq, device)
+    result = {"case": spec, "list": kind, "model": name, "mode": mode, "batch": batch, "seq": seq,
+              "gpu": torch.cuda.get_device_name()}
+    train = mode == "train"
+    if train:
+        model.train()
+        call_inputs = {**inputs, **({} if vision else labels)}
+    else:
+        model = model.eval().to(torch.bfloat16)
+        call_inputs = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in inputs.items()}
+    reference = copy.deepcopy(model).double()
+    ref_inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in call_inputs.items()}
+
+    def step(m, use_amp=True, inputs_=None):
+        inputs_ = inputs_ or call_inputs
+        if not train:
+            with torch.no_grad():
+                return first_tensor(m(*inputs_.values()) if vision else m(**inputs_)), None
+        for p in model.parameters():
+            p.grad = None
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_amp):
+            out = m(*inputs_.values()) if vision else m(**inputs_)
+            loss = loss_of(out, labels, vision)
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    # eager, then the f64 reference (its own gradients, not the model's)
+    eager_out, eager_grads = step(model)
+    if train:
+        for p in reference.parameters():
+            p.grad = None
+        with torch.autocast("cuda", enabled=False):
+            out = reference(*ref_inputs.values()) if vision else reference(**ref_inputs)
+            ref_loss = loss_of(out, labels, vision)
+        ref_loss.backward()
+        ref_out, ref_grads = ref_loss.detach(), {n: p.grad for n, p in reference.named_parameters()
+                                                 if p.grad is not None}
+    else:
+        with torch.no_grad():
+            ref_out = first_tensor(reference(*ref_inputs.values()) if vision else reference(**ref_inputs))
+        ref_grads = None
+    del reference
+    torch.cuda.empty_cache()
+    result["eager_ms"] = time_ms(lambda: step(model))
+
+    for backend in ("inductor", "tensorc"):
+        import torch._dynamo
+        torch._dynamo.reset()
+        cache = tempfile.mkdtemp(prefix=f"suite-{backend}-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        os.environ["TENSORC_CACHE_DIR"] = cache + "/kernels"
+        graphs = []  # what the tensorc backend made of each Dynamo graph
+        if backend == "tensorc":
+            import tensorc.torch
+
+            capture_s = [0.0]
+
+            def recording_backend(gm, example_inputs):
+                t0 = time.perf_counter()
+                # SUITE_TENSORC_FRONTEND=aten|fx: the backend's frontend
+                # (default: its own choice, by-name for training for now).
+                frontend = os.environ.get("SUITE_TENSORC_FRONTEND")
+                extra = {"frontend": frontend} if frontend else {}
+                call = tensorc.torch.tensorc_backend(gm, example_inputs, cache_dir=cache, **extra)
+                capture_s[0] += time.perf_counter() - t0
+                graphs.append(call)
+                return call
+            compiled = torch.compile(model, backend=recording_backend)
+        else:
+            compiled = torch.compile(model)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        used_before = torch.cuda.mem_get_info()[1] - torch.cuda.mem_get_info()[0]
+        try:
+            import warnings
+            start = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out, grads = step(compiled)
+            torch.cuda.synchronize()
+            result[f"{backend}_compile_s"] = time.perf_counter() - start
+            if backend == "tensorc":
+                result["tensorc_warnings"] = sorted({str(w.message)[:300] for w in caught
+                                                     if "tensorc" in str(w.message)})[:6]
+                programs = [g.program for g in graphs if getattr(g, "program", None) is not None]
+                result["tensorc_graphs"] = len(graphs)
+                result["tensorc_capture_s"] = capture_s[0]
+                result["tensorc_partitions"] = sum(len(getattr(p, "partitions", ())) for p in programs)
+                result["tensorc_fallback_ops"] = sorted({f["op"] for p in programs if hasattr(p, "explain")
+                                                         for f in p.explain()["fallbacks"]})
+            result[f"{backend}_first_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+            # The device's used memory after the first call (tensorc's own
+            # buffers are outside torch's allocator; torch's cached blocks in).
+            free, total = torch.cuda.mem_get_info()
+            result[f"{backend}_device_used_mib"] = (total - free - used_before) / 2**20
+            problems = []
+            accurate(out, eager_out, ref_out, "output" if not train else "loss", problems, True)
+            if train:
+                missing = sorted(set(eager_grads) - set(grads))
+                if missing:
+                    problems.append(f"no gradient for {missing[:3]}")
+                for n in eager_grads:
+                    if n in grads:
+                        accurate(grads[n], eager_grads[n], ref_grads[n].to(eager_grads[n].dtype), f"grad {n}",
+                                 problems, True)
+            result[f"{backend}_accuracy"] = "pass" if not problems else "; ".join(problems[:3])
+            torch.cuda.reset_peak_memory_stats()
+            result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
+            result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+            result[f"{backend}_pass"] = not problems
+        except Exception as ex:  # the error as the user sees it
+            msg = f"{type(ex).__name__}: {ex}"
+            result[f"{backend}_pass"] = False
+            result[f"{backend}_error"] = msg.strip().splitlines()[0][:400] if msg.strip() else type(ex).__name__
+        del compiled
+        torch.cuda.empty_cache()
+    return result
+
+
+def markdown(results):
+    lines = ["| model | mode | batch | tensorc | eager ms | compile ms | tensorc ms | vs compile | "
+             "compile s (inductor / tensorc) | first-call MiB (inductor / tensorc) | error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        ok = r.get("tensorc_pass")
+        ratio = (r["inductor_ms"] / r["tensorc_ms"]) if ok and r.get("inductor_ms") else None
+        f = lambda k: f"{r[k]:.2f}" if isinstance(r.get(k), (int, float)) else "-"
+        lines.append(f"| {r['model']} | {r['mode']} | {r.get('batch', '-')} | {'pass' if ok else 'FAIL'} | "
+                     f"{f('eager_ms')} | {f('inductor_ms')} | {f('tensorc_ms')} | "
+                     f"{f'{ratio:.2f}x' if ratio else '-'} | {f('inductor_compile_s')} / {f('tensorc_compile_s')} | "
+                     f"{f('inductor_first_peak_mib')} / {f('tensorc_first_peak_mib')} | "
+                     f"{(r.get('tensorc_error') or ('' if ok else r.get('tensorc_accuracy', '')))[:160]} |")
+    summary = []
+    for mode in ("infer", "train"):
+        rs = [r for r in results if r["mode"] == mode]
+        if not rs:
+            continue
+        passed = [r for r in rs if r.get("tensorc_pass")]
+        ratios = [r["inductor_ms"] / r["tensorc_ms"] for r in passed if r.get("inductor_ms") and r.get("tensorc_ms")]
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        summary.append(f"{mode}: {len(passed)}/{len(rs)} pass; geomean vs torch.compile {geo:.2f}x over "
+                       f"{len(ratios)} models")
+    return "\n".join(lines) + "\n\n" + "\n".join(summary) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--list", default="hf,timm,torchvision")
+    ap.add_argument("--models", default="", help="comma-separated names (default: every model of the lists)")
+    ap.add_argument("--modes", default="infer,train")
+    ap.add_argument("--case", help="run one case KIND:NAME:MODE in this process; its JSON on stdout")
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--batch-divisor", type=int, default=4)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--json")
+    ap.add_argument("--markdown")
+    args = ap.parse_args()
+    if args.case:
+        print("SUITE-RESULT " + json.dumps(run_case(args.case, args.seq, args.batch_divisor)), flush=True)
+        return
+    wanted = set(filter(None, args.models.split(",")))
+    cases = [f"{kind}:{name}:{mode}" for kind in args.list.split(",") for name, _ in LISTS[kind]
+             if not wanted or name in wanted for mode in args.modes.split(",")]
+    results = []
+    for case in cases:
+        start = time.perf_counter()
+        try:
+            p = subprocess.run([sys.executable, __file__, "--case", case, "--seq", str(args.seq),
+                                "--batch-divisor", str(args.batch_divisor)], capture_output=True, text=True,
+                               timeout=args.timeout)
+            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("SUITE-RESULT ")]
+            if lines:
+                r = json.loads(lines[-1][len("SUITE-RESULT "):])
+            else:
+                tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+                r = {"case": case, "tensorc_pass": False, "tensorc_error": f"the case process failed: {tail}"}
+        except subprocess.TimeoutExpired:
+            r = {"case": case, "tensorc_pass": False, "tensorc_error": f"over {args.timeout} s"}
+        kind, name, mode = case.split(":")
+        r.update({"list": kind, "model": name, "mode": mode, "wall_s": time.perf_counter() - start})
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+    table = markdown(results)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
+
+
+if __name__ == "__main__":
+    main()
