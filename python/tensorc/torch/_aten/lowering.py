@@ -828,8 +828,6 @@ for _op in ("add", "sub", "mul", "maximum", "minimum"):
 _register(_binary("pow"), "float_power")
 _register(_rsub, "rsub")
 _register(_div, "div")
-_register(_binary("maximum"), "fmax")
-_register(_binary("minimum"), "fmin")
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     _register(_compare(_op), _op)
 for _op in ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "erf",
