@@ -119,7 +119,27 @@ check_training(gpt, fast, (ids,), "gpt", tol=1e-3)
 with torch.no_grad():
     gpt.ln_f.weight = nn.Parameter(torch.rand(32) + 0.5)
     close(fast(ids), gpt(ids), "gpt after assigning a parameter")
-print("aten gpt: tied embeddings, mask buffer, gradients, reassigned parameters")
+
+
+# A cache that starts from torch.tensor([]) and grows by cat (transformers'
+# KV cache): the empty operand is dropped, nothing falls back.
+class GrowingCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = nn.Linear(8, 8)
+
+    def forward(self, x):
+        keys = torch.cat([torch.tensor([]), self.k(x).flatten()])
+        return torch.softmax(keys.view(x.shape) @ x.t(), -1)
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    fast = compile(GrowingCache(), (torch.randn(4, 8),))
+assert len(fast.explain()["partitions"]) == 1, fast.explain()
+xs = torch.randn(4, 8)
+close(fast(xs), fast.module(xs), "growing cache")
+print("aten gpt: tied embeddings, mask buffer, gradients, reassigned parameters, an empty cache's cat")
 
 # Autocast: the casts autocast makes are the program (bf16 matmuls, f32
 # losses), output dtypes equal eager's. (PyTorch 1.13's CPU layer norm

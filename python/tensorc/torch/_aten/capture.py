@@ -84,6 +84,27 @@ def _writes(target):
     return any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments)
 
 
+def _drop_empty_concatenands(gm):
+    """cat() skips 1-D empty operands (PyTorch's rule for the `torch.tensor([])`
+    a KV cache starts from): dropped from the graph where the others already
+    have the result's dtype, so the cache's empty constant does not split a
+    model's partitions."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or getattr(getattr(node.target, "overloadpacket", None), "__name__", "") != "cat":
+            continue
+        tensors = node.args[0]
+        out = node.meta.get("val")
+        values = [t.meta.get("val") if isinstance(t, torch.fx.Node) else None for t in tensors]
+        if out is None or any(v is None for v in values):
+            continue
+        kept = [t for t, v in zip(tensors, values) if not (v.dim() == 1 and v.numel() == 0)]
+        if not kept or len(kept) == len(tensors) or any(v.dtype != out.dtype for t, v in zip(tensors, values)
+                                                         if t in kept):
+            continue
+        node.args = (kept,) + tuple(node.args[1:])
+    gm.recompile()
+
+
 def _drop_unused(gm):
     """Removes ops whose results nothing reads (the empty tensors batch norm
     returns for its backward, detach() of saved values) and that write
@@ -156,5 +177,6 @@ def capture(module, example_inputs, autocast=None):
     eager_ops = trace(flat, args)
     with _autocast_off():
         gm = trace(_functionalize(eager_ops), args)
+    _drop_empty_concatenands(gm)
     _drop_unused(gm)
     return Captured(gm, [name for name, _ in unique], len(example_inputs))
