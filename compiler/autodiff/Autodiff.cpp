@@ -193,13 +193,19 @@ JointGraph buildJointGraph(const Graph &original, const AutodiffOptions &options
     bool free = fresh && std::none_of(joint.cotangentInputs.begin(), joint.cotangentInputs.end(),
                                       [&](const std::string &c) { return c == grad.ref(); });
     std::string name = "grad_" + w;
+    // Two inputs whose gradients are one value (both operands of an add)
+    // must still give two named outputs: callers read gradients by name,
+    // and a shared name lost one of them (tensorc.torch dropped a branch's
+    // gradient). A value already named for an earlier input gets a copy.
+    bool named = std::find(joint.gradientOutputs.begin(), joint.gradientOutputs.end(), grad.ref()) !=
+                 joint.gradientOutputs.end();
     try {
-      if (free)
+      if (free && !named)
         grad.named(name);
       else
         grad = t.call("mul", {grad, 1.0}, {}, name)[0];
     } catch (const Error &) {
-      // Shared with another output or already used: keep the generated name.
+      // The name is taken by another value: keep the generated name.
     }
     t.output(grad);
     joint.gradientOutputs.push_back(grad.ref());
