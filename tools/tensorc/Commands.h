@@ -20,7 +20,12 @@ void addShardCommand(CLI::App &app);
 
 // Writes `text` to `path` atomically: a temporary file renamed into place,
 // so a failed command never leaves partial output. "-" writes to stdout.
+// Refuses (Error) a path that is a file the command read (noteInputFile):
+// `tensorc compile m.json -o m.json` replaced the user's graph.
 void writeOutputFile(const std::string &path, const std::string &text);
+
+// Records a file the command reads, which no output may replace.
+void noteInputFile(const std::string &path);
 
 // "B=8" assignments of --dim options; throws Error for malformed ones.
 std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string> &assignments);

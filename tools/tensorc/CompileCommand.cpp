@@ -172,6 +172,7 @@ void addCompileCommand(CLI::App &app) {
     timing.setEnabled(args->timing);
     mlir::TimingScope root = timing.getRootScope();
     mlir::TimingScope stage = root.nest("load and import");
+    noteInputFile(args->file);
     std::unique_ptr<Model> model = loadModel(args->file);
     stage.stop();
     if (!args->autocast.empty()) {

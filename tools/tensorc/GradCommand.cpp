@@ -59,6 +59,7 @@ void addGradCommand(CLI::App &app) {
   cmd->add_flag("--report", args->report,
                 "with --partition: print the saved tensors, bytes and recompute FLOPs");
   cmd->callback([args] {
+    noteInputFile(args->file);
     std::unique_ptr<Model> model = loadModel(args->file);
     autodiff::AutodiffOptions options;
     options.wrt = args->wrt;

@@ -65,6 +65,7 @@ void addShardCommand(CLI::App &app) {
   cmd->add_flag("--report", args->report,
                 "print every value's place in the communication: collective, value, bytes per device");
   cmd->callback([args] {
+    noteInputFile(args->file);
     std::unique_ptr<Model> model = loadModel(args->file);
     Graph g = model->graph;
     sharding::SpmdProgram spmd;

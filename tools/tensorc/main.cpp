@@ -11,15 +11,39 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tensorc::cli {
 
+namespace {
+
+// The files this run read, by device and inode (a path spelled another
+// way, or a link to it, is the same file).
+std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> &inputFiles() {
+  static std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> files;
+  return files;
+}
+
+} // namespace
+
+void noteInputFile(const std::string &path) {
+  struct stat st;
+  if (path != "-" && ::stat(path.c_str(), &st) == 0)
+    inputFiles().push_back({path, {st.st_dev, st.st_ino}});
+}
+
 void writeOutputFile(const std::string &path, const std::string &text) {
-  if (path == "-")
+  if (path == "-") {
     std::cout << text;
-  else
-    writeFileAtomically(path, text);
+    return;
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    for (const auto &[input, id] : inputFiles())
+      check(id != std::make_pair(st.st_dev, st.st_ino),
+            path + ": the output would replace the input " + input + "; give another output path (-o)");
+  writeFileAtomically(path, text);
 }
 
 } // namespace tensorc::cli
