@@ -85,7 +85,10 @@ std::map<std::string, int64_t> parseDimAssignments(const std::vector<std::string
     long long v = std::strtoll(s.c_str() + eq + 1, &end, 10);
     check(*end == '\0' && v >= 1 && v <= (1ll << 40),
           "--dim " + s + ": the size must be a positive integer");
-    dims[s.substr(0, eq)] = v;
+    std::string symbol = s.substr(0, eq);
+    if (auto it = dims.find(symbol); it != dims.end())
+      fail("--dim " + symbol + " is given twice (" + symbol + "=" + std::to_string(it->second) + " and " + s + ")");
+    dims[symbol] = v;
   }
   return dims;
 }
