@@ -25,6 +25,8 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+#include <limits>
 #include <iostream>
 #include <optional>
 
@@ -194,6 +196,21 @@ void addCompileCommand(CLI::App &app) {
       options.lossScaling.enabled = args->lossScaling || args->autocast == "f16";
       options.lossScaling.growthInterval = args->growthInterval;
       options.optimizer.kind = autodiff::parseOptimizer(args->optimizer);
+      // PyTorch's optimizers' ranges, and finite: a NaN or infinite
+      // hyperparameter compiled into every step would make every weight NaN.
+      auto inRange = [](const char *flag, double v, double lo, double hi, bool hiOpen) {
+        check(std::isfinite(v) && v >= lo && (hiOpen ? v < hi : v <= hi),
+              std::string(flag) + " " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
+                  (std::isinf(hi) ? std::string("inf") : std::to_string(hi)) + (hiOpen ? ")" : "]"));
+      };
+      const double inf = std::numeric_limits<double>::infinity();
+      inRange("--lr", args->lr, 0, inf, true);
+      inRange("--momentum", args->momentum, 0, 1, true);
+      inRange("--beta1", args->beta1, 0, 1, true);
+      inRange("--beta2", args->beta2, 0, 1, true);
+      inRange("--eps", args->eps, 0, inf, true);
+      if (args->weightDecay)
+        inRange("--weight-decay", *args->weightDecay, 0, inf, true);
       options.optimizer.lr = args->lr;
       options.optimizer.momentum = args->momentum;
       options.optimizer.weightDecay = args->weightDecay.value_or(
