@@ -1,4 +1,5 @@
 #include "runtime/artifact/Artifact.h"
+#include "runtime/host/ReadFile.h"
 
 #include "ir/core/Error.h"
 #include "ir/core/FusedAttention.h"
@@ -915,11 +916,12 @@ Artifact parse(const std::string &bytes, const std::string &where) {
 }
 
 Artifact readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  check(bool(in), path + ": cannot open artifact");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  // A regular file only: a FIFO would block the load forever, a device
+  // (/dev/zero) would be read until memory runs out.
+  std::string why;
+  std::optional<std::string> bytes = readRegularFile(path, UINT64_MAX, &why);
+  check(bytes.has_value(), path + ": cannot open artifact (" + why + ")");
+  return parse(*bytes, path);
 }
 
 std::string collectiveStepName(const Step &step, size_t index) {

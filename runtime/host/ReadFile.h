@@ -15,4 +15,14 @@ namespace tensorc {
 std::optional<std::string> readRegularFile(const std::string &path, uint64_t maxBytes = UINT64_MAX,
                                            std::string *why = nullptr);
 
+// A file descriptor of `path` opened for reading when it is a regular file;
+// -1 otherwise, `why` saying what it is (a FIFO, a directory, a device) or
+// why it cannot be opened. Opening never blocks: a FIFO with no writer is
+// refused at once, not waited on.
+int openRegularFile(const std::string &path, std::string *why = nullptr);
+
+// What a file that is not a regular file is ("a FIFO"), "" for a regular
+// file or one that cannot be inspected.
+std::string fileKindProblem(const std::string &path);
+
 } // namespace tensorc

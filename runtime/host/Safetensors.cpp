@@ -1,4 +1,5 @@
 #include "runtime/host/Safetensors.h"
+#include "runtime/host/ReadFile.h"
 
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
@@ -141,13 +142,13 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t *data, uint64_t size, uin
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
   f->path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  check(fd >= 0, path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string why;
+  const int fd = openRegularFile(path, &why); // a FIFO is refused, never waited on
+  check(fd >= 0, path + ": cannot open (" + why + ")");
   struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  if (!regular) {
+  if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    fail(path + ": not a regular file");
+    fail(path + ": cannot inspect the file");
   }
   f->mapBytes_ = uint64_t(st.st_size);
   if (f->mapBytes_ > 0) {

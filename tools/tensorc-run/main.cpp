@@ -4,6 +4,7 @@
 #include "ir/core/Error.h"
 #include "tools/tensorc/Launch.h"
 #include "tools/tensorc/RunArtifact.h"
+#include "runtime/host/ReadFile.h"
 
 #include <iostream>
 
@@ -15,6 +16,8 @@ int main(int argc, char **argv) {
   tensorc::cli::RunArgs args;
   tensorc::cli::addRunOptions(*cmd, args);
   cmd->callback([&] {
+    if (std::string problem = tensorc::fileKindProblem(args.file); !problem.empty())
+      tensorc::fail(args.file + ": " + problem);
     tensorc::check(tensorc::cli::isArtifactFile(args.file),
                    args.file + ": not a compiled model (.tcx); this runtime-only tensorc runs "
                                "artifacts; compile graph files with the full tensorc");

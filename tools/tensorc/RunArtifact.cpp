@@ -1,4 +1,5 @@
 #include "tools/tensorc/RunArtifact.h"
+#include "runtime/host/ReadFile.h"
 
 #include "compiler/driver/RandomInputs.h"
 #include "ir/core/Error.h"
@@ -139,6 +140,8 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
 
 bool isArtifactFile(const std::string &path) {
   char magic[8] = {};
+  if (!fileKindProblem(path).empty())
+    return false; // a FIFO is never opened here (the open would wait for a writer)
   std::ifstream in(path, std::ios::binary);
   in.read(magic, 8);
   return in.gcount() == 8 && std::memcmp(magic, artifact::kMagic, 8) == 0;

@@ -100,6 +100,7 @@ void addRunCommand(CLI::App &app) {
                   "are drawn per device from --seed + device")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 12));
   cmd->callback([args, devices] {
+    noteInputFile(args->file);
     if (isArtifactFile(args->file)) {
       check(args->target.empty(), "--target does not apply to an artifact: it runs on its own target");
       runArtifact(*args);

@@ -13,6 +13,7 @@ void addVerifyCommand(CLI::App &app) {
   auto file = std::make_shared<std::string>();
   cmd->add_option("FILE", *file, "graph file (.json) or tc module (.mlir)")->required();
   cmd->callback([file] {
+    noteInputFile(*file);
     std::unique_ptr<Model> model = loadModel(*file);
     const Graph &g = model->graph;
     std::cout << "graph " << g.name << ": " << g.inputs.size() << " inputs, " << g.nodes.size()

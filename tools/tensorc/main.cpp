@@ -6,6 +6,7 @@
 #include "compiler/graph/Graph.h"
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
+#include "runtime/host/ReadFile.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,9 @@ std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> &inputFiles() {
 } // namespace
 
 void noteInputFile(const std::string &path) {
+  // A FIFO or device named as the input would block the read or never end.
+  if (std::string problem = fileKindProblem(path); !problem.empty())
+    fail(path + ": " + problem);
   struct stat st;
   if (path != "-" && ::stat(path.c_str(), &st) == 0)
     inputFiles().push_back({path, {st.st_dev, st.st_ino}});
