@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -198,11 +199,12 @@ static tc_status_t loadWith(tc_runtime_t *runtime, tc_executable_t **out,
 tc_status_t tc_executable_load(tc_runtime_t *runtime, const char *path, tc_executable_t **out) {
   if (!path)
     return nullArgument("path");
-  FILE *f = std::fopen(path, "rb");
-  if (!f)
+  // stat, not open: opening a FIFO waits for a writer (Executable::load
+  // refuses what is not a regular file, naming what it is).
+  struct stat st;
+  if (::stat(path, &st) != 0)
     return makeStatus(TC_STATUS_NOT_FOUND,
                       std::string(path) + ": cannot open artifact: " + std::strerror(errno));
-  std::fclose(f);
   return loadWith(runtime, out, [&](const LoadOptions &o) { return Executable::load(path, o); });
 }
 
