@@ -278,6 +278,7 @@ def run_case(spec, seq, divisor):
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         used_before = torch.cuda.mem_get_info()[1] - torch.cuda.mem_get_info()[0]
+        caught = []
         try:
             import warnings
             start = time.perf_counter()
@@ -316,9 +317,20 @@ def run_case(spec, seq, divisor):
             result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
             result[f"{backend}_pass"] = not problems
         except Exception as ex:  # the error as the user sees it
+            if backend == "tensorc":
+                result["tensorc_warnings"] = sorted({str(w.message)[:300] for w in caught
+                                                     if "tensorc" in str(w.message)})[:6]
             msg = f"{type(ex).__name__}: {ex}"
             result[f"{backend}_pass"] = False
             result[f"{backend}_error"] = msg.strip().splitlines()[0][:400] if msg.strip() else type(ex).__name__
+        if backend == "tensorc" and os.environ.get("SUITE_KEEP_GRAPHS"):
+            # The graph files tensorc compiled, to study the compile offline.
+            import shutil
+            keep = os.path.join(os.environ["SUITE_KEEP_GRAPHS"], name.replace("/", "_") + "-" + mode)
+            os.makedirs(keep, exist_ok=True)
+            for f in os.listdir(cache):
+                if f.endswith(".json"):
+                    shutil.copy(os.path.join(cache, f), keep)
         del compiled
         torch.cuda.empty_cache()
     return result
@@ -355,10 +367,12 @@ def main():
     ap.add_argument("--list", default="hf,timm,torchvision")
     ap.add_argument("--models", default="", help="comma-separated names (default: every model of the lists)")
     ap.add_argument("--modes", default="infer,train")
+    ap.add_argument("--cases", default="", help="comma-separated KIND:NAME:MODE cases instead of the lists")
     ap.add_argument("--case", help="run one case KIND:NAME:MODE in this process; its JSON on stdout")
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--batch-divisor", type=int, default=4)
     ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
+    ap.add_argument("--jobs", type=int, default=1, help="cases at a time, one GPU each")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     args = ap.parse_args()
@@ -368,13 +382,24 @@ def main():
     wanted = set(filter(None, args.models.split(",")))
     cases = [f"{kind}:{name}:{mode}" for kind in args.list.split(",") for name, _ in LISTS[kind]
              if not wanted or name in wanted for mode in args.modes.split(",")]
-    results = []
-    for case in cases:
+    if args.cases:
+        cases = args.cases.split(",")
+    # --jobs N: N cases at a time, each on its own GPU (CUDA_VISIBLE_DEVICES):
+    # a case's timings then share the host's CPUs with the others, not its GPU.
+    import concurrent.futures
+    import queue
+    gpus = queue.Queue()
+    for i in range(args.jobs):
+        gpus.put(i)
+
+    def run_one(case):
+        gpu = gpus.get()
         start = time.perf_counter()
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.jobs > 1 else None
         try:
             p = subprocess.run([sys.executable, __file__, "--case", case, "--seq", str(args.seq),
                                 "--batch-divisor", str(args.batch_divisor)], capture_output=True, text=True,
-                               timeout=args.timeout)
+                               timeout=args.timeout, env=env)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("SUITE-RESULT ")]
             if lines:
                 r = json.loads(lines[-1][len("SUITE-RESULT "):])
@@ -383,13 +408,25 @@ def main():
                 r = {"case": case, "tensorc_pass": False, "tensorc_error": f"the case process failed: {tail}"}
         except subprocess.TimeoutExpired:
             r = {"case": case, "tensorc_pass": False, "tensorc_error": f"over {args.timeout} s"}
+        finally:
+            gpus.put(gpu)
         kind, name, mode = case.split(":")
-        r.update({"list": kind, "model": name, "mode": mode, "wall_s": time.perf_counter() - start})
-        results.append(r)
-        print(json.dumps(r), flush=True)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+        r.update({"list": kind, "model": name, "mode": mode, "wall_s": time.perf_counter() - start,
+                  "parallel_jobs": args.jobs})
+        return r
+
+    results = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        # Written as each case ends: a run stopped early keeps what finished.
+        for done in concurrent.futures.as_completed([pool.submit(run_one, c) for c in cases]):
+            r = done.result()
+            results.append(r)
+            print(json.dumps(r), flush=True)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
+    order = {c: i for i, c in enumerate(cases)}
+    results.sort(key=lambda r: order[r["case"]])
     table = markdown(results)
     print(table)
     if args.markdown:

@@ -139,6 +139,47 @@ with warnings.catch_warnings():
 assert len(fast.explain()["partitions"]) == 1, fast.explain()
 xs = torch.randn(4, 8)
 close(fast(xs), fast.module(xs), "growing cache")
+
+
+# The empty operand promotes the result's dtype (cat of an empty f32 and a
+# f64 tensor is f64; of an empty f64 and f32, f64): the capture keeps it,
+# the lowering skips it and casts, and no partition reads it as an input.
+class PromotingCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = nn.Linear(8, 8)
+
+    def forward(self, x):
+        keys = torch.cat([torch.tensor([], dtype=torch.float64), self.k(x).flatten()])
+        return torch.softmax(keys.view(x.shape) @ x.t().double(), -1)
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    fast = compile(PromotingCache(), (torch.randn(4, 8),))
+assert len(fast.explain()["partitions"]) == 1, fast.explain()
+got = fast(xs)
+assert got.dtype == torch.float64, got.dtype
+close(got, fast.module(xs), "promoting cache")
+
+
+# Outputs computed from no input that requires grad (an attention mask made
+# from token ids) do not require grad, as in eager; the others do.
+class MaskToo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, ids):
+        mask = (ids > 2).float() * -1e4
+        return self.fc(x) + mask, mask
+
+
+ids4 = torch.randint(0, 5, (4, 8))
+fast = compile(MaskToo(), (xs, ids4))
+y, mask = fast(xs, ids4)
+assert y.requires_grad and not mask.requires_grad, (y.requires_grad, mask.requires_grad)
+close(mask, fast.module(xs, ids4)[1], "mask output")
 print("aten gpt: tied embeddings, mask buffer, gradients, reassigned parameters, an empty cache's cat")
 
 # Autocast: the casts autocast makes are the program (bf16 matmuls, f32

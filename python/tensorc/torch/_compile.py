@@ -175,9 +175,10 @@ class _Step(torch.autograd.Function):
         saved = [outs[n] for n in module.saved_names]
         primals = [args[n] for n in module.backward_primals]
         ctx.save_for_backward(*saved, *primals)
-        updated = {ref for _, ref in module.state}  # running statistics
+        # Running statistics and outputs that depend on no differentiated input.
+        constant = {ref for _, ref in module.state} | module.non_differentiable
         ctx.mark_non_differentiable(*[outs[n] for n in module.outputs
-                                      if not outs[n].is_floating_point() or n in updated])
+                                      if not outs[n].is_floating_point() or n in constant])
         return tuple(outs[n] for n in module.outputs)
 
     @staticmethod
@@ -245,6 +246,7 @@ class CompiledModule:
             if all(n in names for n in outputs) and self.run_forward.input_names == self.input_names else None
         self.training = len(executables) > 1
         self.wrt = []  # set by compile(): the inputs the backward differentiates, in its output order
+        self.non_differentiable = set()  # outputs computed from no input in wrt
         # Set by compile(): the backward's graph file and a compile of a
         # variant graph (backward_with_uniform).
         self.backward_graph, self.compile_variant = None, None
@@ -395,6 +397,9 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
                 built.append(out)
             if train:  # atomic: another process sees all of a file or none
                 os.replace(sources[1], backward_graph)
+            # What was compiled, beside its artifacts: `tensorc compile` (and
+            # `tensorc grad` with the same --wrt/--of) of it reproduces them.
+            os.replace(src, os.path.join(folder, f"{graph['name']}-{key}.graph.json"))
             for b, a in zip(built, artifacts):
                 os.replace(b, a)
         log.debug("tensorc.torch: compiled %s in %.2f s (%s)", graph["name"], time.perf_counter() - start,

@@ -1,21 +1,19 @@
 """torch.compile(model, backend="tensorc"): the Dynamo backend.
 
 Dynamo hands a backend each graph it captured (a torch.fx.GraphModule of
-torch functions, methods and modules) with example inputs, and calls what
-the backend returns with the graph's inputs in the same order; the graph
-returns a tuple. This backend exports the graph (docs/pytorch.md, "What
-maps"), compiles it with tensorc.torch.compile for the inputs' device, and
-returns the compiled call. Where grad is enabled and an input requires grad
-(the parameters, which Dynamo passes as graph inputs since PyTorch 2.5, or
-reads as graph attributes before), it compiles the training form: tensorc's
-own backward behind an autograd.Function, so loss.backward() fills .grad.
+torch functions, methods and modules) with fake example inputs, and calls
+what the backend returns with the graph's inputs in the same order; the
+graph returns a tuple. This backend captures the graph at the ATen level
+on those fake inputs (tensorc.torch._aten, docs/pytorch.md "The ATen
+path"): tensorc compiles the partitions it lowers, PyTorch runs the rest
+between them. Where grad is enabled and a partition's input requires grad
+(the parameters, which Dynamo passes as graph inputs since PyTorch 2.5),
+the partition compiles its training form: tensorc's own backward behind
+an autograd.Function, so loss.backward() fills .grad; the ops PyTorch runs
+have PyTorch's backward.
 
-The artifact is specialized to the inputs' shapes (static dims): a call
-with other shapes compiles (or loads from the cache) another, keyed by the
-shapes. Dynamo recompiles on such a change itself, or (automatic dynamic
-shapes, its default on the second size) passes the sizes as integer graph
-inputs to one graph: those are part of the key too, each artifact
-specialized to their values.
+Shapes are static for now: where Dynamo makes a dim dynamic (a SymInt
+size), the graph is captured again at each call's sizes.
 """
 import logging
 import warnings
@@ -129,22 +127,13 @@ def tensorc_backend(gm, example_inputs, **options):
     `example_inputs`. `options` go to tensorc.torch.compile (mode,
     cache_dir, tensorc_path, options, frontend, strict); through
     torch.compile: torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead")).
-    frontend="aten" (the default for graphs that need no gradient)
-    captures the graph at the ATen level, PyTorch running what tensorc does
-    not lower (strict=True: an error instead); "fx" (the default for
-    training graphs, for now) maps torch functions by name and fails on any
-    op it does not know."""
-    frontend = options.pop("frontend", None)
+    frontend="aten" (the default) captures the graph at the ATen level,
+    PyTorch running what tensorc does not lower (strict=True: an error
+    instead), tensorc's backward for its partitions where grad is enabled;
+    "fx" (the older path, to be removed) maps torch functions by name and
+    fails on any op it does not know."""
+    frontend = options.pop("frontend", "aten")
     strict = options.pop("strict", False)
-    if frontend is None:
-        # Training graphs keep the by-name path until the ATen path's
-        # gradients are verified on the GPU: a LLaMA training step through
-        # it gave wrong gradients on an H100 (session 37, bench/models),
-        # which the CPU tests do not reproduce. A wrong gradient is worse
-        # than a compile error; frontend="aten" opts in.
-        training = torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
-                                                   for x in example_inputs)
-        frontend = "fx" if training else "aten"
     if frontend == "aten":
         return _AtenDynamoCall(gm, example_inputs, options, strict)
     if frontend != "fx":

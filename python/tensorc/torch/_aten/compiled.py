@@ -4,6 +4,7 @@ tensorc artifact, the rest run by PyTorch. Calls read the module's
 parameters and buffers by name at every call (an assigned nn.Parameter is
 seen) and run the graph with autocast off: its casts are already explicit."""
 import logging
+import os
 import warnings
 
 import torch
@@ -17,6 +18,7 @@ from .lowering import lower_graph, value
 from .partition import fallback_ops, propose
 
 log = logging.getLogger("tensorc.torch")
+_CHECK_PARTITIONS = os.environ.get("TENSORC_CHECK_PARTITIONS") == "1"
 
 
 class StrictFallbackError(RuntimeError):
@@ -27,18 +29,20 @@ class TensorcPartition(torch.nn.Module):
     """One partition: its graph file, compiled at the first call of each
     form (inference, or training with the inputs that then require grad)."""
 
-    def __init__(self, graph, input_names, outputs, single, output_values, options, eager, strict):
+    def __init__(self, graph, input_names, input_positions, outputs, single, output_values, options, eager, strict):
         super().__init__()
         self.graph, self.options = graph, options
         # The partition's ATen ops, run by PyTorch where tensorc fails to
         # compile it (one warning; an error with strict).
         self.eager, self.strict, self.failed = eager, strict, None
-        self.input_names = input_names
-        # outputs: [("input", position) | ("ref", graph output position)];
+        # The graph file's inputs and each one's position among the call's.
+        self.input_names, self.input_positions = input_names, input_positions
+        # outputs: [("input", call input position) | ("ref", graph output position)];
         # single: the submodule returns one value, not a tuple.
         self.outputs, self._single = outputs, single
         self._output_meta = output_values  # fake values of the graph's outputs
         self.compiled = {}
+        self.written_positions = []  # inputs the program writes after this partition
 
     def _module_for(self, args):
         train = torch.is_grad_enabled() and any(a.requires_grad for a in args)
@@ -66,22 +70,27 @@ class TensorcPartition(torch.nn.Module):
     def _compile(self, args, train):
         graph = dict(self.graph)
         sources = {name: ("input", i) for i, name in enumerate(self.input_names)}
-        scalars, grad_argv = set(), []
+        scalars, grad_argv, constant_outputs = set(), [], set()
         if train:
             graph["nodes"] = list(graph["nodes"])
             graph["outputs"] = list(graph["outputs"])
-            float_outputs = []
+            taken = {i["name"] for i in graph["inputs"]} | {n["name"] for n in graph["nodes"]}
             for i, ref in enumerate(graph["outputs"]):
                 if self._output_meta[i].dim() == 0:
-                    name = f"{ref.replace(':', '_')}_1"
+                    name = _fresh_name(f"{ref.replace(':', '_')}_as_1", taken)
                     graph["nodes"].append({"name": name, "op": "reshape", "args": [ref], "attrs": {"shape": [1]}})
                     graph["outputs"][i] = name
                     scalars.add(i)
-                if self._output_meta[i].is_floating_point():
-                    float_outputs.append(graph["outputs"][i])
             wrt = [n for n, a in zip(self.input_names, args) if a.requires_grad and a.is_floating_point()]
-            if wrt and float_outputs:
-                grad_argv = ["--wrt", *wrt, "--of", *float_outputs]
+            # Differentiable: a floating output computed from an input that
+            # requires grad. The others (an attention mask made from the
+            # token ids) are returned as constants, as eager's would be.
+            varying = _depending_on(graph, wrt)
+            differentiable = [o for i, o in enumerate(graph["outputs"])
+                              if self._output_meta[i].is_floating_point() and varying(o)]
+            constant_outputs = set(graph["outputs"]) - set(differentiable)
+            if wrt and differentiable:
+                grad_argv = ["--wrt", *wrt, "--of", *differentiable]
         o = self.options
         built = _compile.build_artifacts(graph, o["target"], o.get("mode"), o.get("options", ()), grad_argv,
                                          o.get("cache_dir"), o.get("tensorc_path"))
@@ -92,20 +101,75 @@ class TensorcPartition(torch.nn.Module):
                                          built.artifacts[0], built.cache_hit, executables, cuda_graphs=graphs)
         if grad_argv:
             module.wrt = wrt
+            module.non_differentiable = constant_outputs
             module.backward_graph = built.backward_graph
             module.compile_variant = built.compile_variant
         return module
 
     def forward(self, *args):
-        args = tuple(self._placed(a) for a in args)
-        module = self._module_for(args)
+        # tensorc reads contiguous tensors on its device; PyTorch's own run
+        # of the ops (and an output that is an input) keeps the call's
+        # tensors as they are: the ATen graph's views expect their strides.
+        own = tuple(self._placed(args[k]) for k in self.input_positions)
+        module = self._module_for(own)
         if module is None:
+            # PyTorch's autograd may save an input the graph later writes
+            # (batch norm's backward reads the running statistics): it gets
+            # a copy, as the copy_ back would otherwise fail the backward.
+            args = tuple(a.clone() if k in self.written_positions else a for k, a in enumerate(args))
             return self.eager(*args)
-        results = module(*args)
+        results = module(*own)
         out = []
         for kind, k in self.outputs:
             out.append(args[k] if kind == "input" else results[k])
+        if _CHECK_PARTITIONS:
+            self._check_against_eager(args, out)
         return out[0] if self._single else tuple(out)
+
+    def _check_against_eager(self, args, out):
+        """TENSORC_CHECK_PARTITIONS=1 (debugging): each call's results beside
+        PyTorch's own run of the partition's ATen ops; a difference (or a
+        NaN tensorc made) is logged with the partition's name."""
+        with torch.no_grad():
+            want = self.eager(*args)
+        want = [want] if self._single else list(want)
+        for i, (got, ref) in enumerate(zip(out, want)):
+            if not isinstance(got, torch.Tensor) or not got.is_floating_point():
+                continue
+            g, r = got.detach().double(), ref.double()
+            bad_got, bad_ref = not torch.isfinite(g).all().item(), not torch.isfinite(r).all().item()
+            scale = r[torch.isfinite(r)].abs().max().item() if r.numel() and not bad_ref else 1.0
+            err = (g - r).abs().max().item() if g.shape == r.shape else float("inf")
+            if bad_got != bad_ref or err > 1e-2 * max(scale, 1e-6) or got.dtype != ref.dtype:
+                log.warning("tensorc.torch: partition %s output %d differs from PyTorch's: max error %.3g "
+                            "(PyTorch's max %.3g), non-finite tensorc %s / PyTorch %s, dtype %s / %s",
+                            self.graph["name"], i, err, scale, bad_got, bad_ref, got.dtype, ref.dtype)
+
+
+def _fresh_name(base, taken):
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def _depending_on(graph, names):
+    """Whether a value (a reference "node" or "node:k") of the graph file is
+    computed from any of `names` through a differentiable path: a training
+    batch norm's new running statistics (its results 1 and 2) are not, as
+    in PyTorch, where they are updated outside autograd."""
+    reached = set(names)
+    statistics = {n["name"] for n in graph["nodes"] if n["op"] == "batch_norm"}
+
+    def varying(ref):
+        name, _, k = ref.partition(":")
+        return name in reached and not (name in statistics and k in ("1", "2"))
+
+    for node in graph["nodes"]:  # in order: operands come first
+        if any(isinstance(a, str) and varying(a) for a in node.get("args", ())):
+            reached.add(node["name"])
+    return varying
 
 
 def _lower_partition(sub, name, options, strict=False):
@@ -118,22 +182,30 @@ def _lower_partition(sub, name, options, strict=False):
     results = [results] if single else list(results)
     computed = [r for r in results if r not in inputs]
     graph = lower_graph(body, inputs, computed, name)
+    # The graph file's inputs: the submodule's, less the empty ones (a
+    # concatenation skips them); each one's position among the call's.
     input_names = [i["name"] for i in graph["inputs"]]
+    positions = [k for k, n in enumerate(inputs) if value(n).numel() > 0]
+    if len(positions) != len(input_names):
+        raise Unsupported(f"partition {name}: its inputs do not match its graph file's")
     refs = dict(zip(computed, graph["outputs"]))
     # The graph returns each computed value once; an output that is an
     # input (a view the lowering folded away) is forwarded in Python.
     unique, metas, outputs = [], [], []
     for r in results:
-        ref = input_names[inputs.index(r)] if r in inputs else refs[r]
+        if r in inputs:
+            outputs.append(("input", inputs.index(r)))
+            continue
+        ref = refs[r]
         if ref in input_names:
-            outputs.append(("input", input_names.index(ref)))
+            outputs.append(("input", positions[input_names.index(ref)]))
             continue
         if ref not in unique:
             unique.append(ref)
             metas.append(value(r))
         outputs.append(("ref", unique.index(ref)))
     graph["outputs"] = unique
-    return TensorcPartition(graph, input_names, outputs, single, metas, options, sub, strict)
+    return TensorcPartition(graph, input_names, positions, outputs, single, metas, options, sub, strict)
 
 
 def _boundary(nodes):
@@ -264,12 +336,17 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
         warnings.warn(f"tensorc.torch: {len(fallbacks)} op(s) of {name} run in PyTorch, not tensorc: {listing}",
                       stacklevel=3)
     fused = _fused(gm, partitions) if partitions else gm
+    # The graph's inputs it writes at the end (functionalization's copy_
+    # back: batch norm's running statistics, in-place updates).
+    written = {n.args[0] for n in fused.graph.nodes if n.op == "call_function"
+               and getattr(n.target, "__name__", "").startswith("copy_") and n.args[0].op == "placeholder"}
     compiled = []
     for node in list(fused.graph.nodes):
         if node.op != "call_module":
             continue
         sub = getattr(fused, node.target)
         part = _lower_partition(sub, f"{name}_{node.target}", options, strict)
+        part.written_positions = [k for k, a in enumerate(node.args) if a in written]
         setattr(fused, node.target, part)
         compiled.append((node.target, part))
     fused.recompile()

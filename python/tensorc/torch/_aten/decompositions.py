@@ -27,8 +27,24 @@ DECOMPOSED = (
 )
 
 
+def _batch_norm_updating_statistics(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Training-mode native_batch_norm as `_native_batch_norm_legit`, whose
+    schema says it writes the running statistics (native_batch_norm's does
+    not, so functionalization would not see the update): functionalized,
+    the graph has `_native_batch_norm_legit_functional` (batch norm kept
+    whole, its new statistics results) and copies back into the buffers.
+    Other forms are left as they are (NotImplemented)."""
+    if not training or running_mean is None or running_var is None:
+        return NotImplemented
+    return torch.ops.aten._native_batch_norm_legit.default(input, weight, bias, running_mean, running_var,
+                                                           training, momentum, eps)
+
+
 def decomposition_table():
     aten = torch.ops.aten
     packets = [getattr(aten, name) for name in DECOMPOSED if hasattr(aten, name)]
     from torch._decomp import get_decompositions
-    return get_decompositions(packets)
+    table = get_decompositions(packets)
+    if hasattr(aten, "_native_batch_norm_legit"):  # PyTorch >= 2.0
+        table[aten.native_batch_norm.default] = _batch_norm_updating_statistics
+    return table

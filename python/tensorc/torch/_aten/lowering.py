@@ -63,6 +63,13 @@ def result_type(*operands):
                                                            else torch.tensor(vals[0]).dtype)
 
 
+class _Empty:
+    """An input with no elements (a KV cache's `torch.tensor([])`)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
 class Lowering:
     """One tensorc graph file built from ATen nodes."""
 
@@ -77,12 +84,17 @@ class Lowering:
         if not isinstance(v, torch.Tensor):
             raise Unsupported(f"input '{node.name}' is a {type(v).__name__}, not a tensor")
         if any(int(d) < 1 for d in v.shape):
-            raise Unsupported(f"input '{node.name}' is empty (shape {list(v.shape)})")
+            # tensorc's tensors are not empty: not an input of the graph
+            # file; an op that reads it fails to lower (cat skips it).
+            self.env[node] = _Empty(list(v.shape))
+            return None
         self.env[node] = self.g.add_input(node.name, v.dtype, v.shape)
         return self.env[node]
 
     def ref(self, a):
         r = self.env.get(a)
+        if isinstance(r, _Empty):
+            raise Unsupported(f"operand '{a.name}' is empty (shape {r.shape})")
         if not isinstance(r, str):
             raise Unsupported(f"operand '{getattr(a, 'name', a)}' is not a tensor of this graph")
         return r
@@ -564,14 +576,28 @@ def _batch_norm(lw, n):
         raise Unsupported("batch norm with a bias but no weight")
     if name in ("native_batch_norm", "_native_batch_norm_legit") and training:
         raise Unsupported("training-mode batch norm updating its statistics in place")
-    args = [lw.ref(x), lw.ref(mean), lw.ref(var)] + [lw.ref(t) for t in (w, b) if t is not None]
+    # Statistics and weights of a wider dtype than the input (bf16
+    # activations, f32 parameters under autocast): PyTorch normalizes in
+    # the wider dtype and returns the input's; the new running statistics
+    # keep theirs.
+    x_dtype = value(x).dtype
+    compute = x_dtype
+    for t in (mean, var, w, b):
+        if t is not None:
+            compute = torch.promote_types(compute, value(t).dtype)
+    args = [lw.operand(t, compute) for t in (x, mean, var, w, b) if t is not None]
     attrs = {"eps": float(a["eps"])} if float(a["eps"]) != 1e-5 else {}
     if training:
         attrs.update({"training": True, "momentum": float(a["momentum"])})
-    ref = lw.add(n, "batch_norm", args, attrs or None)
-    results = [f"{ref}:0", None, None]
+    if compute == x_dtype:
+        ref = lw.add(n, "batch_norm", args, attrs or None)
+        out = f"{ref}:0"
+    else:
+        ref = lw.g.add("batch_norm", args, attrs or None, n.name + "_wide")
+        out = lw.cast(f"{ref}:0", compute, x_dtype, n.name)
+    results = [out, None, None]
     if name == "_native_batch_norm_legit_functional":
-        results += [f"{ref}:1", f"{ref}:2"]
+        results += [lw.cast(f"{ref}:1", compute, value(mean).dtype), lw.cast(f"{ref}:2", compute, value(var).dtype)]
     return results
 
 

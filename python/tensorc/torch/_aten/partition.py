@@ -33,7 +33,9 @@ class _ScratchLowering(Lowering):
         return super().ref(a)
 
     def has(self, a):
-        return isinstance(a, fx.Node) and isinstance(self.ref(a), str)
+        if isinstance(a, fx.Node) and a not in self.env:
+            self.add_input(a)
+        return super().has(a)
 
 
 def why_not_lowered(node):
@@ -94,6 +96,9 @@ def fallback_ops(gm, refused):
     seen, out = set(), []
     for node, reason in refused.items():
         if node.op != "call_function" or packet_name(node.target) in ("copy_",) or node.target is operator.getitem:
+            continue
+        v = value(node)
+        if isinstance(v, torch.Tensor) and v.numel() == 0:  # an empty tensor made: no work to speak of
             continue
         name = op_name(node.target)
         if (name, reason) in seen:
