@@ -207,6 +207,28 @@ with torch.no_grad():
 eager_err = (want_logits.double() - ref_logits).abs().max().item()
 our_err = (got_logits.double() - ref_logits).abs().max().item()
 assert our_err <= 2 * eager_err + 1e-3, (our_err, eager_err)
+
+
+# nll_loss of log_softmax widened by a cast (what CUDA autocast gives for
+# cross_entropy of bf16 logits): one cross_entropy, nothing falls back.
+class WidenedLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 50)
+
+    def forward(self, x, t):
+        logp = F.log_softmax(self.fc(x).to(torch.bfloat16), 1).float()
+        return F.nll_loss(logp, t)
+
+
+xw, tw = torch.randn(8, 16), torch.randint(0, 50, (8,))
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    fast = compile(WidenedLoss(), (xw, tw))
+assert len(fast.explain()["partitions"]) == 1, fast.explain()
+got, want = fast(xw, tw), fast.module(xw, tw)
+assert got.dtype == want.dtype == torch.float32
+close(got, want, "widened log_softmax loss", tol=2e-2)
 print("aten autocast: bf16 where eager computes bf16, output dtypes equal eager's, error at eager's")
 
 
@@ -278,6 +300,46 @@ assert any("tensorc_test.twice" in str(w.message) for w in caught), [str(w.messa
 close(fast(xs), WithCustom()(xs), "custom op")
 print("aten fallback: cumsum and a torch.library op run in PyTorch, one warning, gradients (one value for two "
       "inputs too); strict refuses")
+
+
+# Training-mode dropout (native_dropout, what CUDA's dropout is at the ATen
+# level) runs in tensorc: its own stream from a seed drawn per call from
+# torch's generator (torch.manual_seed reproduces it), the backward through
+# the forward's mask.
+class Dropping(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return torch.ops.aten.native_dropout(torch.relu(self.fc(x)) + 1, 0.25, True)[0]
+
+
+model = Dropping()
+xd = torch.randn(32, 64)
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    fast = compile(model, (xd,))
+assert len(fast.explain()["partitions"]) == 1 and not fast.explain()["fallbacks"], fast.explain()
+torch.manual_seed(5)
+y = fast(xd)
+kept = y != 0
+dense = torch.relu(model.fc(xd)) + 1
+assert 0.6 < kept.float().mean().item() < 0.9, kept.float().mean()
+close(y[kept], (dense / 0.75)[kept], "dropout's kept values")
+torch.manual_seed(5)
+assert torch.equal(fast(xd) != 0, kept), "torch.manual_seed reproduces the mask"
+assert not torch.equal(fast(xd) != 0, kept), "each call draws a fresh mask"
+model.fc.weight.grad = None
+torch.manual_seed(6)
+y = fast(xd)
+(y * y).sum().backward()
+got = model.fc.weight.grad.clone()
+model.fc.weight.grad = None
+want = (torch.relu(model.fc(xd)) + 1) * (y != 0).float() / 0.75
+(want * want).sum().backward()
+close(got, model.fc.weight.grad, "dropout gradient through the forward's mask", tol=1e-3)
+print("aten dropout: tensorc's stream, seeded from torch's generator, the backward through its mask")
 
 
 # In-place updates of inputs happen as in eager; one tensor passed twice

@@ -14,7 +14,7 @@ import tensorc
 from .. import _compile
 from .capture import capture
 from .graph_file import Unsupported
-from .lowering import lower_graph, value
+from .lowering import SEED_INPUT, lower_graph, value
 from .partition import fallback_ops, propose
 
 log = logging.getLogger("tensorc.torch")
@@ -29,7 +29,8 @@ class TensorcPartition(torch.nn.Module):
     """One partition: its graph file, compiled at the first call of each
     form (inference, or training with the inputs that then require grad)."""
 
-    def __init__(self, graph, input_names, input_positions, outputs, single, output_values, options, eager, strict):
+    def __init__(self, graph, input_names, input_positions, outputs, single, output_values, options, eager, strict,
+                 seeded=False):
         super().__init__()
         self.graph, self.options = graph, options
         # The partition's ATen ops, run by PyTorch where tensorc fails to
@@ -37,6 +38,7 @@ class TensorcPartition(torch.nn.Module):
         self.eager, self.strict, self.failed = eager, strict, None
         # The graph file's inputs and each one's position among the call's.
         self.input_names, self.input_positions = input_names, input_positions
+        self.seeded = seeded  # its last input is the dropout seed (SEED_INPUT), drawn per call
         # outputs: [("input", call input position) | ("ref", graph output position)];
         # single: the submodule returns one value, not a tuple.
         self.outputs, self._single = outputs, single
@@ -70,6 +72,8 @@ class TensorcPartition(torch.nn.Module):
     def _compile(self, args, train):
         graph = dict(self.graph)
         sources = {name: ("input", i) for i, name in enumerate(self.input_names)}
+        if self.seeded:  # a fresh seed per call from torch's generator (torch.manual_seed reproduces it)
+            sources[SEED_INPUT] = ("seed", None)
         scalars, grad_argv, constant_outputs = set(), [], set()
         if train:
             graph["nodes"] = list(graph["nodes"])
@@ -130,8 +134,15 @@ class TensorcPartition(torch.nn.Module):
         """TENSORC_CHECK_PARTITIONS=1 (debugging): each call's results beside
         PyTorch's own run of the partition's ATen ops; a difference (or a
         NaN tensorc made) is logged with the partition's name."""
-        with torch.no_grad():
-            want = self.eager(*args)
+        for k, a in enumerate(args):
+            if isinstance(a, torch.Tensor) and a.is_floating_point() and not torch.isfinite(a).all().item():
+                log.warning("tensorc.torch: partition %s: input %d is not finite", self.graph["name"], k)
+        try:
+            with torch.no_grad():
+                want = self.eager(*args)
+        except RuntimeError as ex:  # a view the call's strides do not allow (fake strides differ)
+            log.warning("tensorc.torch: partition %s not checked: PyTorch's run failed (%s)", self.graph["name"], ex)
+            return
         want = [want] if self._single else list(want)
         for i, (got, ref) in enumerate(zip(out, want)):
             if not isinstance(got, torch.Tensor) or not got.is_floating_point():
@@ -184,7 +195,8 @@ def _lower_partition(sub, name, options, strict=False):
     graph = lower_graph(body, inputs, computed, name)
     # The graph file's inputs: the submodule's, less the empty ones (a
     # concatenation skips them); each one's position among the call's.
-    input_names = [i["name"] for i in graph["inputs"]]
+    input_names = [i["name"] for i in graph["inputs"] if i["name"] != SEED_INPUT]
+    seeded = len(input_names) < len(graph["inputs"])
     positions = [k for k, n in enumerate(inputs) if value(n).numel() > 0]
     if len(positions) != len(input_names):
         raise Unsupported(f"partition {name}: its inputs do not match its graph file's")
@@ -205,7 +217,7 @@ def _lower_partition(sub, name, options, strict=False):
             metas.append(value(r))
         outputs.append(("ref", unique.index(ref)))
     graph["outputs"] = unique
-    return TensorcPartition(graph, input_names, positions, outputs, single, metas, options, sub, strict)
+    return TensorcPartition(graph, input_names, positions, outputs, single, metas, options, sub, strict, seeded)
 
 
 def _boundary(nodes):

@@ -70,12 +70,26 @@ class _Empty:
         self.shape = shape
 
 
+# The graph input training-mode dropouts draw their masks from (an i64
+# scalar; the caller passes a fresh one per call from torch's generator):
+# reserved, no other value takes the name.
+SEED_INPUT = "tc_dropout_seed"
+
+
 class Lowering:
     """One tensorc graph file built from ATen nodes."""
 
     def __init__(self, name):
         self.g = GraphFile(name)
+        self.g.names.add(SEED_INPUT)
         self.env = {}
+        self.dropouts = 0  # each dropout's own stream of the seed
+
+    def seed(self):
+        """The dropout seed input, added after the graph's other inputs."""
+        if not any(i["name"] == SEED_INPUT for i in self.g.inputs):
+            self.g.inputs.append({"name": SEED_INPUT, "dtype": "i64", "shape": []})
+        return SEED_INPUT
 
     # values -----------------------------------------------------------------
 
@@ -689,6 +703,24 @@ def _embedding(lw, n):
     return lw.add(n, "embedding", [lw.ref(indices), lw.ref(a["weight"])], attrs)
 
 
+def _native_dropout(lw, n):
+    """native_dropout(input, p, train) -> (output, mask): tensorc's dropout
+    (its own random stream from the per-call seed; PyTorch's masks are
+    another draw of the same distribution). The mask is PyTorch's
+    backward's: nothing in the forward graph reads it."""
+    a = bind(n)
+    p = float(a["p"])
+    x = lw.ref(a["input"])
+    if a.get("train") is False or p == 0.0:
+        return [x, None]
+    if not 0.0 < p < 1.0:
+        raise Unsupported(f"dropout probability {p}")
+    if not value(a["input"]).is_floating_point():
+        raise Unsupported("dropout of an integer tensor")
+    lw.dropouts += 1
+    return [lw.add(n, "dropout", [x, lw.seed()], {"p": p, "stream": lw.dropouts - 1}), None]
+
+
 def _nll_loss(lw, n):
     """nll_loss_forward of log_softmax(x, 1): cross_entropy(x) (one fused op
     that tensorc differentiates); (loss, total_weight)."""
@@ -697,17 +729,25 @@ def _nll_loss(lw, n):
         raise Unsupported("nll_loss with class weights")
     logp = a["self"]
     reduction = {0: "none", 1: "mean", 2: "sum"}[int(a["reduction"])]
-    x = logp.args[0] if isinstance(logp, fx.Node) and packet_name(logp.target) == "_log_softmax" else None
-    if x is None or not lw.has(x) or value(x).dim() != 2 or _norm(int(logp.args[1]), 2) != 1:
+    # log_softmax then a cast to a wider float (what CUDA autocast gave for
+    # cross_entropy of bf16 logits): computed from the logits in the wider
+    # dtype, which rounds once where the two steps round twice.
+    widened = isinstance(logp, fx.Node) and packet_name(logp.target) == "_to_copy" and \
+        isinstance(logp.args[0], fx.Node) and packet_name(logp.args[0].target) == "_log_softmax" and \
+        value(logp).dtype.is_floating_point and torch.finfo(value(logp).dtype).bits >= torch.finfo(value(logp.args[0]).dtype).bits
+    softmax = logp.args[0] if widened else logp
+    x = softmax.args[0] if isinstance(softmax, fx.Node) and packet_name(softmax.target) == "_log_softmax" else None
+    if x is None or not lw.has(x) or value(x).dim() != 2 or _norm(int(softmax.args[1]), 2) != 1:
         raise Unsupported("nll_loss of anything but log_softmax over the classes of [N, C] logits")
-    if value(x).dtype != value(logp).dtype:
+    if value(x).dtype != value(softmax).dtype:
         raise Unsupported("nll_loss of a log_softmax that changes the dtype")
     attrs = {}
     if reduction != "mean":
         attrs["reduction"] = reduction
     if int(a["ignore_index"]) != -100:
         attrs["ignore_index"] = int(a["ignore_index"])
-    return [lw.add(n, "cross_entropy", [lw.ref(x), lw.ref(a["target"])], attrs or None), None]
+    logits = lw.operand(x, value(logp).dtype) if widened else lw.ref(x)
+    return [lw.add(n, "cross_entropy", [logits, lw.ref(a["target"])], attrs or None), None]
 
 
 def _constant_pad(lw, n):
@@ -873,6 +913,7 @@ _register(_to_copy, "_to_copy")
 _register(_identity, "clone", "alias", "detach", "lift_fresh_copy", "lift_fresh", "alias_copy", "detach_copy",
           "contiguous", "_conj", "resolve_conj", "resolve_neg")
 _register(_copy, "copy")
+_register(_native_dropout, "native_dropout")
 _register(_view, "view", "_unsafe_view", "reshape", "view_copy", "_reshape_alias", "_reshape_alias_copy",
           "unsqueeze", "unsqueeze_copy", "squeeze", "squeeze_copy", "flatten", "unflatten")
 _register(_expand, "expand", "expand_copy")
