@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <vector>
 #include <cstring>
 #include <fcntl.h>
 #include <set>
@@ -36,13 +37,83 @@ uint64_t readLittleEndian64(const uint8_t *p) {
   return v;
 }
 
+// The header's JSON is one object of tensors (and __metadata__), each an
+// object of a string and two arrays of numbers: 3 levels. Deeper input is
+// refused before anything recursive (a parse into values, a dump) sees it.
+constexpr int kMaxHeaderDepth = 8;
+
+// What the safetensors format forbids and a JSON parser accepts, found in
+// one linear, non-recursive pass (nlohmann's SAX interface): nesting deeper
+// than kMaxHeaderDepth, and a key repeated in any object (a parser keeps
+// the last silently). `problem` says which; a syntax error is nlohmann's.
+class HeaderChecker : public nlohmann::json_sax<json> {
+public:
+  std::string problem;
+
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t &) override { return true; }
+  bool string(string_t &) override { return true; }
+  bool binary(binary_t &) override { return true; }
+  bool start_object(std::size_t) override {
+    keys_.emplace_back();
+    return deeper();
+  }
+  bool key(string_t &k) override {
+    if (keys_.back().insert(k).second)
+      return true;
+    problem = keys_.size() == 1 ? "tensor '" + excerpt(k) + "' appears twice"
+                                : "the key '" + excerpt(k) + "' appears twice in one object";
+    return false;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override { return deeper(); }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string &, const nlohmann::detail::exception &e) override {
+    std::string what = e.what();
+    size_t at = what.find("] ");
+    what = at == std::string::npos ? what : what.substr(at + 2);
+    if (what.size() > 160) // nlohmann quotes the offending token whole
+      what = what.substr(0, 157) + "...";
+    problem = "header is not valid JSON (" + what + ")";
+    return false;
+  }
+
+  // At most 60 characters of `text`, for a message.
+  static std::string excerpt(const std::string &text) {
+    return text.size() <= 60 ? text : text.substr(0, 57) + "...";
+  }
+
+private:
+  bool deeper() {
+    if (++depth_ <= kMaxHeaderDepth)
+      return true;
+    problem = "header nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels";
+    return false;
+  }
+  int depth_ = 0;
+  std::vector<std::set<std::string>> keys_;
+};
+
+// A JSON value in a message: at most 60 characters of its text.
+std::string excerpt(const json &v) { return HeaderChecker::excerpt(v.dump()); }
+
 // A non-negative integer JSON value, or a failure naming `what`.
 uint64_t unsignedValue(const json &v, const std::string &what) {
   if (v.is_number_unsigned())
     return v.get<uint64_t>();
   if (v.is_number_integer() && v.get<int64_t>() >= 0)
     return uint64_t(v.get<int64_t>());
-  fail(what + ": expected a non-negative integer, got " + v.dump());
+  fail(what + ": expected a non-negative integer, got " + excerpt(v));
 }
 
 } // namespace
@@ -65,20 +136,19 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t *data, uint64_t size, uin
                                std::to_string(fileSize) + " (truncated?)");
   check(n <= size - 8, at + "header not read in full");
   const char *text = reinterpret_cast<const char *>(data + 8);
-  // Duplicate names would be silently merged by the parser: refuse them.
-  std::set<std::string> keys;
-  std::string duplicate;
+  // One JSON object, padded with spaces at most (the format's words): a
+  // byte-order mark or NUL bytes are not JSON text, though parsers skip them.
+  check(!(n >= 3 && std::memcmp(text, "\xEF\xBB\xBF", 3) == 0), at + "header starts with a byte-order mark");
+  check(std::memchr(text, '\0', size_t(n)) == nullptr, at + "header contains NUL bytes");
+  HeaderChecker checker;
+  if (!json::sax_parse(text, text + n, &checker))
+    fail(at + checker.problem);
   json header;
   try {
-    header = json::parse(text, text + n, [&](int depth, json::parse_event_t event, json &parsed) {
-      if (depth == 1 && event == json::parse_event_t::key && !keys.insert(parsed.get<std::string>()).second)
-        duplicate = parsed.get<std::string>();
-      return true;
-    });
+    header = json::parse(text, text + n); // checked above: shallow, no repeated key
   } catch (const json::exception &e) {
     fail(at + "header is not valid JSON (" + e.what() + ")");
   }
-  check(duplicate.empty(), at + "tensor '" + duplicate + "' appears twice");
   check(header.is_object(), at + "header is not a JSON object");
   SafetensorsHeader h;
   h.dataStart = 8 + n;
@@ -111,9 +181,9 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t *data, uint64_t size, uin
     uint64_t elements = 1;
     for (const json &d : v["shape"]) {
       uint64_t size = unsignedValue(d, what + ": shape");
-      check(size <= uint64_t(INT64_MAX), what + ": shape " + v["shape"].dump() + " is too large");
+      check(size <= uint64_t(INT64_MAX), what + ": shape " + excerpt(v["shape"]) + " is too large");
       e.shape.push_back(int64_t(size));
-      check(size == 0 || elements <= dataBytes / size, what + ": shape " + v["shape"].dump() +
+      check(size == 0 || elements <= dataBytes / size, what + ": shape " + excerpt(v["shape"]) +
                                                            " needs more bytes than the file has");
       elements *= size;
     }
@@ -124,7 +194,7 @@ SafetensorsHeader parseSafetensorsHeader(const uint8_t *data, uint64_t size, uin
               "] outside the data section of " + std::to_string(dataBytes) + " bytes");
     const uint64_t bytes = elements * dtypeSize(e.dtype); // elements <= dataBytes: no overflow
     check(end - begin == bytes, what + ": " + std::to_string(end - begin) + " bytes for " + dt + " " +
-                                    v["shape"].dump() + " (needs " + std::to_string(bytes) + ")");
+                                    excerpt(v["shape"]) + " (needs " + std::to_string(bytes) + ")");
     e.begin = begin;
     e.bytes = bytes;
     h.entries.push_back(std::move(e));

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -126,6 +128,33 @@ TEST(Safetensors, DamageIsOneClearError) {
             "w.safetensors: safetensors: __metadata__ 'k' is not a string");
   EXPECT_EQ(errorOf(header(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[0,0],"x":1}})")),
             "w.safetensors: safetensors: tensor 'w': unknown field 'x'");
+}
+
+// What the format forbids and JSON parsers accept is refused, in time
+// linear in the header: deep nesting (70,000 levels overflowed the stack),
+// a key repeated inside a tensor, a byte-order mark, NUL bytes; a message
+// never carries more than an excerpt of the input.
+TEST(Safetensors, HeadersOutsideTheFormatAreRefusedQuickly) {
+  std::string deep = "{\"w\":" + std::string(70000, '[') + std::string(70000, ']') + "}";
+  EXPECT_EQ(errorOf(header(deep)), "w.safetensors: safetensors: header nested deeper than 8 levels");
+  EXPECT_EQ(errorOf(header(R"({"w":{"dtype":"F32","dtype":"F64","shape":[0],"data_offsets":[0,0]}})")),
+            "w.safetensors: safetensors: the key 'dtype' appears twice in one object");
+  const std::string ok = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  EXPECT_EQ(errorOf(header("\xEF\xBB\xBF" + ok) + std::string(8, '\0')),
+            "w.safetensors: safetensors: header starts with a byte-order mark");
+  EXPECT_EQ(errorOf(header(ok + std::string(3, '\0')) + std::string(8, '\0')),
+            "w.safetensors: safetensors: header contains NUL bytes");
+  std::string longShape = R"({"w":{"dtype":"F32","shape":[)" + std::string(5000, '1') +
+                          R"(],"data_offsets":[0,0]}})";
+  EXPECT_LT(errorOf(header(longShape)).size(), 260u) << "an excerpt of the value, not all of it";
+  // 100,000 zero-size tensors: linear (the callback parser took 23 s at 20,000).
+  std::string many = "{";
+  for (int i = 0; i < 100000; ++i)
+    many += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+  many += "}";
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(errorOf(header(many)), "no error");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
 TEST(Safetensors, FilesThatAreNotRegularAreRefused) {
