@@ -1,4 +1,5 @@
 #include "codegen/cpu/SharedLibrary.h"
+#include "runtime/host/TempFolder.h"
 
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
@@ -99,7 +100,7 @@ ObjectCode emitObject(mlir::ModuleOp module, const std::string &cpuName) {
 std::string linkSharedLibrary(const std::vector<std::string> &objects) {
   // A private folder (mkdtemp: unpredictable name, mode 0700) and the linker
   // run without a shell, so no path is ever parsed by /bin/sh.
-  std::string pattern = (std::filesystem::temp_directory_path() / "tensorc-link-XXXXXX").string();
+  std::string pattern = (std::filesystem::path(temporaryFolder()) / "tensorc-link-XXXXXX").string();
   check(::mkdtemp(pattern.data()) != nullptr,
         "cpu codegen: cannot create a temporary folder: " + std::string(std::strerror(errno)));
   std::filesystem::path dir = pattern;

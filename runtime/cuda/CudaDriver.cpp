@@ -190,18 +190,24 @@ void *Driver::loadModule(const std::string &image) const {
   return m;
 }
 
-void *Driver::function(void *module, const std::string &name) const {
-  void *f = nullptr;
-  int rc = api_->moduleGetFunction(&f, module, name.c_str());
-  check(rc == 0, "cuda: the kernel module has no function '" + name + "'");
-  return f;
+void *Driver::function(const std::vector<void *> &modules, const std::string &name) const {
+  for (void *m : modules) {
+    void *f = nullptr;
+    if (api_->moduleGetFunction(&f, m, name.c_str()) == 0)
+      return f;
+  }
+  fail("cuda: the kernel modules have no function '" + name + "'");
 }
 
-void Driver::readGlobal(void *module, const std::string &name, void *dst, size_t bytes) const {
+void Driver::readGlobal(const std::vector<void *> &modules, const std::string &name, void *dst,
+                        size_t bytes) const {
   DevicePtr p = 0;
   size_t size = 0;
-  int rc = api_->moduleGetGlobal(&p, &size, module, name.c_str());
-  check(rc == 0, "cuda: the kernel module has no variable '" + name + "'");
+  int rc = -1;
+  for (void *m : modules)
+    if ((rc = api_->moduleGetGlobal(&p, &size, m, name.c_str())) == 0)
+      break;
+  check(rc == 0, "cuda: the kernel modules have no variable '" + name + "'");
   check(size == bytes, "cuda: the kernel module's variable '" + name + "' has " + std::to_string(size) +
                            " bytes, not " + std::to_string(bytes));
   copyToHost(dst, p, bytes);

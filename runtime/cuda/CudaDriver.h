@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tensorc::cuda {
 
@@ -33,10 +34,12 @@ public:
   void makeCurrent() const;
 
   void *loadModule(const std::string &image) const;
-  void *function(void *module, const std::string &name) const;
+  // The kernel `name` of whichever of `modules` has it (a program's kernels
+  // are split over several modules: runtime/cuda/TranslationUnits.h).
+  void *function(const std::vector<void *> &modules, const std::string &name) const;
   // Copies the module's __device__/__constant__ variable `name` (exactly
   // `bytes` long) to dst; throws if there is none or its size differs.
-  void readGlobal(void *module, const std::string &name, void *dst, size_t bytes) const;
+  void readGlobal(const std::vector<void *> &modules, const std::string &name, void *dst, size_t bytes) const;
   // Launches and copies are queued on `stream` (copies between device and
   // pageable host memory are staged by the driver: the host side is done
   // when the call returns, the device side in stream order).

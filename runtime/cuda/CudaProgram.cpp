@@ -9,6 +9,8 @@
 #include "runtime/cuda/CudnnConvolution.h"
 #include "runtime/cache/Sha256.h"
 #include "runtime/cuda/Nvrtc.h"
+#include "runtime/cuda/TranslationUnits.h"
+#include "runtime/host/ThreadPool.h"
 #include "runtime/host/EnvSeconds.h"
 #include "runtime/host/HostTensor.h"
 #include "runtime/host/Parity.h"
@@ -17,6 +19,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
+#include <exception>
 #include <thread>
 #include <numeric>
 #include <cstdio>
@@ -46,6 +50,66 @@ std::optional<AttentionMaskLayout> maskLayout(const Step &s, const std::vector<s
   std::vector<int64_t> scores(shapes[size_t(s.operands[q])]);
   scores.back() = shapes[size_t(s.operands[k])].end()[-2];
   return attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+}
+
+// The cubins of `code` compiled for `arch` in parallel parts
+// (TranslationUnits.h), each through the kernel cache where there is one.
+struct CompiledParts {
+  std::vector<std::string> cubins;
+  bool built = false; // some part was compiled (not all from the cache)
+};
+
+// Threads for NVRTC: TENSORC_NVRTC_THREADS, else the CPUs this process may use.
+unsigned nvrtcThreads(const std::string &where) {
+  if (const char *v = std::getenv("TENSORC_NVRTC_THREADS"); v && *v) {
+    char *end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    check(*end == '\0' && n >= 1 && n <= 4096,
+          where + ": TENSORC_NVRTC_THREADS='" + v + "' is not a number of threads (1 to 4096)");
+    return unsigned(n);
+  }
+  return availableCpus();
+}
+
+CompiledParts compileInParts(const std::string &code, const std::string &where, const std::string &arch,
+                             KernelCache *cache, const std::string &tensorcVersion) {
+  const Nvrtc &nvrtc = Nvrtc::get();
+  unsigned threads = nvrtcThreads(where);
+  std::vector<std::string> units = splitTranslationUnit(code, translationUnitParts(code, threads));
+  CompiledParts out;
+  out.cubins.resize(units.size());
+  // NVRTC's own split compile takes the threads no part uses.
+  int splitThreads = int(std::max<size_t>(1, threads / units.size()));
+  std::vector<std::exception_ptr> errors(units.size());
+  std::atomic<bool> built{false};
+  auto compilePart = [&](size_t i) {
+    try {
+      std::string name = units.size() == 1 ? where
+                                           : where + " (part " + std::to_string(i + 1) + " of " +
+                                                 std::to_string(units.size()) + ")";
+      auto build = [&] {
+        built = true;
+        return nvrtc.compile(units[i], name, arch, {}, splitThreads).cubin;
+      };
+      out.cubins[i] = cache ? cache->getOrBuild(KernelKey{units[i], arch, nvrtc.version(), "--std=c++17",
+                                                          tensorcVersion},
+                                                build)
+                            : build();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < units.size(); ++i)
+    workers.emplace_back(compilePart, i);
+  compilePart(0);
+  for (std::thread &t : workers)
+    t.join();
+  for (const std::exception_ptr &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+  out.built = built;
+  return out;
 }
 
 } // namespace
@@ -95,33 +159,34 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     allowTf32_ = it->second == "true";
   if (auto it = a.binaries.find(arch_); it != a.binaries.end()) {
     compilerVersion_ = "precompiled";
-    module_ = driver_.loadModule(a.data.substr(size_t(it->second.first), size_t(it->second.second)));
+    // Part 0 under the architecture's name, the others as "sm_90#1", ...
+    for (size_t part = 0;; ++part) {
+      auto at = part == 0 ? it : a.binaries.find(arch_ + "#" + std::to_string(part));
+      if (at == a.binaries.end())
+        break;
+      modules_.push_back(driver_.loadModule(a.data.substr(size_t(at->second.first), size_t(at->second.second))));
+    }
   } else {
-    const Nvrtc &nvrtc = Nvrtc::get();
-    compilerVersion_ = nvrtc.version();
+    compilerVersion_ = Nvrtc::get().version();
     KernelCache cache(kernelCacheDir);
-    KernelKey key{a.code, arch_, compilerVersion_, "--std=c++17", a.tensorcVersion};
     double startUs = trace::nowUs();
-    bool built = false;
-    std::string cubin = cache.getOrBuild(key, [&] {
-      built = true;
-      return nvrtc.compile(a.code, where, arch_).cubin;
-    });
-    trace::add({built ? "NVRTC compile" : "kernel cache hit", "load", startUs,
-                trace::nowUs() - startUs, 0, {{"arch", arch_}}});
-    module_ = driver_.loadModule(cubin);
+    CompiledParts parts = compileInParts(a.code, where, arch_, &cache, a.tensorcVersion);
+    trace::add({parts.built ? "NVRTC compile" : "kernel cache hit", "load", startUs, trace::nowUs() - startUs, 0,
+                {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())}}});
+    for (const std::string &cubin : parts.cubins)
+      modules_.push_back(driver_.loadModule(cubin));
   }
   for (const Step &s : a.steps)
     if (s.epilogue.biasGradient) {
       DType d = a.values[size_t(s.operands[artifact::biasGradientSource(s)])].dtype;
       if (!columnSums_.count(d))
-        columnSums_[d] = driver_.function(module_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
+        columnSums_[d] = driver_.function(modules_, "tc_" + a.function + "_column_sums_" + std::string(dtypeName(d)));
     }
   for (const Step &s : a.steps)
     if (s.kind == Step::Kind::ScatterAdd) {
       std::string name = artifact::scatterAddKernel(a, s);
       if (!scatterAdds_.count(name))
-        scatterAdds_[name] = driver_.function(module_, name);
+        scatterAdds_[name] = driver_.function(modules_, name);
     }
   for (const Step &s : a.steps) {
     std::vector<Launchable> chain;
@@ -131,7 +196,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
         chain.push_back({nullptr, v});
         continue;
       }
-      void *f = driver_.function(module_, s.chainKernel + "_" + v.name());
+      void *f = driver_.function(modules_, s.chainKernel + "_" + v.name());
       // A row cache larger than the GPU allows is never launched (chainVariant).
       if (v.cacheBytes > 0 && v.cacheBytes <= driver_.maxSharedMemoryPerBlock())
         driver_.allowSharedMemory(f, unsigned(v.cacheBytes));
@@ -144,9 +209,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       for (const char *part : !s.attention.backward      ? std::vector<const char *>{"_fwd"}
                               : s.attention.savedForward ? std::vector<const char *>{"_bwd_q_saved", "_bwd_kv"}
                                                          : std::vector<const char *>{"_bwd_q", "_bwd_kv"}) {
-        AttentionKernel k{driver_.function(module_, s.symbol + part), 0, 0};
+        AttentionKernel k{driver_.function(modules_, s.symbol + part), 0, 0};
         int launch[2];
-        driver_.readGlobal(module_, s.symbol + part + "_launch", launch, sizeof launch);
+        driver_.readGlobal(modules_, s.symbol + part + "_launch", launch, sizeof launch);
         k.rows = launch[0];
         k.sharedBytes = launch[1];
         check(k.rows > 0 && k.sharedBytes >= 0 && k.sharedBytes <= driver_.maxSharedMemoryPerBlock(),
@@ -165,9 +230,9 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
         AttentionKernel k{nullptr, attention.back().rows, 0};
         if (dtype != DType::F32 && s.attention.paddedHeadDim <= 64) {
           const std::string dense = s.symbol + "_bwd_kv_dense";
-          k.function = driver_.function(module_, dense);
+          k.function = driver_.function(modules_, dense);
           int launch[2];
-          driver_.readGlobal(module_, dense + "_launch", launch, sizeof launch);
+          driver_.readGlobal(modules_, dense + "_launch", launch, sizeof launch);
           k.rows = launch[0];
           check(k.rows > 0 && launch[1] == 0, "cuda: attention kernel '" + dense + "' has a bad launch record");
         }
@@ -183,7 +248,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
       for (const artifact::KernelVariant &v : s.variants)
-        variants.push_back({driver_.function(module_, s.symbol + "_" + v.name()), v});
+        variants.push_back({driver_.function(modules_, s.symbol + "_" + v.name()), v});
     }
     // A convolution's variant 0 is cuDNN, its kernel's variants follow.
     const int own = int(variants.size()) + (s.kind == Step::Kind::Convolution ? 1 : 0);
@@ -210,11 +275,13 @@ void precompile(artifact::Artifact &a, const std::string &arch, const std::strin
   std::vector<int> archs = nvrtc.supportedArchs();
   check(std::find(archs.begin(), archs.end(), cc) != archs.end(),
         where + ": " + nvrtc.version() + " cannot compile for " + arch);
-  std::string cubin = nvrtc.compile(a.code, where, arch).cubin;
-  while (a.data.size() % 64)
-    a.data.push_back('\0');
-  a.binaries[arch] = {a.data.size(), cubin.size()};
-  a.data += cubin;
+  CompiledParts parts = compileInParts(a.code, where, arch, nullptr, a.tensorcVersion);
+  for (size_t part = 0; part < parts.cubins.size(); ++part) {
+    while (a.data.size() % 64)
+      a.data.push_back('\0');
+    a.binaries[part == 0 ? arch : arch + "#" + std::to_string(part)] = {a.data.size(), parts.cubins[part].size()};
+    a.data += parts.cubins[part];
+  }
   a.options["precompiled"] = arch;
 }
 

@@ -142,7 +142,7 @@ private:
   };
   Driver &driver_;
   std::string arch_;
-  void *module_ = nullptr;
+  std::vector<void *> modules_; // the kernels, split over several modules (TranslationUnits.h)
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   // An attention kernel and its launch constant (Attention.cuh's

@@ -2,6 +2,7 @@
 
 #include "ir/core/Error.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include "runtime/host/DynamicLibrary.h"
 #include <memory>
@@ -117,12 +118,14 @@ std::vector<int> Nvrtc::supportedArchs() const {
 }
 
 Nvrtc::Output Nvrtc::compile(const std::string &source, const std::string &name,
-                             const std::string &arch, const std::vector<std::string> &options) const {
+                             const std::string &arch, const std::vector<std::string> &options,
+                             int splitThreads) const {
   Api::Program prog = nullptr;
   int rc = api_->createProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   check(rc == 0, name + ": nvrtcCreateProgram failed: " + api_->getErrorString(rc));
   std::vector<std::string> all = {"--gpu-architecture=" + arch, "-I" + cudaHome() + "/include",
-                                  "--std=c++17", "--split-compile=0"};
+                                  "--std=c++17",
+                                  "--split-compile=" + std::to_string(std::max(0, splitThreads))};
   all.insert(all.end(), options.begin(), options.end());
   std::vector<const char *> argv;
   for (const std::string &o : all)

@@ -26,9 +26,10 @@ public:
     std::string log; // warnings, if any
   };
   // Compiles `source` for `arch` ("sm_90"); throws Error with NVRTC's log
-  // (naming `name`) when compilation fails.
+  // (naming `name`) when compilation fails. `splitThreads`: NVRTC's own
+  // parallel optimization (--split-compile; 0: every hardware thread).
   Output compile(const std::string &source, const std::string &name, const std::string &arch,
-                 const std::vector<std::string> &options = {}) const;
+                 const std::vector<std::string> &options = {}, int splitThreads = 0) const;
 
   static std::string cudaHome();
 

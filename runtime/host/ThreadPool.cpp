@@ -1,5 +1,7 @@
 #include "runtime/host/ThreadPool.h"
 
+#include "ir/core/Error.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <system_error>
 
 namespace tensorc {
 
@@ -49,19 +52,33 @@ unsigned availableCpus() {
 ThreadPool::ThreadPool(unsigned threads) {
   if (threads == 0)
     threads = availableCpus();
-  for (unsigned i = 1; i < threads; ++i)
-    workers_.emplace_back([this] { work(); });
+  check(threads <= kMaxThreads, std::to_string(threads) + " threads asked for: at most " +
+                                    std::to_string(kMaxThreads));
+  for (unsigned i = 1; i < threads; ++i) {
+    try {
+      workers_.emplace_back([this] { work(); });
+    } catch (const std::system_error &e) {
+      // The threads started so far stop and are joined (a pool left half
+      // made hung the process); the caller gets why.
+      stop();
+      fail("cannot start thread " + std::to_string(i + 1) + " of " + std::to_string(threads) + " (" + e.what() +
+           "): ask for fewer threads");
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
   ready_.notify_all();
   for (std::thread &t : workers_)
-    t.join();
+    if (t.joinable())
+      t.join();
 }
+
+ThreadPool::~ThreadPool() { stop(); }
 
 void ThreadPool::work() {
   while (true) {

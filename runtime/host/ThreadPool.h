@@ -21,7 +21,10 @@ unsigned availableCpus();
 
 class ThreadPool {
 public:
-  // `threads` = 0: availableCpus().
+  // The most threads a pool runs.
+  static constexpr unsigned kMaxThreads = 4096;
+  // `threads` = 0: availableCpus(). Throws Error for more than kMaxThreads,
+  // or where a thread cannot be started (none is left running).
   explicit ThreadPool(unsigned threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -35,6 +38,7 @@ public:
 
 private:
   void work();
+  void stop(); // lets the workers finish their tasks and joins them
   std::vector<std::thread> workers_;
   std::queue<std::function<void()>> tasks_;
   std::mutex mutex_;

@@ -20,6 +20,8 @@
 #include "runtime/tune/TuneDb.h"
 #include "tools/tensorc/RunArtifact.h"
 
+#include <filesystem>
+#include <new>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -300,8 +302,16 @@ int main(int argc, char **argv) {
         std::printf("deleted %zu entries\n", n);
     }
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    // CLI11 prints the usage error; its codes (100-110) mean nothing to a
+    // shell: a usage error exits 2, --help 0.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const Error &e) {
+    std::cerr << "tensorc-tune: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "tensorc-tune: out of memory (an allocation failed; a smaller model, batch or --threads needs less)\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error &e) {
     std::cerr << "tensorc-tune: " << e.what() << "\n";
     return 1;
   } catch (const std::exception &e) {

@@ -1,4 +1,5 @@
 #include "tools/tensorc/Launch.h"
+#include "runtime/host/TempFolder.h"
 
 #include "ir/core/Error.h"
 
@@ -46,11 +47,11 @@ void forwardToRanks(int sig) {
 
 void launch(const LaunchArgs &args) {
   check(!args.command.empty(), "launch: no command (tensorc launch --nproc N -- CMD ARGS...)");
-  std::string pattern = (std::filesystem::temp_directory_path() / "tensorc-rendezvous-XXXXXX").string();
+  const std::string temp = temporaryFolder();
+  std::string pattern = (std::filesystem::path(temp) / "tensorc-rendezvous-XXXXXX").string();
   std::vector<char> dir(pattern.begin(), pattern.end());
   dir.push_back('\0');
-  check(::mkdtemp(dir.data()) != nullptr, "launch: cannot create a rendezvous directory in " +
-                                              std::filesystem::temp_directory_path().string());
+  check(::mkdtemp(dir.data()) != nullptr, "launch: cannot create a rendezvous directory in " + temp);
   std::string rendezvous = dir.data();
   const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
   std::vector<std::string> devices;

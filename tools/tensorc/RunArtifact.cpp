@@ -114,7 +114,8 @@ void addRunOptions(CLI::App &cmd, RunArgs &args) {
                  "also the device time of the launch sequence)")
       ->check(CLI::Range(1, 1000000));
   cmd.add_option("--threads", args.threads,
-                 "compiled models: kernel threads (default: one per hardware thread)");
+                 "compiled models: kernel threads, 1 to 1024 (default: one per CPU this process may use)")
+      ->check(CLI::Range(1, 1024));
   cmd.add_option("--variant", args.variant,
                  "GPU artifacts: run every loop step with its kernel variant N (default: the "
                  "runtime's heuristic per step)")
@@ -309,8 +310,16 @@ int runCommandLine(CLI::App &app, int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app.exit(e);
+    // CLI11 prints the usage error; its codes (100-110) mean nothing to a
+    // shell: a usage error exits 2, --help 0.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const Error &e) {
+    std::cerr << "tensorc: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "tensorc: out of memory (an allocation failed; a smaller model, batch or --threads needs less)\n";
+    return 1;
+  } catch (const std::filesystem::filesystem_error &e) {
     std::cerr << "tensorc: " << e.what() << "\n";
     return 1;
   } catch (const std::exception &e) {

@@ -1,0 +1,34 @@
+// A generated CUDA translation unit split into several that NVRTC compiles
+// in parallel (issue 57). NVRTC's time on a model is almost all per kernel
+// instantiation (the LLaMA-4 backward: 1376 kernels, 113 s serially; its
+// helpers and templates alone, no kernel, 6.7 s): each part keeps the
+// shared text (headers, helpers, templates, point functions) and a share of
+// the statements that instantiate kernels, so the parts together define
+// every kernel once. Kernels are looked up by name in every part's module.
+//
+// The statements recognized (what codegen/cuda writes; anything else is
+// shared text):
+//   extern "C" __global__ ... { ... }          one line (nest and chain variants)
+//   #if __CUDA_ARCH__ >= 900 / extern "C" ... / #endif   (cluster variants)
+//   TC_NAME(...)                               a top-level macro call that
+//                                              instantiates kernels (attention,
+//                                              column sums, scatter-add)
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tensorc::cuda {
+
+// How many parts `source` is worth splitting into with `threads` compiler
+// threads: about one per 48 kernel instantiations (fewer parts repeat the
+// shared text less), at most `threads`, at least 1.
+size_t translationUnitParts(const std::string &source, unsigned threads);
+
+// `source` as `parts` translation units (one, the source itself, where it
+// has too few kernels or parts <= 1). Instantiations are dealt out by their
+// expected cost (a fused attention kernel counts as many loop kernels).
+std::vector<std::string> splitTranslationUnit(const std::string &source, size_t parts);
+
+} // namespace tensorc::cuda

@@ -1,0 +1,115 @@
+// A generated translation unit split into parts that compile in parallel
+// (runtime/cuda/TranslationUnits.h): every part keeps the shared text and
+// the source's line numbers, every kernel is instantiated in exactly one
+// part, and the parts compile with NVRTC into cubins that together define
+// every kernel (skipped where NVRTC is absent).
+#include "runtime/cuda/Nvrtc.h"
+#include "runtime/cuda/TranslationUnits.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace tensorc;
+
+namespace {
+
+std::string kernelName(int k) {
+  std::string name = "k";
+  name.append(std::to_string(k));
+  name.append("_b128");
+  return name;
+}
+
+// A source shaped like codegen/cuda's: helpers, a template, one-line kernel
+// instantiations, a cluster variant, and macro calls that instantiate.
+std::string generated(int kernels) {
+  std::string s = "#include <cuda_fp16.h>\n"
+                  "template <int B> __device__ __forceinline__ void body(float *o) { o[threadIdx.x] = B; }\n"
+                  "#define TC_TWICE(NAME, T) \\\n"
+                  "  extern \"C\" __global__ void NAME(T *o) { o[threadIdx.x] *= 2; }\n";
+  for (int k = 0; k < kernels; ++k)
+    s += "extern \"C\" __global__ void __launch_bounds__(128) " + kernelName(k) + "(float *o) { body<128>(o); }\n";
+  s += "#if __CUDA_ARCH__ >= 900\n"
+       "extern \"C\" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128) kc(float *o) { body<2>(o); }\n"
+       "#endif\n";
+  s += "TC_TWICE(twice_f32, float)\n";
+  s += "TC_TWICE(twice_f16, __half)\n";
+  return s;
+}
+
+std::vector<std::string> kernelNames(int kernels) {
+  std::vector<std::string> names;
+  for (int k = 0; k < kernels; ++k)
+    names.push_back(kernelName(k));
+  names.insert(names.end(), {"kc", "twice_f32", "twice_f16"});
+  return names;
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST(TranslationUnits, EveryKernelInExactlyOnePartSharedTextInEvery) {
+  std::string source = generated(10);
+  std::vector<std::string> parts = cuda::splitTranslationUnit(source, 3);
+  ASSERT_EQ(parts.size(), 3u);
+  size_t lines = size_t(std::count(source.begin(), source.end(), '\n'));
+  for (const std::string &p : parts) {
+    EXPECT_EQ(size_t(std::count(p.begin(), p.end(), '\n')), lines) << "line numbers kept";
+    EXPECT_NE(p.find("template <int B>"), std::string::npos);
+    EXPECT_NE(p.find("#define TC_TWICE"), std::string::npos) << "a macro's definition is shared";
+  }
+  for (const std::string &name : kernelNames(10)) {
+    size_t in = 0;
+    for (const std::string &p : parts) {
+      bool macro = name.rfind("twice", 0) == 0;
+      std::string call = macro ? "TC_TWICE(" : " ";
+      call.append(name);
+      if (!macro)
+        call.push_back('(');
+      in += count(p, call);
+    }
+    EXPECT_EQ(in, 1u) << name;
+  }
+  // The cluster variant moves with its #if/#endif.
+  for (const std::string &p : parts)
+    EXPECT_EQ(count(p, "#if __CUDA_ARCH__ >= 900"), count(p, " kc("));
+}
+
+TEST(TranslationUnits, FewKernelsOrOnePartIsTheSourceItself) {
+  std::string source = generated(10);
+  EXPECT_EQ(cuda::splitTranslationUnit(source, 1), std::vector<std::string>{source});
+  EXPECT_EQ(cuda::splitTranslationUnit("int x;\n", 8), std::vector<std::string>{"int x;\n"});
+  EXPECT_EQ(cuda::splitTranslationUnit(source, 1000).size(), 13u) << "at most one part per instantiation";
+  // About one part per 48 instantiations, bounded by the threads.
+  EXPECT_EQ(cuda::translationUnitParts(generated(10), 16), 1u);
+  EXPECT_EQ(cuda::translationUnitParts(generated(500), 16), 10u);
+  EXPECT_EQ(cuda::translationUnitParts(generated(500), 4), 4u);
+  EXPECT_EQ(cuda::translationUnitParts(generated(500), 0), 1u);
+}
+
+TEST(TranslationUnits, PartsCompileWithNvrtcAndDefineEveryKernel) {
+  if (!cuda::Nvrtc::available())
+    GTEST_SKIP() << "NVRTC is not available";
+  const cuda::Nvrtc &nvrtc = cuda::Nvrtc::get();
+  std::vector<std::string> parts = cuda::splitTranslationUnit(generated(6), 2);
+  ASSERT_EQ(parts.size(), 2u);
+  std::vector<std::string> cubins;
+  for (size_t i = 0; i < parts.size(); ++i)
+    cubins.push_back(nvrtc.compile(parts[i], "part" + std::to_string(i) + ".cu", "sm_90", {}, 1).cubin);
+  // A kernel's name is in the symbol table of exactly one part's cubin.
+  for (const std::string &name : kernelNames(6)) {
+    size_t in = 0;
+    for (const std::string &c : cubins)
+      in += c.find(std::string(name) + '\0') != std::string::npos;
+    EXPECT_EQ(in, 1u) << name;
+  }
+}
