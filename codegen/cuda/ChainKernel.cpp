@@ -50,10 +50,14 @@ std::string CudaSourceBuilder::siblingChainBody(const std::string &name, const s
   for (size_t n = 0; n < nests.size(); ++n) {
     const VectorElementwise &e = *parts[n];
     const std::string &sym = nests[n].symbol, k = std::to_string(n);
-    helpers += "__device__ __forceinline__ bool " + sym + "_aligned4(" + e.params + ") { return " + e.aligned +
-               "; }\n";
-    helpers += "__device__ __forceinline__ long long " + sym + "_at4(long long linear, " + e.params + ", tc_vec4<" +
-               e.outT + "> &o) {\n" + e.compute + "  return " + e.index + ";\n}\n";
+    // A nest's helpers are its own (its text): defined once in the source,
+    // whichever chains use it (a repeated layer's nests are one nest).
+    if (siblingHelpers_.insert(sym).second) {
+      helpers += "__device__ __forceinline__ bool " + sym + "_aligned4(" + e.params + ") { return " + e.aligned +
+                 "; }\n";
+      helpers += "__device__ __forceinline__ long long " + sym + "_at4(long long linear, " + e.params +
+                 ", tc_vec4<" + e.outT + "> &o) {\n" + e.compute + "  return " + e.index + ";\n}\n";
+    }
     std::string args;
     for (size_t o = 0; o < nestParams[n].size(); ++o) {
       size_t p = o > 0 && o < nests[n].values.size() ? firstParam.at(nests[n].values[o]) : nestParams[n][o];
@@ -82,7 +86,7 @@ std::string CudaSourceBuilder::siblingChainBody(const std::string &name, const s
   return c;
 }
 
-std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
+std::vector<KernelVariant> CudaSourceBuilder::addChain(std::string &name,
                                                      const std::vector<ChainedNest> &nests,
                                                      const std::vector<std::string> &symbols,
                                                      const Dim &rows,
@@ -257,7 +261,23 @@ std::vector<KernelVariant> CudaSourceBuilder::addChain(const std::string &name,
        << "); }\n";
   }
   os << "\n";
-  kernels_ += os.str();
+  // A chain of the same nests as one added before is that chain (its name);
+  // another chain whose head nest is the same one gets a name of its own.
+  std::string text = os.str();
+  std::string key = replaceAll(text, name, kSymbolPlaceholder);
+  if (auto it = chainByContent_.find(key); it != chainByContent_.end()) {
+    name = it->second.first;
+    return it->second.second;
+  }
+  std::string unique = name;
+  for (int k = 1; usedChainNames_.count(unique); ++k)
+    unique = name + std::to_string(k);
+  usedChainNames_.insert(unique);
+  if (unique != name)
+    text = replaceAll(text, name, unique);
+  name = unique;
+  chainByContent_.emplace(std::move(key), std::make_pair(unique, variants));
+  kernels_ += text;
   return variants;
 }
 

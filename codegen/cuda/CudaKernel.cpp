@@ -52,6 +52,28 @@ void CudaSourceBuilder::addScatterAdd(const std::string &name, DType out, DType 
               storageCType(indices) + ")\n";
 }
 
+std::string CudaSourceBuilder::replaceAll(std::string text, const std::string &from, const std::string &to) {
+  if (from.empty())
+    return text;
+  std::string out;
+  out.reserve(text.size());
+  size_t at = 0;
+  for (size_t hit; (hit = text.find(from, at)) != std::string::npos; at = hit + from.size())
+    out.append(text, at, hit - at).append(to);
+  out.append(text, at, std::string::npos);
+  return out;
+}
+
+void CudaSourceBuilder::appendOnce(const std::string &text, const std::string &symbol,
+                                   std::map<std::string, std::string> &byContent,
+                                   std::map<std::string, std::string> &canonical) {
+  auto [it, added] = byContent.emplace(replaceAll(text, symbol, kSymbolPlaceholder), symbol);
+  if (added)
+    kernels_ += text;
+  else
+    canonical[symbol] = it->second;
+}
+
 std::string CudaSourceBuilder::source() const {
   // The helpers, the attention kernels' definitions if used, the generated
   // kernels, then the instantiations of the attention kernels used.

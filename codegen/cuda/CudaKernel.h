@@ -85,7 +85,10 @@ public:
   // across a cluster, every block computes each nest with one output per
   // row itself (a row reduction from every block's partials, ALL), so the
   // nests wait only for their own block.
-  std::vector<KernelVariant> addChain(const std::string &name, const std::vector<ChainedNest> &nests,
+  // `name` (in/out): the chain's symbol; where an identical chain was added
+  // before, its symbol (nothing new is added), and where another chain has
+  // the name, a fresh one.
+  std::vector<KernelVariant> addChain(std::string &name, const std::vector<ChainedNest> &nests,
                                     const std::vector<std::string> &symbols, const Dim &rows,
                                     const std::vector<RowCacheOperand> &cache = {}, int64_t rowWork = 0,
                                     bool siblings = false, bool blocksFinishRows = false);
@@ -104,14 +107,36 @@ public:
                            artifact::AttentionStep::Mask mask);
   // `kernel`: the macro suffix of Attention.cuh, FWD, BWD_Q, BWD_Q_SAVED or BWD_KV.
   void requireAttentionKernel(const std::string &name, const std::string &kernel);
+  // The symbol whose kernels a nest's are: a nest whose text is another's
+  // with the names changed (the same layer's kernels, repeated) adds
+  // nothing to the source and is that nest (issue 57: a model of N
+  // identical layers compiles one layer's kernels).
+  const std::string &canonicalSymbol(const std::string &symbol) const {
+    auto it = nestCanonical_.find(symbol);
+    return it == nestCanonical_.end() ? symbol : it->second;
+  }
   // The whole translation unit: a prelude (headers, helpers) and the kernels.
   std::string source() const;
   // The kernels alone (several programs' kernels can share one prelude).
   const std::string &kernels() const { return kernels_; }
 
 private:
+  // The text with every `symbol` replaced by a placeholder: the key of its
+  // content, whatever its name.
+  static constexpr const char *kSymbolPlaceholder = "\x01SYMBOL\x01";
+  static std::string replaceAll(std::string text, const std::string &from, const std::string &to);
+  // Appends `text` (the kernels of `symbol`) unless a text equal up to the
+  // symbol's name was appended; then records `symbol` as that one's.
+  void appendOnce(const std::string &text, const std::string &symbol, std::map<std::string, std::string> &byContent,
+                  std::map<std::string, std::string> &canonical);
+
   mlir::MLIRContext &ctx_;
   std::string kernels_;
+  std::map<std::string, std::string> nestByContent_; // normalized text -> the first nest's symbol
+  std::map<std::string, std::string> nestCanonical_; // a repeated nest's symbol -> the first's
+  std::map<std::string, std::pair<std::string, std::vector<KernelVariant>>> chainByContent_;
+  std::set<std::string> usedChainNames_;
+  std::set<std::string> siblingHelpers_; // nests whose sibling-chain helpers are in the source
   // What a chain of sibling elementwise nests (ChainKernel.cpp) needs of
   // each vectorizable elementwise nest (rank >= 2) to compute four outputs
   // from their flat index: the nest's parameters (unrestricted), the

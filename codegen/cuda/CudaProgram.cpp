@@ -204,6 +204,11 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
       source.requireAttentionKernel(st.symbol, st.attention.savedForward ? "BWD_Q_SAVED" : "BWD_Q");
       source.requireAttentionKernel(st.symbol, "BWD_KV");
     }
+  // A step whose kernels repeat another's (the same nest in another layer)
+  // launches that one's.
+  for (artifact::Step &st : art.steps)
+    if (!st.symbol.empty())
+      st.symbol = source.canonicalSymbol(st.symbol);
   // Chains of loop steps over the same rows also get one fused kernel
   // (the runtime chooses between it and the steps' own kernels).
   std::vector<std::string> symbols;

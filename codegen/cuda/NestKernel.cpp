@@ -708,7 +708,7 @@ std::vector<KernelVariant> CudaSourceBuilder::addNest(const NestSpec &spec, cons
     }
   }
   os << "\n";
-  kernels_ += os.str();
+  appendOnce(os.str(), sym, nestByContent_, nestCanonical_);
   return variants;
 }
 

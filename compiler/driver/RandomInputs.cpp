@@ -3,6 +3,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "ir/core/Error.h"
 
+#include <set>
 #include <random>
 
 namespace tensorc {
@@ -77,6 +78,22 @@ namespace {
 std::map<std::string, HostTensor> complete(const Graph &g, const GraphAnalysis *analysis,
                                            std::map<std::string, HostTensor> given, uint64_t seed,
                                            const std::map<std::string, int64_t> &dims) {
+  // A size for a symbol no input has would be ignored: refuse it.
+  std::set<std::string> symbols;
+  for (const GraphInput &in : g.inputs)
+    for (const Dim &d : in.spec.shape)
+      for (const std::string &s : d.symbols())
+        symbols.insert(s);
+  for (const auto &[name, bound] : g.dims)
+    symbols.insert(name);
+  for (const auto &[symbol, size] : dims)
+    if (!symbols.count(symbol)) {
+      std::string known;
+      for (const std::string &s : symbols)
+        known += (known.empty() ? "" : ", ") + s;
+      fail("dim " + symbol + "=" + std::to_string(size) + ": the model has no symbolic dim " + symbol +
+           (known.empty() ? " (it has none)" : " (its symbolic dims: " + known + ")"));
+    }
   // Symbols bound by given inputs take precedence over defaults.
   std::map<std::string, int64_t> bindings = dims;
   for (const GraphInput &in : g.inputs) {

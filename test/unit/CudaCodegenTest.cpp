@@ -680,6 +680,55 @@ TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
   EXPECT_GE(chained, 1u);
 }
 
+// Layers that repeat compile once (issue 57): a nest whose kernels are
+// another's with the names changed is that nest (its step launches the
+// first one's symbol), a chain of the same nests is that chain; the
+// source has each kernel once and still compiles.
+TEST(CudaCodegen, RepeatedLayersShareTheirKernels) {
+  auto layers = [](int n) {
+    trace::Tracer t("stack");
+    trace::Tensor x = t.input("x", DType::F32, {"B", 64});
+    for (int i = 0; i < n; ++i) {
+      trace::Tensor h = t.call("layer_norm", {x}, {{"axis", Attr(int64_t(1))}})[0];
+      h = t.call("softmax", {t.call("gelu", {h})[0]}, {{"axis", Attr(int64_t(-1))}})[0];
+      x = t.call("add", {x, h})[0];
+    }
+    t.output(x);
+    return cudaArtifact(t.graph(), "stack");
+  };
+  artifact::Artifact one = layers(1), four = layers(4);
+  auto kernels = [](const artifact::Artifact &a) {
+    size_t n = 0;
+    for (size_t at = a.code.find("extern \"C\" __global__"); at != std::string::npos;
+         at = a.code.find("extern \"C\" __global__", at + 1))
+      ++n;
+    return n;
+  };
+  auto distinct = [](const artifact::Artifact &a) {
+    std::set<std::string> symbols, chains;
+    for (const artifact::Step &s : a.steps) {
+      symbols.insert(s.symbol);
+      if (!s.chainKernel.empty())
+        chains.insert(s.chainKernel);
+    }
+    return std::make_pair(symbols.size(), chains.size());
+  };
+  EXPECT_GT(four.steps.size(), 3 * one.steps.size()) << "four layers' steps";
+  // The first layer reads the input x, the others the previous layer's sum:
+  // the same kernels, so four layers have at most a few more than one.
+  EXPECT_LE(kernels(four), kernels(one) + kernels(one) / 2) << kernels(one) << " vs " << kernels(four);
+  EXPECT_LE(distinct(four).first, distinct(one).first + 2);
+  EXPECT_LE(distinct(four).second, distinct(one).second + 1);
+  for (const artifact::Step &s : four.steps) {
+    if (s.kind != artifact::Step::Kind::Loop)
+      continue;
+    for (const artifact::KernelVariant &v : s.variants)
+      EXPECT_NE(four.code.find(" " + s.symbol + "_" + v.name() + "("), std::string::npos) << s.symbol;
+  }
+  if (cuda::Nvrtc::available())
+    EXPECT_NO_THROW(cuda::Nvrtc::get().compile(four.code, "stack.cu", "sm_90", {}, 1));
+}
+
 // Per-row values, then one elementwise pass over the rows (cross-entropy's
 // backward): the runtime runs such a chain's own kernels by default. Row
 // reductions (softmax) and sibling passes (a gelu and its derivative) keep
