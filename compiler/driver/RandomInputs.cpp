@@ -72,13 +72,7 @@ static int64_t indexBound(const GraphAnalysis &analysis, const std::string &name
   return bound;
 }
 
-namespace {
-
-// Shared by both entry points; without an analysis integers use [0, 10).
-std::map<std::string, HostTensor> complete(const Graph &g, const GraphAnalysis *analysis,
-                                           std::map<std::string, HostTensor> given, uint64_t seed,
-                                           const std::map<std::string, int64_t> &dims) {
-  // A size for a symbol no input has would be ignored: refuse it.
+void checkDimSymbols(const Graph &g, const std::map<std::string, int64_t> &dims) {
   std::set<std::string> symbols;
   for (const GraphInput &in : g.inputs)
     for (const Dim &d : in.spec.shape)
@@ -86,14 +80,23 @@ std::map<std::string, HostTensor> complete(const Graph &g, const GraphAnalysis *
         symbols.insert(s);
   for (const auto &[name, bound] : g.dims)
     symbols.insert(name);
-  for (const auto &[symbol, size] : dims)
-    if (!symbols.count(symbol)) {
-      std::string known;
-      for (const std::string &s : symbols)
-        known += (known.empty() ? "" : ", ") + s;
-      fail("dim " + symbol + "=" + std::to_string(size) + ": the model has no symbolic dim " + symbol +
-           (known.empty() ? " (it has none)" : " (its symbolic dims: " + known + ")"));
-    }
+  for (const auto &[symbol, size] : dims) {
+    if (symbols.count(symbol))
+      continue;
+    std::string known;
+    for (const std::string &s : symbols)
+      known += (known.empty() ? "" : ", ") + s;
+    fail("dim " + symbol + "=" + std::to_string(size) + ": the model has no symbolic dim " + symbol +
+         (known.empty() ? " (it has none)" : " (its symbolic dims: " + known + ")"));
+  }
+}
+
+namespace {
+
+// Shared by both entry points; without an analysis integers use [0, 10).
+std::map<std::string, HostTensor> complete(const Graph &g, const GraphAnalysis *analysis,
+                                           std::map<std::string, HostTensor> given, uint64_t seed,
+                                           const std::map<std::string, int64_t> &dims) {
   // Symbols bound by given inputs take precedence over defaults.
   std::map<std::string, int64_t> bindings = dims;
   for (const GraphInput &in : g.inputs) {

@@ -33,4 +33,9 @@ std::map<std::string, HostTensor> completeSignatureInputs(const Graph &signature
                                                           uint64_t seed,
                                                           const std::map<std::string, int64_t> &dims = {});
 
+// A size given for a symbol that no input of `g` has (and `g` does not
+// declare) would be ignored: an error naming the symbols it has. For what
+// a user typed (`tensorc run --dim`).
+void checkDimSymbols(const Graph &g, const std::map<std::string, int64_t> &dims);
+
 } // namespace tensorc

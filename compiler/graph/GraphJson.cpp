@@ -157,7 +157,16 @@ struct Reader {
       } else if (e->is_boolean()) {
         v.ints.push_back(e->get<bool>());
       } else {
-        v.ints.push_back(integer(*e, context + ".data"));
+        int64_t i = integer(*e, context + ".data");
+        // An integer that does not fit the dtype has no one meaning (an i1
+        // 2 read as 1 by the interpreter and 0 compiled): refused.
+        bool fits = v.dtype == DType::I1    ? (i == 0 || i == 1)
+                    : v.dtype == DType::I32 ? (i >= INT32_MIN && i <= INT32_MAX)
+                                            : true;
+        if (!fits)
+          error(context + ".data", std::to_string(i) + " is not a value of " + std::string(dtypeName(v.dtype)) +
+                                       (v.dtype == DType::I1 ? " (true, false, 1 or 0)" : ""));
+        v.ints.push_back(i);
       }
     }
     return v;

@@ -511,6 +511,27 @@ void Session::enqueueStep(const std::map<std::string, TensorView> &inputs,
   state_->current = 1 - state_->current;
 }
 
+namespace {
+
+// A message from the artifact as text a terminal shows as it is: control
+// bytes (an escape sequence in a node name) as \xNN, at most 1000 bytes.
+std::string printable(const std::string &message) {
+  std::string out;
+  for (unsigned char c : message.substr(0, 1000)) {
+    if (c < 0x20 || c == 0x7f) {
+      const char *hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += char(c);
+    }
+  }
+  return message.size() > 1000 ? out + "..." : out;
+}
+
+} // namespace
+
 void Session::synchronize() {
   rethrow([&] {
     const Executable::Impl &x = executable_->impl();
@@ -521,7 +542,7 @@ void Session::synchronize() {
     st.pendingChecks = false;
     const int32_t *flags = st.backend->flags();
     for (size_t i = 0; i < x.art.checks.size(); ++i)
-      check(flags[i] == 0, x.where + ": " + x.art.checks[i].message);
+      check(flags[i] == 0, x.where + ": " + printable(x.art.checks[i].message));
   });
 }
 

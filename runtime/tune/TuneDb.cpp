@@ -298,7 +298,7 @@ void TuneDb::store(const TuneEntry &e) {
   bindKey(s, e.key)
       .bind(7, e.label)
       .bind(8, e.winner)
-      .bind(9, candidatesJson(e.candidates).dump())
+      .bind(9, candidatesJson(e.candidates).dump(-1, ' ', false, json::error_handler_t::replace))
       .bind(10, e.measuredAt)
       .bind(11, e.host)
       .bind(12, e.hits)
@@ -359,7 +359,11 @@ std::string exportJson(const std::vector<TuneEntry> &entries) {
                    {"candidates", candidatesJson(e.candidates)},
                    {"measured_at", e.measuredAt},
                    {"host", e.host}});
-  return json({{"format", "tensorc-autotune"}, {"version", 1}, {"entries", arr}}).dump(1) + "\n";
+  // A row's text is whatever the file held (another tool, a damaged disk):
+  // bytes that are not UTF-8 are written as U+FFFD, not an exception.
+  return json({{"format", "tensorc-autotune"}, {"version", 1}, {"entries", arr}})
+             .dump(1, ' ', false, json::error_handler_t::replace) +
+         "\n";
 }
 
 std::vector<TuneEntry> parseExport(const std::string &text, const std::string &where) {

@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
         json arr = json::array();
         for (const TuneEntry &e : es)
           arr.push_back(entryJson(e, false));
-        std::cout << arr.dump(1) << "\n";
+        std::cout << arr.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         std::printf("%-16s %-22s %-6s %-14s %10s %6s %8s  %s\n", "kernel", "bucket", "dtype", "winner", "us", "hits",
                     "age", "device / label");
@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
         json arr = json::array();
         for (const TuneEntry &e : es)
           arr.push_back(entryJson(e, true));
-        std::cout << arr.dump(1) << "\n";
+        std::cout << arr.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         for (const TuneEntry &e : es) {
           std::printf("%s (%s)\n  bucket %s, %s, on %s\n  versions: %s; tensorc %s\n  measured %s ago on %s, "
@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
                 {"rejected_candidates", rejected},
                 {"bytes", db.bytes()}};
       if (asJson) {
-        std::cout << j.dump(1) << "\n";
+        std::cout << j.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         std::printf("%s\n%zu entries, %zu kernels, %lld hits, %zu rejected candidates, %llu bytes\n",
                     db.path().c_str(), es.size(), kernels.size(), (long long)hits, rejected,
@@ -281,7 +281,7 @@ int main(int argc, char **argv) {
       json report = {{"added", added},         {"replaced", replaced},   {"kept", kept},
                      {"refused", refused},     {"conflicts", conflicts}, {"refusals", refusals}};
       if (asJson) {
-        std::cout << report.dump(1) << "\n";
+        std::cout << report.dump(1, ' ', false, json::error_handler_t::replace) << "\n";
       } else {
         std::printf("imported %s: %zu added, %zu replaced by faster measurements, %zu kept, %zu refused\n",
                     importFile.c_str(), added, replaced, kept, refused);

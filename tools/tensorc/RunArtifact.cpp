@@ -35,6 +35,7 @@ std::map<std::string, HostTensor> artifactInputs(const runtime::Executable &exe,
       shape.push_back(*Dim::parse(d));
     g.inputs.push_back({t.name, {DType(int(t.dtype)), shape}, false, std::nullopt});
   }
+  checkDimSymbols(g, dims);
   return completeSignatureInputs(g, std::move(given), seed, dims);
 }
 

@@ -62,6 +62,7 @@ void runSpmd(Model &model, const std::map<std::string, HostTensor> &given, const
                                     " but the graph's meshes have " + std::to_string(meshDevices) +
                                     " devices");
   std::vector<std::map<std::string, HostTensor>> inputs;
+  checkDimSymbols(model.graph, parseDimAssignments(args.dims));
   for (int64_t d = 0; d < devices; ++d)
     inputs.push_back(completeInputs(model.graph, model.analysis, given, args.seed + uint64_t(d),
                                     parseDimAssignments(args.dims)));
@@ -119,6 +120,7 @@ void addRunCommand(CLI::App &app) {
       runSpmd(*model, given, *args, *devices);
       return;
     }
+    checkDimSymbols(model->graph, parseDimAssignments(args->dims));
     std::map<std::string, HostTensor> inputs =
         completeInputs(model->graph, model->analysis, given, args->seed,
                        parseDimAssignments(args->dims));
