@@ -230,7 +230,7 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string &
     }
     f->map_ = static_cast<const uint8_t *>(m);
   }
-  ::close(fd);
+  f->fd_ = fd; // kept open: data() checks the file's size against the mapping
   f->header_ = parseSafetensorsHeader(f->map_, f->mapBytes_, f->mapBytes_, path);
   for (const SafetensorsEntry &e : f->header_.entries) {
     const uint8_t *p = f->map_ + f->header_.dataStart + e.begin;
@@ -246,6 +246,8 @@ std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const std::string &
 SafetensorsFile::~SafetensorsFile() {
   if (map_)
     ::munmap(const_cast<uint8_t *>(map_), size_t(mapBytes_));
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
 const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
@@ -258,6 +260,13 @@ const SafetensorsEntry *SafetensorsFile::find(const std::string &name) const {
 const void *SafetensorsFile::data(const SafetensorsEntry &entry) const {
   if (auto it = aligned_.find(entry.name); it != aligned_.end())
     return it->second.data();
+  // Reading a mapped page past the file's end is SIGBUS: a file truncated
+  // since it was opened is an error here instead (one truncated between
+  // this check and the read still faults: the documented contract is that
+  // a weights file is not shortened while open).
+  struct stat st;
+  check(fd_ < 0 || (::fstat(fd_, &st) == 0 && uint64_t(st.st_size) >= mapBytes_),
+        path_ + ": the file is shorter than when it was opened (changed while in use): open it again");
   return map_ + header_.dataStart + entry.begin;
 }
 

@@ -56,7 +56,9 @@ public:
   // The entry named `name`, or nullptr.
   const SafetensorsEntry *find(const std::string &name) const;
   // The tensor's bytes, aligned to its element size (copied once at open
-  // where the file places it unaligned).
+  // where the file places it unaligned). Throws Error where the file is now
+  // shorter than when it was opened: the bytes are read from the mapping,
+  // and a file must not be shortened while a SafetensorsFile has it open.
   const void *data(const SafetensorsEntry &entry) const;
 
 private:
@@ -64,6 +66,7 @@ private:
   std::string path_;
   const uint8_t *map_ = nullptr;
   uint64_t mapBytes_ = 0;
+  int fd_ = -1; // the mapped file, open for data()'s size check
   SafetensorsHeader header_;
   std::map<std::string, std::vector<uint64_t>> aligned_; // unaligned tensors, copied
 };

@@ -163,6 +163,26 @@ TEST(Safetensors, HeadersOutsideTheFormatAreRefusedQuickly) {
   EXPECT_LT(large, 30 * small + 0.5) << small << " s for 10,000 tensors, " << large << " s for 100,000";
 }
 
+// A file shortened after it was opened: reading a tensor is an error naming
+// the file, not SIGBUS from the mapping (issue 50 item 4).
+TEST(Safetensors, AFileTruncatedWhileOpenIsAnError) {
+  HostTensor t(DType::F32, {4096});
+  std::string path = tempPath("truncated.safetensors");
+  writeSafetensors(path, {{"w", &t}});
+  auto f = SafetensorsFile::open(path);
+  const SafetensorsEntry *e = f->find("w");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NO_THROW(f->data(*e));
+  ASSERT_EQ(::truncate(path.c_str(), 100), 0);
+  try {
+    f->data(*e);
+    ADD_FAILURE() << "no error for a truncated file";
+  } catch (const Error &err) {
+    EXPECT_NE(std::string(err.what()).find("shorter than when it was opened"), std::string::npos) << err.what();
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Safetensors, FilesThatAreNotRegularAreRefused) {
   EXPECT_THROW(SafetensorsFile::open("/nonexistent/w.safetensors"), Error);
   EXPECT_THROW(SafetensorsFile::open(std::filesystem::temp_directory_path().string()), Error);
