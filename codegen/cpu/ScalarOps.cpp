@@ -207,11 +207,9 @@ Value floatOp(OpBuilder &b, Location loc, const std::string &op, const AttrMap &
   if (op == "sign") {
     Value pos = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, a[0], c(0));
     Value neg = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, a[0], c(0));
-    // +0 for both zeros (as the interpreter: sign(-0) is 0, so 1/sign is +inf), nan for nan.
-    Value isNan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, a[0], a[0]);
-    Value zeroOrNan = b.create<arith::SelectOp>(loc, isNan, a[0], c(0));
-    return b.create<arith::SelectOp>(loc, pos, c(1),
-                                     b.create<arith::SelectOp>(loc, neg, c(-1), zeroOrNan));
+    // +0 for both zeros and for nan (as the interpreter and PyTorch: sign(-0)
+    // is 0, so 1/sign is +inf; both comparisons are false for nan).
+    return b.create<arith::SelectOp>(loc, pos, c(1), b.create<arith::SelectOp>(loc, neg, c(-1), c(0)));
   }
   if (op == "add")
     return b.create<arith::AddFOp>(loc, a[0], a[1]);

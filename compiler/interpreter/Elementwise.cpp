@@ -35,10 +35,8 @@ const std::unordered_map<std::string, FloatFn> &floatUnary() {
       {"erf", [](double x) { return std::erf(x); }},
       {"floor", [](double x) { return std::floor(x); }},
       {"ceil", [](double x) { return std::ceil(x); }},
-      {"sign", [](double x) { return std::isnan(x) ? x
-                                     : x > 0       ? 1.0
-                                     : x < 0       ? -1.0
-                                                   : 0.0; }},
+      // 0 for nan and both zeros, as PyTorch's sign ((0 < x) - (x < 0)).
+      {"sign", [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }},
   };
   return m;
 }

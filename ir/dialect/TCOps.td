@@ -48,7 +48,7 @@ def TC_CosOp : TC_UnaryOp<"cos", "cos(x)">;
 def TC_ErfOp : TC_UnaryOp<"erf", "erf(x)">;
 def TC_FloorOp : TC_UnaryOp<"floor", "the largest integer <= x (identity on integers)", "numeric">;
 def TC_CeilOp : TC_UnaryOp<"ceil", "the smallest integer >= x (identity on integers)", "numeric">;
-def TC_SignOp : TC_UnaryOp<"sign", "-1, 0 or 1 by the sign of x (0 for -0 and nan stays nan)", "numeric">;
+def TC_SignOp : TC_UnaryOp<"sign", "-1, 0 or 1 by the sign of x (0 for -0 and for nan, as PyTorch)", "numeric">;
 def TC_LogicalNotOp : TC_UnaryOp<"logical_not", "x == 0 (result i1)", "any"> {
   let description = "Computes `x == 0` for every element, as i1. Operand "
     # "dtype: any."

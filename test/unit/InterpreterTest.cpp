@@ -51,9 +51,9 @@ TEST(Interpreter, UnaryFloat) {
   expectValues(runOp1("sqrt", {pos}), {3}, {0.5, 1.0, 2.0});
   expectValues(runOp1("rsqrt", {pos}), {3}, {2.0, 1.0, 0.5});
   expectValues(runOp1("log", {f64({2}, {0.0, -1.0})}), {2}, {-kInf, kNaN});
-  // nan passes through relu and sign, as in PyTorch.
+  // nan passes through relu; sign(nan) is 0, as in PyTorch.
   expectValues(runOp1("relu", {f64({1}, {kNaN})}), {1}, {kNaN});
-  expectValues(runOp1("sign", {f64({1}, {kNaN})}), {1}, {kNaN});
+  expectValues(runOp1("sign", {f64({1}, {kNaN})}), {1}, {0.0});
 }
 
 TEST(Interpreter, UnaryIntegerAndBool) {
