@@ -176,8 +176,8 @@ Grads unaryRule(const GradContext &c) {
     return one(g * sub(1.0, y * y));
   if (op == "sigmoid")
     return one(g * y * sub(1.0, y));
-  if (op == "relu")
-    return one(where(gt(x, 0.0), g, 0.0));
+  if (op == "relu") // PyTorch's threshold_backward: 0 where x <= 0, the cotangent elsewhere (nan too)
+    return one(where(le(x, 0.0), 0.0, g));
   if (op == "silu") {
     Tensor s = sigmoid(x);
     return one(g * s * add(1.0, x * sub(1.0, s)));

@@ -8,10 +8,11 @@
 // CHECK:      %[[H:.*]] = tc.matmul %[[X]], %[[W]]
 // CHECK:      %[[A:.*]] = tc.relu %[[H]]
 // CHECK:      %[[LOSS:.*]] = tc.sum %[[A]]
-// The seed is 1, broadcast over relu's shape and masked where h > 0.
+// The seed is 1, broadcast over relu's shape, 0 where h <= 0 (nan passes, as
+// PyTorch's threshold_backward).
 // CHECK:      tc.full {shape = [], value = 1.000000e+00 : f64}
 // CHECK:      tc.broadcast_to
-// CHECK:      tc.gt %[[H]]
+// CHECK:      tc.le %[[H]]
 // CHECK:      %[[G:.*]] = tc.where
 // CHECK:      %[[XT:.*]] = tc.transpose %[[X]]
 // CHECK:      %[[GW:.*]] = tc.matmul %[[XT]], %[[G]]

@@ -339,6 +339,26 @@ model.fc.weight.grad = None
 want = (torch.relu(model.fc(xd)) + 1) * (y != 0).float() / 0.75
 (want * want).sum().backward()
 close(got, model.fc.weight.grad, "dropout gradient through the forward's mask", tol=1e-3)
+
+
+# NaN as eager: relu's gradient passes the cotangent at nan (PyTorch's
+# threshold_backward masks only x <= 0), sign(nan) is 0.
+class NanOps(nn.Module):
+    def forward(self, x):
+        return torch.relu(x * 1.0) + torch.sign(x.detach())
+
+
+xn = torch.tensor([float("nan"), -1.0, 0.0, 2.0])
+fast = compile(NanOps(), (xn,))
+xg = xn.clone().requires_grad_()
+got = fast(xg)
+got.sum().backward()
+grad = xg.grad.clone()
+xg.grad = None
+want = NanOps()(xg)
+want.sum().backward()
+assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[1:], want[1:]), (got, want)
+assert torch.equal(grad, xg.grad), (grad, xg.grad)
 print("aten dropout: tensorc's stream, seeded from torch's generator, the backward through its mask")
 
 
