@@ -444,6 +444,22 @@ want.sum().backward()
 close(y, want, "backend batch norm")
 for k, (a, b) in enumerate(zip(mine + got, theirs + [a.grad for a in affine])):
     close(a, b, f"backend batch norm statistics and gradients {k}", 1e-5)
+
+# The artifact cache is keyed by the compiler binary's digest, not only its
+# version: a rebuilt compiler (here: a copy with one byte more) recompiles.
+import os
+import shutil
+import tempfile
+fresh = tempfile.mkdtemp(dir=workdir)
+rebuilt = os.path.join(fresh, "tensorc-rebuilt")
+shutil.copy(shutil.which(tensorc) or tensorc, rebuilt)
+first = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
+again = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
+with open(rebuilt, "ab") as f:
+    f.write(b"\0")
+changed = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
+assert (first.cache_hit, again.cache_hit, changed.cache_hit) == (False, True, False), \
+    (first.cache_hit, again.cache_hit, changed.cache_hit)
 print("aten backend: inference, training, a fallback, batch norm statistics")
 
 if "torchvision" in sys.argv:

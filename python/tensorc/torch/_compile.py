@@ -42,6 +42,43 @@ def _compiler(path):
     return exe
 
 
+_identities = {}
+
+
+def _compiler_identity(exe, target):
+    """What an artifact cache key must name besides the graph and options:
+    the compiler's version and its binary's digest (a rebuilt compiler of
+    the same version makes other artifacts), and for the CPU target the
+    host's CPU (an artifact's native code is built for the machine it was
+    compiled on: a shared cache folder must not hand it to another)."""
+    path = shutil.which(exe) or exe
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size, target)
+    if key not in _identities:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        parts = [_tool([exe, "--version"]).strip(), digest.hexdigest()[:16]]
+        if target == "cpu":
+            parts.append(_host_cpu())
+        _identities[key] = " ".join(parts)
+    return _identities[key]
+
+
+def _host_cpu():
+    """The CPU model and its feature flags (Linux), else the platform's name."""
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+        model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "")
+        flags = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("flags")), "")
+        return hashlib.sha256(f"{model}|{flags}".encode()).hexdigest()[:16]
+    except OSError:
+        return platform.machine() + " " + platform.processor()
+
+
 def _tool(argv):
     r = subprocess.run(argv, capture_output=True, text=True)
     if r.returncode != 0:
@@ -367,7 +404,7 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
     argv = ["--target", target] + (["--mode", mode] if mode else []) + list(options)
     train = bool(grad_argv)
     text = json.dumps(graph, sort_keys=True)
-    version = _tool([exe, "--version"]).strip()
+    version = _compiler_identity(exe, target)
     key = hashlib.sha256("\0".join([text, " ".join(argv), " ".join(grad_argv), version]).encode()).hexdigest()[:32]
     folder = _cache_dir(cache_dir)
     os.makedirs(folder, exist_ok=True)
