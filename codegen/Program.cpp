@@ -1600,9 +1600,44 @@ private:
       if (ms.shape != vs.shape || ms.dtype != vs.dtype || bs.dtype != vs.dtype || bs.rank() != 1 ||
           ms.rank() < 2 || bs.shape[0] != ms.shape.back())
         continue;
-      return retargetMatmul(it, v, {act, true, false}, materialize(bias));
+      // The bias may need computing (autocast's cast of an f32 bias to
+      // bf16): that nest is emitted now, after the matmul step, which then
+      // moves after it: the library call reads the bias it computes.
+      size_t before = art_.steps.size();
+      int stored = materialize(bias);
+      if (art_.steps.size() > before)
+        it->second.first = moveStepToEnd(it->second.first);
+      return retargetMatmul(it, v, {act, true, false}, stored);
     }
     return -1;
+  }
+
+  // Moves step `si` after every other step (what it reads is computed
+  // before it and nothing after it reads what it writes: the caller's
+  // word); the per-step bookkeeping follows. Returns its new index. The
+  // arena is planned from the final order (finalize).
+  size_t moveStepToEnd(size_t si) {
+    size_t last = art_.steps.size() - 1;
+    if (si == last)
+      return si;
+    check(!art_.steps[si].chainNext && (si == 0 || !art_.steps[si - 1].chainNext),
+          "codegen: a chained step cannot move");
+    auto shifted = [&](size_t k) { return k == si ? last : k > si ? k - 1 : k; };
+    std::rotate(art_.steps.begin() + std::ptrdiff_t(si), art_.steps.begin() + std::ptrdiff_t(si) + 1,
+                art_.steps.end());
+    if (notes_.readAtRowOnly.size() > si) {
+      notes_.readAtRowOnly.resize(std::max(notes_.readAtRowOnly.size(), last + 1));
+      std::rotate(notes_.readAtRowOnly.begin() + std::ptrdiff_t(si),
+                  notes_.readAtRowOnly.begin() + std::ptrdiff_t(si) + 1, notes_.readAtRowOnly.begin() +
+                  std::ptrdiff_t(last) + 1);
+    }
+    std::map<size_t, std::vector<int>> candidates;
+    for (auto &[k, vs] : inPlaceCandidates_)
+      candidates[shifted(k)] = std::move(vs);
+    inPlaceCandidates_ = std::move(candidates);
+    for (auto &[value, product] : matmulProducts_)
+      product.first = shifted(product.first);
+    return last;
   }
 
   int retargetMatmul(std::map<int, std::pair<size_t, Value>>::iterator product, Value v,
@@ -2161,6 +2196,26 @@ private:
           first[v] = chainFirst[si];
         first[v] = first[v] < 0 ? -1 : std::min(first[v], chainFirst[si]);
         last[v] = std::max(last[v], chainLast[si]);
+      }
+    }
+    // Every step reads what an earlier step wrote (or an input, weight or
+    // constant): a library call ordered before the nest computing its
+    // operand read stale memory (an autocast bias, session 39).
+    {
+      std::vector<bool> done(size_t(n), false);
+      for (size_t si = 0; si < nsteps; ++si) {
+        const Step &s = art_.steps[si];
+        for (size_t k = 0; k < s.operands.size(); ++k) {
+          int v = base(s.operands[k]);
+          Storage::Kind kind = art_.values[size_t(v)].storage.kind;
+          check(artifact::writesOperand(s, k) || done[size_t(v)] ||
+                    (kind != Storage::Kind::Buffer && kind != Storage::Kind::Output),
+                "codegen: step " + std::to_string(si) + " (" + s.label + ") reads value " + std::to_string(v) +
+                    " before any step writes it");
+        }
+        for (size_t k = 0; k < s.operands.size(); ++k)
+          if (artifact::writesOperand(s, k))
+            done[size_t(base(s.operands[k]))] = true;
       }
     }
     auto isCheck = [&](int v) {

@@ -180,6 +180,30 @@ TEST(CudaCodegen, EpiloguesFoldOnlyWhatNothingElseReads) {
   t.output(t.call("relu", {t.call("add", {b, y})[0]})[0]); // bias on the left
   EXPECT_EQ(matmulSteps(cudaArtifact(t.graph(), "ep1")), (Pairs{{"bias_relu", 4}}));
 
+  // Autocast's bias: an f32 parameter cast to bf16 in the matmul's kernel.
+  // The cast's nest runs before the library call that reads it (it ran
+  // after it: DistilGPT-2 and BERT training read a stale bias, NaN).
+  trace::Tracer ac("lin_autocast");
+  x = ac.input("x", DType::BF16, {"B", 8});
+  w = ac.input("w", DType::BF16, {8, 6});
+  b = ac.input("b", DType::F32, {6});
+  trace::Tensor b16 = ac.call("cast", {b}, {{"to", Attr(DType::BF16)}})[0];
+  ac.output(ac.call("add", {ac.call("matmul", {x, w})[0], b16})[0]);
+  artifact::Artifact autocast = cudaArtifact(ac.graph(), "ep_autocast");
+  EXPECT_EQ(matmulSteps(autocast), (Pairs{{"bias", 4}}));
+  auto writer = [&](int v) {
+    for (size_t si = 0; si < autocast.steps.size(); ++si)
+      if (autocast.steps[si].operands[0] == v)
+        return int(si);
+    return -1;
+  };
+  for (size_t si = 0; si < autocast.steps.size(); ++si)
+    if (autocast.steps[si].kind == artifact::Step::Kind::Matmul) {
+      int bias = autocast.steps[si].operands[3];
+      EXPECT_GE(writer(bias), 0);
+      EXPECT_LT(writer(bias), int(si));
+    }
+
   // The raw product is also an output: no epilogue (it must be stored as is).
   trace::Tracer u("lin2");
   x = u.input("x", DType::F32, {"B", 8});

@@ -103,7 +103,9 @@ class TensorcPartition(torch.nn.Module):
         graphs = "always" if o.get("mode") == "reduce-overhead" else o.get("cuda_graphs", "repeated")
         module = _compile.CompiledModule(torch.nn.Module(), sources, graph["outputs"], False, scalars,
                                          built.artifacts[0], built.cache_hit, executables, cuda_graphs=graphs)
+        module.compiled_graph = graph  # what was compiled (TENSORC_DUMP_PARTITIONS)
         if grad_argv:
+            module.grad_argv = grad_argv
             module.wrt = wrt
             module.non_differentiable = constant_outputs
             module.backward_graph = built.backward_graph
@@ -127,34 +129,79 @@ class TensorcPartition(torch.nn.Module):
         for kind, k in self.outputs:
             out.append(args[k] if kind == "input" else results[k])
         if _CHECK_PARTITIONS:
-            self._check_against_eager(args, out)
+            self._check_against_eager(args, own, out)
         return out[0] if self._single else tuple(out)
 
-    def _check_against_eager(self, args, out):
+    def _check_against_eager(self, args, own, out):
         """TENSORC_CHECK_PARTITIONS=1 (debugging): each call's results beside
         PyTorch's own run of the partition's ATen ops; a difference (or a
-        NaN tensorc made) is logged with the partition's name."""
+        NaN tensorc made from finite inputs) is logged with the partition's
+        name. With TENSORC_DUMP_PARTITIONS=DIR such a partition's graph file
+        and inputs (.npy) are written to DIR/NAME/ for `tensorc run`."""
+        name = self.graph["name"]
+        finite_inputs = True
         for k, a in enumerate(args):
-            if isinstance(a, torch.Tensor) and a.is_floating_point() and not torch.isfinite(a).all().item():
-                log.warning("tensorc.torch: partition %s: input %d is not finite", self.graph["name"], k)
-        try:
-            with torch.no_grad():
-                want = self.eager(*args)
-        except RuntimeError as ex:  # a view the call's strides do not allow (fake strides differ)
-            log.warning("tensorc.torch: partition %s not checked: PyTorch's run failed (%s)", self.graph["name"], ex)
-            return
-        want = [want] if self._single else list(want)
-        for i, (got, ref) in enumerate(zip(out, want)):
+            if isinstance(a, torch.Tensor) and a.is_floating_point() and torch.isnan(a).any().item():
+                log.warning("tensorc.torch: partition %s: input %d holds NaN", name, k)
+                finite_inputs = False
+        want = None
+        for attempt in (args, tuple(a.contiguous() if isinstance(a, torch.Tensor) else a for a in args)):
+            try:
+                with torch.no_grad():
+                    want = self.eager(*attempt)
+                break
+            except RuntimeError as ex:  # a view the call's strides do not allow (fake strides differ)
+                failure = ex
+        if want is None:
+            log.warning("tensorc.torch: partition %s not compared: PyTorch's run failed (%s)", name, failure)
+        want = None if want is None else [want] if self._single else list(want)
+        suspicious = False
+        for i, got in enumerate(out):
             if not isinstance(got, torch.Tensor) or not got.is_floating_point():
                 continue
-            g, r = got.detach().double(), ref.double()
+            g = got.detach().double()
+            eager_nan = want is not None and torch.isnan(want[i]).any().item()
+            if finite_inputs and not eager_nan and torch.isnan(g).any().item():
+                log.warning("tensorc.torch: partition %s output %d holds NaN (its inputs and PyTorch's do not)",
+                            name, i)
+                suspicious = True
+            if want is None or self.seeded:  # dropout: tensorc's random stream is not PyTorch's
+                continue
+            r = want[i].double()
             bad_got, bad_ref = not torch.isfinite(g).all().item(), not torch.isfinite(r).all().item()
             scale = r[torch.isfinite(r)].abs().max().item() if r.numel() and not bad_ref else 1.0
             err = (g - r).abs().max().item() if g.shape == r.shape else float("inf")
-            if bad_got != bad_ref or err > 1e-2 * max(scale, 1e-6) or got.dtype != ref.dtype:
+            if bad_got != bad_ref or err > 1e-2 * max(scale, 1e-6) or got.dtype != want[i].dtype:
                 log.warning("tensorc.torch: partition %s output %d differs from PyTorch's: max error %.3g "
                             "(PyTorch's max %.3g), non-finite tensorc %s / PyTorch %s, dtype %s / %s",
-                            self.graph["name"], i, err, scale, bad_got, bad_ref, got.dtype, ref.dtype)
+                            name, i, err, scale, bad_got, bad_ref, got.dtype, want[i].dtype)
+                suspicious = True
+        if suspicious and os.environ.get("TENSORC_DUMP_PARTITIONS"):
+            self._dump(os.environ["TENSORC_DUMP_PARTITIONS"], own)
+
+    def _dump(self, folder, own):
+        """The partition's graph file and this call's inputs, once per
+        partition: `tensorc run DIR/NAME/graph.json --input NAME=NAME.npy ...`
+        reproduces it (bf16 inputs are written as exact f32)."""
+        import json
+        import numpy
+        where = os.path.join(folder, self.graph["name"])
+        if os.path.exists(where):
+            return
+        os.makedirs(where)
+        module = next((m for m in self.compiled.values() if m is not None), None)
+        compiled = getattr(module, "compiled_graph", self.graph)
+        with open(os.path.join(where, "graph.json"), "w") as f:
+            json.dump(compiled, f)
+        if getattr(module, "grad_argv", None):  # training: the forward ran is `tensorc grad --partition`'s
+            with open(os.path.join(where, "grad_argv.json"), "w") as f:
+                json.dump(module.grad_argv, f)
+        for input_name, a in zip(self.input_names, own):
+            t = a.detach().cpu()
+            t = t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+            t = t.to(torch.uint8).bool() if t.dtype == torch.bool else t
+            numpy.save(os.path.join(where, input_name + ".npy"), t.numpy())
+        log.warning("tensorc.torch: partition %s dumped to %s", self.graph["name"], where)
 
 
 def _fresh_name(base, taken):
