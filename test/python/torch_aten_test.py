@@ -449,6 +449,7 @@ for k, (a, b) in enumerate(zip(mine + got, theirs + [a.grad for a in affine])):
 # version: a rebuilt compiler (here: a copy with one byte more) recompiles.
 import os
 import shutil
+import subprocess
 import tempfile
 fresh = tempfile.mkdtemp(dir=workdir)
 rebuilt = os.path.join(fresh, "tensorc-rebuilt")
@@ -461,6 +462,32 @@ changed = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/
 assert (first.cache_hit, again.cache_hit, changed.cache_hit) == (False, True, False), \
     (first.cache_hit, again.cache_hit, changed.cache_hit)
 print("aten backend: inference, training, a fallback, batch norm statistics")
+
+# TENSORC_DUMP_PARTITIONS (docs/pytorch.md): a partition whose output holds
+# NaN that PyTorch's does not is written out for `tensorc run` (the check
+# is handed a NaN result here: tensorc's own is right).
+class Sqrt(nn.Module):
+    def forward(self, x):
+        return (x * 2).sqrt() + 1
+
+
+positive = torch.rand(4, 5)
+sqrt_model = compile(Sqrt(), (positive,))
+part = next(m for m in sqrt_model.gm.modules() if type(m).__name__ == "TensorcPartition")
+dump = tempfile.mkdtemp(dir=workdir)
+os.environ["TENSORC_DUMP_PARTITIONS"] = dump
+import logging
+logging.getLogger("tensorc.torch").setLevel(logging.ERROR)  # the check's findings are logged as warnings
+part._check_against_eager((positive,), (positive,), [torch.full((4, 5), float("nan"))])
+part._check_against_eager((positive,), (positive,), [sqrt_model(positive)])  # right: nothing more written
+logging.getLogger("tensorc.torch").setLevel(logging.NOTSET)
+del os.environ["TENSORC_DUMP_PARTITIONS"]
+written = os.path.join(dump, part.graph["name"])
+assert sorted(os.listdir(written)) == ["arg0_1.npy", "graph.json"], os.listdir(written)
+ran = subprocess.run([tensorc, "run", os.path.join(written, "graph.json"), "--input",
+                      "arg0_1=" + os.path.join(written, "arg0_1.npy")], capture_output=True, text=True)
+assert ran.returncode == 0 and "nan" not in ran.stdout, ran.stdout + ran.stderr
+print("aten debugging: a partition making NaN is dumped and reruns with tensorc run")
 
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
