@@ -190,6 +190,15 @@ void *Driver::loadModule(const std::string &image) const {
   return m;
 }
 
+bool Driver::hasFunction(const std::vector<void *> &modules, const std::string &name) const {
+  for (void *m : modules) {
+    void *f = nullptr;
+    if (api_->moduleGetFunction(&f, m, name.c_str()) == 0)
+      return true;
+  }
+  return false;
+}
+
 void *Driver::function(const std::vector<void *> &modules, const std::string &name) const {
   for (void *m : modules) {
     void *f = nullptr;

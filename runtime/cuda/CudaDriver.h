@@ -37,6 +37,7 @@ public:
   // The kernel `name` of whichever of `modules` has it (a program's kernels
   // are split over several modules: runtime/cuda/TranslationUnits.h).
   void *function(const std::vector<void *> &modules, const std::string &name) const;
+  bool hasFunction(const std::vector<void *> &modules, const std::string &name) const;
   // Copies the module's __device__/__constant__ variable `name` (exactly
   // `bytes` long) to dst; throws if there is none or its size differs.
   void readGlobal(const std::vector<void *> &modules, const std::string &name, void *dst, size_t bytes) const;

@@ -59,6 +59,13 @@ struct CompiledParts {
   bool built = false; // some part was compiled (not all from the cache)
 };
 
+// TENSORC_LAZY_KERNELS=0: every kernel variant is compiled at load (as
+// before the later tier existed), not the heuristics' picks alone.
+bool lazyKernelsOff() {
+  const char *v = std::getenv("TENSORC_LAZY_KERNELS");
+  return v && std::string(v) == "0";
+}
+
 // Threads for NVRTC: TENSORC_NVRTC_THREADS, else the CPUs this process may use.
 unsigned nvrtcThreads(const std::string &where) {
   if (const char *v = std::getenv("TENSORC_NVRTC_THREADS"); v && *v) {
@@ -168,14 +175,34 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     }
   } else {
     compilerVersion_ = Nvrtc::get().version();
+    where_ = where, kernelCacheDir_ = kernelCacheDir, tensorcVersion_ = a.tensorcVersion;
+    // The kernels the heuristics launch at the artifact's sizes now; the
+    // other variants (the autotuner's candidates, other sizes) when a
+    // launch first needs one: NVRTC's time is per kernel, and most of a
+    // step's variants never run (BERT's forward: 210 of 643 kernels).
+    KernelTiers tiers;
+    if (forcedVariant_ < 0 && !lazyKernelsOff()) {
+      std::set<std::string> expected = expectedKernels(a);
+      tiers = splitKernelTiers(a.code, [&](const std::string &name) { return expected.count(name) > 0; });
+    } else {
+      tiers.now = a.code;
+    }
+    laterCode_ = std::move(tiers.later);
     KernelCache cache(kernelCacheDir);
     double startUs = trace::nowUs();
-    CompiledParts parts = compileInParts(a.code, where, arch_, &cache, a.tensorcVersion);
+    CompiledParts parts = compileInParts(tiers.now, where, arch_, &cache, a.tensorcVersion);
     trace::add({parts.built ? "NVRTC compile" : "kernel cache hit", "load", startUs, trace::nowUs() - startUs, 0,
-                {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())}}});
+                {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())},
+                 {"later kernels", std::to_string(tiers.laterKernels)}}});
     for (const std::string &cubin : parts.cubins)
       modules_.push_back(driver_.loadModule(cubin));
   }
+  // A kernel of the later tier is looked up when a launch needs it.
+  auto loaded = [&](const std::string &name) -> void * {
+    if (!laterCode_.empty() && !driver_.hasFunction(modules_, name))
+      return nullptr;
+    return driver_.function(modules_, name);
+  };
   for (const Step &s : a.steps)
     if (s.epilogue.biasGradient) {
       DType d = a.values[size_t(s.operands[artifact::biasGradientSource(s)])].dtype;
@@ -193,14 +220,14 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     for (const artifact::KernelVariant &v : s.chainVariants) {
       // Cluster variants exist (and launch) on sm_90 and later only.
       if (v.cluster > 1 && !clusters()) {
-        chain.push_back({nullptr, v});
+        chain.push_back({nullptr, v, ""});
         continue;
       }
-      void *f = driver_.function(modules_, s.chainKernel + "_" + v.name());
+      void *f = loaded(s.chainKernel + "_" + v.name());
       // A row cache larger than the GPU allows is never launched (chainVariant).
-      if (v.cacheBytes > 0 && v.cacheBytes <= driver_.maxSharedMemoryPerBlock())
+      if (f && v.cacheBytes > 0 && v.cacheBytes <= driver_.maxSharedMemoryPerBlock())
         driver_.allowSharedMemory(f, unsigned(v.cacheBytes));
-      chain.push_back({f, v});
+      chain.push_back({f, v, s.chainKernel + "_" + v.name()});
     }
     size_t chainCount = chain.size();
     chainKernels_.push_back(std::move(chain));
@@ -248,7 +275,7 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.variants.empty(), where + ": step '" + s.label + "' has no GPU kernel variants");
       for (const artifact::KernelVariant &v : s.variants)
-        variants.push_back({driver_.function(modules_, s.symbol + "_" + v.name()), v});
+        variants.push_back({loaded(s.symbol + "_" + v.name()), v, s.symbol + "_" + v.name()});
     }
     // A convolution's variant 0 is cuDNN, its kernel's variants follow.
     const int own = int(variants.size()) + (s.kind == Step::Kind::Convolution ? 1 : 0);
@@ -308,6 +335,74 @@ struct KernelArgs {
 };
 
 } // namespace
+
+std::set<std::string> CudaProgram::expectedKernels(const artifact::Artifact &a) const {
+  std::set<std::string> out;
+  const std::map<std::string, int64_t> none; // the artifact's own sizes: static dims only
+  std::vector<bool> chained(a.steps.size(), false);
+  for (size_t si = 0; si < a.steps.size(); ++si) {
+    const Step &s = a.steps[si];
+    if (!s.chainKernel.empty()) {
+      size_t last = si;
+      while (a.steps[last].chainNext)
+        ++last;
+      std::optional<int64_t> rows = s.extent.evaluate(none);
+      int64_t rowWork = artifact::chainRowWork(a.steps, si, last, [&](const Dim &d) { return d.evaluate(none); });
+      if (!rows || rowWork < 0) {
+        for (const artifact::KernelVariant &v : s.chainVariants)
+          out.insert(s.chainKernel + "_" + v.name());
+      } else if (!artifact::chainIsOneElementwisePass(a.steps, si, last)) {
+        int v = chainVariant(s.chainVariants, *rows, rowWork, driver_.multiprocessors(),
+                             driver_.maxSharedMemoryPerBlock(), clusters());
+        if (v >= 0 && *rows > 0) { // the chain's kernel, not its steps' own
+          out.insert(s.chainKernel + "_" + s.chainVariants[size_t(v)].name());
+          for (size_t k = si; k <= last; ++k)
+            chained[k] = true;
+        }
+      }
+    }
+    if (s.kind == Step::Kind::Convolution) { // cuDNN's, or where it is missing any kernel variant
+      for (const artifact::KernelVariant &v : s.variants)
+        out.insert(s.symbol + "_" + v.name());
+    } else if (s.kind == Step::Kind::Loop && !chained[si]) {
+      std::optional<int64_t> threads = s.threads.evaluate(none), reduced = s.reduced.evaluate(none);
+      if (threads && reduced) {
+        if (*threads > 0)
+          out.insert(s.symbol + "_" + s.variants[defaultVariant(s.variants, *threads, *reduced)].name());
+      } else {
+        for (const artifact::KernelVariant &v : s.variants)
+          out.insert(s.symbol + "_" + v.name());
+      }
+    }
+  }
+  return out;
+}
+
+void *CudaProgram::functionOf(const Launchable &k) const {
+  if (void *f = k.function.load(std::memory_order_acquire))
+    return f;
+  check(k.available(), "cuda: kernel variant " + k.shape.name() + " cannot run on this GPU");
+  std::lock_guard<std::mutex> lock(laterMutex_);
+  if (void *f = k.function.load(std::memory_order_acquire))
+    return f;
+  if (!laterCode_.empty()) {
+    driver_.makeCurrent();
+    KernelCache cache(kernelCacheDir_);
+    double startUs = trace::nowUs();
+    CompiledParts parts = compileInParts(laterCode_, where_ + " (kernels compiled when first launched)", arch_,
+                                         &cache, tensorcVersion_);
+    trace::add({parts.built ? "NVRTC compile (later kernels)" : "kernel cache hit (later kernels)", "load", startUs,
+                trace::nowUs() - startUs, 0, {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())}}});
+    for (const std::string &cubin : parts.cubins)
+      modules_.push_back(driver_.loadModule(cubin));
+    laterCode_.clear();
+  }
+  void *f = driver_.function(modules_, k.name);
+  if (k.shape.cacheBytes > 0 && k.shape.cacheBytes <= driver_.maxSharedMemoryPerBlock())
+    driver_.allowSharedMemory(f, unsigned(k.shape.cacheBytes));
+  k.function.store(f, std::memory_order_release);
+  return f;
+}
 
 size_t CudaProgram::defaultVariant(const std::vector<artifact::KernelVariant> &variants, int64_t outputs,
                                    int64_t reduced) {
@@ -730,7 +825,7 @@ size_t CudaProgram::tunedVariant(const artifact::Artifact &a, size_t si, size_t 
       [&](size_t k) {
         const Launchable &l = ks[k];
         int64_t perBlock = l.shape.outputsPerBlock();
-        driver_.launch(l.function, unsigned((threads + perBlock - 1) / perBlock), unsigned(l.shape.block), params,
+        driver_.launch(functionOf(l), unsigned((threads + perBlock - 1) / perBlock), unsigned(l.shape.block), params,
                        stream);
       },
       shapes, ptr, stream, mayMeasure);
@@ -752,7 +847,7 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
   const size_t unfused = ks.size();
   std::vector<size_t> order = {heuristic < 0 ? unfused : size_t(heuristic)};
   for (size_t k = 0; k < ks.size(); ++k)
-    if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock() && ks[k].function)
+    if (int(k) != heuristic && ks[k].shape.cacheBytes <= driver_.maxSharedMemoryPerBlock() && ks[k].available())
       order.push_back(k);
   if (heuristic >= 0)
     order.push_back(unfused);
@@ -782,7 +877,7 @@ int CudaProgram::tunedChainVariant(const artifact::Artifact &a, size_t si, size_
         if (k == unfused)
           launchUnfused();
         else
-          driver_.launch(ks[k].function, unsigned(rows * ks[k].shape.cluster), unsigned(ks[k].shape.block), params,
+          driver_.launch(functionOf(ks[k]), unsigned(rows * ks[k].shape.cluster), unsigned(ks[k].shape.block), params,
                          stream, 1, unsigned(ks[k].shape.cacheBytes));
       },
       shapes, ptr, stream, mayMeasure);
@@ -1096,7 +1191,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
     int64_t perBlock = k.shape.outputsPerBlock();
     int64_t grid = (threads + perBlock - 1) / perBlock;
     check(grid <= 0x7fffffff, "cuda: too many threads for one launch");
-    driver_.launch(k.function, unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
+    driver_.launch(functionOf(k), unsigned(grid), unsigned(k.shape.block), args.params.data(), stream);
     if (trace_)
       std::fprintf(stderr, "tensorc: step %zu (%s): kernel %s_%s, %lld blocks\n", si, s.label.c_str(),
                    s.symbol.c_str(), k.shape.name().c_str(), (long long)grid);
@@ -1276,7 +1371,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
                   : chainVariant(s.chainVariants, rows, rowWork, driver_.multiprocessors(),
                                  driver_.maxSharedMemoryPerBlock(), clusters());
       if (v >= 0 && (s.chainVariants[size_t(v)].cacheBytes > driver_.maxSharedMemoryPerBlock() ||
-                     !chainKernels_[si][size_t(v)].function))
+                     !chainKernels_[si][size_t(v)].available()))
         v = -1; // forced, but more shared memory than this GPU has, or clusters it lacks: the steps' own kernels
       // One elementwise pass after per-row values: its own vectorized kernel
       // beat one block per row (cross-entropy's backward exported from
@@ -1299,7 +1394,7 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
         if (v >= 0) {
           const Launchable &k = chainKernels_[si][size_t(v)];
           check(rows * k.shape.cluster <= 0x7fffffff, "cuda: too many rows for one launch");
-          driver_.launch(k.function, unsigned(rows * k.shape.cluster), unsigned(k.shape.block), args.params.data(),
+          driver_.launch(functionOf(k), unsigned(rows * k.shape.cluster), unsigned(k.shape.block), args.params.data(),
                          stream, 1, unsigned(k.shape.cacheBytes));
           if (trace_)
             std::fprintf(stderr, "tensorc: steps %zu-%zu (%s): chain kernel %s, %lld blocks\n", si, last,

@@ -11,10 +11,12 @@
 
 #include <functional>
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,13 +138,30 @@ public:
 private:
   // Thread-block clusters (chain kernels' split variants): sm_90 and later.
   bool clusters() const { return driver_.computeCapability() >= 90; }
+  // A kernel variant: its function once loaded (functionOf loads a later
+  // tier's on first use), its launch shape, its name ("" where this GPU
+  // cannot run it: a cluster variant without clusters).
   struct Launchable {
-    void *function = nullptr;
+    mutable std::atomic<void *> function{nullptr};
     artifact::KernelVariant shape;
+    std::string name;
+    Launchable(void *f, artifact::KernelVariant v, std::string n) : function(f), shape(v), name(std::move(n)) {}
+    Launchable(const Launchable &o) : function(o.function.load()), shape(o.shape), name(o.name) {}
+    bool available() const { return !name.empty(); }
   };
+  void *functionOf(const Launchable &k) const;
+  // The kernels a run at the artifact's own sizes launches by default (the
+  // heuristics' picks); steps with symbolic sizes keep every variant.
+  std::set<std::string> expectedKernels(const artifact::Artifact &a) const;
   Driver &driver_;
   std::string arch_;
-  std::vector<void *> modules_; // the kernels, split over several modules (TranslationUnits.h)
+  // The kernels, split over several modules (TranslationUnits.h); a later
+  // tier's modules are added under laterMutex_ when a launch first needs
+  // one of its kernels.
+  mutable std::vector<void *> modules_;
+  mutable std::mutex laterMutex_;
+  mutable std::string laterCode_; // the later tier's source until it is compiled
+  std::string where_, kernelCacheDir_, tensorcVersion_;
   std::vector<std::vector<Launchable>> kernels_; // per step, per variant
   std::vector<std::vector<Launchable>> chainKernels_; // per step (first of a chain), per variant
   // An attention kernel and its launch constant (Attention.cuh's

@@ -88,6 +88,59 @@ std::vector<Statement> statementsOf(const std::string &s, const std::vector<Line
 
 } // namespace
 
+std::string kernelDefinedBy(const std::string &line) {
+  if (line.compare(0, 21, "extern \"C\" __global__") != 0)
+    return "";
+  // ... void [__cluster_dims__(...) ]__launch_bounds__(...) NAME(
+  size_t at = line.find("__launch_bounds__(");
+  if (at == std::string::npos)
+    return "";
+  at = line.find(')', at);
+  if (at == std::string::npos)
+    return "";
+  ++at;
+  while (at < line.size() && line[at] == ' ')
+    ++at;
+  size_t end = at;
+  while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '_'))
+    ++end;
+  if (end == at || end >= line.size() || line[end] != '(')
+    return "";
+  return line.substr(at, end - at);
+}
+
+KernelTiers splitKernelTiers(const std::string &source, const std::function<bool(const std::string &)> &wanted) {
+  std::vector<Line> lines = linesOf(source);
+  // Per line: 0 shared text, 1 a statement of `now`, 2 one of `later`.
+  std::vector<int> tier(lines.size(), 0);
+  KernelTiers out;
+  for (const Statement &st : statementsOf(source, lines)) {
+    std::string name;
+    for (size_t l = st.firstLine; l <= st.lastLine && name.empty(); ++l)
+      name = kernelDefinedBy(textOf(source, lines[l]));
+    bool later = !name.empty() && !wanted(name);
+    out.laterKernels += later ? 1 : 0;
+    for (size_t l = st.firstLine; l <= st.lastLine; ++l)
+      tier[l] = later ? 2 : 1;
+  }
+  out.now.reserve(source.size());
+  out.later.reserve(out.laterKernels ? source.size() : 0);
+  for (size_t l = 0; l < lines.size(); ++l) {
+    const Line &line = lines[l];
+    bool newline = source[line.end - 1] == '\n';
+    auto keep = [&](std::string &unit, bool mine) {
+      if (mine)
+        unit.append(source, line.begin, line.end - line.begin);
+      else if (newline)
+        unit.push_back('\n');
+    };
+    keep(out.now, tier[l] != 2);
+    if (out.laterKernels)
+      keep(out.later, tier[l] != 1);
+  }
+  return out;
+}
+
 size_t translationUnitParts(const std::string &source, unsigned threads) {
   std::vector<Line> lines = linesOf(source);
   int64_t cost = 0;

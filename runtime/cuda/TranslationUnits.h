@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,20 @@ size_t translationUnitParts(const std::string &source, unsigned threads);
 // has too few kernels or parts <= 1). Instantiations are dealt out by their
 // expected cost (a fused attention kernel counts as many loop kernels).
 std::vector<std::string> splitTranslationUnit(const std::string &source, size_t parts);
+
+// The name of the kernel an `extern "C" __global__` line defines, or "".
+std::string kernelDefinedBy(const std::string &line);
+
+// `source` as two translation units by the kernels a run is expected to
+// launch (`wanted`, by name): `now` holds those, every macro call and the
+// shared text; `later` the other kernels with the shared text (compiled
+// only if a launch needs one of them: another variant the autotuner picks,
+// or other sizes). A kernel whose name cannot be read stays in `now`.
+// Lines keep their numbers (another tier's statement is an empty line).
+struct KernelTiers {
+  std::string now, later;
+  size_t laterKernels = 0;
+};
+KernelTiers splitKernelTiers(const std::string &source, const std::function<bool(const std::string &)> &wanted);
 
 } // namespace tensorc::cuda

@@ -84,6 +84,44 @@ TEST(TranslationUnits, EveryKernelInExactlyOnePartSharedTextInEvery) {
     EXPECT_EQ(count(p, "#if __CUDA_ARCH__ >= 900"), count(p, " kc("));
 }
 
+// Kernels compiled at load and later (CudaProgram's later tier): the kernels
+// a run is expected to launch, every macro call and the shared text in
+// `now`; the other kernels with the shared text in `later`; line numbers
+// kept in both, each kernel in exactly one.
+TEST(TranslationUnits, KernelTiersSplitByTheKernelsExpected) {
+  EXPECT_EQ(cuda::kernelDefinedBy("extern \"C\" __global__ void __launch_bounds__(128) k3_b128(float *o) { }"),
+            "k3_b128");
+  EXPECT_EQ(cuda::kernelDefinedBy("extern \"C\" __global__ void __cluster_dims__(2, 1, 1) "
+                                  "__launch_bounds__(128) kc(float *o) { body<2>(o); }"),
+            "kc");
+  EXPECT_EQ(cuda::kernelDefinedBy("extern \"C\" __global__ void k(float *o) { }"), "") << "no launch bounds";
+  EXPECT_EQ(cuda::kernelDefinedBy("TC_TWICE(twice_f32, float)"), "");
+  std::string source = generated(10);
+  cuda::KernelTiers tiers = cuda::splitKernelTiers(source, [](const std::string &name) {
+    return name == "k1_b128" || name == "k7_b128";
+  });
+  EXPECT_EQ(tiers.laterKernels, 9u); // 8 loop kernels and the cluster variant
+  size_t lines = size_t(std::count(source.begin(), source.end(), '\n'));
+  for (const std::string *unit : {&tiers.now, &tiers.later}) {
+    EXPECT_EQ(size_t(std::count(unit->begin(), unit->end(), '\n')), lines);
+    EXPECT_NE(unit->find("template <int B>"), std::string::npos);
+  }
+  for (const std::string &name : kernelNames(10)) {
+    bool macro = name.rfind("twice", 0) == 0;
+    std::string call = macro ? "TC_TWICE(" + name : " " + name + "(";
+    bool now = macro || name == "k1_b128" || name == "k7_b128";
+    EXPECT_EQ(count(tiers.now, call), now ? 1u : 0u) << name;
+    EXPECT_EQ(count(tiers.later, call), now ? 0u : 1u) << name;
+  }
+  EXPECT_EQ(count(tiers.later, "#if __CUDA_ARCH__ >= 900"), 1u) << "the cluster variant moves with its #if";
+  EXPECT_EQ(count(tiers.now, "#if __CUDA_ARCH__ >= 900"), 0u);
+  // Everything expected: no later tier.
+  cuda::KernelTiers all = cuda::splitKernelTiers(source, [](const std::string &) { return true; });
+  EXPECT_EQ(all.now, source);
+  EXPECT_EQ(all.laterKernels, 0u);
+  EXPECT_EQ(all.later, "");
+}
+
 TEST(TranslationUnits, FewKernelsOrOnePartIsTheSourceItself) {
   std::string source = generated(10);
   EXPECT_EQ(cuda::splitTranslationUnit(source, 1), std::vector<std::string>{source});
