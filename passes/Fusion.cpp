@@ -386,14 +386,33 @@ struct Fusion {
   std::vector<int> parent; // union-find over op indices
   std::vector<std::string> refusals;
 
+  // Each root's members in program order (empty for a non-root): scanning
+  // every op per query made fusion quadratic and more (BERT's backward:
+  // 19 s of a 20 s compile).
+  std::vector<std::vector<int>> memberLists;
+  const std::vector<int> none;
+  std::vector<Kind> kinds; // classify(ops[i]), once (the pairwise loops asked it ~10^6 times)
+  std::vector<int> visitMark; // wouldCycle's visited groups: those marked visitStamp
+  int visitStamp = 0;
+
   int find(int i) { return parent[i] == i ? i : parent[i] = find(parent[i]); }
 
-  std::vector<int> members(int g) {
-    std::vector<int> m;
-    for (size_t i = 0; i < ops.size(); ++i)
-      if (find(int(i)) == g)
-        m.push_back(int(i));
-    return m;
+  const std::vector<int> &members(int g) const {
+    return parent[size_t(g)] == g ? memberLists[size_t(g)] : none;
+  }
+
+  // Merges group `from` into group `into` (both roots): `into` stays the root.
+  void join(int from, int into) {
+    if (from == into)
+      return;
+    std::vector<int> merged;
+    merged.reserve(memberLists[size_t(from)].size() + memberLists[size_t(into)].size());
+    std::merge(memberLists[size_t(from)].begin(), memberLists[size_t(from)].end(),
+               memberLists[size_t(into)].begin(), memberLists[size_t(into)].end(), std::back_inserter(merged));
+    memberLists[size_t(into)] = std::move(merged);
+    memberLists[size_t(from)].clear();
+    memberLists[size_t(from)].shrink_to_fit();
+    parent[size_t(from)] = into;
   }
 
   // The common row space of every reduction anchor of group g ("" if they
@@ -401,7 +420,7 @@ struct Fusion {
   std::string groupRowSpace(int g) {
     std::string space;
     for (int i : members(g))
-      if (classify(ops[i]) == Kind::Reduction) {
+      if (kinds[size_t(i)] == Kind::Reduction) {
         std::string r = rowSpace(ops[i]);
         if (r.empty() || (!space.empty() && r != space))
           return "";
@@ -412,10 +431,10 @@ struct Fusion {
 
   std::optional<Kind> anchor(int g, Operation **which = nullptr) {
     for (int i : members(g))
-      if (isAnchor(classify(ops[i]))) {
+      if (isAnchor(kinds[size_t(i)])) {
         if (which)
           *which = ops[i];
-        return classify(ops[i]);
+        return kinds[size_t(i)];
       }
     return std::nullopt;
   }
@@ -426,26 +445,35 @@ struct Fusion {
   // runs as one kernel, so its inputs all come before any of its outputs).
   bool wouldCycle(int a, int b) {
     for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      // Ops are in program order and every user comes after its operand:
+      // a group whose first op comes after `to`'s last cannot lead to it
+      // (the walk skips it: it visited most of the graph per query).
+      const int last = members(to).back();
+      if (++visitStamp == 0)
+        std::fill(visitMark.begin(), visitMark.end(), 0), visitStamp = 1;
+      visitMark.resize(ops.size(), 0);
       std::vector<int> stack;
-      std::set<int> seen;
-      auto pushUsersOf = [&](int group) {
+      auto pushUsersOf = [&](int group, bool skipTo) {
         for (int i : members(group))
-          for (Operation *user : ops[i]->getUsers())
-            if (index.count(user) && find(index[user]) != group)
-              stack.push_back(find(index[user]));
+          for (Operation *user : ops[size_t(i)]->getUsers()) {
+            auto it = index.find(user);
+            if (it == index.end())
+              continue;
+            int g = find(it->second);
+            if (g != group && !(skipTo && g == to) && members(g).front() <= last)
+              stack.push_back(g);
+          }
       };
-      for (int i : members(from))
-        for (Operation *user : ops[i]->getUsers())
-          if (index.count(user) && find(index[user]) != from && find(index[user]) != to)
-            stack.push_back(find(index[user]));
+      pushUsersOf(from, /*skipTo=*/true); // a direct edge is the merge itself, not a cycle
       while (!stack.empty()) {
         int g = stack.back();
         stack.pop_back();
         if (g == to)
           return true;
-        if (g == from || !seen.insert(g).second)
+        if (g == from || visitMark[size_t(g)] == visitStamp)
           continue;
-        pushUsersOf(g);
+        visitMark[size_t(g)] = visitStamp;
+        pushUsersOf(g, /*skipTo=*/false);
       }
     }
     return false;
@@ -563,6 +591,11 @@ struct Fusion {
       }
     parent.resize(ops.size());
     std::iota(parent.begin(), parent.end(), 0);
+    memberLists.resize(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      memberLists[i] = {int(i)};
+      kinds.push_back(classify(ops[i]));
+    }
     // Recomputed broadcasts join their one consumer first (consumers
     // first, so a copied chain follows): left as groups of their own while
     // the consumer's other producers merge, they made a path between those
@@ -576,7 +609,7 @@ struct Fusion {
       if (!index.count(c) || find(index[p]) == find(index[c]))
         continue;
       if (refuse(p, c).empty())
-        parent[find(index[p])] = find(index[c]);
+        join(find(index[p]), find(index[c]));
     }
     // Vertical: producer/consumer pairs in program order.
     for (Operation *c : ops) {
@@ -588,7 +621,7 @@ struct Fusion {
           continue; // c joins its consumer's kernel instead
         std::string why = refuse(p, c);
         if (why.empty())
-          parent[find(index[p])] = find(index[c]);
+          join(find(index[p]), find(index[c]));
         else
           refusals.push_back(opLabel(p) + " -> " + opLabel(c) + ": " + why);
       }
@@ -597,7 +630,7 @@ struct Fusion {
     for (size_t i = 0; i < ops.size(); ++i)
       for (size_t j = i + 1; j < ops.size(); ++j) {
         Operation *a = ops[i], *b = ops[j];
-        if (classify(a) != Kind::Reduction || classify(b) != Kind::Reduction)
+        if (kinds[i] != Kind::Reduction || kinds[j] != Kind::Reduction)
           continue;
         int g = find(int(i)), h = find(int(j));
         if (g == h || a->getOperand(0).getType() != b->getOperand(0).getType() ||
@@ -609,7 +642,7 @@ struct Fusion {
         if (!llvm::any_of(gi, [&](Value v) { return hi.contains(v); }))
           continue;
         if (!anchorsOtherThanReductions(g) && !anchorsOtherThanReductions(h) && !wouldCycle(g, h))
-          parent[g] = h;
+          join(g, h);
       }
     // Horizontal into a GEMM's epilogue: an elementwise group that reads a
     // value of the GEMM's result shape which the GEMM's epilogue reads too
@@ -622,14 +655,14 @@ struct Fusion {
       return t ? llvm::SmallVector<int64_t>(t.getSizes()) : llvm::SmallVector<int64_t>();
     };
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (classify(ops[i]) != Kind::Matmul)
+      if (kinds[i] != Kind::Matmul)
         continue;
       int h = find(int(i));
       llvm::SmallVector<int64_t> productShape = sizesOf(ops[i]->getResult(0));
       // Full-size values the epilogue (not the GEMM itself) reads.
       llvm::DenseSet<Value> epilogueReads;
       for (int m : members(h))
-        if (classify(ops[m]) == Kind::Elementwise)
+        if (kinds[size_t(m)] == Kind::Elementwise)
           for (Value v : ops[m]->getOperands()) {
             Operation *d = v.getDefiningOp();
             if ((!d || !index.count(d) || find(index[d]) != h) && sizesOf(v) == productShape)
@@ -639,13 +672,13 @@ struct Fusion {
         continue;
       for (size_t j = 0; j < ops.size(); ++j) {
         int g = find(int(j));
-        if (g == h || classify(ops[j]) != Kind::Elementwise || anchor(g) ||
+        if (g == h || kinds[j] != Kind::Elementwise || anchor(g) ||
             sizesOf(ops[j]->getResult(0)) != productShape)
           continue;
         if (!llvm::any_of(externalInputs(g), [&](Value v) { return epilogueReads.contains(v); }) ||
             wouldCycle(g, h))
           continue;
-        parent[g] = h; // h stays the merged group's root
+        join(g, h); // h stays the merged group's root
       }
     }
     // Horizontal over rows: independent row-wise kernels over the same rows
@@ -654,7 +687,7 @@ struct Fusion {
     for (size_t i = 0; i < ops.size(); ++i)
       for (size_t j = i + 1; j < ops.size(); ++j) {
         Operation *a = ops[i], *b = ops[j];
-        if (classify(a) != Kind::Reduction || classify(b) != Kind::Reduction ||
+        if (kinds[i] != Kind::Reduction || kinds[j] != Kind::Reduction ||
             a->getOperand(0) != b->getOperand(0))
           continue;
         int g = find(int(i)), h = find(int(j));
@@ -663,13 +696,13 @@ struct Fusion {
         std::string space = groupRowSpace(g);
         if (space.empty() || space != groupRowSpace(h) || wouldCycle(g, h))
           continue;
-        parent[g] = h;
+        join(g, h);
       }
   }
 
   bool anchorsOtherThanReductions(int g) {
     return llvm::any_of(members(g), [&](int m) {
-      return isAnchor(classify(ops[m])) && classify(ops[m]) != Kind::Reduction;
+      return isAnchor(kinds[size_t(m)]) && kinds[size_t(m)] != Kind::Reduction;
     });
   }
 };
