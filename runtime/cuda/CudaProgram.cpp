@@ -78,10 +78,28 @@ unsigned nvrtcThreads(const std::string &where) {
   return availableCpus();
 }
 
+// TENSORC_NVRTC_FAST_COMPILE=min|mid|max: NVRTC's -Ofast-compile, which
+// trades the kernels' speed for compile time (BERT's forward, the 65
+// kernels loaded: 41 s -> 28.5 / 15.1 / 10.1 s on the 2-core machine). Off
+// by default: what it costs at run time is not measured yet.
+std::vector<std::string> nvrtcOptions(const std::string &where) {
+  const char *v = std::getenv("TENSORC_NVRTC_FAST_COMPILE");
+  if (!v || !*v || std::string(v) == "0")
+    return {};
+  std::string level = v;
+  check(level == "min" || level == "mid" || level == "max",
+        where + ": TENSORC_NVRTC_FAST_COMPILE='" + level + "' is not min, mid, max or 0");
+  return {"--Ofast-compile=" + level};
+}
+
 CompiledParts compileInParts(const std::string &code, const std::string &where, const std::string &arch,
                              KernelCache *cache, const std::string &tensorcVersion) {
   const Nvrtc &nvrtc = Nvrtc::get();
   unsigned threads = nvrtcThreads(where);
+  const std::vector<std::string> options = nvrtcOptions(where);
+  std::string flags = "--std=c++17";
+  for (const std::string &o : options)
+    flags += " " + o;
   std::vector<std::string> units = splitTranslationUnit(code, translationUnitParts(code, threads));
   CompiledParts out;
   out.cubins.resize(units.size());
@@ -96,9 +114,9 @@ CompiledParts compileInParts(const std::string &code, const std::string &where, 
                                                  std::to_string(units.size()) + ")";
       auto build = [&] {
         built = true;
-        return nvrtc.compile(units[i], name, arch, {}, splitThreads).cubin;
+        return nvrtc.compile(units[i], name, arch, options, splitThreads).cubin;
       };
-      out.cubins[i] = cache ? cache->getOrBuild(KernelKey{units[i], arch, nvrtc.version(), "--std=c++17",
+      out.cubins[i] = cache ? cache->getOrBuild(KernelKey{units[i], arch, nvrtc.version(), flags,
                                                           tensorcVersion},
                                                 build)
                             : build();
@@ -175,6 +193,8 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
     }
   } else {
     compilerVersion_ = Nvrtc::get().version();
+    for (const std::string &o : nvrtcOptions(where)) // kernels of another speed: their own tuning choices
+      compilerVersion_ += " " + o;
     where_ = where, kernelCacheDir_ = kernelCacheDir, tensorcVersion_ = a.tensorcVersion;
     // The kernels the heuristics launch at the artifact's sizes now; the
     // other variants (the autotuner's candidates, other sizes) when a
