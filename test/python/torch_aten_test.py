@@ -489,6 +489,28 @@ ran = subprocess.run([tensorc, "run", os.path.join(written, "graph.json"), "--in
 assert ran.returncode == 0 and "nan" not in ran.stdout, ran.stdout + ran.stderr
 print("aten debugging: a partition making NaN is dumped and reruns with tensorc run")
 
+# A partition whose compile fails runs in PyTorch with one warning, and is
+# not compiled again at every call (it was: a failing tensorc ran per call).
+failing = os.path.join(workdir, "failing-tensorc")
+calls = os.path.join(workdir, "failing-tensorc.calls")
+with open(failing, "w") as f:
+    f.write(f"#!/bin/sh\necho x >> {calls}\necho 'tensorc: broken on purpose' >&2\nexit 1\n")
+os.chmod(failing, 0o755)
+broken = tt.compile(Sqrt(), (positive,), frontend="aten", cache_dir=tempfile.mkdtemp(dir=workdir),
+                    tensorc_path=failing)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    outs = [broken(positive) for _ in range(3)]
+did_not = [w for w in caught if "did not compile" in str(w.message)]
+assert len(did_not) == 1, [str(w.message) for w in caught]
+for o in outs:
+    close(o, Sqrt()(positive), "a partition that did not compile")
+invoked = open(calls).read().count("x") if os.path.exists(calls) else 0
+before = invoked
+broken(positive)
+assert (open(calls).read().count("x") if os.path.exists(calls) else 0) == before, "compiled again"
+print("aten fallback: a partition that does not compile runs in PyTorch, warned and tried once")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

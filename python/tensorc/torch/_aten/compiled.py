@@ -49,17 +49,17 @@ class TensorcPartition(torch.nn.Module):
     def _module_for(self, args):
         train = torch.is_grad_enabled() and any(a.requires_grad for a in args)
         key = (train, tuple(a.requires_grad for a in args)) if train else (False,)
-        module = self.compiled.get(key)
-        if module is None:
-            try:
-                module = self._compile(args, train)
-            except (RuntimeError, OSError, ValueError) as ex:
-                if self.strict:
-                    raise
-                warnings.warn(f"tensorc.torch: partition {self.graph['name']} did not compile ({ex}); "
-                              "PyTorch runs its ops", stacklevel=3)
-                module = None
-            self.compiled[key] = module
+        if key in self.compiled:  # None: it did not compile, PyTorch runs it (warned once)
+            return self.compiled[key]
+        try:
+            module = self._compile(args, train)
+        except (RuntimeError, OSError, ValueError) as ex:
+            if self.strict:
+                raise
+            warnings.warn(f"tensorc.torch: partition {self.graph['name']} did not compile ({ex}); "
+                          "PyTorch runs its ops", stacklevel=3)
+            module = None
+        self.compiled[key] = module
         return module
 
     def _placed(self, a):
