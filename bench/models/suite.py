@@ -12,7 +12,10 @@ Each case runs in its own process (a crash or an out-of-memory fails that
 case alone) and prints one JSON object: pass/fail with the error as the user
 sees it; accuracy as Inductor checks it (the compiled result's RMS error
 against an f64 eager reference at most 3x eager's own error plus 1e-3,
-outputs and, in training, the loss and every gradient); eager, torch.compile
+outputs and, in training, the loss and every gradient; a training step that
+draws random numbers, dropout, is checked as PyTorch's runner does: a second
+compile with random ops left to PyTorch, Inductor's and tensorc's
+fallback_random, every run from one seed); eager, torch.compile
 and tensorc ms per call (CUDA events, 3 warm-up calls, median of 10); cold
 compile seconds on both sides (empty caches: a fresh Inductor cache folder
 and a fresh tensorc cache folder per case); first-call and steady peak
@@ -160,6 +163,29 @@ def loss_of(model_out, labels, vision):
     return loss
 
 
+def stochastic(model):
+    """Whether a training step draws random numbers (dropout modules, or a
+    transformers config's dropout probabilities: attention dropout is
+    functional)."""
+    import torch
+    if any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules()):
+        return True
+    config = getattr(model, "config", None)
+    items = config.to_dict().items() if hasattr(config, "to_dict") else ()
+    return any("dropout" in k and isinstance(v, float) and v > 0 for k, v in items)
+
+
+SEED = 1234
+
+
+def reseed():
+    """The RNG state every accuracy run starts from: with random ops left
+    to PyTorch (fallback_random), eager, the f64 reference and the compiled
+    run draw the same dropout masks."""
+    import torch
+    torch.manual_seed(SEED)
+
+
 def rms(a, b):
     return ((a.double() - b.double()).square().mean().sqrt()).item()
 
@@ -230,11 +256,16 @@ def run_case(spec, seq, divisor):
         loss.backward()
         return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
-    # eager, then the f64 reference (its own gradients, not the model's)
+    # eager, then the f64 reference (its own gradients, not the model's),
+    # from one RNG state (dropout masks alike where random ops run in PyTorch)
+    random_ops = train and stochastic(model)
+    result["accuracy_rng"] = "fallback_random" if random_ops else "none drawn"
+    reseed()
     eager_out, eager_grads = step(model)
     if train:
         for p in reference.parameters():
             p.grad = None
+        reseed()
         with torch.autocast("cuda", enabled=False):
             out = reference(*ref_inputs.values()) if vision else reference(**ref_inputs)
             ref_loss = loss_of(out, labels, vision)
@@ -261,13 +292,13 @@ def run_case(spec, seq, divisor):
 
             capture_s = [0.0]
 
-            def recording_backend(gm, example_inputs):
+            def recording_backend(gm, example_inputs, **more):
                 t0 = time.perf_counter()
                 # SUITE_TENSORC_FRONTEND=aten|fx: the backend's frontend
                 # (default: its own choice, by-name for training for now).
                 frontend = os.environ.get("SUITE_TENSORC_FRONTEND")
                 extra = {"frontend": frontend} if frontend else {}
-                call = tensorc.torch.tensorc_backend(gm, example_inputs, cache_dir=cache, **extra)
+                call = tensorc.torch.tensorc_backend(gm, example_inputs, cache_dir=cache, **extra, **more)
                 capture_s[0] += time.perf_counter() - t0
                 graphs.append(call)
                 return call
@@ -301,6 +332,30 @@ def run_case(spec, seq, divisor):
             # buffers are outside torch's allocator; torch's cached blocks in).
             free, total = torch.cuda.mem_get_info()
             result[f"{backend}_device_used_mib"] = (total - free - used_before) / 2**20
+            if random_ops:
+                # As PyTorch's runner checks accuracy: random ops left to
+                # PyTorch's generator (Inductor's fallback_random, tensorc's
+                # option of that name), every run from one seed. A second
+                # compile, after the timed one (whose masks are the
+                # backend's own draw).
+                torch.cuda.reset_peak_memory_stats()
+                result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
+                result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+                torch._dynamo.reset()
+                if backend == "tensorc":
+                    checked = torch.compile(model, backend=lambda gm, ex: recording_backend(gm, ex,
+                                                                                            fallback_random=True))
+                else:
+                    import torch._inductor.config as inductor_config
+                    inductor_config.fallback_random = True
+                    checked = torch.compile(model)
+                try:
+                    reseed()
+                    out, grads = step(checked)
+                finally:
+                    if backend != "tensorc":
+                        inductor_config.fallback_random = False
+                del checked
             problems = []
             accurate(out, eager_out, ref_out, "output" if not train else "loss", problems, True)
             if train:
@@ -312,9 +367,10 @@ def run_case(spec, seq, divisor):
                         accurate(grads[n], eager_grads[n], ref_grads[n].to(eager_grads[n].dtype), f"grad {n}",
                                  problems, True)
             result[f"{backend}_accuracy"] = "pass" if not problems else "; ".join(problems[:3])
-            torch.cuda.reset_peak_memory_stats()
-            result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
-            result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+            if not random_ops:
+                torch.cuda.reset_peak_memory_stats()
+                result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
+                result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
             result[f"{backend}_pass"] = not problems
         except Exception as ex:  # the error as the user sees it
             if backend == "tensorc":

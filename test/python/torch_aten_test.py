@@ -511,6 +511,38 @@ broken(positive)
 assert (open(calls).read().count("x") if os.path.exists(calls) else 0) == before, "compiled again"
 print("aten fallback: a partition that does not compile runs in PyTorch, warned and tried once")
 
+# fallback_random (Inductor's config of that name): dropout runs in PyTorch
+# and draws from its generator, so a seeded call reproduces eager's masks,
+# gradients too (without it, where tensorc lowers native_dropout, PyTorch
+# >= 2, its own stream differs from eager's).
+class DropMlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.drop, self.fc2 = nn.Linear(12, 32), nn.Dropout(0.3), nn.Linear(32, 5)
+
+    def forward(self, x):
+        return self.fc2(self.drop(F.relu(self.fc1(x))))
+
+
+drop_mlp, xd = DropMlp(), torch.randn(16, 12)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    seeded = tt.compile(drop_mlp, (xd,), frontend="aten", cache_dir=cache, tensorc_path=tensorc, fallback_random=True)
+assert any("fallback_random" in str(w.message) for w in caught), [str(w.message) for w in caught]
+torch.manual_seed(7)
+want_loss, want = grads_of(drop_mlp, drop_mlp, xd)
+torch.manual_seed(7)
+got_loss, got = grads_of(drop_mlp, seeded, xd)
+close(got_loss, want_loss, "fallback_random loss")
+for n in want:
+    close(got[n], want[n], f"fallback_random grad {n}")
+try:
+    tt.compile(drop_mlp, (xd,), frontend="fx", fallback_random=True, cache_dir=cache, tensorc_path=tensorc)
+    raise AssertionError("fallback_random with the fx frontend was accepted")
+except ValueError as e:
+    assert "frontend='aten'" in str(e), e
+print("aten fallback_random: seeded dropout equals eager's, gradients too")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

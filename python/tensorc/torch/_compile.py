@@ -446,7 +446,7 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
 
 
 def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_dir=None, tensorc_path=None,
-            options=(), dynamic=None, cuda_graphs="repeated", frontend="fx", strict=False):
+            options=(), dynamic=None, cuda_graphs="repeated", frontend="fx", strict=False, fallback_random=False):
     """Exports `model` on `example_inputs`, compiles it for `target` ("cpu"
     or "cuda"; `mode`: "reduce-overhead" for CUDA graphs) and returns a
     CompiledModule. train=True also compiles the backward: gradients flow
@@ -465,7 +465,10 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     runs them, ops tensorc does not lower run in PyTorch with one warning,
     or an error with `strict`); the gradient then follows grad mode (no
     `train`), shapes are static. "fx" (for now the default) maps torch
-    functions and modules by name (docs/pytorch.md)."""
+    functions and modules by name (docs/pytorch.md).
+    `fallback_random` (aten): random ops (dropout) run in PyTorch, drawing
+    from its generator as eager does (Inductor's fallback_random): a run
+    after torch.manual_seed reproduces eager's masks, for accuracy checks."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     if frontend == "aten":
@@ -474,9 +477,12 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
         from ._aten import compile_program
         return compile_program(model, tuple(example_inputs),
                                {"target": target, "mode": mode, "cache_dir": cache_dir, "tensorc_path": tensorc_path,
-                                "options": tuple(options), "cuda_graphs": cuda_graphs}, strict=strict)
+                                "options": tuple(options), "cuda_graphs": cuda_graphs,
+                                "fallback_random": fallback_random}, strict=strict)
     if frontend != "fx":
         raise ValueError(f"tensorc.torch.compile: unknown frontend '{frontend}' (aten, fx)")
+    if fallback_random:
+        raise ValueError("tensorc.torch.compile: fallback_random needs frontend='aten'")
     spec = dynamic_dims(example_inputs, dynamic)
 
     def export_at(inputs):

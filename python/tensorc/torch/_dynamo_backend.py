@@ -125,7 +125,7 @@ class _AtenDynamoCall:
 def tensorc_backend(gm, example_inputs, **options):
     """The Dynamo backend: `gm` compiled by tensorc for the device of
     `example_inputs`. `options` go to tensorc.torch.compile (mode,
-    cache_dir, tensorc_path, options, frontend, strict); through
+    cache_dir, tensorc_path, options, frontend, strict, fallback_random); through
     torch.compile: torch.compile(model, backend=functools.partial(tensorc_backend, mode="reduce-overhead")).
     frontend="aten" (the default) captures the graph at the ATen level,
     PyTorch running what tensorc does not lower (strict=True: an error

@@ -14,7 +14,7 @@ import tensorc
 from .. import _compile
 from .capture import capture
 from .graph_file import Unsupported
-from .lowering import SEED_INPUT, lower_graph, value
+from .lowering import SEED_INPUT, lower_graph, packet_name, value
 from .partition import fallback_ops, propose
 
 log = logging.getLogger("tensorc.torch")
@@ -362,6 +362,12 @@ def _cuda_autocast_off():
     return contextlib.nullcontext()
 
 
+# The ATen ops that draw random numbers (fallback_random runs them in PyTorch).
+_RANDOM_OPS = {"native_dropout", "bernoulli", "bernoulli_", "rand", "rand_like", "randn", "randn_like", "randint",
+               "randint_like", "randperm", "normal", "normal_", "uniform", "uniform_", "exponential_",
+               "multinomial", "dropout", "_fused_dropout", "rrelu_with_noise"}
+
+
 def compile_program(module, example_inputs, options, strict=False, autocast=None):
     """`module` captured on `example_inputs` (real or fake), partitioned,
     each partition lowered (compiled at its first call)."""
@@ -369,6 +375,13 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
     gm = captured.gm
     name = type(module).__name__
     refused = {}
+    if options.get("fallback_random"):
+        # Inductor's fallback_random: random ops draw from PyTorch's
+        # generator as in eager, so a seeded run reproduces eager's masks
+        # (accuracy checks); tensorc's own dropout streams are not PyTorch's.
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and packet_name(n.target) in _RANDOM_OPS:
+                refused[n] = "random: fallback_random=True leaves it to PyTorch's generator"
     while True:
         partitions = propose(gm, refused)
         failed = False
