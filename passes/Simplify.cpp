@@ -294,6 +294,11 @@ struct ReshapeUpToMemory : OpRewritePattern<ReshapeOp> {
     if (!moved)
       return failure();
     rewriter.replaceOp(op, moved);
+    // u is dead now: erased at once, or x would read as used twice (by u
+    // and the moved reshape) and ReshapeDownFromComputed would move the
+    // reshape back down: the rewrites cycled (exp(exp(x)) then unsqueeze).
+    if (u->use_empty())
+      rewriter.eraseOp(u);
     return success();
   }
 };
@@ -314,6 +319,8 @@ struct ReshapeDownFromComputed : RewritePattern {
     moved->setOperand(0, computed);
     moved->getResult(0).setType(op->getResult(0).getType());
     rewriter.replaceOp(op, moved->getResult(0));
+    if (reshape->use_empty()) // as above: no transient second use of x
+      rewriter.eraseOp(reshape);
     return success();
   }
 };

@@ -22,6 +22,8 @@
 //
 //   tensorc-fuzz-graphs --graph fuzz-SEED.json --seed SEED [--grad]
 //                                                rechecks a (minimized) graph
+//
+// --special: the float inputs also hold nan, +-inf and -0.0.
 #include "test/fuzz/RandomGraph.h"
 
 #include "codegen/cpu/CpuProgram.h"
@@ -75,6 +77,23 @@ std::string compileCpu(const Graph &g) {
 
 rt::TensorView viewOf(HostTensor &t) { return {rt::ElementType(int(t.dtype())), t.shape(), t.data()}; }
 
+// --special: float inputs also hold nan, +-inf and -0.0 (about one element
+// in 16), which the generated code must treat as the interpreter does
+// (IEEE, PyTorch's NaN rules).
+bool specialValues = false;
+
+void sprinkleSpecialValues(std::map<std::string, HostTensor> &inputs, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5bd1e9955bd1e995ull);
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, -0.0};
+  for (auto &[name, t] : inputs) {
+    if (!isFloat(t.dtype()))
+      continue;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (rng() % 16 == 0)
+        t.setF(i, specials[rng() % 4]);
+  }
+}
+
 Outcome check(const Graph &g, uint64_t inputSeed) {
   GraphAnalysis a;
   std::map<std::string, HostTensor> inputs;
@@ -82,6 +101,8 @@ Outcome check(const Graph &g, uint64_t inputSeed) {
   try {
     a = analyzeGraph(g, "fuzz");
     inputs = completeInputs(g, a, {}, inputSeed);
+    if (specialValues)
+      sprinkleSpecialValues(inputs, inputSeed);
     want = interpret(g, a, inputs).outputs;
   } catch (const Error &e) {
     return {Verdict::Skip, std::string("interpreter: ") + e.what()}; // e.g. an index out of range
@@ -324,7 +345,7 @@ Outcome checkGradient(const Graph &g, uint64_t inputSeed) {
 
 int usage() {
   std::fprintf(stderr, "usage: tensorc-fuzz-graphs (--seeds A:B | --count N [--fresh] | --graph FILE "
-                       "--seed S) [--grad] [--out DIR] [--max-seconds S] [--quiet]\n");
+                       "--seed S) [--grad | --special] [--out DIR] [--max-seconds S] [--quiet]\n");
   return 2;
 }
 
@@ -358,6 +379,8 @@ int main(int argc, char **argv) {
       quiet = true;
     } else if (a == "--grad") {
       grad = true;
+    } else if (a == "--special") {
+      specialValues = true;
     } else if (a == "--graph") {
       graphFile = next();
     } else if (a == "--seed") {

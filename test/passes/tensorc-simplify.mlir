@@ -156,6 +156,24 @@ func.func @views_out_of_kernels(%x: !tc.tensor<[2, 4, 8], bf16>, %y: !tc.tensor<
 
 // -----
 
+// A reshape of two unary ops of an input moves up to the input; the op it
+// moved past is erased at once (left a moment with no use, the input read as
+// used twice and Down moved the reshape back: the rewrites never converged).
+// CHECK-LABEL: func.func @reshape_up_two_unary_ops
+// CHECK-SAME: (%[[X:[^:]*]]: !tc.tensor<[7, 5], f32>)
+// CHECK-NEXT: %[[R:.*]] = tc.reshape %[[X]] {shape = [7, 1, 5]}
+// CHECK-NEXT: %[[E:.*]] = tc.exp %[[R]]
+// CHECK-NEXT: %[[F:.*]] = tc.exp %[[E]]
+// CHECK-NEXT: return %[[F]]
+func.func @reshape_up_two_unary_ops(%x: !tc.tensor<[7, 5], f32>) -> !tc.tensor<[7, 1, 5], f32> {
+  %e = tc.exp %x : (!tc.tensor<[7, 5], f32>) -> !tc.tensor<[7, 5], f32>
+  %f = tc.exp %e : (!tc.tensor<[7, 5], f32>) -> !tc.tensor<[7, 5], f32>
+  %u = tc.unsqueeze %f {axis = 1 : i64} : (!tc.tensor<[7, 5], f32>) -> !tc.tensor<[7, 1, 5], f32>
+  return %u : !tc.tensor<[7, 1, 5], f32>
+}
+
+// -----
+
 // A cast with a sharding moves before a reshape of a computed value: the
 // cast's result then has another rank, so it leaves its sharding behind
 // (kept, it failed verification: one dim entry per dim).
