@@ -194,12 +194,19 @@ Value floatOp(OpBuilder &b, Location loc, const std::string &op, const AttrMap &
     return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, c(0.5)),
                                    b.create<arith::AddFOp>(loc, c(1), e));
   }
+  // sin and erf are odd: f(-0) is -0 (1/f(-0) is -inf, as in the
+  // interpreter and PyTorch); the polynomial approximations return +0
+  // there, so a zero passes through as it is.
+  auto keepZero = [&](Value fx) {
+    Value zero = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, a[0], c(0));
+    return b.create<arith::SelectOp>(loc, zero, a[0], fx).getResult();
+  };
   if (op == "sin")
-    return b.create<math::SinOp>(loc, a[0]);
+    return keepZero(b.create<math::SinOp>(loc, a[0]));
   if (op == "cos")
     return b.create<math::CosOp>(loc, a[0]);
   if (op == "erf")
-    return b.create<math::ErfOp>(loc, a[0]);
+    return keepZero(b.create<math::ErfOp>(loc, a[0]));
   if (op == "floor")
     return b.create<math::FloorOp>(loc, a[0]);
   if (op == "ceil")

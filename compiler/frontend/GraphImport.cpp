@@ -97,15 +97,21 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const Graph &g, const GraphA
   }
   Block *body = fn.addEntryBlock();
   std::map<std::string, Value> values;
+  // Every argument's attributes at once: setArgAttr rebuilds the array of
+  // all of them per call, and each array stays in the context (100k inputs:
+  // quadratic time and tens of GB).
+  SmallVector<DictionaryAttr> argAttrs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const GraphInput &in = g.inputs[i];
-    fn.setArgAttr(i, "tc.name", b.getStringAttr(in.name));
+    SmallVector<NamedAttribute> attrs = {b.getNamedAttr("tc.name", b.getStringAttr(in.name))};
     if (in.trainable)
-      fn.setArgAttr(i, "tc.trainable", b.getUnitAttr());
+      attrs.push_back(b.getNamedAttr("tc.trainable", b.getUnitAttr()));
     if (in.sharding)
-      fn.setArgAttr(i, "tc.sharding", shardingAttr(&ctx, *in.sharding));
+      attrs.push_back(b.getNamedAttr("tc.sharding", shardingAttr(&ctx, *in.sharding)));
+    argAttrs.push_back(b.getDictionaryAttr(attrs));
     values[in.name] = body->getArgument(i);
   }
+  fn.setAllArgAttrs(argAttrs);
   b.setInsertionPointToEnd(body);
   for (const TypedNode &typed : analysis.nodes) {
     const Node &n = *typed.node;
@@ -160,10 +166,15 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const Graph &g, const GraphA
   for (const std::string &out : g.outputs)
     results.push_back(values.at(out));
   b.create<func::ReturnOp>(fileLoc, results);
-  for (size_t i = 0; i < g.outputs.size(); ++i)
-    fn.setResultAttr(i, "tc.name", b.getStringAttr(g.outputs[i]));
-  for (size_t c = 0; c < g.checks.size(); ++c)
-    fn.setResultAttr(g.resultCount() + c, "tc.check", b.getStringAttr(g.checks[c]));
+  // The outputs end with the run-time checks' flags (resultCount() on).
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    SmallVector<NamedAttribute> attrs = {b.getNamedAttr("tc.name", b.getStringAttr(g.outputs[i]))};
+    if (i >= g.resultCount() && i - g.resultCount() < g.checks.size())
+      attrs.push_back(b.getNamedAttr("tc.check", b.getStringAttr(g.checks[i - g.resultCount()])));
+    resultAttrs.push_back(b.getDictionaryAttr(attrs));
+  }
+  fn.setAllResultAttrs(resultAttrs);
   verifyModule(*module, where);
   return module;
 }
