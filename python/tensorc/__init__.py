@@ -17,6 +17,7 @@ docs/python.md."""
 import ctypes
 import os
 import sys
+import threading
 
 from . import _dlpack
 from . import _lib
@@ -74,6 +75,7 @@ class Runtime:
 
 
 _default_runtime = None
+_default_runtime_lock = threading.Lock()  # loads may run on several threads
 
 
 class TensorInfo:
@@ -104,7 +106,8 @@ class Executable:
     def load(path, runtime=None):
         global _default_runtime
         if runtime is None:
-            _default_runtime = _default_runtime or Runtime()
+            with _default_runtime_lock:
+                _default_runtime = _default_runtime or Runtime()
             runtime = _default_runtime
         handle = ctypes.c_void_p()
         _check(lib.tc_executable_load(runtime._handle, str(path).encode(), ctypes.byref(handle)))

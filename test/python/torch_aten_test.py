@@ -4,6 +4,7 @@ outputs, gradients and dtypes (python/tensorc/torch/_aten).
 usage: torch_aten_test.py TENSORC WORKDIR [torchvision]"""
 import math
 import sys
+import tempfile
 import warnings
 
 import torch
@@ -273,6 +274,16 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     fast = compile(model, (xs,))
 check_training(model, fast, (xs,), "two branches")
+# The first call compiled every partition's form ahead (side by side), each
+# one right: predicted from which inputs require grad through PyTorch's ops.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    fresh = tt.compile(TwoBranches(), (xs,), frontend="aten", cache_dir=tempfile.mkdtemp(), tensorc_path=tensorc)
+fresh(xs).sum().backward()
+parts = [p for _, p in fresh.partitions]
+assert len(parts) >= 2 and all(not p._pending and len(p.compiled) == 1 and
+                               all(m.compiled_ahead for m in p.compiled.values()) for p in parts), \
+    [(list(p.compiled), list(p._pending)) for p in parts]
 try:
     compile(WithCumsum(), (xs,), strict=True)
     raise AssertionError("strict compiled a fallback")

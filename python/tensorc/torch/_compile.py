@@ -6,6 +6,7 @@ compiling. With train=True, tensorc derives the backward itself (its
 autodiff and min-cut partition): the call is an autograd.Function whose
 forward runs the forward artifact (keeping the saved tensors) and whose
 backward runs the backward artifact, so loss.backward() fills .grad."""
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -80,7 +81,9 @@ def _host_cpu():
 
 
 def _tool(argv):
+    start = time.perf_counter()
     r = subprocess.run(argv, capture_output=True, text=True)
+    log.debug("tensorc.torch: %.2f s: %s", time.perf_counter() - start, " ".join(argv[1:3] + argv[-2:]))
     if r.returncode != 0:
         raise RuntimeError(f"tensorc.torch.compile: {r.stderr.strip() or r.stdout.strip()}")
     return r.stdout
@@ -387,6 +390,21 @@ class CompiledModule:
         return result[0] if self.single else result
 
 
+def _side_by_side(fn, items):
+    """fn over items on threads (each waits on a process or a ctypes call
+    that releases the GIL); the results in order; the first error raised."""
+    if len(items) < 2:
+        return [fn(i) for i in items]
+    with concurrent.futures.ThreadPoolExecutor(len(items)) as pool:
+        return list(pool.map(fn, items))
+
+
+def load_all(artifacts):
+    """Executables of `artifacts`, loaded side by side: a CUDA load compiles
+    its kernels (NVRTC), a training partition's forward and backward at once."""
+    return _side_by_side(tensorc.Executable.load, artifacts)
+
+
 class _Built:
     """Artifacts of one graph: [model] or [forward, backward]."""
 
@@ -427,11 +445,10 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
                 _tool([exe, "grad", src, *grad_argv, "--partition", "--emit", "json", "-o", prefix])
                 sources = [prefix + ".forward.json", prefix + ".backward.json"]
                 _drop_repeated_outputs(sources[0])
-            built = []
-            for s in sources:
-                out = s + ".tcx"
-                _tool([exe, "compile", s, *argv, "-o", out])
-                built.append(out)
+            built = [s + ".tcx" for s in sources]
+            # The forward and backward side by side (two processes).
+            jobs = [[exe, "compile", s, *argv, "-o", out] for s, out in zip(sources, built)]
+            _side_by_side(_tool, jobs)
             if train:  # atomic: another process sees all of a file or none
                 os.replace(sources[1], backward_graph)
             # What was compiled, beside its artifacts: `tensorc compile` (and

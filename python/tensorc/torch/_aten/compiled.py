@@ -3,7 +3,10 @@
 tensorc artifact, the rest run by PyTorch. Calls read the module's
 parameters and buffers by name at every call (an assigned nn.Parameter is
 seen) and run the graph with autocast off: its casts are already explicit."""
+import collections
+import concurrent.futures
 import logging
+import operator
 import os
 import warnings
 
@@ -44,15 +47,31 @@ class TensorcPartition(torch.nn.Module):
         self.outputs, self._single = outputs, single
         self._output_meta = output_values  # fake values of the graph's outputs
         self.compiled = {}
+        self._pending = {}  # key: the future of a compile started ahead of the call (prefetch)
         self.written_positions = []  # inputs the program writes after this partition
 
+    @staticmethod
+    def key_of(requires_grad):
+        """The form a call compiles: inference, or training with these of
+        the partition's inputs requiring grad."""
+        train = torch.is_grad_enabled() and any(requires_grad)
+        return (train, tuple(requires_grad)) if train else (False,)
+
+    def prefetch(self, key, pool):
+        """Starts compiling the form `key` on `pool` (the program's first
+        call predicts every partition's form, so they compile side by
+        side); its call waits for it."""
+        if key not in self.compiled and key not in self._pending:
+            self._pending[key] = pool.submit(self._prepare, key)
+
     def _module_for(self, args):
-        train = torch.is_grad_enabled() and any(a.requires_grad for a in args)
-        key = (train, tuple(a.requires_grad for a in args)) if train else (False,)
+        key = self.key_of([a.requires_grad for a in args])
         if key in self.compiled:  # None: it did not compile, PyTorch runs it (warned once)
             return self.compiled[key]
         try:
-            module = self._compile(args, train)
+            pending = self._pending.pop(key, None)
+            module = self._assemble(pending.result() if pending is not None else self._prepare(key))
+            module.compiled_ahead = pending is not None  # by the first call's prefetch
         except (RuntimeError, OSError, ValueError) as ex:
             if self.strict:
                 raise
@@ -62,6 +81,17 @@ class TensorcPartition(torch.nn.Module):
         self.compiled[key] = module
         return module
 
+    def differentiable_outputs(self, requires_grad):
+        """Which of the graph's outputs a training call with these inputs
+        requiring grad differentiates: floating ones computed from a
+        floating input that requires grad. The others (an attention mask
+        made from the token ids) are constants, as eager's would be."""
+        floating = {i["name"]: i["dtype"] in _FLOAT_DTYPES for i in self.graph["inputs"]}
+        wrt = [n for n, r in zip(self.input_names, requires_grad) if r and floating[n]]
+        varying = _depending_on(self.graph, wrt)
+        return wrt, [self._output_meta[i].is_floating_point() and varying(o)
+                     for i, o in enumerate(self.graph["outputs"])]
+
     def _placed(self, a):
         """A contiguous tensor on the partition's device (a 0-d tensor PyTorch
         left on the CPU moves: its value is what the graph reads)."""
@@ -69,12 +99,16 @@ class TensorcPartition(torch.nn.Module):
             a = a.to("cuda")
         return a.contiguous()
 
-    def _compile(self, args, train):
+    def _prepare(self, key):
+        """The graph file of the form `key` compiled and its artifacts
+        loaded: the slow part, which may run on another thread (prefetch);
+        _assemble makes the module (its sessions) on the calling one."""
+        train = key[0]
         graph = dict(self.graph)
         sources = {name: ("input", i) for i, name in enumerate(self.input_names)}
         if self.seeded:  # a fresh seed per call from torch's generator (torch.manual_seed reproduces it)
             sources[SEED_INPUT] = ("seed", None)
-        scalars, grad_argv, constant_outputs = set(), [], set()
+        scalars, grad_argv, wrt, constant_outputs = set(), [], [], set()
         if train:
             graph["nodes"] = list(graph["nodes"])
             graph["outputs"] = list(graph["outputs"])
@@ -85,13 +119,8 @@ class TensorcPartition(torch.nn.Module):
                     graph["nodes"].append({"name": name, "op": "reshape", "args": [ref], "attrs": {"shape": [1]}})
                     graph["outputs"][i] = name
                     scalars.add(i)
-            wrt = [n for n, a in zip(self.input_names, args) if a.requires_grad and a.is_floating_point()]
-            # Differentiable: a floating output computed from an input that
-            # requires grad. The others (an attention mask made from the
-            # token ids) are returned as constants, as eager's would be.
-            varying = _depending_on(graph, wrt)
-            differentiable = [o for i, o in enumerate(graph["outputs"])
-                              if self._output_meta[i].is_floating_point() and varying(o)]
+            wrt, which = self.differentiable_outputs(key[1])
+            differentiable = [o for o, d in zip(graph["outputs"], which) if d]
             constant_outputs = set(graph["outputs"]) - set(differentiable)
             if wrt and differentiable:
                 grad_argv = ["--wrt", *wrt, "--of", *differentiable]
@@ -99,17 +128,21 @@ class TensorcPartition(torch.nn.Module):
         built = _compile.build_artifacts(graph, o["target"], o.get("mode"), o.get("options", ()), grad_argv,
                                          o.get("cache_dir"), o.get("tensorc_path"))
 
-        executables = [tensorc.Executable.load(a) for a in built.artifacts]
+        executables = _compile.load_all(built.artifacts)
+        return _Prepared(graph, sources, scalars, grad_argv, wrt, constant_outputs, built, executables)
+
+    def _assemble(self, p):
+        o = self.options
         graphs = "always" if o.get("mode") == "reduce-overhead" else o.get("cuda_graphs", "repeated")
-        module = _compile.CompiledModule(torch.nn.Module(), sources, graph["outputs"], False, scalars,
-                                         built.artifacts[0], built.cache_hit, executables, cuda_graphs=graphs)
-        module.compiled_graph = graph  # what was compiled (TENSORC_DUMP_PARTITIONS)
-        if grad_argv:
-            module.grad_argv = grad_argv
-            module.wrt = wrt
-            module.non_differentiable = constant_outputs
-            module.backward_graph = built.backward_graph
-            module.compile_variant = built.compile_variant
+        module = _compile.CompiledModule(torch.nn.Module(), p.sources, p.graph["outputs"], False, p.scalars,
+                                         p.built.artifacts[0], p.built.cache_hit, p.executables, cuda_graphs=graphs)
+        module.compiled_graph = p.graph  # what was compiled (TENSORC_DUMP_PARTITIONS)
+        if p.grad_argv:
+            module.grad_argv = p.grad_argv
+            module.wrt = p.wrt
+            module.non_differentiable = p.constant_outputs
+            module.backward_graph = p.built.backward_graph
+            module.compile_variant = p.built.compile_variant
         return module
 
     def forward(self, *args):
@@ -202,6 +235,11 @@ class TensorcPartition(torch.nn.Module):
             t = t.to(torch.uint8).bool() if t.dtype == torch.bool else t
             numpy.save(os.path.join(where, input_name + ".npy"), t.numpy())
         log.warning("tensorc.torch: partition %s dumped to %s", self.graph["name"], where)
+
+
+_FLOAT_DTYPES = {"f16", "bf16", "f32", "f64"}
+# A partition's form compiled and loaded (TensorcPartition._prepare).
+_Prepared = collections.namedtuple("_Prepared", "graph sources scalars grad_argv wrt constant_outputs built executables")
 
 
 def _fresh_name(base, taken):
@@ -305,6 +343,52 @@ class AtenCompiled:
         self.mutates_inputs = any(n.op == "call_function" and getattr(n.target, "__name__", "").startswith("copy_")
                                   and n.args[0] in placeholders for n in captured.gm.graph.nodes)
         self._warned_alias = False
+        self._prefetched = False
+
+    def _prefetch(self, args):
+        """At the first call: every partition's form predicted from which
+        of the call's tensors require grad (propagated through the graph as
+        autograd would), and compiled side by side on TENSORC_PARTITION_JOBS
+        threads (default: half the CPUs, 2 to 8), each call then waiting
+        for its own. A wrong guess costs a compile, never a result: the call
+        compiles the form it needs."""
+        self._prefetched = True
+        jobs = _partition_jobs()
+        if jobs < 2 or len(self.partitions) < 1:
+            return
+        flags = {}
+        placeholders = iter(args)
+        grad = torch.is_grad_enabled()
+        forms = []
+        for n in self.gm.graph.nodes:
+            if n.op == "placeholder":
+                a = next(placeholders, None)
+                flags[n] = grad and isinstance(a, torch.Tensor) and a.requires_grad
+            elif n.op == "call_module" and isinstance(getattr(self.gm, n.target, None), TensorcPartition):
+                part = getattr(self.gm, n.target)
+                requires = [_flag(flags, n.args[k]) for k in part.input_positions]
+                key = part.key_of(requires)
+                forms.append((part, key))
+                differentiable = part.differentiable_outputs(key[1])[1] if key[0] else None
+                out = tuple(_flag(flags, n.args[k]) if kind == "input" else bool(differentiable and differentiable[k])
+                            for kind, k in part.outputs)
+                flags[n] = out[0] if part._single else out
+            elif n.op == "call_function":
+                if n.target is operator.getitem:
+                    whole = flags.get(n.args[0])
+                    index = n.args[1]
+                    flags[n] = whole[index] if isinstance(whole, tuple) and isinstance(index, int) and \
+                        -len(whole) <= index < len(whole) else False
+                    continue
+                needs = grad and packet_name(n.target) not in _NOT_DIFFERENTIABLE and \
+                    any(_flag(flags, a) is True for a in n.all_input_nodes)
+                flags[n] = _floating_flags(n.meta.get("val"), needs)
+        if not forms:
+            return
+        pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(forms)), thread_name_prefix="tensorc-compile")
+        for part, key in forms:
+            part.prefetch(key, pool)
+        pool.shutdown(wait=False)  # the submitted compiles go on; each call waits for its own
 
     def _state(self):
         out = []
@@ -324,6 +408,8 @@ class AtenCompiled:
                 warnings.warn("tensorc.torch: a call passes one tensor as several inputs of a program that updates "
                               "its inputs in place: running it in PyTorch (as eager aliases them)", stacklevel=2)
             return self.module(*inputs)
+        if not self._prefetched:
+            self._prefetch(state + list(inputs))
         # Autocast off: the graph holds the casts autocast made when traced.
         with torch.autocast("cpu", enabled=False), _cuda_autocast_off():
             out = self.gm(*state, *inputs)
@@ -335,6 +421,36 @@ class AtenCompiled:
         return {"partitions": [{"name": n, "ops": len(p.graph["nodes"]), "inputs": len(p.input_names),
                                 "outputs": len(p.graph["outputs"])} for n, p in self.partitions],
                 "fallbacks": [{"op": op, "why": why, "where": where} for op, why, where in self.fallbacks]}
+
+
+# Ops whose results never require grad (the others do where a floating
+# result has an operand that does).
+_NOT_DIFFERENTIABLE = {"detach", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+                       "randint_like", "argmax", "argmin", "sym_size"}
+
+
+def _flag(flags, a):
+    """Whether the value `a` (a node, or anything else) requires grad."""
+    f = flags.get(a, False) if isinstance(a, torch.fx.Node) else False
+    return any(f) if isinstance(f, tuple) else f
+
+
+def _floating_flags(val, needs):
+    """A result's requires-grad flag (a tuple for several results): floating
+    results of an op with an operand that requires grad."""
+    if isinstance(val, (tuple, list)):
+        return tuple(_floating_flags(v, needs) for v in val)
+    return bool(needs and isinstance(val, torch.Tensor) and val.is_floating_point())
+
+
+def _partition_jobs():
+    text = os.environ.get("TENSORC_PARTITION_JOBS")
+    if text:
+        try:
+            return max(1, int(text))
+        except ValueError:
+            raise ValueError(f"TENSORC_PARTITION_JOBS='{text}' is not a number of threads") from None
+    return max(2, min(8, (os.cpu_count() or 2) // 2))
 
 
 def _storage(t):
