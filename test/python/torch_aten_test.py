@@ -3,8 +3,9 @@ outputs, gradients and dtypes (python/tensorc/torch/_aten).
 
 usage: torch_aten_test.py TENSORC WORKDIR [torchvision]"""
 import math
+import os
+import shutil
 import sys
-import tempfile
 import warnings
 
 import torch
@@ -278,7 +279,9 @@ check_training(model, fast, (xs,), "two branches")
 # one right: predicted from which inputs require grad through PyTorch's ops.
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    fresh = tt.compile(TwoBranches(), (xs,), frontend="aten", cache_dir=tempfile.mkdtemp(), tensorc_path=tensorc)
+    fresh_cache = os.path.join(cache, "two-branches-cold")
+    shutil.rmtree(fresh_cache, ignore_errors=True)
+    fresh = tt.compile(TwoBranches(), (xs,), frontend="aten", cache_dir=fresh_cache, tensorc_path=tensorc)
 fresh(xs).sum().backward()
 parts = [p for _, p in fresh.partitions]
 assert len(parts) >= 2 and all(not p._pending and len(p.compiled) == 1 and
@@ -350,6 +353,75 @@ model.fc.weight.grad = None
 want = (torch.relu(model.fc(xd)) + 1) * (y != 0).float() / 0.75
 (want * want).sum().backward()
 close(got, model.fc.weight.grad, "dropout gradient through the forward's mask", tol=1e-3)
+
+
+# Attention with dropout (PyTorch >= 2.0 hands over its fused SDPA ops with
+# dropout_p): lowered as softmax(q k^T * scale) -> tensorc's dropout -> @ v,
+# one partition. Torch 1.13 has no such op: a torch.library op of the same
+# name and schema stands in, lowered by the ATen rule, against the same
+# computation written out (equal masks: one seed, stream 0, one shape).
+from tensorc.torch._aten import lowering as aten_lowering
+
+sdpa_lib = torch.library.Library("tensorc_sdpa", "DEF")
+sdpa_lib.define("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, "
+                "bool compute_log_sumexp, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) "
+                "-> (Tensor, Tensor, Tensor, Tensor)")
+
+
+def sdpa_meta(q, k, v, bias, lse, p=0.0, causal=False, scale=None):
+    return (q.new_empty(q.shape[:-1] + v.shape[-1:]), q.new_empty(q.shape[:-1]), q.new_empty(()), q.new_empty(()))
+
+
+sdpa_lib.impl("_scaled_dot_product_efficient_attention", sdpa_meta, "Meta")
+sdpa_lib.impl("_scaled_dot_product_efficient_attention", sdpa_meta, "CPU")
+
+
+class FusedAttention(nn.Module):
+    def __init__(self, causal, masked, written_out=False):
+        super().__init__()
+        torch.manual_seed(3)
+        self.qkv = nn.Linear(16, 48)
+        self.causal, self.masked, self.written_out = causal, masked, written_out
+
+    def forward(self, x, bias):
+        q, k, v = self.qkv(x).view(2, 6, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        b = bias if self.masked else None
+        if not self.written_out:
+            return torch.ops.tensorc_sdpa._scaled_dot_product_efficient_attention(
+                q, k, v, b, False, 0.25, self.causal)[0].square().sum()
+        scores = torch.matmul(q, k.transpose(-2, -1)) * (1 / math.sqrt(8))
+        if self.causal:
+            scores = scores.masked_fill(~torch.ones(6, 6, dtype=torch.bool).tril(), float("-inf"))
+        if self.masked:
+            scores = scores + b
+        probs = torch.ops.aten.native_dropout(torch.softmax(scores, -1), 0.25, True)[0]
+        return torch.matmul(probs, v).square().sum()
+
+
+real_op_name = aten_lowering.op_name
+aten_lowering.op_name = lambda t: real_op_name(t).replace("tensorc_sdpa.", "aten.")
+try:
+    xa, bias = torch.randn(2, 6, 16), torch.randn(2, 1, 6, 6)
+    for causal, masked in ((False, False), (True, False), (False, True)):
+        fused, written = FusedAttention(causal, masked), FusedAttention(causal, masked, written_out=True)
+        results = []
+        for model in (fused, written):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fast = compile(model, (xa, bias))
+            assert len(fast.explain()["partitions"]) == 1 and not fast.explain()["fallbacks"], fast.explain()
+            torch.manual_seed(11)
+            loss = fast(xa, bias)
+            loss.backward()
+            results.append([loss.detach()] + [p.grad.clone() for p in model.parameters()])
+        for got, want in zip(*results):
+            close(got, want, f"attention dropout (causal {causal}, mask {masked})", tol=1e-4)
+        torch.manual_seed(11)
+        with torch.no_grad():
+            assert fast(xa, bias).item() > 0
+finally:
+    aten_lowering.op_name = real_op_name
+print("aten attention dropout: one partition, the written-out computation's result and gradients")
 
 
 # NaN as eager: relu's gradient passes the cotangent at nan (PyTorch's
@@ -458,8 +530,6 @@ for k, (a, b) in enumerate(zip(mine + got, theirs + [a.grad for a in affine])):
 
 # The artifact cache is keyed by the compiler binary's digest, not only its
 # version: a rebuilt compiler (here: a copy with one byte more) recompiles.
-import os
-import shutil
 import subprocess
 import tempfile
 fresh = tempfile.mkdtemp(dir=workdir)

@@ -56,9 +56,20 @@ TuneSite site() {
   return {"abc123", "softmax k2", "rows=2^10", "f32", {"default", "fast_wrong", "faster", "slow"}};
 }
 
-std::string tempDb() {
-  return (fs::temp_directory_path() / ("tensorc-autotuner-" + std::to_string(::getpid()) + ".sqlite")).string();
-}
+// A tuning database under the temp folder, removed with SQLite's side
+// files (-wal, -shm, .lock) when the test ends: declared before the
+// Autotuner, it outlives it (removing the file under an open connection
+// left the side files behind, one set per run).
+struct TempDb {
+  std::string path =
+      (fs::temp_directory_path() / ("tensorc-autotuner-" + std::to_string(::getpid()) + ".sqlite")).string();
+  TempDb() { clear(); }
+  ~TempDb() { clear(); }
+  void clear() const {
+    for (const char *suffix : {"", "-wal", "-shm", "-journal", ".lock"})
+      fs::remove(path + suffix);
+  }
+};
 
 } // namespace
 
@@ -67,8 +78,8 @@ TEST(Autotuner, AWinWithinTimingNoiseKeepsTheDefault) {
   // faster wins.
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
-  std::string db = tempDb();
-  fs::remove(db);
+  TempDb temp;
+  const std::string &db = temp.path;
   FakeBackend close{{10, 9.8, 20, 30}, {7, 7, 7, 7}};
   Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
   EXPECT_EQ(tuner.choose(site(), close.hooks()), 0u);
@@ -76,7 +87,6 @@ TEST(Autotuner, AWinWithinTimingNoiseKeepsTheDefault) {
   TuneSite other = site();
   other.kernel = "def456";
   EXPECT_EQ(tuner.choose(other, clear.hooks()), 1u);
-  fs::remove(db);
 }
 
 TEST(Autotuner, AWinNotConfirmedAlternatingKeepsTheDefault) {
@@ -85,8 +95,8 @@ TEST(Autotuner, AWinNotConfirmedAlternatingKeepsTheDefault) {
   // default, it is not: the default stays, and the entry says why.
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
-  std::string db = tempDb();
-  fs::remove(db);
+  TempDb temp;
+  const std::string &db = temp.path;
   FakeBackend drifting{{10, 1, 9, 30}, {7, 8, 7, 7}};
   drifting.drift = 10; // the default's reference run, warm-up and 7 timed runs, then faster
   drifting.later = {9, 1, 9, 30};
@@ -101,14 +111,13 @@ TEST(Autotuner, AWinNotConfirmedAlternatingKeepsTheDefault) {
   EXPECT_EQ(es[0].winner, "default");
   EXPECT_EQ(es[0].candidates[2].microseconds, 9);
   EXPECT_EQ(es[0].candidates[2].rejected, "not confirmed: 9.00 us against the default's 9.00 us, the two alternating");
-  fs::remove(db);
 }
 
 TEST(Autotuner, CheckedCandidatesWinAndPersist) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
-  std::string db = tempDb();
-  fs::remove(db);
+  TempDb temp;
+  const std::string &db = temp.path;
   FakeBackend b{{10, 1, 5, 20}, {7, 8, 7, 7}};
   {
     Autotuner tuner(AutotuneMode::Max, db, "fake gpu", "v1");
@@ -162,16 +171,13 @@ TEST(Autotuner, CheckedCandidatesWinAndPersist) {
   fewer.candidates = {"default", "slow"};
   Autotuner byDefault2(AutotuneMode::Default, db, "fake gpu", "v1");
   EXPECT_EQ(byDefault2.choose(fewer, b.hooks()), 0u);
-  fs::remove(db);
-  fs::remove(db + "-wal");
-  fs::remove(db + "-shm");
 }
 
 TEST(Autotuner, VerifyFindsWrongAndSlowerWinners) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
-  std::string db = tempDb();
-  fs::remove(db);
+  TempDb temp;
+  const std::string &db = temp.path;
   auto store = [&](const std::string &kernel, const std::string &winner) {
     tune::TuneDb d(db);
     tune::TuneEntry e;
@@ -209,16 +215,13 @@ TEST(Autotuner, VerifyFindsWrongAndSlowerWinners) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].key.kernel, "good");
   EXPECT_EQ(parseAutotuneMode("verify"), AutotuneMode::Verify);
-  fs::remove(db);
-  fs::remove(db + "-wal");
-  fs::remove(db + "-shm");
 }
 
 TEST(Autotuner, FailingCandidatesAreRejectedNotFatal) {
   if (!sqlite::available())
     GTEST_SKIP() << sqlite::unavailableReason();
-  std::string db = tempDb();
-  fs::remove(db);
+  TempDb temp;
+  const std::string &db = temp.path;
   FakeBackend b{{10, 1}, {7, 7}};
   TrialHooks h = b.hooks();
   auto run = h.run;
@@ -232,7 +235,6 @@ TEST(Autotuner, FailingCandidatesAreRejectedNotFatal) {
   tune::TuneDb check(db);
   EXPECT_EQ(check.list()[0].candidates[1].rejected, "failed: launch failed: too many resources requested");
   EXPECT_THROW(parseAutotuneMode("max"), Error);
-  fs::remove(db);
 }
 
 // Candidates are compared norm-wise (runtime/host/Parity.h): rounding

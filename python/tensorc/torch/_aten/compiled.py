@@ -17,7 +17,7 @@ import tensorc
 from .. import _compile
 from .capture import capture
 from .graph_file import Unsupported
-from .lowering import SEED_INPUT, lower_graph, packet_name, value
+from .lowering import SEED_INPUT, bind, lower_graph, packet_name, value
 from .partition import fallback_ops, propose
 
 log = logging.getLogger("tensorc.torch")
@@ -484,6 +484,19 @@ _RANDOM_OPS = {"native_dropout", "bernoulli", "bernoulli_", "rand", "rand_like",
                "multinomial", "dropout", "_fused_dropout", "rrelu_with_noise"}
 
 
+def _draws_random(n):
+    """A random op, or attention with dropout (its probabilities' mask)."""
+    name = packet_name(n.target)
+    if name in _RANDOM_OPS:
+        return True
+    if name is not None and "scaled_dot_product" in name:
+        try:
+            return float(bind(n).get("dropout_p") or 0) != 0
+        except (AttributeError, RuntimeError, TypeError):
+            return False
+    return False
+
+
 def compile_program(module, example_inputs, options, strict=False, autocast=None):
     """`module` captured on `example_inputs` (real or fake), partitioned,
     each partition lowered (compiled at its first call)."""
@@ -496,7 +509,7 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
         # generator as in eager, so a seeded run reproduces eager's masks
         # (accuracy checks); tensorc's own dropout streams are not PyTorch's.
         for n in gm.graph.nodes:
-            if n.op == "call_function" and packet_name(n.target) in _RANDOM_OPS:
+            if n.op == "call_function" and _draws_random(n):
                 refused[n] = "random: fallback_random=True leaves it to PyTorch's generator"
     while True:
         partitions = propose(gm, refused)
