@@ -2,6 +2,9 @@
 
 #include "codegen/Program.h"
 #include "codegen/cpu/Lowering.h"
+#include "ir/core/Error.h"
+
+#include <map>
 
 using namespace mlir;
 
@@ -21,7 +24,18 @@ artifact::Artifact compileCpuArtifact(ModuleOp module, const CpuCompileOptions &
         return std::vector<artifact::KernelVariant>{};
       },
       options.program);
-  NativeCode code = compileToSharedLibrary(*kernels, options.cpu);
+  // Each loop kernel's signature beside it: the loader checks the
+  // manifest's steps against them (artifact::loopSignature).
+  std::map<std::string, std::string> signatures;
+  for (const artifact::Step &s : art.steps) {
+    if (s.kind != artifact::Step::Kind::Loop)
+      continue;
+    std::string signature = artifact::loopSignature(art, s);
+    auto [at, added] = signatures.emplace(artifact::loopSignatureSymbol(s.symbol), signature);
+    check(added || at->second == signature, "cpu codegen: kernel " + s.symbol + " serves steps of two signatures (" +
+                                                at->second + " and " + signature + ")");
+  }
+  NativeCode code = compileToSharedLibrary(*kernels, options.cpu, signatures);
   art.code = std::move(code.library);
   art.target.kind = "cpu";
   art.target.triple = code.triple;

@@ -100,8 +100,16 @@ void lowerToLLVMDialect(ModuleOp module) {
   check(succeeded(pm.run(module)), "cpu codegen: lowering to LLVM failed: " + message);
 }
 
-NativeCode compileToSharedLibrary(ModuleOp module, const std::string &cpu) {
+NativeCode compileToSharedLibrary(ModuleOp module, const std::string &cpu,
+                                  const std::map<std::string, std::string> &constants) {
   lowerToLLVMDialect(module);
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  for (const auto &[name, text] : constants) {
+    std::string bytes = text + '\0';
+    auto type = LLVM::LLVMArrayType::get(IntegerType::get(module.getContext(), 8), unsigned(bytes.size()));
+    b.create<LLVM::GlobalOp>(module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External, name,
+                             b.getStringAttr(bytes));
+  }
   ObjectCode object = emitObject(module, cpu);
   return {linkSharedLibrary({object.object}), object.triple, object.cpu, object.features};
 }

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@ struct NativeCode {
   std::vector<std::string> features;
 };
 
-// Lowers, compiles for `cpu` and links. Throws Error.
-NativeCode compileToSharedLibrary(mlir::ModuleOp module, const std::string &cpu);
+// Lowers, compiles for `cpu` and links; `constants` become NUL-terminated
+// strings the library exports by name (the kernels' signatures). Throws Error.
+NativeCode compileToSharedLibrary(mlir::ModuleOp module, const std::string &cpu,
+                                  const std::map<std::string, std::string> &constants = {});
 
 } // namespace tensorc::codegen::cpu

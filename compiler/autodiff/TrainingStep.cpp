@@ -18,6 +18,18 @@ Optimizer parseOptimizer(const std::string &name) {
   fail("unknown optimizer \"" + name + "\" (expected sgd, momentum or adamw)");
 }
 
+std::string optimizerName(Optimizer kind) {
+  switch (kind) {
+  case Optimizer::Sgd:
+    return "sgd";
+  case Optimizer::Momentum:
+    return "momentum";
+  case Optimizer::AdamW:
+    return "adamw";
+  }
+  return "sgd";
+}
+
 TrainingStep buildTrainingStep(const Graph &given, const TrainingStepOptions &options) {
   const Graph forwardGraph = withoutChecks(given);
   Graph forward = forwardGraph;

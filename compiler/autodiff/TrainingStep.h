@@ -58,5 +58,6 @@ struct TrainingStep {
 TrainingStep buildTrainingStep(const Graph &forward, const TrainingStepOptions &options);
 
 Optimizer parseOptimizer(const std::string &name); // sgd | momentum | adamw
+std::string optimizerName(Optimizer kind);          // its name for parseOptimizer
 
 } // namespace tensorc::autodiff

@@ -82,6 +82,11 @@ void registerBackendPipelines() {
   static mlir::PassPipelineRegistration<> cuda(
       "tensorc-cuda-pipeline", "the CUDA backend's default pipeline",
       [](mlir::OpPassManager &pm) { buildCudaPipeline(pm); });
+  // What `tensorc compile --target cuda` runs (driver/Compile.cpp), so
+  // tensorc-opt reproduces the shipped artifact's IR.
+  static mlir::PassPipelineRegistration<> cudaCodegen(
+      "tensorc-cuda-codegen-pipeline", "what --target cuda compiles with (cuDNN convolutions)",
+      [](mlir::OpPassManager &pm) { buildCudaCodegenPipeline(pm); });
 }
 
 } // namespace tensorc

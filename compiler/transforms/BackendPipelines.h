@@ -16,7 +16,8 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options =
 // normalization/attention emitters: the CPU pipeline's decomposition except
 // gelu (matmul epilogues absorb it).
 void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &options = {});
-// Registers tensorc-cpu-pipeline and tensorc-cuda-pipeline.
+// Registers tensorc-cpu-pipeline, tensorc-cuda-pipeline and
+// tensorc-cuda-codegen-pipeline (what --target cuda runs).
 void registerBackendPipelines();
 
 } // namespace tensorc

@@ -4,6 +4,7 @@
 #include "ir/core/Error.h"
 #include "ir/core/FusedAttention.h"
 #include "ir/core/Mesh.h"
+#include "ir/core/ShapeInference.h"
 
 #include <nlohmann/json.hpp>
 
@@ -380,6 +381,60 @@ void validateCollective(const Artifact &a, const Step &s, const std::string &wha
 }
 
 // The runtimes index grad and the result from these shapes alone.
+std::string shapeText(const Shape &shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? ", " : "") + shape[i].str();
+  return out + ")";
+}
+
+// A matmul's operands as the backends run it: one dtype (the CPU's GEMM reads
+// all three in a's), the result shaped as torch.matmul's product of a and b
+// (read transposed where the step says), a bias or bias gradient of one
+// value per result column: a crafted manifest must not make the GEMM or its
+// epilogue write past the result or the sums.
+void validateMatmul(const Artifact &a, const Step &s, const std::string &what) {
+  const ValueDecl &c = a.values[size_t(s.operands[0])], &l = a.values[size_t(s.operands[1])],
+                  &r = a.values[size_t(s.operands[2])];
+  check(l.dtype == r.dtype && c.dtype == l.dtype,
+        what + ": a matmul of " + std::string(dtypeName(l.dtype)) + " and " + std::string(dtypeName(r.dtype)) +
+            " into " + std::string(dtypeName(c.dtype)) + " (one dtype)");
+  Shape as = l.shape, bs = r.shape;
+  check(!as.empty() && !bs.empty(), what + ": a matmul of a scalar");
+  if (s.transposeA && as.size() >= 2)
+    std::swap(as[as.size() - 1], as[as.size() - 2]);
+  if (s.transposeB && bs.size() >= 2)
+    std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
+  const Dim &inner = bs.size() == 1 ? bs[0] : bs[bs.size() - 2];
+  check(as.back() == inner, what + ": a matmul of " + shapeText(as) + " and " + shapeText(bs) + ": inner dims differ");
+  Shape want;
+  if (as.size() == 1 && bs.size() > 1) {
+    want.assign(bs.begin(), bs.end() - 2);
+    want.push_back(bs.back());
+  } else if (bs.size() == 1) {
+    want.assign(as.begin(), as.end() - 1);
+  } else {
+    try {
+      want = broadcastShapes(Shape(as.begin(), as.end() - 2), Shape(bs.begin(), bs.end() - 2), "a", "b");
+    } catch (const Error &e) {
+      fail(what + ": a matmul whose batch dims do not broadcast: " + e.what());
+    }
+    want.push_back(as[as.size() - 2]);
+    want.push_back(bs.back());
+  }
+  check(c.shape == want, what + ": a matmul of " + shapeText(as) + " and " + shapeText(bs) + " into " +
+                             shapeText(c.shape) + " (the product is " + shapeText(want) + ")");
+  if (s.operands.size() > 3) {
+    const ValueDecl &extra = a.values[size_t(s.operands[3])];
+    Dim columns = s.epilogue.biasGradient ? (biasGradientSource(s) == 1 ? l.shape : r.shape).back()
+                                          : (c.shape.empty() ? Dim::of(1) : c.shape.back());
+    check(extra.dtype == c.dtype && numElements(extra.shape) == columns,
+          what + ": a bias" + std::string(s.epilogue.biasGradient ? " gradient" : "") + " of " +
+              shapeText(extra.shape) + " " + std::string(dtypeName(extra.dtype)) + " for " + columns.str() + " " +
+              std::string(dtypeName(c.dtype)) + " columns");
+  }
+}
+
 void validateScatterAdd(const Artifact &a, const Step &s, const std::string &what) {
   const ValueDecl &out = a.values[size_t(s.operands[0])], &grad = a.values[size_t(s.operands[1])],
                   &indices = a.values[size_t(s.operands[2])];
@@ -612,6 +667,8 @@ void validate(const Artifact &a) {
       validateCollective(a, s, what);
     if (s.kind == Step::Kind::ScatterAdd && s.operands.size() == want)
       validateScatterAdd(a, s, what);
+    if (s.kind == Step::Kind::Matmul && s.operands.size() == want)
+      validateMatmul(a, s, what);
     if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
       check(!s.symbol.empty(), what + ": no kernel symbol");
       checkShape({s.extent, s.work, s.threads, s.reduced}, what);
@@ -992,6 +1049,25 @@ ConvolutionOperands convolutionOperands(const Step &step) {
     break;
   }
   return {v[2], v[0], v[1]};
+}
+
+std::string loopSignature(const Artifact &artifact, const Step &step) {
+  std::string out = "symbols";
+  for (const SymbolDecl &s : artifact.symbols)
+    out += " " + s.name;
+  out += "; extent " + step.extent.str() + "; parallel " + std::to_string(int(step.parallel)) + "; operands";
+  for (int v : step.operands) {
+    if (v < 0 || size_t(v) >= artifact.values.size()) {
+      out += " ?";
+      continue;
+    }
+    const ValueDecl &d = artifact.values[size_t(v)];
+    out += " " + std::string(dtypeName(d.dtype)) + "[";
+    for (size_t i = 0; i < d.shape.size(); ++i)
+      out += (i ? "," : "") + d.shape[i].str();
+    out += "]";
+  }
+  return out;
 }
 
 int storageValue(const Artifact &artifact, int value) {

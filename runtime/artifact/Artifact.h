@@ -323,6 +323,18 @@ int64_t chainRowWork(const std::vector<Step> &steps, size_t first, size_t last,
 // lacks (CudaProgram runs its steps' own kernels by default).
 bool chainIsOneElementwisePass(const std::vector<Step> &steps, size_t first, size_t last);
 
+// What a CPU loop kernel was compiled for, as text: the symbols it reads
+// sizes of (in order), its outermost extent, whether it may be split over
+// threads, and each operand's dtype and shape. Codegen stores it
+// in the kernel library beside the kernel (`SYMBOL_signature`); the loader
+// compares it with the manifest's step, so a manifest edited or mismatched
+// (an operand dropped, an extent, symbol or dtype changed) is an error, not
+// a kernel writing past a buffer.
+std::string loopSignature(const Artifact &artifact, const Step &step);
+
+// The name of a loop kernel's signature in its library.
+inline std::string loopSignatureSymbol(const std::string &kernel) { return kernel + "_signature"; }
+
 // The value whose storage holds `value`: itself, or the value its aliases
 // (views: a reshape) lead to.
 int storageValue(const Artifact &artifact, int value);

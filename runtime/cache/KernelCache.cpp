@@ -69,6 +69,22 @@ bool KernelCache::directoryTrusted() {
   return (st.st_uid == ::geteuid() || st.st_uid == 0) && (st.st_mode & 022) == 0;
 }
 
+namespace {
+
+// Whether `path` itself (not what a symbolic link names) is a directory or a
+// regular file as asked, belonging to this user (or root) and not writable
+// by group or others: entries are code the runtime loads, at every level of
+// the cache (a forged entry in a sub-folder, or a link out of the cache,
+// must not be loaded).
+bool privateToUs(const std::string &path, bool directory) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+    return false;
+  return (st.st_uid == ::geteuid() || st.st_uid == 0) && (st.st_mode & 022) == 0;
+}
+
+} // namespace
+
 std::string KernelCache::entryPath(const KernelKey &key) const {
   std::string d = key.digest();
   return dir_ + "/" + d.substr(0, 2) + "/" + d + ".bin";
@@ -78,7 +94,8 @@ std::optional<std::string> KernelCache::lookup(const KernelKey &key) {
   std::string path = entryPath(key), digest = key.digest();
   // A missing, non-regular or oversized entry is a miss (never read whole).
   std::optional<std::string> read;
-  if (directoryTrusted())
+  if (directoryTrusted() && privateToUs(std::filesystem::path(path).parent_path().string(), true) &&
+      privateToUs(path, false))
     read = readRegularFile(path, kMaxEntryBytes);
   if (!read) {
     ++misses_;
@@ -122,8 +139,10 @@ void KernelCache::store(const KernelKey &key, const std::string &binary) {
   check(directoryTrusted(), dir_ + ": kernel cache directory is not ours or is writable by others; "
                                    "not caching");
   std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  check(!ec, dir_ + ": cannot create the kernel cache directory: " + ec.message());
+  std::string folder = std::filesystem::path(path).parent_path().string();
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
+    fail(dir_ + ": cannot create the kernel cache directory " + folder + ": " + std::strerror(errno));
+  check(privateToUs(folder, true), folder + ": not a directory of this user's, or writable by others; not caching");
   std::string entry(kMagic, 4);
   entry.append(reinterpret_cast<const char *>(&kEntryVersion), 4);
   entry += key.digest();

@@ -186,8 +186,23 @@ public:
         }
       }
     library_ = std::make_unique<KernelLibrary>(a.code, where);
-    for (const Step &s : a.steps)
-      kernels_.push_back(s.kind == Step::Kind::Loop ? library_->loopKernel(s.symbol) : nullptr);
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      const Step &s = a.steps[i];
+      if (s.kind != Step::Kind::Loop) {
+        kernels_.push_back(nullptr);
+        continue;
+      }
+      kernels_.push_back(library_->loopKernel(s.symbol));
+      // The kernel's own record of what it was compiled for against the
+      // manifest's step: an operand dropped, an extent, kernel or dtype
+      // changed would have it read or write past a buffer.
+      std::string want = artifact::loopSignature(a, s);
+      std::string have = library_->constantString(artifact::loopSignatureSymbol(s.symbol),
+                                                  "signature for kernel '" + s.symbol + "'");
+      check(have == want, where + ": step " + std::to_string(i) + " '" + s.label + "' does not match its kernel '" +
+                              s.symbol + "' (artifact corrupted or built by another tensorc): the kernel was " +
+                              "compiled for {" + have + "}, the manifest says {" + want + "}");
+    }
     constants_ = hostAllocate(a.data.size());
     if (!a.data.empty())
       std::memcpy(constants_.get(), a.data.data(), a.data.size());

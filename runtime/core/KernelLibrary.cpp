@@ -44,21 +44,28 @@ KernelLibrary::~KernelLibrary() {
     ::close(fd_);
 }
 
-LoopKernelFn KernelLibrary::loopKernel(const std::string &symbol) const {
+void *KernelLibrary::ownSymbol(const std::string &symbol, const std::string &missing) const {
   dlerror();
   void *p = dlsym(handle_, symbol.c_str());
-  check(p != nullptr, where_ + ": the kernel library has no symbol '" + symbol +
-                          "' (artifact corrupted or built by another tensorc)");
-  // dlsym also searches the library's dependencies: a manifest naming
-  // `system` or `exit` must not reach libc. Only code defined by the
-  // artifact's own library is a kernel.
+  check(p != nullptr, where_ + ": " + missing);
+  // Only what the artifact's own library defines.
   link_map *own = nullptr, *definer = nullptr;
   Dl_info info;
   check(dlinfo(handle_, RTLD_DI_LINKMAP, &own) == 0 &&
             dladdr1(p, &info, reinterpret_cast<void **>(&definer), RTLD_DL_LINKMAP) != 0 &&
             definer == own,
-        where_ + ": kernel symbol '" + symbol + "' is not defined by the artifact's code");
-  return reinterpret_cast<LoopKernelFn>(p);
+        where_ + ": symbol '" + symbol + "' is not defined by the artifact's code");
+  return p;
+}
+
+LoopKernelFn KernelLibrary::loopKernel(const std::string &symbol) const {
+  return reinterpret_cast<LoopKernelFn>(ownSymbol(
+      symbol, "the kernel library has no symbol '" + symbol + "' (artifact corrupted or built by another tensorc)"));
+}
+
+const char *KernelLibrary::constantString(const std::string &symbol, const std::string &what) const {
+  return static_cast<const char *>(ownSymbol(symbol, "the kernel library has no " + what +
+                                                         " (artifact corrupted or built by another tensorc)"));
 }
 
 } // namespace tensorc::runtime

@@ -20,8 +20,15 @@ public:
 
   // Throws Error if the library lacks `symbol`.
   LoopKernelFn loopKernel(const std::string &symbol) const;
+  // A NUL-terminated string the library exports (a kernel's signature);
+  // Throws Error naming `what` if the library does not define it.
+  const char *constantString(const std::string &symbol, const std::string &what) const;
 
 private:
+  // `symbol` as defined by this library itself (dlsym also searches its
+  // dependencies: a manifest naming `system` must not reach libc).
+  void *ownSymbol(const std::string &symbol, const std::string &missing) const;
+
   std::string where_;
   int fd_ = -1;
   void *handle_ = nullptr;

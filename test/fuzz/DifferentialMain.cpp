@@ -26,20 +26,17 @@
 // --special: the float inputs also hold nan, +-inf and -0.0.
 #include "test/fuzz/RandomGraph.h"
 
-#include "codegen/cpu/CpuProgram.h"
 #include "compiler/autodiff/Autodiff.h"
 #include "compiler/driver/RandomInputs.h"
-#include "compiler/driver/RunPipeline.h"
+#include "compiler/driver/Compile.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
 #include "compiler/interpreter/Interpreter.h"
-#include "compiler/transforms/BackendPipelines.h"
 #include "ir/core/Error.h"
 #include "runtime/host/AtomicFile.h"
 #include "runtime/host/Parity.h"
 #include "tensorc/Runtime.h"
 
-#include "mlir/Pass/PassManager.h"
 
 #include <chrono>
 #include <cmath>
@@ -67,12 +64,9 @@ std::string compileCpu(const Graph &g) {
   ctx.printOpOnDiagnostic(false);
   GraphAnalysis a = analyzeGraph(g, "fuzz");
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, "fuzz");
-  mlir::PassManager pm(&ctx);
-  buildCpuPipeline(pm, PipelineOptions{});
-  runPipeline(pm, *module, "fuzz");
-  artifact::Artifact art = codegen::cpu::compileCpuArtifact(*module, {});
-  art.tensorcVersion = "fuzz";
-  return artifact::serialize(art);
+  driver::CompileOptions options;
+  options.target = driver::Target::Cpu;
+  return artifact::serialize(driver::compileModule(*module, options, "fuzz"));
 }
 
 rt::TensorView viewOf(HostTensor &t) { return {rt::ElementType(int(t.dtype())), t.shape(), t.data()}; }

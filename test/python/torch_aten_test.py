@@ -542,6 +542,25 @@ with open(rebuilt, "ab") as f:
 changed = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
 assert (first.cache_hit, again.cache_hit, changed.cache_hit) == (False, True, False), \
     (first.cache_hit, again.cache_hit, changed.cache_hit)
+# Cached artifacts are code this process loads: a cache folder others can
+# write to (or a link) is refused with its name; an entry others can write
+# is compiled again, replacing it.
+os.chmod(fresh + "/cache", 0o777)
+try:
+    tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
+    raise AssertionError("a cache folder writable by others was used")
+except RuntimeError as e:
+    assert "writable by group or others" in str(e) and fresh in str(e), e
+os.chmod(fresh + "/cache", 0o700)
+os.symlink(fresh + "/cache", fresh + "/link")
+try:
+    tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/link", tensorc_path=rebuilt)
+    raise AssertionError("a cache folder that is a link was used")
+except RuntimeError as e:
+    assert "symbolic link" in str(e), e
+os.chmod(changed.artifact, 0o666)
+replanted = tt.compile(nn.Linear(3, 3), (torch.randn(2, 3),), cache_dir=fresh + "/cache", tensorc_path=rebuilt)
+assert not replanted.cache_hit and not os.stat(changed.artifact).st_mode & 0o022
 print("aten backend: inference, training, a fallback, batch norm statistics")
 
 # TENSORC_DUMP_PARTITIONS (docs/pytorch.md): a partition whose output holds

@@ -293,4 +293,44 @@ TEST(KernelCache, WritableByOthersIsNotTrusted) {
   fs::remove_all(dir);
 }
 
+// Every level is checked, not only the top folder: an entry's sub-folder or
+// the entry itself writable by others, or a symbolic link (out of the
+// cache), is a miss; storing through a linked sub-folder is refused.
+TEST(KernelCache, EveryLevelIsChecked) {
+  std::string dir = freshDir(), elsewhere = freshDir();
+  KernelCache seed(dir);
+  seed.store(sampleKey(), "cubin");
+  std::string entry = seed.entryPath(sampleKey());
+  fs::path folder = fs::path(entry).parent_path();
+  ASSERT_TRUE(KernelCache(dir).lookup(sampleKey()).has_value());
+
+  fs::permissions(entry, fs::perms::group_write, fs::perm_options::add);
+  EXPECT_FALSE(KernelCache(dir).lookup(sampleKey()).has_value());
+  fs::permissions(entry, fs::perms::group_write, fs::perm_options::remove);
+  fs::permissions(folder, fs::perms::others_write, fs::perm_options::add);
+  EXPECT_FALSE(KernelCache(dir).lookup(sampleKey()).has_value());
+  fs::permissions(folder, fs::perms::others_write, fs::perm_options::remove);
+  ASSERT_TRUE(KernelCache(dir).lookup(sampleKey()).has_value());
+
+  // The entry a link to a file elsewhere (a valid entry: only the link is wrong).
+  fs::create_directories(elsewhere);
+  fs::copy_file(entry, fs::path(elsewhere) / "planted.bin");
+  fs::remove(entry);
+  fs::create_symlink(fs::path(elsewhere) / "planted.bin", entry);
+  EXPECT_FALSE(KernelCache(dir).lookup(sampleKey()).has_value());
+
+  // The sub-folder a link to a folder elsewhere.
+  fs::remove_all(folder);
+  fs::create_directories(fs::path(elsewhere) / "sub");
+  fs::copy_file(fs::path(elsewhere) / "planted.bin", fs::path(elsewhere) / "sub" / fs::path(entry).filename());
+  fs::create_directory_symlink(fs::path(elsewhere) / "sub", folder);
+  KernelCache linked(dir);
+  EXPECT_FALSE(linked.lookup(sampleKey()).has_value());
+  EXPECT_THROW(linked.store(sampleKey(), "through the link"), Error);
+  EXPECT_EQ(readAll((fs::path(elsewhere) / "sub" / fs::path(entry).filename()).string()),
+            readAll((fs::path(elsewhere) / "planted.bin").string()));
+  fs::remove_all(dir);
+  fs::remove_all(elsewhere);
+}
+
 } // namespace

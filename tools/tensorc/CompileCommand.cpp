@@ -1,32 +1,16 @@
 // tensorc compile FILE --emit=mlir|json -o OUT: runs the compile pipeline and
 // writes the result.
 #include "tools/tensorc/Commands.h"
-#include "tools/tensorc/ShardOptions.h"
 
-#include "codegen/cpu/CpuProgram.h"
-#include "codegen/cuda/CudaProgram.h"
-#include "runtime/cuda/CudaProgram.h"
 #include "compiler/autodiff/Partition.h"
-#include "compiler/autodiff/TrainingStep.h"
+#include "compiler/driver/Compile.h"
 #include "compiler/driver/Model.h"
-#include "compiler/driver/RunPipeline.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/graph/GraphJson.h"
-#include "compiler/sharding/SpmdPartition.h"
-#include "compiler/transforms/Autocast.h"
-#include "compiler/transforms/BackendPipelines.h"
-#include "compiler/transforms/RecognizeAttention.h"
 #include "ir/core/Error.h"
-#include "passes/Passes.h"
-#include "passes/Pipelines.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
-#include "llvm/Support/raw_ostream.h"
 
-#include <cmath>
-#include <limits>
 #include <iostream>
 #include <optional>
 
@@ -39,10 +23,10 @@ struct CompileArgs {
   bool printIrAfterAll = false, debugInfo = false, fuse = false, precompile = false,
        allowTf32 = false, noRunChecks = false, timing = false;
   // --train
-  bool train = false, accumulate = false, report = false, lossScaling = false;
+  bool train = false, accumulate = false, report = false, lossScaling = false, forwardBackward = false;
   int64_t growthInterval = 2000;
   std::string optimizer = "sgd", loss, autocast;
-  std::vector<std::string> wrt;
+  std::vector<std::string> wrt, of;
   std::string mesh;                   // --mesh
   std::vector<std::string> shardings; // --shard: presets and NAME=DIMS
   double lr = 1e-3, momentum = 0.9, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
@@ -57,6 +41,61 @@ std::string sibling(const std::string &path, const std::string &part) {
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
     return path + "." + part;
   return path.substr(0, dot) + "." + part + path.substr(dot);
+}
+
+// The parsed flags as the driver's options; usage errors name the flags.
+driver::CompileOptions compileOptions(const CompileArgs &args) {
+  driver::CompileOptions o;
+  if (!args.target.empty()) {
+    check(args.output != "-",
+          "--target " + args.target + " writes a binary artifact: give the output file with -o");
+    check(args.emit == "mlir", "--emit does not apply to --target " + args.target);
+    o.target = args.target == "cuda" ? driver::Target::Cuda : driver::Target::Cpu;
+  }
+  o.pipeline = args.pipeline;
+  o.fuse = args.fuse;
+  if (!args.autocast.empty())
+    o.autocast = parseDType(args.autocast);
+  o.train = args.train;
+  autodiff::TrainingStepOptions &t = o.training;
+  if (args.train) {
+    t.autodiff.wrt = args.wrt;
+    if (!args.loss.empty())
+      t.autodiff.of = {args.loss};
+  }
+  t.accumulate = args.accumulate;
+  t.lossScaling.enabled = args.lossScaling || args.autocast == "f16";
+  t.lossScaling.growthInterval = args.growthInterval;
+  t.optimizer.kind = autodiff::parseOptimizer(args.optimizer);
+  t.optimizer.lr = args.lr;
+  t.optimizer.momentum = args.momentum;
+  t.optimizer.weightDecay =
+      args.weightDecay.value_or(t.optimizer.kind == autodiff::Optimizer::AdamW ? 0.01 : 0.0);
+  t.optimizer.beta1 = args.beta1;
+  t.optimizer.beta2 = args.beta2;
+  t.optimizer.eps = args.eps;
+  o.memoryBudget = args.memoryBudget;
+  check(args.train || ((!args.report || args.fuse || args.pipeline != "simplify" || !args.target.empty()) &&
+                       !args.accumulate && !args.memoryBudget && args.loss.empty() &&
+                       (args.wrt.empty() || args.forwardBackward)),
+        "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, "
+        "--fuse or --pipeline");
+  o.mesh = args.mesh;
+  for (const std::string &s : args.shardings)
+    (s.find('=') == std::string::npos ? o.shardPresets : o.shardAnnotations).push_back(s);
+  o.report = args.report;
+  o.runChecks = !args.noRunChecks;
+  o.printIrAfterAll = args.printIrAfterAll;
+  o.cpu = args.cpu;
+  o.arch = args.arch;
+  o.convAlgo = args.convAlgo;
+  o.mode = args.mode;
+  o.autotune = args.autotune;
+  o.allowTf32 = args.allowTf32;
+  o.precompile = args.precompile;
+  o.source = args.file;
+  driver::checkOptions(o);
+  return o;
 }
 } // namespace
 
@@ -153,22 +192,15 @@ void addCompileCommand(CLI::App &app) {
                 "(out-of-range ones are clamped silently instead of failing the run)");
   cmd->add_flag("--report", args->report,
                 "with --train: print the saved tensors, bytes and recompute FLOPs");
+  cmd->add_flag("--forward-backward", args->forwardBackward,
+                "with --target: the forward and backward of the derivatives of --of with respect to "
+                "--wrt, split by the min cut and compiled in one process (what tensorc.torch does "
+                "for a training partition): writes OUT.forward.tcx, OUT.backward.tcx and the "
+                "backward's graph file OUT.backward.json");
+  cmd->add_option("--of", args->of, "with --forward-backward: the outputs to differentiate")
+      ->delimiter(',');
   cmd->callback([args] {
-    check(!args->target.empty() || (!args->precompile && !args->allowTf32),
-          "--precompile and --allow-tf32 need --target cuda");
-    check(args->mode == "default" || args->target == "cuda",
-          "--mode reduce-overhead (CUDA graphs) needs --target cuda");
-    check(args->autotune.empty() || !args->target.empty(), "--autotune needs --target cpu or cuda");
-    if (!args->target.empty()) {
-      check(args->output != "-", "--target " + args->target +
-                                     " writes a binary artifact: give the output file with -o");
-      check(args->emit == "mlir", "--emit does not apply to --target " + args->target);
-      check(args->target == "cuda" || (!args->precompile && !args->allowTf32),
-            "--precompile and --allow-tf32 need --target cuda");
-      // Until the CUDA kernels have normalization/attention emitters, both
-      // targets use the CPU pipeline's decomposition (CUDA keeps gelu).
-      args->pipeline = args->target == "cuda" ? "cuda-codegen" : "cpu";
-    }
+    driver::CompileOptions options = compileOptions(*args);
     // --timing: one report when the command ends (MLIR's timing manager).
     mlir::DefaultTimingManager timing;
     timing.setEnabled(args->timing);
@@ -177,175 +209,38 @@ void addCompileCommand(CLI::App &app) {
     noteInputFile(args->file);
     std::unique_ptr<Model> model = loadModel(args->file);
     stage.stop();
-    if (!args->autocast.empty()) {
-      try {
-        model->graph = transforms::autocastGraph(model->graph, *parseDType(args->autocast));
-      } catch (const Error &e) {
-        fail(args->file + ": " + e.what());
-      }
-      model->analysis = analyzeGraph(model->graph, args->file);
-      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
-    }
-    if (args->train) {
-      stage = root.nest("training step (autodiff, optimizer, partition)");
-      autodiff::TrainingStepOptions options;
-      options.autodiff.wrt = args->wrt;
-      if (!args->loss.empty())
-        options.autodiff.of = {args->loss};
-      options.accumulate = args->accumulate;
-      options.lossScaling.enabled = args->lossScaling || args->autocast == "f16";
-      options.lossScaling.growthInterval = args->growthInterval;
-      options.optimizer.kind = autodiff::parseOptimizer(args->optimizer);
-      // PyTorch's optimizers' ranges, and finite: a NaN or infinite
-      // hyperparameter compiled into every step would make every weight NaN.
-      auto inRange = [](const char *flag, double v, double lo, double hi, bool hiOpen) {
-        check(std::isfinite(v) && v >= lo && (hiOpen ? v < hi : v <= hi),
-              std::string(flag) + " " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
-                  (std::isinf(hi) ? std::string("inf") : std::to_string(hi)) + (hiOpen ? ")" : "]"));
-      };
-      const double inf = std::numeric_limits<double>::infinity();
-      inRange("--lr", args->lr, 0, inf, true);
-      inRange("--momentum", args->momentum, 0, 1, true);
-      inRange("--beta1", args->beta1, 0, 1, true);
-      inRange("--beta2", args->beta2, 0, 1, true);
-      inRange("--eps", args->eps, 0, inf, true);
-      if (args->weightDecay)
-        inRange("--weight-decay", *args->weightDecay, 0, inf, true);
-      options.optimizer.lr = args->lr;
-      options.optimizer.momentum = args->momentum;
-      options.optimizer.weightDecay = args->weightDecay.value_or(
-          options.optimizer.kind == autodiff::Optimizer::AdamW ? 0.01 : 0.0);
-      options.optimizer.beta1 = args->beta1;
-      options.optimizer.beta2 = args->beta2;
-      options.optimizer.eps = args->eps;
-      autodiff::TrainingStep step;
-      autodiff::PartitionResult parts;
-      try {
-        model->graph = transforms::recognizeAttention(model->graph);
-        step = autodiff::buildTrainingStep(model->graph, options);
-        autodiff::AutodiffOptions separate = options.autodiff;
-        separate.separateBackward = true;
-        autodiff::JointGraph joint = autodiff::buildJointGraph(model->graph, separate);
-        autodiff::PartitionOptions partition;
-        partition.memoryBudget = args->memoryBudget;
-        parts = autodiff::partitionJointGraph(model->graph, joint, partition);
-      } catch (const Error &e) {
-        fail(args->file + ": " + e.what());
-      }
-      if (args->report)
-        std::cout << autodiff::partitionReport(parts);
-      model->graph = step.graph;
-      model->analysis = analyzeGraph(step.graph, args->file);
-      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
-      stage.stop();
-      // Artifacts hold the whole step; the .forward/.backward siblings are IR
-      // (of the global program: not written for a partitioned step).
-      if (args->output != "-" && args->target.empty() && args->mesh.empty() && args->shardings.empty()) {
-        for (auto [graph, part] :
-             {std::pair{&parts.forward, "forward"}, std::pair{&parts.backward, "backward"}}) {
-          GraphAnalysis a = analyzeGraph(*graph, args->file);
-          std::string text = args->emit == "json"
-                                 ? writeGraphJson(*graph)
-                                 : printModule(*importGraph(*model->context, *graph, a, args->file),
-                                               args->debugInfo);
-          writeOutputFile(sibling(args->output, part), text);
-        }
-      }
-    } else {
-      check(!args->accumulate && (!args->report || args->fuse || args->pipeline != "simplify") &&
-                !args->memoryBudget && args->wrt.empty() && args->loss.empty(),
-            "--accumulate, --memory-budget, --wrt and --loss need --train; --report needs --train, "
-            "--fuse or --pipeline");
-    }
-    if (!args->mesh.empty() || !args->shardings.empty()) {
-      stage = root.nest("sharding (propagation, SPMD partition)");
-      std::vector<std::string> presets, annotations;
-      for (const std::string &s : args->shardings)
-        (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
-      try {
-        model->graph = partitionWithOptions(model->graph, args->mesh, presets, annotations,
-                                            !args->noRunChecks)
-                           .local;
-      } catch (const Error &e) {
-        fail(args->file + ": " + e.what());
-      }
-      model->analysis = analyzeGraph(model->graph, args->file);
-      model->module = importGraph(*model->context, model->graph, model->analysis, args->file);
-      stage.stop();
-    }
-    mlir::PassManager pm(model->context.get());
-    PipelineOptions pipeline;
-    pipeline.report = args->report;
-    pipeline.runChecks = !args->noRunChecks;
-    pipeline.convolutionLibrary = args->target == "cuda" && args->convAlgo == "cudnn";
-    if (args->pipeline == "cpu")
-      buildCpuPipeline(pm, pipeline);
-    else if (args->pipeline == "cuda-codegen")
-      buildCudaCodegenPipeline(pm, pipeline);
-    else if (args->pipeline == "cuda")
-      buildCudaPipeline(pm, pipeline);
-    else if (args->fuse)
-      buildKernelPipeline(pm, pipeline);
-    else
-      buildSimplifyPipeline(pm, pipeline);
-    if (args->printIrAfterAll)
-      pm.enableIRPrinting([](mlir::Pass *, mlir::Operation *) { return false; },
-                          [](mlir::Pass *, mlir::Operation *) { return true; },
-                          /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false,
-                          /*printAfterOnlyOnFailure=*/false, llvm::errs());
-    if (args->timing) {
-      mlir::TimingScope passes = root.nest("pipeline");
-      pm.enableTiming(passes);
-      runPipeline(pm, *model->module, args->file);
-    } else {
-      runPipeline(pm, *model->module, args->file);
-    }
-    stage = root.nest("code generation and writing");
-    if (args->target == "cpu") {
-      codegen::cpu::CpuCompileOptions options;
-      options.cpu = args->cpu;
-      options.record = {{"target", "cpu"}, {"cpu", args->cpu}, {"source", args->file}};
-      if (args->train)
-        options.record["train"] = args->optimizer;
-      if (!args->autocast.empty())
-        options.record["autocast"] = args->autocast;
-      if (!args->autotune.empty())
-        options.record["autotune"] = args->autotune;
-      artifact::Artifact art;
-      try {
-        art = codegen::cpu::compileCpuArtifact(*model->module, options);
-      } catch (const Error &e) {
-        fail(args->file + ": " + e.what());
-      }
-      art.tensorcVersion = TENSORC_VERSION;
-      writeOutputFile(args->output, artifact::serialize(art));
+    if (args->forwardBackward) {
+      check(options.target != driver::Target::None && !options.train && !options.autocast &&
+                options.mesh.empty() && options.shardPresets.empty() && options.shardAnnotations.empty(),
+            "--forward-backward needs --target and no --train, --autocast, --mesh or --shard");
+      autodiff::AutodiffOptions autodiff;
+      autodiff.wrt = args->wrt;
+      autodiff.of = args->of;
+      driver::ForwardBackward parts = driver::compileForwardBackward(model->graph, autodiff, options, args->file);
+      writeOutputFile(args->output + ".forward.tcx", artifact::serialize(parts.forward));
+      writeOutputFile(args->output + ".backward.tcx", artifact::serialize(parts.backward));
+      writeOutputFile(args->output + ".backward.json", writeGraphJson(parts.backwardGraph));
       return;
     }
-    if (args->target == "cuda") {
-      codegen::cuda::CudaCompileOptions options;
-      options.arch = args->arch;
-      options.conv = args->convAlgo;
-      options.record = {{"target", "cuda"}, {"arch", args->arch}, {"source", args->file}};
-      if (args->allowTf32)
-        options.record["allow_tf32"] = "true";
-      if (args->mode != "default")
-        options.record["mode"] = args->mode;
-      if (!args->autotune.empty())
-        options.record["autotune"] = args->autotune;
-      artifact::Artifact art;
-      try {
-        art = codegen::cuda::compileCudaArtifact(*model->module, options);
-        art.tensorcVersion = TENSORC_VERSION;
-        if (args->precompile) {
-          stage.stop();
-          stage = root.nest("NVRTC (--precompile " + args->arch + ")");
-          cuda::precompile(art, args->arch, args->file);
-        }
-      } catch (const Error &e) {
-        fail(std::string(e.what()).rfind(args->file, 0) == 0 ? e.what() : args->file + ": " + e.what());
-      }
-      writeOutputFile(args->output, artifact::serialize(art));
+    check(args->of.empty(), "--of needs --forward-backward");
+    driver::CompileResult result = driver::compile(*model, options, root);
+    mlir::TimingScope writing = root.nest("writing");
+    if (result.artifact) {
+      writeOutputFile(args->output, artifact::serialize(*result.artifact));
       return;
+    }
+    // Without a target the step's .forward/.backward siblings are IR too
+    // (of the global program: not written for a partitioned step).
+    if (result.trainingParts && args->output != "-" && options.mesh.empty() && options.shardPresets.empty() &&
+        options.shardAnnotations.empty()) {
+      for (auto [graph, part] : {std::pair{&result.trainingParts->forward, "forward"},
+                                 std::pair{&result.trainingParts->backward, "backward"}}) {
+        GraphAnalysis a = analyzeGraph(*graph, args->file);
+        std::string text = args->emit == "json"
+                               ? writeGraphJson(*graph)
+                               : printModule(*importGraph(*model->context, *graph, a, args->file), args->debugInfo);
+        writeOutputFile(sibling(args->output, part), text);
+      }
     }
     std::string text = args->emit == "json" ? writeGraphJson(exportGraph(*model->module))
                                             : printModule(*model->module, args->debugInfo);

@@ -4,20 +4,15 @@
 #include "tools/tensorc/Commands.h"
 #include "tools/tensorc/RunArtifact.h"
 
-#include "codegen/cpu/CpuProgram.h"
+#include "compiler/driver/Compile.h"
 #include "compiler/driver/Model.h"
-#include "compiler/driver/RunPipeline.h"
 #include "compiler/driver/RandomInputs.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "ir/core/Error.h"
-#include "compiler/transforms/BackendPipelines.h"
-#include "passes/Pipelines.h"
 #include "runtime/artifact/Artifact.h"
 #include "runtime/host/Npy.h"
 #include "tensorc/Runtime.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 #include <chrono>
@@ -34,18 +29,10 @@ namespace tensorc::cli {
 namespace {
 
 // Compiles a model for the CPU in memory (the `tensorc compile --target cpu` path).
-std::string compileForCpu(Model &model, const std::string &file) {
-  mlir::PassManager pm(model.context.get());
-  buildCpuPipeline(pm, PipelineOptions{});
-  runPipeline(pm, *model.module, file);
-  codegen::cpu::CpuCompileOptions options;
-  try {
-    artifact::Artifact art = codegen::cpu::compileCpuArtifact(*model.module, options);
-    art.tensorcVersion = TENSORC_VERSION;
-    return artifact::serialize(art);
-  } catch (const Error &e) {
-    fail(file + ": " + e.what());
-  }
+std::string compileForCpu(Model &model) {
+  driver::CompileOptions options;
+  options.target = driver::Target::Cpu;
+  return artifact::serialize(*driver::compile(model, options).artifact);
 }
 
 // The outputs that are results, not run-time checks.
@@ -130,7 +117,7 @@ void addRunCommand(CLI::App &app) {
       runtime::LoadOptions load;
       load.threads = args->threads;
       try {
-        exe = runtime::Executable::loadFromMemory(compileForCpu(*model, args->file), args->file, load);
+        exe = runtime::Executable::loadFromMemory(compileForCpu(*model), args->file, load);
       } catch (const runtime::Error &e) {
         fail(e.what());
       }

@@ -3,7 +3,7 @@
 // to every value, the communication made explicit as collectives
 // (docs/sharding.md).
 #include "tools/tensorc/Commands.h"
-#include "tools/tensorc/ShardOptions.h"
+#include "compiler/driver/ShardOptions.h"
 
 #include "compiler/driver/Model.h"
 #include "compiler/frontend/GraphImport.h"
@@ -75,7 +75,7 @@ void addShardCommand(CLI::App &app) {
         presets.push_back(args->preset);
       for (const std::string &s : args->shardings)
         (s.find('=') == std::string::npos ? presets : annotations).push_back(s);
-      spmd = partitionWithOptions(g, args->mesh, presets, annotations, !args->noRunChecks);
+      spmd = driver::partitionWithOptions(g, args->mesh, presets, annotations, !args->noRunChecks);
     } catch (const Error &e) {
       fail(args->file + ": " + e.what());
     }

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -30,10 +31,40 @@ TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16
 
 
 def _cache_dir(cache_dir):
-    if cache_dir:
-        return cache_dir
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tensorc", "artifacts")
+    """The artifact cache folder, created if missing. Its artifacts are code
+    this process loads (a CPU artifact's native library runs): the folder
+    must be a directory of this user's (or root's), not a symbolic link, not
+    writable by group or others; else an error naming it."""
+    if not cache_dir:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        cache_dir = os.path.join(base, "tensorc", "artifacts")
+    os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+    problem = _not_private(cache_dir, directory=True)
+    if problem:
+        raise RuntimeError(f"tensorc.torch: the artifact cache {cache_dir} {problem}: its artifacts would run "
+                           "code others could plant; fix it or pass another cache_dir")
+    return cache_dir
+
+
+def _not_private(path, directory):
+    """Why `path` itself (not what a link names) may not be trusted as this
+    user's cache folder or entry; None if it may."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    if directory != stat.S_ISDIR(st.st_mode) or (not directory and not stat.S_ISREG(st.st_mode)):
+        return "is not a " + ("directory" if directory else "regular file")
+    if st.st_uid not in (os.geteuid(), 0):
+        return "belongs to another user"
+    if st.st_mode & 0o022:
+        return "is writable by group or others"
+    return None
+
+
+def _trusted_entries(paths):
+    """Whether every cached artifact of `paths` exists and is private to
+    this user (an entry that is not is compiled again, replacing it)."""
+    return all(os.path.lexists(p) and _not_private(p, directory=False) is None for p in paths)
 
 
 def _compiler(path):
@@ -141,7 +172,7 @@ def _compile_graph(exe, argv, version, folder, graph, part):
     text = json.dumps(graph, sort_keys=True)
     key = hashlib.sha256("\0".join([text, " ".join(argv), version]).encode()).hexdigest()[:32]
     path = os.path.join(folder, f"{graph['name']}-{key}.{part}.tcx")
-    if not os.path.exists(path):
+    if not _trusted_entries([path]):
         start = time.perf_counter()
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             src = os.path.join(tmp, "graph.json")
@@ -425,12 +456,11 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
     version = _compiler_identity(exe, target)
     key = hashlib.sha256("\0".join([text, " ".join(argv), " ".join(grad_argv), version]).encode()).hexdigest()[:32]
     folder = _cache_dir(cache_dir)
-    os.makedirs(folder, exist_ok=True)
     parts = ["forward", "backward"] if train else ["model"]
     artifacts = [os.path.join(folder, f"{graph['name']}-{key}.{p}.tcx") for p in parts]
     # The backward's graph file, kept for its variants (backward_with_uniform).
     backward_graph = os.path.join(folder, f"{graph['name']}-{key}.backward.json") if train else None
-    cache_hit = all(os.path.exists(a) for a in artifacts)
+    cache_hit = _trusted_entries(artifacts)
     if cache_hit:
         log.debug("tensorc.torch: %s from the cache (%s)", graph["name"], artifacts[0])
     else:
@@ -439,18 +469,17 @@ def build_artifacts(graph, target="cpu", mode=None, options=(), grad_argv=(), ca
             src = os.path.join(tmp, "graph.json")
             with open(src, "w") as f:
                 f.write(text)
-            sources = [src]
             if train:
+                # One process: the joint graph, its min-cut split, the
+                # forward's and the backward's artifacts, the backward's
+                # graph file (for its variants).
                 prefix = os.path.join(tmp, "parts")
-                _tool([exe, "grad", src, *grad_argv, "--partition", "--emit", "json", "-o", prefix])
-                sources = [prefix + ".forward.json", prefix + ".backward.json"]
-                _drop_repeated_outputs(sources[0])
-            built = [s + ".tcx" for s in sources]
-            # The forward and backward side by side (two processes).
-            jobs = [[exe, "compile", s, *argv, "-o", out] for s, out in zip(sources, built)]
-            _side_by_side(_tool, jobs)
-            if train:  # atomic: another process sees all of a file or none
-                os.replace(sources[1], backward_graph)
+                _tool([exe, "compile", src, *argv, "--forward-backward", *grad_argv, "-o", prefix])
+                built = [prefix + ".forward.tcx", prefix + ".backward.tcx"]
+                os.replace(prefix + ".backward.json", backward_graph)  # atomic: all of a file or none
+            else:
+                built = [src + ".tcx"]
+                _tool([exe, "compile", src, *argv, "-o", built[0]])
             # What was compiled, beside its artifacts: `tensorc compile` (and
             # `tensorc grad` with the same --wrt/--of) of it reproduces them.
             os.replace(src, os.path.join(folder, f"{graph['name']}-{key}.graph.json"))

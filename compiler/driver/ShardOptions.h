@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace tensorc::cli {
+namespace tensorc::driver {
 
 // Puts the mesh (unless the graph declares the same one) and the shardings
 // on `graph`: annotations by input or node name first, then the presets for
@@ -23,4 +23,4 @@ sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &mesh
                                            const std::vector<std::string> &presets,
                                            const std::vector<std::string> &annotations, bool runChecks);
 
-} // namespace tensorc::cli
+} // namespace tensorc::driver

@@ -1,4 +1,4 @@
-#include "tools/tensorc/ShardOptions.h"
+#include "compiler/driver/ShardOptions.h"
 
 #include "compiler/sharding/Presets.h"
 #include "compiler/sharding/Propagation.h"
@@ -7,7 +7,7 @@
 
 #include <map>
 
-namespace tensorc::cli {
+namespace tensorc::driver {
 
 namespace {
 
@@ -127,4 +127,4 @@ sharding::SpmdProgram partitionWithOptions(Graph &graph, const std::string &mesh
   return sharding::partitionSpmd(graph, analysis, sharding::propagateShardings(graph, analysis));
 }
 
-} // namespace tensorc::cli
+} // namespace tensorc::driver
