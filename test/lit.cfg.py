@@ -41,7 +41,8 @@ for candidate in (config.python_executable, "/usr/bin/python3", shutil.which("py
 # `%fuzz_graphs`: how many random graphs the differential fuzz test runs
 # (300; 100 under ASan, where 300 and their gradients took 5.4 minutes of
 # CI's sanitizer phase; the plain run keeps all 300). `%fuzz_special`: those
-# with nan, +-inf and -0.0 inputs (100; 30 under ASan).
+# with nan, +-inf and -0.0 inputs (100; 30 under ASan). `%manifest_edits`:
+# random artifact manifest edits (150; 20 under ASan).
 if os.environ.get("TENSORC_LIT_ASAN"):
     config.available_features.add("asan")
     for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
@@ -49,9 +50,11 @@ if os.environ.get("TENSORC_LIT_ASAN"):
             config.environment[var] = os.environ[var]
     config.substitutions.append(("%fuzz_graphs", "100"))
     config.substitutions.append(("%fuzz_special", "30"))
+    config.substitutions.append(("%manifest_edits", "20"))
 else:
     config.substitutions.append(("%fuzz_graphs", "300"))
     config.substitutions.append(("%fuzz_special", "100"))
+    config.substitutions.append(("%manifest_edits", "150"))
 
 # Open MPI (openmpi-bin, libopenmpi-dev; installed by scripts/setup.sh) for
 # SPMD programs run as one process per device. `%mpirun N` launches N
