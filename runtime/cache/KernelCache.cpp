@@ -143,6 +143,12 @@ void KernelCache::store(const KernelKey &key, const std::string &binary) {
   if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
     fail(dir_ + ": cannot create the kernel cache directory " + folder + ": " + std::strerror(errno));
   check(privateToUs(folder, true), folder + ": not a directory of this user's, or writable by others; not caching");
+  // An entry that is not a regular file of ours (a link: the atomic write
+  // would replace its target, outside the cache) is removed first.
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && !privateToUs(path, false))
+    check(::unlink(path.c_str()) == 0, path + ": cannot replace a kernel cache entry that is not ours: " +
+                                           std::strerror(errno));
   std::string entry(kMagic, 4);
   entry.append(reinterpret_cast<const char *>(&kEntryVersion), 4);
   entry += key.digest();

@@ -318,6 +318,12 @@ TEST(KernelCache, EveryLevelIsChecked) {
   fs::remove(entry);
   fs::create_symlink(fs::path(elsewhere) / "planted.bin", entry);
   EXPECT_FALSE(KernelCache(dir).lookup(sampleKey()).has_value());
+  // Rebuilt: the link is replaced by an entry, its target left as it was.
+  std::string planted = readAll((fs::path(elsewhere) / "planted.bin").string());
+  EXPECT_EQ(KernelCache(dir).getOrBuild(sampleKey(), [] { return std::string("rebuilt"); }), "rebuilt");
+  EXPECT_FALSE(fs::is_symlink(entry));
+  EXPECT_EQ(readAll((fs::path(elsewhere) / "planted.bin").string()), planted);
+  EXPECT_EQ(KernelCache(dir).lookup(sampleKey()), std::optional<std::string>("rebuilt"));
 
   // The sub-folder a link to a folder elsewhere.
   fs::remove_all(folder);

@@ -432,7 +432,10 @@ def _side_by_side(fn, items):
 
 def load_all(artifacts):
     """Executables of `artifacts`, loaded side by side: a CUDA load compiles
-    its kernels (NVRTC), a training partition's forward and backward at once."""
+    its kernels (NVRTC), a training partition's forward and backward at once
+    (one at a time with TENSORC_PARTITION_JOBS=1)."""
+    if os.environ.get("TENSORC_PARTITION_JOBS") == "1":
+        return [tensorc.Executable.load(a) for a in artifacts]
     return _side_by_side(tensorc.Executable.load, artifacts)
 
 
