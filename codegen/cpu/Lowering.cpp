@@ -111,7 +111,7 @@ NativeCode compileToSharedLibrary(ModuleOp module, const std::string &cpu,
                              b.getStringAttr(bytes));
   }
   ObjectCode object = emitObject(module, cpu);
-  return {linkSharedLibrary({object.object}), object.triple, object.cpu, object.features};
+  return {linkSharedLibrary(object.objects), object.triple, object.cpu, object.features};
 }
 
 } // namespace tensorc::codegen::cpu

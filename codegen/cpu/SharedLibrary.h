@@ -12,13 +12,14 @@
 namespace tensorc::codegen::cpu {
 
 struct ObjectCode {
-  std::string object;
+  std::vector<std::string> objects; // one per part compiled on its own thread
   std::string triple, cpu;
   std::vector<std::string> features; // those the runtime checks (avx2, ...)
 };
 
 // Object code for `cpu` ("host" or an LLVM CPU name such as x86-64-v3),
-// optimized at -O3. Throws Error.
+// optimized at -O3: a module of many kernels in parts, on threads
+// (TENSORC_CPU_CODEGEN_THREADS; default the cores, at most 16). Throws Error.
 ObjectCode emitObject(mlir::ModuleOp llvmDialectModule, const std::string &cpu);
 
 // Links objects into a shared library (its bytes). Throws Error naming the
