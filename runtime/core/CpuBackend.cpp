@@ -67,9 +67,12 @@ bool hostHasFeature(const std::string &f) {
   return false;
 }
 
-std::shared_ptr<uint8_t> hostAllocate(size_t bytes) {
+// `what` names the allocation in the out-of-memory error (the arena, an
+// input's staging copy, the constants, an output).
+std::shared_ptr<uint8_t> hostAllocate(size_t bytes, const char *what) {
   void *p = bytes ? std::aligned_alloc(64, (bytes + 63) / 64 * 64) : nullptr;
-  check(bytes == 0 || p != nullptr, "cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+  check(bytes == 0 || p != nullptr,
+        std::string("cpu: out of memory allocating ") + what + " (" + std::to_string(bytes) + " bytes)");
   return std::shared_ptr<uint8_t>(static_cast<uint8_t *>(p), [](uint8_t *q) { std::free(q); });
 }
 
@@ -108,7 +111,7 @@ public:
   explicit CpuSession(const CpuBackend &backend) : backend_(backend) {}
   Address arena(size_t bytes) override {
     if (bytes > arenaBytes_) {
-      arena_ = hostAllocate(bytes);
+      arena_ = hostAllocate(bytes, "the arena of intermediate values");
       arenaBytes_ = bytes;
     }
     return Address(arena_.get());
@@ -117,7 +120,7 @@ public:
     if (slot >= staging_.size())
       staging_.resize(slot + 1);
     if (bytes > staging_[slot].second)
-      staging_[slot] = {hostAllocate(bytes), bytes};
+      staging_[slot] = {hostAllocate(bytes, "an input's staging copy"), bytes};
     return Address(staging_[slot].first.get());
   }
   void copyIn(Address dst, const void *src, size_t bytes) override {
@@ -203,7 +206,7 @@ public:
                               s.symbol + "' (artifact corrupted or built by another tensorc): the kernel was " +
                               "compiled for {" + have + "}, the manifest says {" + want + "}");
     }
-    constants_ = hostAllocate(a.data.size());
+    constants_ = hostAllocate(a.data.size(), "the artifact's constants");
     if (!a.data.empty())
       std::memcpy(constants_.get(), a.data.data(), a.data.size());
     pool_ = std::make_unique<ThreadPool>(options.threads);
@@ -238,7 +241,7 @@ public:
   std::unique_ptr<BackendSession> newSession() const override {
     return std::make_unique<CpuSession>(*this);
   }
-  std::shared_ptr<uint8_t> allocate(size_t bytes) const override { return hostAllocate(bytes); }
+  std::shared_ptr<uint8_t> allocate(size_t bytes) const override { return hostAllocate(bytes, "a tensor"); }
 
   std::unique_ptr<KernelLibrary> library_;
   std::vector<LoopKernelFn> kernels_; // per step (null for library steps)
