@@ -865,10 +865,28 @@ private:
       axis += out.rank();
     int v = newProducedValue(out);
     Dim offset = Dim::of(0);
-    std::optional<Dim> piece; // the common size of the pieces so far, when symbolic
-    int pieces = 0;
+    // Along the leading dims (all before the axis of size 1) each piece is
+    // one contiguous run of the result: a piece already stored as it is (an
+    // input, a computed value) is a copy step there, not a kernel (a
+    // 20k-input concatenation was 20k kernels: minutes of LLVM).
+    bool contiguousPieces = true;
+    for (int64_t d = 0; d < axis; ++d)
+      contiguousPieces = contiguousPieces && out.shape[size_t(d)] == Dim::of(1);
+    Dim row = Dim::of(1); // elements per index of the axis
+    for (size_t d = size_t(axis) + 1; d < size_t(out.rank()); ++d)
+      row = row * out.shape[d];
     for (Value x : op->getOperands()) {
       TensorSpec s = specOf(x);
+      auto stored = lazy_.find(x);
+      if (contiguousPieces && stored != lazy_.end() && isIdentity(stored->second, s) && s.dtype == out.dtype) {
+        Step c;
+        c.kind = Step::Kind::Copy;
+        c.label = label_;
+        c.operands = {v, stored->second.value};
+        c.copyOffset = offset * row;
+        art_.steps.push_back(c);
+        chain_ = Chain{};
+      } else {
       NestSpec spec;
       spec.space = s.shape;
       spec.reduced.assign(size_t(s.rank()), false);
@@ -876,15 +894,19 @@ private:
       spec.outputOffset.assign(size_t(out.rank()), Dim::of(0));
       spec.outputOffset[size_t(axis)] = offset;
       emitNestWith({x}, spec, v, [x](Point &p) { return p.emit(x); });
+      }
+      // The next piece's offset: this one's plus its length, like terms
+      // (the result's dim is their sum: 4, or T + 3*T).
       const Dim &len = s.shape[size_t(axis)];
-      ++pieces;
-      if (len.isStatic() && offset.isStatic()) {
-        offset = Dim::of(offset.value() + len.value());
+      if (offset == Dim::of(0)) {
+        offset = len;
       } else {
-        check(!piece || *piece == len, "cpu codegen: concat of symbolic sizes " + len.str() +
-                                           " after " + offset.str());
-        piece = len;
-        offset = Dim::of(pieces) * len;
+        check(offset.symbols() == len.symbols(),
+              "codegen: concat of a piece of " + len.str() + " after " + offset.str());
+        Dim next = Dim::of(offset.coefficient() + len.coefficient());
+        for (const std::string &symbol : len.symbols())
+          next = next * Dim::symbol(symbol);
+        offset = next;
       }
     }
     lazy_[op->getResult(0)] = storedIdentity(v);

@@ -298,6 +298,8 @@ json manifestJson(const Artifact &a) {
     }
     if (s.kind == Step::Kind::ScatterAdd && s.skipIndex >= 0)
       j["skip_index"] = s.skipIndex;
+    if (s.kind == Step::Kind::Copy && s.copyOffset != Dim::of(0))
+      j["offset"] = dimJson(s.copyOffset);
     if (s.kind == Step::Kind::Matmul) {
       j["transpose_a"] = s.transposeA;
       j["transpose_b"] = s.transposeB;
@@ -633,9 +635,26 @@ void validate(const Artifact &a) {
     for (int o : s.operands)
       check(o >= 0 && o < nv, what + ": bad operand");
     // A copy moves the source's bytes into the destination.
-    if (s.kind == Step::Kind::Copy && s.operands.size() == 2)
-      check(fits(valueBytes(a.values[s.operands[1]]), valueBytes(a.values[s.operands[0]])),
-            what + ": copies more bytes than its destination holds");
+    // A copy moves the source's bytes into the destination at copyOffset
+    // elements: offset and source together must fit the destination (both
+    // whole multiples of the destination's row, so as monomials they add).
+    if (s.kind == Step::Kind::Copy && s.operands.size() == 2) {
+      const ValueDecl &dst = a.values[s.operands[0]], &src = a.values[s.operands[1]];
+      check(s.copyOffset.coefficient() >= 0 && s.copyOffset.coefficient() <= kMaxElements,
+            what + ": copy offset out of range");
+      Dim offsetBytes = s.copyOffset * Dim::of(int64_t(dtypeSize(dst.dtype))), srcBytes = valueBytes(src);
+      bool fitsAfterOffset = false;
+      if (s.copyOffset == Dim::of(0)) {
+        fitsAfterOffset = fits(srcBytes, valueBytes(dst));
+      } else if (src.dtype == dst.dtype && offsetBytes.symbols() == srcBytes.symbols()) {
+        Dim end = Dim::of(offsetBytes.coefficient() + srcBytes.coefficient()); // offset + source, as a monomial
+        for (const std::string &symbol : srcBytes.symbols())
+          end = end * Dim::symbol(symbol);
+        fitsAfterOffset = fits(end, valueBytes(dst));
+      }
+      check(fitsAfterOffset, what + ": copies more bytes than its destination holds" +
+                                 (s.copyOffset == Dim::of(0) ? "" : " after offset " + s.copyOffset.str()));
+    }
     bool bias = s.epilogue.bias || s.epilogue.biasGradient;
     size_t want = s.kind == Step::Kind::Matmul      ? (bias ? 4 : 3)
                   : s.kind == Step::Kind::Copy      ? 2
@@ -950,6 +969,8 @@ Artifact parse(const std::string &bytes, const std::string &where) {
       }
       if (s.kind == Step::Kind::ScatterAdd)
         s.skipIndex = j.value("skip_index", int64_t(-1));
+      if (s.kind == Step::Kind::Copy && j.contains("offset"))
+        s.copyOffset = parseDimJson(j.at("offset"), "step");
       if (s.kind == Step::Kind::Matmul) {
         s.transposeA = j.at("transpose_a").get<bool>();
         s.transposeB = j.at("transpose_b").get<bool>();

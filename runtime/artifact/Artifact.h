@@ -22,7 +22,7 @@ namespace tensorc::artifact {
 // 5: convolution steps (cuDNN, with a loop kernel to fall back on).
 // 6: collective steps.
 // 7: scatter-add steps (embedding_backward).
-inline constexpr uint32_t kFormatVersion = 7;
+inline constexpr uint32_t kFormatVersion = 8;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -205,7 +205,7 @@ struct Step {
   std::string label; // the tc kernel or op it came from (errors, profiles)
   // Outputs first, then inputs. Loop: the value the kernel writes, then the
   // values it reads, in the kernel's argument order. Matmul: result, a, b.
-  // Copy: destination, source.
+  // Copy: destination, source (its bytes at copyOffset).
   std::vector<int> operands;
   // Loop: `void symbol(void **operands, const int64_t *symbols, int64_t
   // begin, int64_t end)` runs outermost-loop iterations [begin, end).
@@ -241,6 +241,9 @@ struct Step {
   // ScatterAdd: grad rows at this index are left out (embedding's
   // padding_idx); -1: none.
   int64_t skipIndex = -1;
+  // Copy: where in the destination the source's bytes go, in destination
+  // elements (a concatenation's piece along its leading dims).
+  Dim copyOffset = Dim::of(0);
 };
 
 // Whether a step writes its operand number `operand` (the first ones, and a

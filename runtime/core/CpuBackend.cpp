@@ -395,8 +395,9 @@ void CpuSession::execute(const artifact::Artifact &a, const RunFrame &frame) {
     case Step::Kind::Copy: {
       size_t d = size_t(step.operands[0]), s = size_t(step.operands[1]);
       size_t bytes = size_t(numelOf(frame.shapes[s])) * dtypeSize(a.values[s].dtype);
+      size_t offset = size_t(*step.copyOffset.evaluate(frame.bindings)) * dtypeSize(a.values[d].dtype);
       if (bytes)
-        std::memmove(ptr[d], ptr[s], bytes);
+        std::memmove(static_cast<char *>(ptr[d]) + offset, ptr[s], bytes);
       break;
     }
     case Step::Kind::Attention:

@@ -1309,7 +1309,8 @@ void CudaProgram::launch(const artifact::Artifact &a, const std::vector<int64_t>
       if (std::string what = launchConvolution(a, si, shapes, ptr, stream, workspace, mayMeasure); !what.empty())
         return {si, what};
     if (s.kind == Step::Kind::Copy) {
-      driver_.copyOnDevice(ptr[size_t(s.operands[0])], ptr[size_t(s.operands[1])],
+      DevicePtr offset = DevicePtr(*s.copyOffset.evaluate(bindings)) * dtypeSize(a.values[size_t(s.operands[0])].dtype);
+      driver_.copyOnDevice(ptr[size_t(s.operands[0])] + offset, ptr[size_t(s.operands[1])],
                            bytesOf(s.operands[1]), stream);
       return {si, "copy"};
     }

@@ -345,15 +345,13 @@ class AtenCompiled:
         self._warned_alias = False
         self._prefetched = False
 
-    def _prefetch(self, args):
+    def _prefetch(self, args, jobs):
         """At the first call: every partition's form predicted from which
         of the call's tensors require grad (propagated through the graph as
         autograd would), and compiled side by side on TENSORC_PARTITION_JOBS
         threads (default: half the CPUs, 2 to 8), each call then waiting
         for its own. A wrong guess costs a compile, never a result: the call
         compiles the form it needs."""
-        self._prefetched = True
-        jobs = _partition_jobs()
         if jobs < 2 or len(self.partitions) < 1:
             return
         flags = {}
@@ -409,7 +407,12 @@ class AtenCompiled:
                               "its inputs in place: running it in PyTorch (as eager aliases them)", stacklevel=2)
             return self.module(*inputs)
         if not self._prefetched:
-            self._prefetch(state + list(inputs))
+            self._prefetched = True
+            jobs = _partition_jobs()  # a malformed TENSORC_PARTITION_JOBS is an error
+            try:
+                self._prefetch(state + list(inputs), jobs)
+            except Exception:  # an optimization only: each partition still compiles at its call
+                log.debug("tensorc.torch: the partitions' forms could not be predicted", exc_info=True)
         # Autocast off: the graph holds the casts autocast made when traced.
         with torch.autocast("cpu", enabled=False), _cuda_autocast_off():
             out = self.gm(*state, *inputs)
