@@ -196,6 +196,9 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
   push_back(opGraph("unsqueeze", {{DType::F32, {4, 6}}}, {{"axis", Attr(int64_t(1))}}));
   push_back(opGraph("flatten", {{DType::F32, {2, 3, 4}}}));
   push_back(opGraph("concat", {{DType::I1, {3, 2}}, {DType::I1, {3, 5}}}, {{"axis", Attr(int64_t(1))}}));
+  // Along the leading dim: the inputs are copied into their runs (copy steps
+  // with offsets), no kernel.
+  push_back(opGraph("concat", {{DType::BF16, {2, 6}}, {DType::BF16, {3, 6}}}, {{"axis", Attr(int64_t(0))}}));
   push_back(opGraph("pad", {{DType::F16, {4, 5}}}, {{"pads", Attr(std::vector<int64_t>{1, 2, 0, 3})}}));
   push_back(opGraph("gather", {{DType::F32, {5, 6}}, {DType::I64, {4, 6}}}, {{"axis", Attr(int64_t(0))}}));
   push_back(opGraph("index_select", {{DType::BF16, {5, 6}}, {DType::I32, {9}}}, {{"axis", Attr(int64_t(1))}}));
