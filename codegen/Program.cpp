@@ -508,8 +508,12 @@ private:
       lowerConv2dGradient(op, name == "conv2d_backward_input", attrs);
       return;
     }
-    if (name == "max_pool2d" || name == "avg_pool2d") {
+    if (name == "max_pool2d" || name == "avg_pool2d" || name == "max_pool2d_taps") {
       lowerPool(op, name, attrs);
+      return;
+    }
+    if (name == "max_pool2d_backward") {
+      lowerMaxPoolBackward(op, attrs);
       return;
     }
     if (schema->category == "collective") {
@@ -1128,6 +1132,54 @@ private:
                         attrs);
   }
 
+  // max_pool2d's input gradient in the gather form, a reduction nest over
+  // the window's taps (kh, kw):
+  //   dx[n, c, h, w] = sum of dy[n, c, i, j] where h = i*s - p + kh*d (i
+  //   integral, in range; w alike) and tap[n, c, i, j] = kh * KW + kw.
+  void lowerMaxPoolBackward(Operation *op, const AttrMap &attrs) {
+    Value dy = op->getOperand(0), tap = op->getOperand(1);
+    materialize(dy);
+    materialize(tap);
+    TensorSpec gs = specOf(dy), out = specOf(op->getResult(0));
+    std::vector<int64_t> k = getInts(attrs, "kernel_size"), stride = poolStride(attrs),
+                         pad = getInts(attrs, "padding"), dil = getInts(attrs, "dilation");
+    NestSpec spec;
+    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(k[0]), Dim::of(k[1])};
+    spec.reduced = {false, false, false, false, true, true};
+    spec.reduction = "sum";
+    spec.valueDtype = out.dtype;
+    int v = newProducedValue(out);
+    emitNestWith({dy, tap}, spec, v, [=](Point &p) {
+      OpBuilder &b = p.n.b;
+      Location loc = p.n.loc;
+      auto c = [&](int64_t i) { return b.create<arith::ConstantIndexOp>(loc, i).getResult(); };
+      ArrayRef<Value> iv = p.n.ivs;
+      Value inside = b.create<arith::ConstantIntOp>(loc, 1, 1);
+      SmallVector<Value> at;
+      for (int dim = 0; dim < 2; ++dim) {
+        Value t = b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, iv[size_t(2 + dim)], c(pad[dim])),
+                                          b.create<arith::MulIOp>(loc, iv[size_t(4 + dim)], c(dil[dim])));
+        Value nonNegative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, t, c(0));
+        Value tc = b.create<arith::MaxSIOp>(loc, t, c(0));
+        Value divides = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                b.create<arith::RemSIOp>(loc, tc, c(stride[dim])), c(0));
+        Value i = b.create<arith::DivUIOp>(loc, tc, c(stride[dim]));
+        inside = b.create<arith::AndIOp>(loc, inside, b.create<arith::AndIOp>(loc, nonNegative, divides));
+        inside = b.create<arith::AndIOp>(loc, inside, inBounds(p.n, i, gs.shape[size_t(2 + dim)]));
+        at.push_back(clampIndex(p.n, i, gs.shape[size_t(2 + dim)]));
+      }
+      Value won = p.readAt(tap, {iv[0], iv[1], at[0], at[1]});
+      Value mine = b.create<arith::IndexCastOp>(
+          loc, won.getType(), b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, iv[4], c(k[1])), iv[5]));
+      inside = b.create<arith::AndIOp>(loc, inside,
+                                       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, won, mine));
+      Value gv = p.readAt(dy, {iv[0], iv[1], at[0], at[1]});
+      Value value = emitScalarOp(b, loc, "cast", {}, {gv}, {gs.dtype}, out.dtype);
+      return b.create<arith::SelectOp>(loc, inside, value, scalarConstant(b, loc, 0, out.dtype)).getResult();
+    });
+    lazy_[op->getResult(0)] = storedIdentity(v);
+  }
+
   // conv2d as im2col + GEMM (backends with a GEMM library that takes
   // epilogues): cols[n, oh, ow, (c, kh, kw)] gathers the receptive fields
   // (zeros in the padding), the GEMM cols @ w^T gives [n*oh*ow, oc] with the
@@ -1191,7 +1243,8 @@ private:
     Value x = op->getOperand(0);
     materialize(x);
     TensorSpec xs = specOf(x), out = specOf(op->getResult(0));
-    bool isMax = name == "max_pool2d";
+    // max_pool2d_taps: the window's argmax (its tap, row-major over the window).
+    bool taps = name == "max_pool2d_taps", isMax = name == "max_pool2d" || taps;
     std::vector<int64_t> k = getInts(attrs, "kernel_size"), stride = poolStride(attrs),
                          pad = getInts(attrs, "padding");
     std::vector<int64_t> dil = isMax ? getInts(attrs, "dilation") : std::vector<int64_t>{1, 1};
@@ -1201,8 +1254,8 @@ private:
     NestSpec spec;
     spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(k[0]), Dim::of(k[1])};
     spec.reduced = {false, false, false, false, true, true};
-    spec.reduction = isMax ? "max" : "sum";
-    spec.valueDtype = out.dtype;
+    spec.reduction = taps ? "argmax" : isMax ? "max" : "sum";
+    spec.valueDtype = xs.dtype;
     int v = newProducedValue(out);
     auto origin = [=](NestContext &n, int dim) {
       OpBuilder &b = n.b;
@@ -1223,7 +1276,7 @@ private:
           Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
           Value xv = p.readAt(x, {p.n.ivs[0], p.n.ivs[1], clampIndex(p.n, ih, xs.shape[2]),
                                   clampIndex(p.n, iw, xs.shape[3])});
-          Value skip = scalarConstant(b, loc, isMax ? -INFINITY : 0.0, out.dtype);
+          Value skip = scalarConstant(b, loc, isMax ? -INFINITY : 0.0, xs.dtype);
           return b.create<arith::SelectOp>(loc, inside, xv, skip).getResult();
         },
         isMax ? std::function<Value(Point &, Value)>()
@@ -2339,7 +2392,7 @@ bool supportsOp(const std::string &op) {
   static const std::set<std::string> special = {
       "matmul", "constant", "gather",  "index_select", "embedding",  "dropout",
       "argmax", "argmin",   "concat",  "pad",          "conv2d",     "max_pool2d", "avg_pool2d",
-      "conv2d_backward_input", "conv2d_backward_weight", "embedding_backward"};
+      "conv2d_backward_input", "conv2d_backward_weight", "embedding_backward", "max_pool2d_backward", "max_pool2d_taps"};
   // Collectives: steps the runtime runs through MPI (CPU) or NCCL (CUDA).
   const OpSchema *schema = findOpSchema(op);
   bool collective = schema && schema->category == "collective";

@@ -56,7 +56,7 @@ Kind classify(Operation *op) {
   static const std::set<std::string> reductions = {
       "sum",        "mean",          "max",        "min",         "prod",       "var",
       "logsumexp",  "argmax",     "argmin",        "softmax",    "log_softmax", "layer_norm", "rms_norm",
-      "batch_norm", "cross_entropy", "max_pool2d", "avg_pool2d"};
+      "batch_norm", "cross_entropy", "max_pool2d", "avg_pool2d", "max_pool2d_backward", "max_pool2d_taps"};
   static const std::set<std::string> gathers = {"embedding", "gather", "index_select", "concat",
                                                 "split"};
   std::string name = op->getName().getStringRef().drop_front(3).str(); // "tc."

@@ -110,6 +110,20 @@ def MemoryPlanPass : Pass<"tensorc-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def PadMatmulsPass : Pass<"tensorc-pad-matmuls", "mlir::ModuleOp"> {
+  let summary = "Pad large GEMMs whose leading dimensions are off 16 bytes";
+  let description = [{
+    As Inductor's pad_mm: a matmul whose N (or K, or M of a stored
+    transpose) would give cuBLASLt an unaligned leading dimension computes
+    over zero-padded operands and slices its product back
+    (compiler/transforms/PadMatmuls.h); the same values.
+  }];
+  let options = [
+    Option<"minimumWork", "minimum-work", "int64_t", "int64_t(1) << 27", "smallest M*N*K padded">,
+  ];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def RecognizeAttentionPass : Pass<"tensorc-recognize-attention", "mlir::ModuleOp"> {
   let summary = "Replace hand-written attention by scaled_dot_product_attention";
   let description = [{

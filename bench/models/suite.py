@@ -24,6 +24,8 @@ memory (torch.cuda.max_memory_allocated).
     python3 suite.py --list hf,timm,torchvision --modes infer,train --json out.json --markdown out.md
     python3 suite.py --case hf:BertForMaskedLM:infer     # one case, its JSON on stdout
     SUITE_TENSORC_FRONTEND=aten python3 suite.py ...     # the backend's frontend (default: its own choice)
+    SUITE_PROFILE=DIR python3 suite.py ...               # per case and backend: its kernels' device time
+    SUITE_KEEP_GRAPHS=DIR python3 suite.py ...           # the graph files tensorc compiled
 
 Batch sizes are the lists' divided by --batch-divisor (default 4: the lists'
 sizes are for training throughput on 80 GB; the table says the size used);
@@ -218,6 +220,33 @@ def time_ms(fn, warmup=3, iters=10):
     return statistics.median(times)
 
 
+def profile_kernels(fn, path, steps=3):
+    """SUITE_PROFILE=DIR: where `steps` warm calls spend device time, kernel
+    by kernel (CUPTI through torch.profiler), summed per kernel name, largest
+    first, as JSON in `path`; and the calls' span between CUDA events."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start.record()
+        for _ in range(steps):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+    kernels = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            k = kernels.setdefault(e.name[:160], [0, 0.0])
+            k[0] += 1
+            k[1] += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+    rows = sorted(([n, c / steps, t / steps / 1000] for n, (c, t) in kernels.items()), key=lambda r: -r[2])
+    with open(path, "w") as f:
+        json.dump({"step_ms": start.elapsed_time(end) / steps, "device_ms": sum(r[2] for r in rows),
+                   "launches": sum(r[1] for r in rows), "kernels_per_step_ms": rows[:60]}, f, indent=1)
+
+
 def run_case(spec, seq, divisor):
     import copy
     import torch
@@ -289,6 +318,13 @@ def run_case(spec, seq, divisor):
         graphs = []  # what the tensorc backend made of each Dynamo graph
         if backend == "tensorc":
             import tensorc.torch
+            if os.environ.get("SUITE_KEEP_GRAPHS"):  # the compiler's command lines and times, beside the graphs
+                import logging
+                os.makedirs(os.environ["SUITE_KEEP_GRAPHS"], exist_ok=True)
+                handler = logging.FileHandler(os.path.join(os.environ["SUITE_KEEP_GRAPHS"],
+                                                           f"{name.replace('/', '_')}-{mode}.log"))
+                logging.getLogger("tensorc").addHandler(handler)
+                logging.getLogger("tensorc").setLevel(logging.DEBUG)
 
             capture_s = [0.0]
 
@@ -372,6 +408,10 @@ def run_case(spec, seq, divisor):
                 result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
                 result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
             result[f"{backend}_pass"] = not problems
+            if os.environ.get("SUITE_PROFILE"):
+                os.makedirs(os.environ["SUITE_PROFILE"], exist_ok=True)
+                profile_kernels(lambda: step(compiled), os.path.join(
+                    os.environ["SUITE_PROFILE"], f"{name.replace('/', '_')}-{mode}-{backend}.json"))
         except Exception as ex:  # the error as the user sees it
             if backend == "tensorc":
                 result["tensorc_warnings"] = sorted({str(w.message)[:300] for w in caught

@@ -112,7 +112,7 @@ int recomputeCost(const std::string &op) {
       "logsumexp",  "var",        "argmax",       "argmin",     "softmax",       "log_softmax",
       "layer_norm", "rms_norm",     "batch_norm", "cross_entropy", "embedding",
       "embedding_backward",
-      "gather",     "index_select", "max_pool2d", "avg_pool2d"};
+      "gather",     "index_select", "max_pool2d", "avg_pool2d", "max_pool2d_backward", "max_pool2d_taps"};
   if (level2.count(op))
     return 2;
   if (level1.count(op))

@@ -157,6 +157,60 @@ std::vector<HostTensor> pool(const OpCall &c) {
   return {std::move(out)};
 }
 
+// Each window's winning tap: the first maximum, a nan beating every number,
+// taps in the padding -inf (the CUDA and CPU nests' argmax, to the bit).
+std::vector<HostTensor> poolTaps(const OpCall &c) {
+  const HostTensor &x = c.arg(0);
+  const AttrMap &a = c.attrs();
+  std::vector<int64_t> k = getInts(a, "kernel_size"), stride = poolStride(a), pad = getInts(a, "padding"),
+                       dil = getInts(a, "dilation");
+  int64_t NC = x.shape()[0] * x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  HostTensor out = c.result();
+  int64_t HO = out.shape()[2], WO = out.shape()[3];
+  for (int64_t nc = 0; nc < NC; ++nc)
+    for (int64_t oy = 0; oy < HO; ++oy)
+      for (int64_t ox = 0; ox < WO; ++ox) {
+        double best = 0;
+        int64_t bestTap = -1;
+        for (int64_t t = 0; t < k[0] * k[1]; ++t) {
+          int64_t iy = oy * stride[0] - pad[0] + (t / k[1]) * dil[0], ix = ox * stride[1] - pad[1] + (t % k[1]) * dil[1];
+          double v = iy >= 0 && iy < H && ix >= 0 && ix < W ? x.getF((nc * H + iy) * W + ix) : -INFINITY;
+          if (bestTap < 0 || (!std::isnan(best) && (std::isnan(v) || v > best))) {
+            best = v;
+            bestTap = t;
+          }
+        }
+        out.setI((nc * HO + oy) * WO + ox, bestTap);
+      }
+  return {std::move(out)};
+}
+
+// Each window's cotangent to the input element at its winning tap (taps on
+// the padding, or -1, give nothing); f64 accumulation as the others here.
+std::vector<HostTensor> maxPoolBackward(const OpCall &c) {
+  const HostTensor &g = c.arg(0), &tap = c.arg(1);
+  const AttrMap &a = c.attrs();
+  std::vector<int64_t> k = getInts(a, "kernel_size"), stride = poolStride(a), pad = getInts(a, "padding"),
+                       dil = getInts(a, "dilation");
+  HostTensor out = c.result();
+  int64_t NC = g.shape()[0] * g.shape()[1], HO = g.shape()[2], WO = g.shape()[3];
+  int64_t H = out.shape()[2], W = out.shape()[3];
+  std::vector<double> acc(size_t(out.numel()), 0.0);
+  for (int64_t nc = 0; nc < NC; ++nc)
+    for (int64_t oy = 0; oy < HO; ++oy)
+      for (int64_t ox = 0; ox < WO; ++ox) {
+        int64_t o = (nc * HO + oy) * WO + ox, t = tap.getI(o);
+        if (t < 0 || t >= k[0] * k[1])
+          continue;
+        int64_t iy = oy * stride[0] - pad[0] + (t / k[1]) * dil[0], ix = ox * stride[1] - pad[1] + (t % k[1]) * dil[1];
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+          acc[size_t((nc * H + iy) * W + ix)] += g.getF(o);
+      }
+  for (size_t i = 0; i < acc.size(); ++i)
+    out.setF(int64_t(i), acc[i]);
+  return {std::move(out)};
+}
+
 } // namespace
 
 void addLinalgKernels(KernelTable &t) {
@@ -165,6 +219,8 @@ void addLinalgKernels(KernelTable &t) {
   t["conv2d_backward_input"] = [](const OpCall &c) { return conv2dGradient(c, true); };
   t["conv2d_backward_weight"] = [](const OpCall &c) { return conv2dGradient(c, false); };
   t["max_pool2d"] = t["avg_pool2d"] = pool;
+  t["max_pool2d_backward"] = maxPoolBackward;
+  t["max_pool2d_taps"] = poolTaps;
 }
 
 } // namespace tensorc::interp

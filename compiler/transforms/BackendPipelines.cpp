@@ -40,6 +40,7 @@ void buildCudaPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) 
   DecomposePassOptions decompose;
   decompose.ops = ops;
   pm.addPass(createDecomposePass(decompose));
+  pm.addPass(createPadMatmulsPass());
   buildKernelPipeline(pm, options);
 }
 
@@ -72,6 +73,8 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   decompose.ops = options.convolutionLibrary ? opsWithConvolutionLibrary : ops;
   decompose.keepFusedAttention = true; // the fused attention kernels
   pm.addPass(createDecomposePass(decompose));
+  // After autocast and autodiff (the dtypes and both halves' GEMMs final).
+  pm.addPass(createPadMatmulsPass());
   buildKernelPipeline(pm, options);
 }
 

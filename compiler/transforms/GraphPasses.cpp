@@ -5,6 +5,7 @@
 #include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/Decompose.h"
 #include "compiler/transforms/FoldConstants.h"
+#include "compiler/transforms/PadMatmuls.h"
 #include "compiler/transforms/RecognizeAttention.h"
 #include "compiler/transforms/RunChecks.h"
 
@@ -16,6 +17,7 @@ namespace tensorc {
 #define GEN_PASS_DEF_AUTOCASTPASS
 #define GEN_PASS_DEF_DECOMPOSEPASS
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
+#define GEN_PASS_DEF_PADMATMULSPASS
 #define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
 #define GEN_PASS_DEF_RUNCHECKSPASS
 #include "passes/Passes.h.inc"
@@ -46,6 +48,16 @@ struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
             transformModuleAsGraph(getOperation(), "tensorc-fold-constants", [&](const Graph &g) {
               return transforms::foldConstants(g, maxElements);
             })))
+      signalPassFailure();
+  }
+};
+
+struct PadMatmulsPass : impl::PadMatmulsPassBase<PadMatmulsPass> {
+  using PadMatmulsPassBase::PadMatmulsPassBase;
+  void runOnOperation() override {
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-pad-matmuls", [&](const Graph &g) {
+          return transforms::padMatmuls(g, nullptr, minimumWork);
+        })))
       signalPassFailure();
   }
 };

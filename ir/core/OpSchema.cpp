@@ -97,6 +97,19 @@ std::vector<OpSchema> buildTable() {
   add("max_pool2d", "nn", {in("x")},
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
        dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})), dflt("ceil_mode", b(false))});
+  // Each max_pool2d window's winning tap, kh * kernel_w + kw (i64): the first
+  // maximum, a nan beating every number (PyTorch's saved indices, per window).
+  add("max_pool2d_taps", "nn", {in("x")},
+      {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
+       dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})), dflt("ceil_mode", b(false))},
+      false);
+  // max_pool2d's input gradient: each window's cotangent goes to the input
+  // element at its winning tap (`tap`: ki * kernel_w + kj per window, the
+  // first maximum as PyTorch's; -1 none) -- the gather form, one nest.
+  add("max_pool2d_backward", "nn", {in("grad"), in("tap")},
+      {req("kernel_size", AttrKind::Ints), req("input_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
+       dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1}))},
+      false);
   add("avg_pool2d", "nn", {in("x")},
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),
        dflt("padding", ints({0, 0})), dflt("ceil_mode", b(false)),

@@ -411,6 +411,43 @@ std::vector<TensorSpec> inferPool(const Operands &ops, const AttrMap &attrs) {
   return one(spec(ops, 0).dtype, out);
 }
 
+std::vector<TensorSpec> inferPoolTaps(const Operands &ops, const AttrMap &attrs) {
+  std::vector<TensorSpec> r = inferPool(ops, attrs);
+  r[0].dtype = DType::I64;
+  return r;
+}
+
+// max_pool2d_backward(grad [N, C, Ho, Wo], tap [N, C, Ho, Wo] integer) -> [N, C, input_size].
+std::vector<TensorSpec> inferMaxPoolBackward(const Operands &ops, const AttrMap &attrs) {
+  requireFloat(ops[0]);
+  requireRank(ops[0], 4);
+  requireInteger(ops[1]);
+  check(spec(ops, 1).shape == spec(ops, 0).shape,
+        describe(ops[1]) + "; the winning taps must have the gradient's shape " + describe(ops[0]));
+  requireStatic(ops[0], 2, "for pooling");
+  requireStatic(ops[0], 3, "for pooling");
+  std::vector<int64_t> kernel = getInts(attrs, "kernel_size"), padding = getInts(attrs, "padding"),
+                       inputSize = getInts(attrs, "input_size");
+  std::vector<int64_t> stride = poolStride(attrs), dilation = getInts(attrs, "dilation");
+  requirePairs(kernel, "kernel_size", 1);
+  requirePairs(stride, "stride", 1);
+  requirePairs(padding, "padding", 0);
+  requirePairs(dilation, "dilation", 1);
+  requirePairs(inputSize, "input_size", 1);
+  for (int k = 0; k < 2; ++k) {
+    check(inputSize[k] <= kMaxElements, "input_size values must be <= 2^40");
+    int64_t floor = windowOutputSize(inputSize[k], kernel[k], stride[k], padding[k], dilation[k], false);
+    int64_t ceil = windowOutputSize(inputSize[k], kernel[k], stride[k], padding[k], dilation[k], true);
+    int64_t o = staticSize(spec(ops, 0).shape[size_t(2 + k)]);
+    check(o >= 1 && (o == floor || o == ceil),
+          describe(ops[0]) + "; max_pool2d of a " + std::to_string(inputSize[0]) + "x" +
+              std::to_string(inputSize[1]) + " input gives " + std::to_string(floor) + " outputs along dim " +
+              std::to_string(2 + k));
+  }
+  const Shape &g = spec(ops, 0).shape;
+  return one(spec(ops, 0).dtype, {g[0], g[1], Dim::of(inputSize[0]), Dim::of(inputSize[1])});
+}
+
 std::vector<TensorSpec> inferBatchNorm(const Operands &ops, const AttrMap &attrs) {
   requireFloat(ops[0]);
   check(spec(ops, 0).rank() >= 2, describe(ops[0]) + "; batch_norm needs (N, C, ...)");
@@ -847,6 +884,8 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["dropout"] = inferDropout;
     r["conv2d"] = inferConv2d;
     r["max_pool2d"] = r["avg_pool2d"] = inferPool;
+    r["max_pool2d_backward"] = inferMaxPoolBackward;
+    r["max_pool2d_taps"] = inferPoolTaps;
     r["batch_norm"] = inferBatchNorm;
     r["scaled_dot_product_attention"] = inferAttention;
     r["scaled_dot_product_attention_with_lse"] = inferAttentionWithLse;

@@ -452,6 +452,52 @@ def TC_MaxPool2dOp : TC_Op<"max_pool2d"> {
                        DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
 }
 
+def TC_MaxPool2dTapsOp : TC_Op<"max_pool2d_taps"> {
+  let summary = "each max_pool2d window's winning tap";
+  let description = [{
+    For each window of a max_pool2d with these attributes, `kh * kW + kw`
+    (i64) of its first maximum; a nan beats every number (the first nan
+    wins); taps in the padding count as -inf. PyTorch's saved indices, per
+    window; what max_pool2d_backward reads. Not differentiable.
+
+    Example:
+
+    ```mlir
+    %tap = tc.max_pool2d_taps %x {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>} : (!tc.tensor<[N, 8, 32, 32], f32>) -> !tc.tensor<[N, 8, 16, 16], i64>
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$x, DenseI64ArrayAttr:$kernel_size,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+}
+
+def TC_MaxPool2dBackwardOp : TC_Op<"max_pool2d_backward"> {
+  let summary = "the gradient of max_pool2d's input";
+  let description = [{
+    Given `grad` (N, C, Ho, Wo), the cotangent of a max_pool2d's output, and
+    `tap` (same shape, integer), the window's winning tap `kh * kW + kw`
+    (the first maximum, as PyTorch's saved indices; -1 for none), returns
+    the gradient of the input (N, C, H, W), `input_size` = [H, W]:
+    `dx[n, c, h, w] = sum over kh, kw of grad[n, c, i, j]` where
+    `h = i*stride[0] - padding[0] + kh*dilation[0]` (likewise w) and
+    `tap[n, c, i, j] = kh * kW + kw`. The other attributes are the
+    max_pool2d's. Produced by autodiff; not differentiable itself.
+
+    Example:
+
+    ```mlir
+    %dx = tc.max_pool2d_backward %dy, %tap {kernel_size = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, input_size = array<i64: 32, 32>} : (!tc.tensor<[N, 8, 16, 16], f32>, !tc.tensor<[N, 8, 16, 16], i64>) -> !tc.tensor<[N, 8, 32, 32], f32>
+    ```
+  }];
+  let arguments = (ins TC_Tensor:$grad, TC_Tensor:$tap, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$input_size,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation);
+}
+
 def TC_AvgPool2dOp : TC_Op<"avg_pool2d"> {
   let summary = "2-D average pooling (NCHW)";
   let description = [{

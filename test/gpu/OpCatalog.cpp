@@ -184,6 +184,21 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
                     {{"dim0", Attr(int64_t(-1))}, {"dim1", Attr(int64_t(-2))}})[0]);
     gs.emplace_back("linear_grad_out_in_" + std::string(dtypeName(d)), u.graph());
   }
+  {
+    // A language-model head whose vocabulary (1003 rows) is off 16 bytes, big
+    // enough to be padded (tensorc-pad-matmuls): the logits, and both
+    // gradients (K padded; M of the stored transpose dy^T).
+    trace::Tracer t("lm_head_padded");
+    trace::Tensor x = t.input("x", DType::BF16, {512, 264}), w = t.input("w", DType::BF16, {1003, 264});
+    trace::Tensor dy = t.input("dy", DType::BF16, {512, 1003});
+    auto swap = [&](trace::Tensor v) {
+      return t.call("transpose", {v}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(1))}})[0];
+    };
+    t.output(t.call("matmul", {x, swap(w)})[0]);
+    t.output(t.call("matmul", {dy, w})[0]);
+    t.output(t.call("matmul", {swap(dy), x})[0]);
+    push_back(t.graph());
+  }
   push_back(opGraph("transpose", {{DType::F32, {3, 5, 7}}}, {{"dim0", Attr(int64_t(0))}, {"dim1", Attr(int64_t(2))}}));
   push_back(opGraph("permute", {{DType::F32, {2, 3, 5}}}, {{"dims", Attr(std::vector<int64_t>{2, 0, 1})}}));
   push_back(opGraph("broadcast_to", {{DType::F32, {3, 1}}}, {{"shape", Attr(Shape{Dim::of(2), Dim::of(3), Dim::of(4)})}}));
@@ -243,6 +258,23 @@ std::vector<std::pair<std::string, Graph>> opGraphs() {
     }
   }
   push_back(opGraph("max_pool2d", {{DType::BF16, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 2})}}));
+  {
+    // ResNet's stem pooling (3x3, stride 2, padding 1) and a strided,
+    // dilated one: each window's winning tap, and the gradient gathered from
+    // the windows that hold each element (taps as random integers: out of
+    // range ones give nothing).
+    AttrMap stem{{"kernel_size", Attr(std::vector<int64_t>{3, 3})}, {"stride", Attr(std::vector<int64_t>{2, 2})},
+                 {"padding", Attr(std::vector<int64_t>{1, 1})}};
+    AttrMap dilated{{"kernel_size", Attr(std::vector<int64_t>{3, 2})}, {"stride", Attr(std::vector<int64_t>{1, 2})},
+                    {"dilation", Attr(std::vector<int64_t>{2, 1})}};
+    push_back(opGraph("max_pool2d_taps", {{DType::BF16, {2, 3, 11, 10}}}, stem));
+    push_back(opGraph("max_pool2d_taps", {{DType::F32, {2, 3, 11, 10}}}, dilated));
+    AttrMap stemBackward = stem, dilatedBackward = dilated;
+    stemBackward["input_size"] = Attr(std::vector<int64_t>{11, 10});
+    dilatedBackward["input_size"] = Attr(std::vector<int64_t>{11, 10});
+    push_back(opGraph("max_pool2d_backward", {{DType::BF16, {2, 3, 6, 5}}, {DType::I64, {2, 3, 6, 5}}}, stemBackward));
+    push_back(opGraph("max_pool2d_backward", {{DType::F32, {2, 3, 7, 5}}, {DType::I64, {2, 3, 7, 5}}}, dilatedBackward));
+  }
   push_back(opGraph("avg_pool2d", {{DType::F32, {2, 3, 9, 8}}}, {{"kernel_size", Attr(std::vector<int64_t>{3, 3})},
                                                                      {"padding", Attr(std::vector<int64_t>{1, 1})}}));
   push_back(opGraph("iota", {}, {{"end", Attr(int64_t(13))}}));

@@ -114,7 +114,7 @@ def _host_cpu():
 def _tool(argv):
     start = time.perf_counter()
     r = subprocess.run(argv, capture_output=True, text=True)
-    log.debug("tensorc.torch: %.2f s: %s", time.perf_counter() - start, " ".join(argv[1:3] + argv[-2:]))
+    log.debug("tensorc.torch: %.2f s: %s", time.perf_counter() - start, " ".join(argv))
     if r.returncode != 0:
         raise RuntimeError(f"tensorc.torch.compile: {r.stderr.strip() or r.stdout.strip()}")
     return r.stdout
