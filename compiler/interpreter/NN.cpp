@@ -212,7 +212,8 @@ std::vector<HostTensor> batchNorm(const OpCall &c) {
 
 // Attention's operands and the probabilities of one row, shared by the
 // forward and the backward: P[i, :] = softmax(q[i] . k[j] * scale + mask)
-// (masked: -inf; a fully masked row is nan).
+// (masked: -inf; a fully masked row is 0 with log-sum-exp +inf, as PyTorch's
+// SDPA since 2.5 and the CUDA kernels).
 struct Attention {
   const HostTensor &q, &k, &v;
   const HostTensor *mask;
@@ -249,6 +250,7 @@ struct Attention {
                      double *lse = nullptr) const {
     int64_t qb = qBase(coords), kb = kBase(coords);
     double m = -INFINITY;
+    bool nan = false; // a nan score makes the row nan (softmax's)
     for (int64_t j = 0; j < S; ++j) {
       double s = 0;
       for (int64_t e = 0; e < E; ++e)
@@ -265,10 +267,17 @@ struct Attention {
       }
       p[j] = s;
       m = std::max(m, s);
+      nan = nan || std::isnan(s);
+    }
+    if (m == -INFINITY && !nan) { // every key masked (or no key): no probability anywhere
+      std::fill(p.begin(), p.begin() + S, 0.0);
+      if (lse)
+        *lse = INFINITY;
+      return;
     }
     double sum = 0;
     for (int64_t j = 0; j < S; ++j) {
-      p[j] = std::exp(p[j] - m); // a fully masked row: exp(nan) -> nan
+      p[j] = std::exp(p[j] - m);
       sum += p[j];
     }
     for (int64_t j = 0; j < S; ++j)

@@ -68,8 +68,14 @@ Tensor attentionScores(const Context &c, size_t first) {
   return s;
 }
 
+// A row whose every score is -inf (a user mask hid every key) has no
+// probability: 0, as PyTorch's SDPA (_safe_softmax). Without a user mask no
+// row is fully masked (the causal mask keeps each row's first key).
+Tensor fullyMaskedRows(const Tensor &s) { return eq(max(s, {-1}, true), -INFINITY); }
+
 Tensor attentionProbabilities(const Context &c, size_t first) {
-  return softmaxOf(c, attentionScores(c, first), -1);
+  Tensor s = attentionScores(c, first), p = softmaxOf(c, s, -1);
+  return c.has(first + 3) ? where(fullyMaskedRows(s), 0.0, p) : p;
 }
 
 // The sizes of a conv2d gradient node: input (N, C, H, W), weight
@@ -367,6 +373,8 @@ const std::map<std::string, Rule> &rules() {
          DType wide = c.node.results[1].dtype;
          Tensor s = attentionScores(c, 0);
          Tensor lse = squeeze(logSumExpOf(s.dtype() == wide ? s : cast(s, wide), {-1}), {-1});
+         if (c.has(3)) // a fully masked row's log-sum-exp is +inf, as the kernels'
+           lse = where(squeeze(fullyMaskedRows(s), {-1}), INFINITY, lse);
          return std::vector{matmul(attentionProbabilities(c, 0), c.in(2)), lse};
        }},
       // A bias apart, as an add after the convolution (a convolution

@@ -76,16 +76,52 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
   }
   for (const std::string &o : graph.outputs)
     ix.uses[Index::key(o)]++;
-  std::map<std::string, Node> replacement;
+  std::map<std::string, std::vector<Node>> replacement;
   int found = 0;
   for (const TypedNode &tn : analysis.nodes) {
     const Node &out = *tn.node;
     if (out.op != "matmul" || out.args.size() != 2 || out.args[0].kind != Arg::Kind::Value ||
         out.args[1].kind != Arg::Kind::Value)
       continue;
+    // PyTorch's safe softmax (its SDPA's math path, Dynamo's decomposition
+    // of _safe_softmax): where(max(s) == -inf, 0, softmax(s)), a row with
+    // every key masked 0 -- what scaled_dot_product_attention computes.
     const Node *softmax = ix.singleUse(out.args[0].value, "softmax");
+    const Node *safeMax = nullptr;
+    if (const Node *w = ix.singleUse(out.args[0].value, "where"); w && !softmax)
+      if (auto zero = literalOf(w->args[1]); zero && *zero == 0 && w->args[0].kind == Arg::Kind::Value &&
+                                             w->args[2].kind == Arg::Kind::Value)
+        if (const Node *hidden = ix.singleUse(w->args[0].value, "eq"); hidden && hidden->args[0].kind == Arg::Kind::Value)
+          if (auto inf = literalOf(hidden->args[1]); inf && std::isinf(*inf) && *inf < 0)
+            if (const Node *m = ix.singleUse(hidden->args[0].value, "max"))
+              if (const Node *sm = ix.singleUse(w->args[2].value, "softmax");
+                  sm && sm->args[0].kind == Arg::Kind::Value && m->args[0].kind == Arg::Kind::Value &&
+                  m->args[0].value == sm->args[0].value) {
+                const TypedNode &mt = *ix.typed.at(m->name);
+                int64_t r = ix.typed.at(sm->name)->results[0].rank();
+                std::vector<int64_t> axes = getInts(mt.attrs, "axes");
+                if (axes.size() == 1 && (axes[0] == -1 || axes[0] == r - 1) && getBool(mt.attrs, "keepdim")) {
+                  softmax = sm;
+                  safeMax = m;
+                }
+              }
     if (!softmax || softmax->args[0].kind != Arg::Kind::Value)
       continue;
+    // The masked scores feed the max too: one use fewer once it goes.
+    struct SafeUse {
+      Index &ix;
+      std::string key;
+      bool active;
+      SafeUse(Index &i, const Node *m, const Node *sm)
+          : ix(i), key(m ? Index::key(sm->args[0].value) : ""), active(m != nullptr) {
+        if (active)
+          ix.uses[key]--;
+      }
+      ~SafeUse() {
+        if (active)
+          ix.uses[key]++;
+      }
+    } safeUse(ix, safeMax, softmax);
     int64_t rank = ix.typed.at(softmax->name)->results[0].rank();
     int64_t axis = getInt(ix.typed.at(softmax->name)->attrs, "axis");
     if (rank < 2 || (axis != -1 && axis != rank - 1))
@@ -174,13 +210,46 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
     } catch (const Error &) {
       continue;
     }
-    replacement[out.name] = sdpa;
+    std::vector<Node> nodes{sdpa};
+    if (mask && !safeMax) {
+      // softmax over a row with every key masked is nan where the attention
+      // op gives 0 (PyTorch's SDPA): those rows are made nan again, from the
+      // mask alone (a row of `false`, or of -inf added), so the program
+      // computes what was written.
+      auto name = [&](const char *suffix) {
+        std::string n = out.name + suffix;
+        while (ix.byName.count(n))
+          n += "_";
+        return n;
+      };
+      bool boolMask = isBool(analysis.values.at(mask->value).dtype);
+      Literal negInf{Literal::Kind::Float, -INFINITY, 0, std::nullopt},
+          zero{Literal::Kind::Float, 0.0, 0, std::nullopt}, nan{Literal::Kind::Float, NAN, 0, std::nullopt};
+      Node level{name("_mask_level"), "cast", {*mask}, {{"to", DType::F32}}, std::nullopt};
+      Node top{name("_mask_top"), "max", {Arg::ref(boolMask ? level.name : mask->value)},
+               {{"axes", std::vector<int64_t>{-1}}, {"keepdim", true}}, std::nullopt};
+      Node hidden{name("_every_key_masked"), "eq", {Arg::ref(top.name), Arg::lit(boolMask ? zero : negInf)}, {},
+                  std::nullopt};
+      nodes[0].name = name("_attention");
+      Node result{out.name, "where", {Arg::ref(hidden.name), Arg::lit(nan), Arg::ref(nodes[0].name)}, {},
+                  out.sharding};
+      if (boolMask)
+        nodes.push_back(level);
+      nodes.push_back(top);
+      nodes.push_back(hidden);
+      nodes.push_back(result);
+    }
+    replacement[out.name] = nodes;
     ++found;
   }
   Graph result = graph;
-  for (Node &n : result.nodes)
-    if (replacement.count(n.name))
-      n = replacement.at(n.name);
+  result.nodes.clear();
+  for (const Node &n : graph.nodes) {
+    if (auto it = replacement.find(n.name); it != replacement.end())
+      result.nodes.insert(result.nodes.end(), it->second.begin(), it->second.end());
+    else
+      result.nodes.push_back(n);
+  }
   // Drop the nodes nothing reads any more.
   bool changed = true;
   while (changed) {

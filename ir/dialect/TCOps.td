@@ -552,8 +552,8 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
     broadcast. `scale` defaults to 1/sqrt(E). `mask`, optional, broadcasts to
     (..., L, S): i1 (true = attend; false adds -inf) or additive in the
     query's dtype. `is_causal` masks positions j > i (top-left aligned, as
-    PyTorch). A row with every position masked gives nan. Result
-    (..., L, Ev).
+    PyTorch). A row with every position masked gives 0 (PyTorch's SDPA
+    since 2.5, `_safe_softmax`). Result (..., L, Ev).
 
     Example:
 
@@ -573,7 +573,8 @@ def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_
     `out` is `scaled_dot_product_attention` of the same operands and
     attributes; `lse` is the natural log-sum-exp of each query row's scaled
     and masked scores (`out`'s shape without its last dim; f32, f64 for f64
-    operands). Autodiff uses it when the backward runs as its own program:
+    operands; +inf for a row with every position masked, which gets no
+    probability in the backward). Autodiff uses it when the backward runs as its own program:
     the backward reads the saved `out` and `lse` instead of recomputing the
     forward (FlashAttention-2's saved statistics).
 

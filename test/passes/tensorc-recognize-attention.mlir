@@ -24,8 +24,15 @@ func.func @causal(%q: !tc.tensor<[2, 5, 4], f32> {tc.name = "q"}, %k: !tc.tensor
 
 // An additive mask becomes the mask operand; softmax probabilities that are
 // also returned keep the pattern as written (no recomputation).
+// With a user mask, a row whose every key is masked stays nan, as softmax
+// makes it (the attention op gives 0, as PyTorch's SDPA): the rows whose
+// additive mask is -inf throughout are made nan again.
 // CHECK-LABEL: func.func @additive
-// CHECK: tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK: %[[A:.*]] = tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK: %[[TOP:.*]] = tc.max %arg1 {axes = array<i64: -1>, keepdim = true}
+// CHECK: %[[H:.*]] = tc.eq %[[TOP]], %{{.*}}
+// CHECK: %[[O:.*]] = tc.where %[[H]], %{{.*}}, %[[A]]
+// CHECK: return %[[O]]
 func.func @additive(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %b: !tc.tensor<[3, 3], f32> {tc.name = "b"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
   %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
   %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
@@ -77,7 +84,12 @@ func.func @masked_fill_causal(%q: !tc.tensor<[2, 5, 4], f32> {tc.name = "q"}, %k
 // operand; masked_fill(m, -inf) with m not a negation is left as written
 // (the attention op's boolean mask says what takes part).
 // CHECK-LABEL: func.func @masked_fill_not
-// CHECK: tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK: %[[A:.*]] = tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK: %[[L:.*]] = tc.cast %arg1 {to = f32}
+// CHECK: %[[TOP:.*]] = tc.max %[[L]] {axes = array<i64: -1>, keepdim = true}
+// CHECK: %[[H:.*]] = tc.eq %[[TOP]], %{{.*}}
+// CHECK: %[[O:.*]] = tc.where %[[H]], %{{.*}}, %[[A]]
+// CHECK: return %[[O]]
 func.func @masked_fill_not(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %keep: !tc.tensor<[3, 3], i1> {tc.name = "keep"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
   %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
   %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
@@ -101,5 +113,27 @@ func.func @masked_fill_other(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %m: !t
   %w = tc.where %m, %ninf, %s : (!tc.tensor<[3, 3], i1>, !tc.tensor<[], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("w")
   %p = tc.softmax %w : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
   %o = tc.matmul %p, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
+  return %o : !tc.tensor<[3, 4], f32>
+}
+
+// -----
+
+// PyTorch's safe softmax (Dynamo's decomposition of SDPA's math path):
+// where(max(s) == -inf, 0, softmax(s)) is exactly the attention op (a row
+// whose every key is masked gives 0), no wrapping; the max goes too.
+// CHECK-LABEL: func.func @safe_softmax
+// CHECK-NEXT: %[[O:.*]] = tc.scaled_dot_product_attention %arg0, %arg0, %arg0, %arg1 {scale = 1.000000e+00 : f64}
+// CHECK-NEXT: return %[[O]]
+func.func @safe_softmax(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %b: !tc.tensor<[3, 3], f32> {tc.name = "b"}) -> (!tc.tensor<[3, 4], f32> {tc.name = "o"}) {
+  %kt = tc.transpose %q {dim0 = 0 : i64, dim1 = 1 : i64} : (!tc.tensor<[3, 4], f32>) -> !tc.tensor<[4, 3], f32> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[3, 4], f32>, !tc.tensor<[4, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("s")
+  %a = tc.add %s, %b : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("a")
+  %p = tc.softmax %a : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("p")
+  %m = tc.max %a {axes = array<i64: 1>, keepdim = true} : (!tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 1], f32> loc("m")
+  %ninf = tc.constant {tc.literal, value = dense<0xFF800000> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %h = tc.eq %m, %ninf : (!tc.tensor<[3, 1], f32>, !tc.tensor<[], f32>) -> !tc.tensor<[3, 1], i1> loc("h")
+  %zero = tc.constant {tc.literal, value = dense<0.0> : tensor<f32>} : () -> !tc.tensor<[], f32>
+  %w = tc.where %h, %zero, %p : (!tc.tensor<[3, 1], i1>, !tc.tensor<[], f32>, !tc.tensor<[3, 3], f32>) -> !tc.tensor<[3, 3], f32> loc("w")
+  %o = tc.matmul %w, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
   return %o : !tc.tensor<[3, 4], f32>
 }

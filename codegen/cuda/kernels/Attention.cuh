@@ -327,16 +327,12 @@ template <int MASK, typename T> __device__ __forceinline__ float maskLog2(const 
   }
 }
 
-// What a row's normalizer and log-sum-exp become when its sum is 0: with a
-// user mask (S > 0) every key was masked, and such a row is nan (the
-// reference's softmax of -inf everywhere); without one, no key at all: an
-// empty sum (output 0, lse +inf).
-template <int MASK> __device__ __forceinline__ float emptyRowInverse(const Shape &s) {
-  return MASK != kNoMask && s.S > 0 ? __int_as_float(0x7fffffff) : 0.0f;
-}
-template <int MASK> __device__ __forceinline__ float emptyRowLse(const Shape &s) {
-  return MASK != kNoMask && s.S > 0 ? __int_as_float(0x7fffffff) : infinity();
-}
+// What a row's normalizer and log-sum-exp become when its sum is 0 (every
+// key masked, or none at all): its output is 0, as PyTorch's SDPA
+// (_safe_softmax, since 2.5; its fused kernels alike), and its log-sum-exp
+// +inf, so a backward recomputing exp(s - lse) gives it no probability.
+template <int MASK> __device__ __forceinline__ float emptyRowInverse(const Shape &) { return 0.0f; }
+template <int MASK> __device__ __forceinline__ float emptyRowLse(const Shape &) { return infinity(); }
 
 // The kernels' parameters after the tensors, in this order (every size a
 // long long, then the scale as a float, then the user mask (null if none),
@@ -362,8 +358,8 @@ template <bool CAUSAL> __device__ __forceinline__ bool visible(long long r, long
   return c < S && (!CAUSAL || c <= r);
 }
 
-// Whether a query row before `rows` (and L) has a nan log-sum-exp: every key
-// masked. In the reference that row's probabilities are nan at every key,
+// Whether a query row before `rows` (and L) has a nan log-sum-exp: a nan
+// score. In the reference that row's probabilities are nan at every key,
 // the causally hidden ones too, so every key's dK and dV is nan; the
 // causal dK/dV kernels skip the query tiles before a block's first key and
 // look for such rows here instead (the whole block: a barrier).
@@ -376,9 +372,10 @@ __device__ __forceinline__ bool anyEmptyRowBefore(const float *lse, long long ro
 
 // The backward's probability of score x (unscaled) at (r, c) under a user
 // mask, given the row's log-sum-exp (base 2): 0 past the last key; a
-// masked position is exp2(-inf - lse), 0 unless the row is nan (every key
-// masked), whose nan then reaches every gradient it touches, as the
-// reference's does. Rows past L (lse +inf) read no mask.
+// masked position is exp2(-inf - lse), 0 unless the row is nan (a nan
+// score), whose nan then reaches every gradient it touches, as the
+// reference's does; a row with every key masked has lse +inf and no
+// probability anywhere. Rows past L (lse +inf) read no mask.
 template <bool CAUSAL, int MASK, typename T>
 __device__ __forceinline__ float maskedProbability(const Shape &s, float x, long long r, long long c, float lse2) {
   if (c >= s.S)
@@ -596,7 +593,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
       const long long r = rowM + (threadIdx.x & 31) / 4 + 8 * h;
       if (lse && (threadIdx.x & 3) == 0 && r < s.L)
         lse[bh * s.L + r] = sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * ln2()
-                                       : emptyRowLse<MASK>(s);
+                                       : (sum == sum ? emptyRowLse<MASK>(s) : sum); // nan scores stay nan
     }
     storeRows<T, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
   }
@@ -667,7 +664,8 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     for (int h = 0; h < 2; ++h) {
       const float sum = quadSum(l[h]);
       l[h] = sum > 0.0f ? 1.0f / sum : emptyRowInverse<MASK>(s);
-      lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum) : emptyRowLse<MASK>(s);
+      lse2[h] = sum > 0.0f ? (m[h] == -infinity() ? 0.0f : m[h]) + log2f(sum)
+                           : (sum == sum ? emptyRowLse<MASK>(s) : sum); // nan scores stay nan
     }
 #pragma unroll
     for (int kk = 0; kk < DP / 16; ++kk)

@@ -312,10 +312,11 @@ template <class TL, bool CAUSAL> __device__ __forceinline__ long long firstQuery
 }
 
 // The log-sum-exp (base 2, as the kernels compute; memory holds natural
-// log) of a row from its max and sum; for a row that sees no key, +inf, or
-// nan where a user mask hid every key (tc_attention::emptyRowLse).
+// log) of a row from its max and sum; +inf for a row that sees no key,
+// masked or none (tc_attention::emptyRowLse), nan for a nan score.
 template <int MASK> __device__ __forceinline__ float logSumExp(const Shape &s, float m, float sum) {
-  return sum > 0.0f ? (m == -infinity() ? 0.0f : m) + log2f(sum) : tc_attention::emptyRowLse<MASK>(s);
+  return sum > 0.0f ? (m == -infinity() ? 0.0f : m) + log2f(sum)
+                    : (sum == sum ? tc_attention::emptyRowLse<MASK>(s) : sum); // nan scores stay nan
 }
 
 template <int DP, bool CAUSAL, int MASK, class TL = ForwardTiles<paddedDim(DP)>>
