@@ -86,9 +86,29 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
     // PyTorch's safe softmax (its SDPA's math path, Dynamo's decomposition
     // of _safe_softmax): where(max(s) == -inf, 0, softmax(s)), a row with
     // every key masked 0 -- what scaled_dot_product_attention computes.
-    const Node *softmax = ix.singleUse(out.args[0].value, "softmax");
+    // Batched matmuls over flattened batch dims ([B*H, L, S] @ [B*H, S, Ev],
+    // PyTorch's bmm as SDPA's math path runs it): the probabilities are a
+    // reshape of [B, H, L, S] ones; the attention op runs on [B, H, ...]
+    // views and its result is flattened back.
+    std::string probabilities = out.args[0].value;
+    std::optional<Shape> batch; // the unflattened batch dims
+    if (const Node *flat = ix.singleUse(probabilities, "reshape"); flat && flat->args[0].kind == Arg::Kind::Value) {
+      const Shape &wide = analysis.values.at(flat->args[0].value).shape, &narrow = tn.argTypes[0]->shape;
+      bool ok = wide.size() >= 3 && narrow.size() == 3 && wide[wide.size() - 1] == narrow[2] &&
+                wide[wide.size() - 2] == narrow[1] && narrow[0].isStatic();
+      int64_t product = 1;
+      for (size_t d = 0; ok && d + 2 < wide.size(); ++d) {
+        ok = wide[d].isStatic();
+        product *= ok ? wide[d].value() : 1;
+      }
+      if (ok && product == narrow[0].value()) {
+        batch = Shape(wide.begin(), wide.end() - 2);
+        probabilities = flat->args[0].value;
+      }
+    }
+    const Node *softmax = ix.singleUse(probabilities, "softmax");
     const Node *safeMax = nullptr;
-    if (const Node *w = ix.singleUse(out.args[0].value, "where"); w && !softmax)
+    if (const Node *w = ix.singleUse(probabilities, "where"); w && !softmax)
       if (auto zero = literalOf(w->args[1]); zero && *zero == 0 && w->args[0].kind == Arg::Kind::Value &&
                                              w->args[2].kind == Arg::Kind::Value)
         if (const Node *hidden = ix.singleUse(w->args[0].value, "eq"); hidden && hidden->args[0].kind == Arg::Kind::Value)
@@ -180,48 +200,75 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
       scale = 1.0 / *c;
       s = d->args[0].value;
     }
+    if (batch) {
+      const Node *flatScores = ix.singleUse(s, "reshape");
+      if (!flatScores || flatScores->args[0].kind != Arg::Kind::Value)
+        continue;
+      s = flatScores->args[0].value;
+    }
     const Node *qk = ix.singleUse(s, "matmul");
     if (!qk || qk->args[0].kind != Arg::Kind::Value || qk->args[1].kind != Arg::Kind::Value)
       continue;
-    // The transpose is a view: other users may keep it.
-    const Node *kt = ix.producer(qk->args[1].value);
-    if (!kt)
+    auto name = [&](const char *suffix) {
+      std::string n = out.name + suffix;
+      while (ix.byName.count(n))
+        n += "_";
+      return n;
+    };
+    std::vector<Node> nodes;
+    // K: beneath k^T where that is a transpose (a view: other users may keep
+    // it), else k^T transposed back (the math path scales k^T by sqrt(scale)).
+    std::string key;
+    if (const Node *kt = ix.producer(qk->args[1].value);
+        kt && isLastTwoSwap(*kt, ix.typed.at(kt->name)->results[0].rank()))
+      key = kt->args[0].value;
+    else if (batch) {
+      key = name("_key");
+      nodes.push_back(Node{key, "transpose", {qk->args[1]}, {{"dim0", int64_t(-1)}, {"dim1", int64_t(-2)}}, std::nullopt});
+    } else
       continue;
-    int64_t krank = ix.typed.at(kt->name)->results[0].rank();
-    if (krank < 2 || !isLastTwoSwap(*kt, krank))
-      continue;
+    std::string query = qk->args[0].value, value = out.args[1].value;
+    if (batch) { // [B*H, n, d] operands as [B, H, n, d] views
+      auto unflatten = [&](std::string &ref, const char *suffix, const std::string &of) {
+        const Shape &three = of.empty() ? analysis.values.at(ref).shape : Shape{};
+        Shape shape = *batch;
+        if (!of.empty()) { // a transposed k^T: its last two dims swapped
+          const Shape &kt = analysis.values.at(of).shape;
+          shape.push_back(kt[2]);
+          shape.push_back(kt[1]);
+        } else {
+          shape.push_back(three[1]);
+          shape.push_back(three[2]);
+        }
+        std::string n = name(suffix);
+        nodes.push_back(Node{n, "reshape", {Arg::ref(ref)}, {{"shape", shape}}, std::nullopt});
+        ref = n;
+      };
+      bool keyCreated = !nodes.empty();
+      if (analysis.values.at(query).rank() != 3 || analysis.values.at(value).rank() != 3 ||
+          (!keyCreated && analysis.values.at(key).rank() != 3))
+        continue;
+      unflatten(query, "_query_heads", "");
+      unflatten(key, "_key_heads", keyCreated ? qk->args[1].value : "");
+      unflatten(value, "_value_heads", "");
+    }
     Node sdpa;
-    sdpa.name = out.name;
+    sdpa.name = batch ? name("_heads") : out.name;
     sdpa.op = "scaled_dot_product_attention";
-    sdpa.args = {qk->args[0], kt->args[0], out.args[1]};
+    sdpa.args = {Arg::ref(query), Arg::ref(key), Arg::ref(value)};
     if (mask)
       sdpa.args.push_back(*mask);
     sdpa.attrs["scale"] = scale;
     if (causal)
       sdpa.attrs["is_causal"] = true;
-    sdpa.sharding = out.sharding;
-    // Check the types on their own before committing to the rewrite.
-    try {
-      std::map<std::string, TensorSpec> values;
-      for (const Arg &a : sdpa.args)
-        values[a.value] = analysis.values.at(a.value);
-      if (typeNode(sdpa, values).results[0] != tn.results[0])
-        continue;
-    } catch (const Error &) {
-      continue;
-    }
-    std::vector<Node> nodes{sdpa};
+    sdpa.sharding = batch ? std::nullopt : out.sharding;
+    nodes.push_back(sdpa);
+    std::string attended = sdpa.name;
     if (mask && !safeMax) {
       // softmax over a row with every key masked is nan where the attention
       // op gives 0 (PyTorch's SDPA): those rows are made nan again, from the
       // mask alone (a row of `false`, or of -inf added), so the program
       // computes what was written.
-      auto name = [&](const char *suffix) {
-        std::string n = out.name + suffix;
-        while (ix.byName.count(n))
-          n += "_";
-        return n;
-      };
       bool boolMask = isBool(analysis.values.at(mask->value).dtype);
       Literal negInf{Literal::Kind::Float, -INFINITY, 0, std::nullopt},
           zero{Literal::Kind::Float, 0.0, 0, std::nullopt}, nan{Literal::Kind::Float, NAN, 0, std::nullopt};
@@ -230,14 +277,32 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
                {{"axes", std::vector<int64_t>{-1}}, {"keepdim", true}}, std::nullopt};
       Node hidden{name("_every_key_masked"), "eq", {Arg::ref(top.name), Arg::lit(boolMask ? zero : negInf)}, {},
                   std::nullopt};
-      nodes[0].name = name("_attention");
-      Node result{out.name, "where", {Arg::ref(hidden.name), Arg::lit(nan), Arg::ref(nodes[0].name)}, {},
-                  out.sharding};
+      if (!batch)
+        nodes.back().name = attended = name("_attention");
+      Node result{batch ? name("_heads_nan") : out.name, "where",
+                  {Arg::ref(hidden.name), Arg::lit(nan), Arg::ref(attended)}, {}, std::nullopt};
       if (boolMask)
         nodes.push_back(level);
       nodes.push_back(top);
       nodes.push_back(hidden);
       nodes.push_back(result);
+      attended = result.name;
+    }
+    if (batch)
+      nodes.push_back(Node{out.name, "reshape", {Arg::ref(attended)}, {{"shape", tn.results[0].shape}}, std::nullopt});
+    nodes.back().sharding = out.sharding;
+    // Check the types on their own before committing to the rewrite.
+    try {
+      std::map<std::string, TensorSpec> values = analysis.values;
+      TensorSpec last;
+      for (const Node &n : nodes) {
+        last = typeNode(n, values).results[0];
+        values[n.name] = last;
+      }
+      if (last != tn.results[0])
+        continue;
+    } catch (const Error &) {
+      continue;
     }
     replacement[out.name] = nodes;
     ++found;
