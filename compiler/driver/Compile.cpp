@@ -102,6 +102,7 @@ artifact::Artifact generate(mlir::ModuleOp module, const CompileOptions &options
     codegen::cuda::CudaCompileOptions cuda;
     cuda.arch = options.arch;
     cuda.conv = options.convAlgo;
+    cuda.gemmBiasGradient = options.gemmBiasGradient;
     cuda.record = record;
     cuda.record["target"] = "cuda";
     cuda.record["arch"] = options.arch;

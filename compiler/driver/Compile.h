@@ -47,6 +47,9 @@ struct CompileOptions {
   std::string mode = "default";  // cuda: reduce-overhead (CUDA graphs)
   std::string autotune;          // recorded default autotune mode
   bool allowTf32 = false, precompile = false;
+  // cuda: a linear layer's bias gradient on its weight-gradient GEMM
+  // (cuBLASLt's bgrad epilogue; off by default, docs/cuda-backend.md).
+  bool gemmBiasGradient = false;
   // A note of where the graph came from, recorded in the artifact.
   std::string source;
 };

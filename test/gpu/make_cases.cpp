@@ -7,21 +7,18 @@
 // `--random N` adds N random graphs (test/fuzz/RandomGraph.h, seeds 0..N-1):
 // differential fuzzing of the CUDA backend; expected/I.tol holds an output's
 // tolerance where its path went through a less precise dtype.
-#include "codegen/cuda/CudaProgram.h"
+#include "compiler/driver/Compile.h"
 #include "compiler/driver/RandomInputs.h"
-#include "compiler/driver/RunPipeline.h"
 #include "compiler/frontend/GraphImport.h"
 #include "compiler/interpreter/Interpreter.h"
-#include "compiler/transforms/BackendPipelines.h"
 #include "ir/core/Error.h"
-#include "passes/Pipelines.h"
 #include "runtime/host/AtomicFile.h"
 #include "runtime/host/Npy.h"
 #include "runtime/host/Parity.h"
 #include "test/fuzz/RandomGraph.h"
 #include "test/gpu/OpCatalog.h"
 
-#include "mlir/Pass/PassManager.h"
+#include "mlir/IR/MLIRContext.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -66,15 +63,13 @@ int main(int argc, char **argv) {
       loadTensorcDialects(ctx);
       GraphAnalysis a = analyzeGraph(g, g.name);
       mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(ctx, g, a, g.name);
-      mlir::PassManager pm(&ctx);
-      buildCudaCodegenPipeline(pm, PipelineOptions{});
-      runPipeline(pm, *module, g.name);
-      // The linear-gradient cases check the bias-gradient epilogue (off
-      // by default) on cuBLASLt.
-      codegen::cuda::CudaCompileOptions options;
+      // What `tensorc compile --target cuda` builds (the one compile driver);
+      // the linear-gradient cases check the bias-gradient epilogue (off by
+      // default) on cuBLASLt.
+      driver::CompileOptions options;
+      options.target = driver::Target::Cuda;
       options.gemmBiasGradient = name.find("linear_grad") != std::string::npos;
-      artifact::Artifact art = codegen::cuda::compileCudaArtifact(*module, options);
-      art.tensorcVersion = TENSORC_VERSION;
+      artifact::Artifact art = driver::compileModule(*module, options, g.name);
       writeFileAtomically((dir / "model.tcx").string(), artifact::serialize(art));
       std::map<std::string, HostTensor> inputs =
           completeInputs(g, a, {}, seed + uint64_t(n), {{"B", 13}, {"T", 9}, {"N", 3}});

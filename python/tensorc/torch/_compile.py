@@ -434,9 +434,15 @@ def load_all(artifacts):
     """Executables of `artifacts`, loaded side by side: a CUDA load compiles
     its kernels (NVRTC), a training partition's forward and backward at once
     (one at a time with TENSORC_PARTITION_JOBS=1)."""
+    def load(path):
+        start = time.perf_counter()
+        executable = tensorc.Executable.load(path)
+        # Where a first call's time goes (a CUDA load is mostly NVRTC).
+        log.debug("tensorc.torch: loaded %s in %.2f s", os.path.basename(path), time.perf_counter() - start)
+        return executable
     if os.environ.get("TENSORC_PARTITION_JOBS") == "1":
-        return [tensorc.Executable.load(a) for a in artifacts]
-    return _side_by_side(tensorc.Executable.load, artifacts)
+        return [load(a) for a in artifacts]
+    return _side_by_side(load, artifacts)
 
 
 class _Built:
