@@ -238,6 +238,31 @@ PartitionResult partitionWith(const Graph &forwardGraph, const JointGraph &joint
     if (!sinkSide[inNode(p)] && sinkSide[outNode(p)])
       savedKeys.insert(key);
   }
+  // A saved reshape (reshape, flatten, squeeze, unsqueeze) of a forward
+  // value saves that value instead: the same bytes, the backward redoes the
+  // view (free), and the forward's program hands out the value where its
+  // kernel wrote it, not a copy of the view in an output buffer (DistilGPT-2's
+  // forward copied 26 such views, its logits' 412 MB among them). A model
+  // output stays as it is (it is an output anyway).
+  {
+    std::set<std::string> modelOutputs;
+    for (const std::string &o : forwardGraph.outputs)
+      if (!inputNames.count(o))
+        modelOutputs.insert(valueKey(o));
+    static const std::set<std::string> reshapes = {"reshape", "flatten", "squeeze", "unsqueeze"};
+    std::set<std::string> retargeted;
+    for (std::string key : savedKeys) {
+      while (!modelOutputs.count(key)) {
+        const Node &n = *byName.at(parseValueRef(key).producer)->node;
+        if (!reshapes.count(n.op) || n.args.empty() || n.args[0].kind != Arg::Kind::Value ||
+            inputNames.count(n.args[0].value) || !forwardNodes.count(parseValueRef(n.args[0].value).producer))
+          break;
+        key = valueKey(n.args[0].value);
+      }
+      retargeted.insert(key);
+    }
+    savedKeys = std::move(retargeted);
+  }
   // What the backward computes: its own nodes, plus forward nodes it needs
   // that were not saved (recomputation), found by walking back to saved
   // values and inputs.
