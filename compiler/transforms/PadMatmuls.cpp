@@ -3,6 +3,7 @@
 #include "compiler/graph/GraphAnalysis.h"
 #include "ir/core/DType.h"
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -95,9 +96,42 @@ Graph padMatmuls(const Graph &graph, int *count, int64_t minimumWork) {
   Graph result = graph;
   result.nodes.clear();
   int found = 0;
+  // Products padded along N alone: the padded product's name, N and N'.
+  struct SlicedColumns {
+    std::string product;
+    int64_t columns, padded;
+  };
+  std::map<std::string, SlicedColumns> sliced;
   for (const TypedNode &tn : analysis.nodes) {
     const Node &n = *tn.node;
     auto keep = [&] { result.nodes.push_back(n); };
+    // A reshape of such a product that keeps its rows' length (a linear
+    // layer's [B*T, V] logits as [B, T, V]) reshapes the padded product and
+    // slices that: the reshape stays a view, and a model output made of it is
+    // the slice, which its kernel writes into the output (a reshape of the
+    // slice was materialized and then copied: the logits twice).
+    if (n.op == "reshape" && n.args.size() == 1 && n.args[0].kind == Arg::Kind::Value) {
+      auto it = sliced.find(n.args[0].value);
+      const Shape &out = tn.results[0].shape;
+      bool staticOut = std::all_of(out.begin(), out.end(), [](const Dim &d) { return d.isStatic(); });
+      if (it != sliced.end() && staticOut && !out.empty() && out.back().value() == it->second.columns) {
+        Node wide = n;
+        wide.name = padder.fresh(n.name + "_aligned");
+        Shape shape = out;
+        shape.back() = Dim::of(it->second.padded);
+        wide.attrs["shape"] = shape;
+        wide.args = {Arg::ref(it->second.product)};
+        wide.sharding.reset();
+        Node back{n.name, "slice", {Arg::ref(wide.name)},
+                  {{"axes", std::vector<int64_t>{int64_t(out.size()) - 1}},
+                   {"starts", std::vector<int64_t>{0}},
+                   {"ends", std::vector<int64_t>{it->second.columns}}},
+                  n.sharding};
+        result.nodes.push_back(wide);
+        result.nodes.push_back(back);
+        continue;
+      }
+    }
     if (n.op != "matmul" || n.args.size() != 2 || n.args[0].kind != Arg::Kind::Value ||
         n.args[1].kind != Arg::Kind::Value) {
       keep();
@@ -170,6 +204,8 @@ Graph padMatmuls(const Graph &graph, int *count, int64_t minimumWork) {
       back.attrs["ends"] = ends;
       back.sharding = n.sharding;
       result.nodes.push_back(back);
+      if (padN && !padM)
+        sliced[n.name] = {product.name, N, roundUp(N, m)};
     }
     ++found;
   }

@@ -20,12 +20,18 @@
 // CHECK-NEXT: %[[DYT:.*]] = tc.transpose %[[DYP]] {{.*}} -> !tc.tensor<[72, 96], bf16>
 // CHECK-NEXT: %[[G:.*]] = tc.matmul %[[DYT]], %[[XP]] {{.*}} -> !tc.tensor<[72, 72], bf16>
 // CHECK-NEXT: tc.slice %[[G]] {axes = array<i64: 0, 1>, ends = array<i64: 66, 70>, starts = array<i64: 0, 0>} {{.*}} -> !tc.tensor<[66, 70], bf16>
+// The logits as [2, 48, 66]: the padded product reshaped, then sliced (the
+// output is the slice, which its kernel writes, not a copy of a view).
+// CHECK-NEXT: %[[PR:.*]] = tc.reshape %[[P]] {shape = [2, 48, 72]}
+// CHECK-NEXT: %[[Y3:.*]] = tc.slice %[[PR]] {axes = array<i64: 2>, ends = array<i64: 66>, starts = array<i64: 0>} {{.*}} -> !tc.tensor<[2, 48, 66], bf16>
 // SMALL-NOT: tc.pad
 func.func @head(%x: !tc.tensor<[96, 70], bf16> {tc.name = "x"}, %w: !tc.tensor<[70, 66], bf16> {tc.name = "w"},
                 %dy: !tc.tensor<[96, 66], bf16> {tc.name = "dy"})
-    -> (!tc.tensor<[96, 66], bf16> {tc.name = "y"}, !tc.tensor<[66, 70], bf16> {tc.name = "dw"}) {
+    -> (!tc.tensor<[96, 66], bf16> {tc.name = "y"}, !tc.tensor<[66, 70], bf16> {tc.name = "dw"},
+        !tc.tensor<[2, 48, 66], bf16> {tc.name = "y3"}) {
   %y = tc.matmul %x, %w : (!tc.tensor<[96, 70], bf16>, !tc.tensor<[70, 66], bf16>) -> !tc.tensor<[96, 66], bf16> loc("y")
   %t = tc.transpose %dy {dim0 = 0, dim1 = 1} : (!tc.tensor<[96, 66], bf16>) -> !tc.tensor<[66, 96], bf16> loc("t")
   %g = tc.matmul %t, %x : (!tc.tensor<[66, 96], bf16>, !tc.tensor<[96, 70], bf16>) -> !tc.tensor<[66, 70], bf16> loc("g")
-  return %y, %g : !tc.tensor<[96, 66], bf16>, !tc.tensor<[66, 70], bf16>
+  %y3 = tc.reshape %y {shape = [2, 48, 66]} : (!tc.tensor<[96, 66], bf16>) -> !tc.tensor<[2, 48, 66], bf16> loc("y3")
+  return %y, %g, %y3 : !tc.tensor<[96, 66], bf16>, !tc.tensor<[66, 70], bf16>, !tc.tensor<[2, 48, 66], bf16>
 }
