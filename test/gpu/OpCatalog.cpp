@@ -31,8 +31,8 @@ Graph opGraph(const std::string &op, const std::vector<std::pair<DType, Shape_>>
 // the mask of shape `mask`. A bool mask is gt(m, -0.6) of an f32 input m
 // (a fifth of the positions masked; a row with every key masked is rare)
 // or, `RawBool`, a bool input (random: with S = 2 a quarter of the rows
-// see no key, nan as in the reference, and their nan reaches the
-// gradients); an additive mask is an input of q's dtype, or (`AdditiveInf`)
+// see no key: 0, as in the reference and PyTorch's SDPA, and no gradient
+// through them); an additive mask is an input of q's dtype, or (`AdditiveInf`)
 // -inf where gt(m, -0.6) is false and m elsewhere. Three graphs: the
 // forward, the backward op alone (recomputing the forward) and the joint
 // forward + backward of q, k and v (the backward reads the forward's O and
