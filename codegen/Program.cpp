@@ -1442,7 +1442,7 @@ private:
     s.kind = Step::Kind::Attention;
     s.label = label_;
     s.attention = at;
-    s.symbol = emitAttention_(q.dtype, at.paddedHeadDim, at.causal, at.mask);
+    s.symbol = emitAttention_(q.dtype, specOf(op->getResult(0)).dtype, at.paddedHeadDim, at.causal, at.mask);
     std::vector<int> results;
     for (Value r : op->getResults()) {
       int v = newProducedValue(specOf(r));

@@ -25,11 +25,12 @@ namespace tensorc::codegen {
 using NestEmitter =
     std::function<std::vector<artifact::KernelVariant>(const cpu::NestSpec &, const cpu::PointFn &)>;
 
-// Makes the fused attention kernels for one configuration (dtype, padded
+// Makes the fused attention kernels for one configuration (the operands'
+// dtype, the output's -- f32 for 16-bit operands with out_dtype --, padded
 // head dim, causal, user mask kind); returns their symbol prefix
 // (artifact::AttentionStep).
-using AttentionEmitter =
-    std::function<std::string(DType, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask)>;
+using AttentionEmitter = std::function<std::string(DType, DType out, int paddedHeadDim, bool causal,
+                                                   artifact::AttentionStep::Mask mask)>;
 
 struct ProgramOptions {
   // The backend's GEMM library applies epilogues (cuBLASLt): a bias add

@@ -110,6 +110,17 @@ def MemoryPlanPass : Pass<"tensorc-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }
 
+def NarrowAttentionPass : Pass<"tensorc-narrow-attention", "mlir::ModuleOp"> {
+  let summary = "Attention over f32 casts of 16-bit values reads the 16-bit values";
+  let description = [{
+    scaled_dot_product_attention of f32 operands that are (views and literal
+    scalings of) casts from f16/bf16 takes the 16-bit values with
+    `out_dtype = f32` (compiler/transforms/NarrowAttention.h): the same f32
+    result, half the bytes read, tensor cores. Run after autodiff.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
+}
+
 def PadMatmulsPass : Pass<"tensorc-pad-matmuls", "mlir::ModuleOp"> {
   let summary = "Pad large GEMMs whose leading dimensions are off 16 bytes";
   let description = [{

@@ -16,6 +16,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -357,6 +358,219 @@ struct SameBranches : OpRewritePattern<WhereOp> {
   }
 };
 
+// The one value of every element of `v`: a splat constant seen through
+// broadcasts, reshapes and casts (converting the value as the cast does:
+// to i1 nonzero, to an integer truncated). Hugging Face's attention masks
+// under tracing are such values: `arange >= 0` broadcast, then 0 or -inf.
+std::optional<double> uniformValue(Value v) {
+  for (int depth = 0; depth < 8; ++depth) {
+    if (std::optional<double> splat = splatValue(v))
+      return splat;
+    Operation *op = v.getDefiningOp();
+    if (!op || op->getNumOperands() != 1 ||
+        !(llvm::isa<BroadcastToOp>(op) || llvm::isa<ReshapeOp>(op) || llvm::isa<CastOp>(op)))
+      return std::nullopt;
+    if (auto cast = llvm::dyn_cast<CastOp>(op)) {
+      std::optional<double> inner = uniformValue(cast.getX());
+      if (!inner)
+        return std::nullopt;
+      Type to = llvm::cast<TcTensorType>(cast.getType()).getElementType();
+      if (to.isInteger(1))
+        return *inner != 0 ? 1.0 : 0.0;
+      if (llvm::isa<IntegerType>(to))
+        return std::isfinite(*inner) ? std::optional<double>(std::trunc(*inner)) : std::nullopt;
+      return inner; // float to float: 0, 1 and the infinities stay
+    }
+    v = op->getOperand(0);
+  }
+  return std::nullopt;
+}
+
+// where(c, x, y) with c the same everywhere: the branch it picks, broadcast
+// to the result's shape.
+struct UniformCondition : OpRewritePattern<WhereOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(WhereOp op, PatternRewriter &rewriter) const override {
+    std::optional<double> c = uniformValue(op.getCondition());
+    if (!c)
+      return failure();
+    Value picked = *c != 0 ? op.getX() : op.getY();
+    if (picked.getType() == op.getType()) {
+      rewriter.replaceOp(op, picked);
+      return success();
+    }
+    std::optional<TensorSpec> result = toTensorSpec(op.getType());
+    if (!result)
+      return failure();
+    OperationState state(op.getLoc(), "tc.broadcast_to");
+    state.addOperands(picked);
+    state.addAttribute("shape", toMlirAttr(op->getContext(), Attr(result->shape)));
+    state.addTypes(op.getType());
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+// The user mask operand of an attention op (forward, with_lse, backward:
+// after the cotangent), or null.
+Value attentionMask(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  if (name == "tc.scaled_dot_product_attention" || name == "tc.scaled_dot_product_attention_with_lse")
+    return op->getNumOperands() == 4 ? op->getOperand(3) : Value();
+  if (name != "tc.scaled_dot_product_attention_backward")
+    return Value();
+  auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
+  return segments && segments.size() == 7 && segments[4] == 1 ? op->getOperand(4) : Value();
+}
+
+// `op` (an attention op with a user mask) without its mask, causal if
+// `causal`.
+void replaceWithoutMask(Operation *op, PatternRewriter &rewriter, bool causal) {
+  OperationState state(op->getLoc(), op->getName().getStringRef());
+  Value mask = attentionMask(op);
+  for (Value v : op->getOperands())
+    if (v != mask)
+      state.addOperands(v);
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != "operandSegmentSizes" && !(causal && a.getName() == "is_causal"))
+      state.addAttribute(a.getName(), a.getValue());
+  if (causal)
+    state.addAttribute("is_causal", rewriter.getBoolAttr(true));
+  if (auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes")) {
+    std::vector<int32_t> sizes(segments.asArrayRef().begin(), segments.asArrayRef().end());
+    sizes[4] = 0;
+    state.addAttribute("operandSegmentSizes", rewriter.getDenseI32ArrayAttr(sizes));
+  }
+  state.addTypes(op->getResultTypes());
+  rewriter.replaceOp(op, rewriter.create(state)->getResults());
+}
+
+// Attention with a mask that hides nothing (every element true, or an
+// additive 0): the same attention without it, so the kernels read no mask.
+// Hugging Face models traced without an attention mask build such a mask.
+struct AttentionWithoutNoOpMask : RewritePattern {
+  explicit AttentionWithoutNoOpMask(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    Value mask = attentionMask(op);
+    if (!mask)
+      return failure();
+    std::optional<double> v = uniformValue(mask);
+    bool boolean = llvm::cast<TcTensorType>(mask.getType()).getElementType().isInteger(1);
+    if (!v || (boolean ? *v == 0 : *v != 0))
+      return failure();
+    replaceWithoutMask(op, rewriter, false);
+    return success();
+  }
+};
+
+// Whether `v`'s elements are their index along its dim `axis` (of
+// `rank`): iota(0, n) reshaped so that its one non-unit dim is `axis`.
+bool isPositionAlong(Value v, int64_t axis, int64_t rank) {
+  std::optional<TensorSpec> t = toTensorSpec(v.getType());
+  if (!t || t->rank() != rank)
+    return false;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && t->shape[size_t(d)] != Dim::of(1))
+      return false;
+  ElementsAttr attr; // folded: the integers 0, 1, ... in order
+  if (matchPattern(v, m_Constant(&attr))) {
+    auto dense = llvm::dyn_cast<DenseIntElementsAttr>(attr);
+    if (!dense || dense.isSplat())
+      return dense && dense.getNumElements() == 1 && dense.getSplatValue<APInt>().isZero();
+    int64_t at = 0;
+    for (const APInt &x : dense.getValues<APInt>())
+      if (x.getSExtValue() != at++)
+        return false;
+    return true;
+  }
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return false;
+  Operation *iota = reshape.getX().getDefiningOp();
+  if (!iota || iota->getName().getStringRef() != "tc.iota")
+    return false;
+  auto start = iota->getAttrOfType<IntegerAttr>("start"), step = iota->getAttrOfType<IntegerAttr>("step");
+  return (!start || start.getInt() == 0) && (!step || step.getInt() == 1);
+}
+
+// Whether the i1 value `c` is, at (..., i, j) of its last two dims, j <= i:
+// le(col, row) or ge(row, col) of positions (Hugging Face's causal mask,
+// `kv_idx <= q_idx`), seen through broadcasts.
+bool isCausalPredicate(Value c) {
+  while (auto b = c.getDefiningOp<BroadcastToOp>())
+    c = b.getX();
+  // Folded (FoldConstants computes it from the iotas): a constant whose
+  // leading dims are 1 holding the lower triangle.
+  ElementsAttr attr;
+  if (matchPattern(c, m_Constant(&attr))) {
+    auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
+    auto type = dense ? llvm::dyn_cast<RankedTensorType>(dense.getType()) : RankedTensorType();
+    if (!type || type.getRank() < 2 || !type.getElementType().isInteger(1) || type.getNumElements() > (1 << 24))
+      return false;
+    int64_t rows = type.getDimSize(type.getRank() - 2), cols = type.getDimSize(type.getRank() - 1);
+    if (rows * cols != type.getNumElements())
+      return false;
+    if (dense.isSplat())
+      return rows == 1 && cols == 1 && dense.getSplatValue<bool>();
+    int64_t at = 0;
+    for (bool visible : dense.getValues<bool>()) {
+      if (visible != (at % cols <= at / cols))
+        return false;
+      ++at;
+    }
+    return true;
+  }
+  Operation *op = c.getDefiningOp();
+  std::optional<TensorSpec> t = toTensorSpec(c.getType());
+  if (!op || !t || t->rank() < 2 || op->getNumOperands() != 2)
+    return false;
+  int64_t rank = t->rank();
+  StringRef name = op->getName().getStringRef();
+  Value col = name == "tc.le" ? op->getOperand(0) : name == "tc.ge" ? op->getOperand(1) : Value();
+  Value row = name == "tc.le" ? op->getOperand(1) : name == "tc.ge" ? op->getOperand(0) : Value();
+  return col && isPositionAlong(col, rank - 1, rank) && isPositionAlong(row, rank - 2, rank);
+}
+
+// Attention whose mask is the causal one (keys j <= query i visible; as i1,
+// or 0 there and -inf or at most -65504 elsewhere, Hugging Face's
+// finfo(dtype).min) over square scores: is_causal without the mask. With a
+// finite fill the two agree exactly unless one row's scores span more than
+// about 65400 (below that, exp of a hidden score underflows to 0 in f32
+// either way).
+struct AttentionCausalMask : RewritePattern {
+  explicit AttentionCausalMask(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    Value mask = attentionMask(op);
+    if (!mask)
+      return failure();
+    // q and k: operands 0 and 1 (the backward's 1 and 2).
+    unsigned first = op->getName().getStringRef() == "tc.scaled_dot_product_attention_backward" ? 1 : 0;
+    std::optional<TensorSpec> q = toTensorSpec(op->getOperand(first).getType()),
+                              k = toTensorSpec(op->getOperand(first + 1).getType());
+    if (!q || !k || q->rank() < 2 || q->shape[q->shape.size() - 2] != k->shape[k->shape.size() - 2] ||
+        !q->shape[q->shape.size() - 2].isStatic())
+      return failure();
+    bool boolean = llvm::cast<TcTensorType>(mask.getType()).getElementType().isInteger(1);
+    while (true) { // broadcasts and casts: the last two dims stay
+      Operation *d = mask.getDefiningOp();
+      if (!d || !(llvm::isa<BroadcastToOp>(d) || llvm::isa<CastOp>(d)))
+        break;
+      mask = d->getOperand(0);
+    }
+    bool causal = false;
+    if (boolean) {
+      causal = isCausalPredicate(mask);
+    } else if (auto w = mask.getDefiningOp<WhereOp>()) {
+      std::optional<double> shown = uniformValue(w.getX()), hidden = uniformValue(w.getY());
+      causal = shown && *shown == 0 && hidden && *hidden <= -65504.0 && isCausalPredicate(w.getCondition());
+    }
+    if (!causal)
+      return failure();
+    replaceWithoutMask(op, rewriter, true);
+    return success();
+  }
+};
+
 // sum/mean/max/min along axes where the operand is a broadcast: N equal
 // values reduce to the value (times N for sum), computed on the small
 // operand. mean, max and min are exact; sum rounds once instead of N times
@@ -447,7 +661,8 @@ struct SimplifyPass : impl::SimplifyPassBase<SimplifyPass> {
     patterns.add<RightIdentity<DivOp>>(ctx, 1.0, false);
     patterns.add<RightIdentity<SubOp>>(ctx, 0.0, false);
     patterns.add<RightIdentity<AddOp>>(ctx, 0.0, true);
-    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, ReduceOfBroadcast,
+    patterns.add<DoubleNegation, WidenThenNarrow, PermuteChain, SameBranches, UniformCondition,
+                 AttentionWithoutNoOpMask, AttentionCausalMask, ReduceOfBroadcast,
                  TransposedProduct, ReshapeUpToMemory, ReshapeDownFromComputed, PickBeforeUnary<GatherOp>,
                  PickBeforeUnary<SliceOp>>(ctx);
     patterns.add<ViewAsReshape<SqueezeOp>, ViewAsReshape<UnsqueezeOp>, ViewAsReshape<FlattenOp>>(

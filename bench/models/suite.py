@@ -101,6 +101,11 @@ def build_hf(name, batch, seq, device):
     cls = getattr(transformers, cls_name)
     config_cls = cls.config_class
     config = config_cls(**HF_CONFIG.get(name, {}))
+    # RoBERTa-style position ids start after the padding index: the released
+    # checkpoints have 514 positions for 512 tokens, the default configs 512
+    # (an out-of-range embedding index in eager at 512 tokens).
+    if getattr(config, "model_type", "") in ("roberta", "camembert", "xlm-roberta", "longformer"):
+        config.max_position_embeddings = max(config.max_position_embeddings, seq + config.pad_token_id + 1)
     if hasattr(config, "max_position_embeddings") and config.max_position_embeddings < seq:
         seq = config.max_position_embeddings
     model = cls(config).to(device)

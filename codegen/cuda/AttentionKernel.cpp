@@ -8,18 +8,22 @@
 
 namespace tensorc::codegen::cuda {
 
-std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, int paddedHeadDim,
+std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, DType out, int paddedHeadDim,
                                             bool causal, artifact::AttentionStep::Mask mask) {
   using Mask = artifact::AttentionStep::Mask;
   check(dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32,
         "cuda codegen: fused attention takes f16, bf16 or f32");
+  const bool wide = out != dtype;
+  check(!wide || (out == DType::F32 && dtype != DType::F32),
+        "cuda codegen: fused attention's output is its operands' dtype or f32 of 16-bit ones");
   check(paddedHeadDim % 16 == 0 && paddedHeadDim >= 16 && paddedHeadDim <= 128,
         "cuda codegen: fused attention head dim out of range");
-  std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + "_d" +
+  std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + (wide ? "_f32_out" : "") + "_d" +
                      std::to_string(paddedHeadDim) + (causal ? "_causal" : "") +
                      (mask == Mask::Bool ? "_bool_mask" : mask == Mask::Additive ? "_additive_mask" : "");
   AttentionConfig &config = attention_[name];
   config.f32 = dtype == DType::F32;
+  config.wide = wide;
   config.paddedHeadDim = paddedHeadDim;
   // Attention.cuh's kNoMask, kBoolMask, kAdditiveMask.
   const char *maskKind = mask == Mask::Bool ? "1" : mask == Mask::Additive ? "2" : "0";
@@ -34,6 +38,8 @@ void CudaSourceBuilder::requireAttentionKernel(const std::string &name, const st
   if (found == attention_.end() || !kinds.count(kernel))
     fail(std::string("cuda codegen: unknown attention kernel ").append(name).append(" ").append(kernel));
   AttentionConfig &config = found->second;
+  if (config.wide && kernel != "FWD")
+    fail("cuda codegen: the f32-output attention " + name + " has a forward kernel only");
   config.kernels.insert(kernel);
   // The register-capped dK/dV kernel beside it (the runtime picks by grid
   // size; kernels/Attention.cuh): only where it does not spill much. The

@@ -88,7 +88,8 @@ std::string CudaSourceBuilder::source() const {
   text += kernels_;
   for (const auto &[name, config] : attention_)
     for (const std::string &kernel : config.kernels)
-      text += std::string(config.f32 ? "TC_ATTENTION_F32_" : "TC_ATTENTION_") + kernel + "(" + name + ", " +
+      text += std::string(config.f32 ? "TC_ATTENTION_F32_" : config.wide ? "TC_ATTENTION_WIDE_" : "TC_ATTENTION_") +
+              kernel + "(" + name + ", " +
               config.arguments + ")\n";
   return text;
 }

@@ -103,7 +103,7 @@ public:
   // kernels/AttentionF32.cuh for f32);
   // returns their symbol prefix. Only the kernels required after the
   // program is built are instantiated (NVRTC takes ~1 s per kernel).
-  std::string addAttention(const std::string &prefix, DType dtype, int paddedHeadDim, bool causal,
+  std::string addAttention(const std::string &prefix, DType dtype, DType out, int paddedHeadDim, bool causal,
                            artifact::AttentionStep::Mask mask);
   // `kernel`: the macro suffix of Attention.cuh, FWD, BWD_Q, BWD_Q_SAVED or BWD_KV.
   void requireAttentionKernel(const std::string &name, const std::string &kernel);
@@ -163,6 +163,7 @@ private:
   struct AttentionConfig {
     std::string arguments;       // "T, DP, CAUSAL, MASK" of the macros ("DP, CAUSAL, MASK" for f32)
     bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)
+    bool wide = false;           // 16-bit operands, f32 output: TC_ATTENTION_WIDE_FWD alone
     int paddedHeadDim = 0;
     std::set<std::string> kernels; // required
   };

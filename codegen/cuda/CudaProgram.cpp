@@ -191,8 +191,9 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
                                   /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true,
                                   /*convolutionLibrary=*/options.conv == "cudnn",
                                   /*biasGradientEpilogues=*/options.gemmBiasGradient},
-                   [&](DType dtype, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask) {
-                     return source.addAttention("tc_" + fn.getName().str(), dtype, paddedHeadDim, causal, mask);
+                   [&](DType dtype, DType out, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask) {
+                     return source.addAttention("tc_" + fn.getName().str(), dtype, out, paddedHeadDim, causal,
+                                                mask);
                    },
                    &notes);
   for (const artifact::Step &st : art.steps)

@@ -549,6 +549,10 @@ Grads dropoutRule(const GradContext &c) {
 }
 
 Grads attentionRule(const GradContext &c) {
+  // Formed after autodiff (tensorc-narrow-attention), for inference kernels.
+  check(!hasAttr(c.attrs(), "out_dtype"),
+        "scaled_dot_product_attention with out_dtype has no gradient rule; differentiate the f32 attention of "
+        "converted operands");
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
   // scaled_dot_product_attention_with_lse (prepareForAutodiff's form for a
   // separate backward): the backward reads the saved output and

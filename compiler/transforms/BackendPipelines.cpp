@@ -73,6 +73,8 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   decompose.ops = options.convolutionLibrary ? opsWithConvolutionLibrary : ops;
   decompose.keepFusedAttention = true; // the fused attention kernels
   pm.addPass(createDecomposePass(decompose));
+  // Attention on upcast 16-bit values (PyTorch's math SDPA) reads them.
+  pm.addPass(createNarrowAttentionPass());
   // After autocast and autodiff (the dtypes and both halves' GEMMs final).
   pm.addPass(createPadMatmulsPass());
   buildKernelPipeline(pm, options);

@@ -365,6 +365,14 @@ const std::map<std::string, Rule> &rules() {
        }},
       {"scaled_dot_product_attention",
        [](const Context &c) {
+         if (hasAttr(c.attrs(), "out_dtype")) { // f32 on the exactly converted 16-bit operands
+           Context wide = c;
+           DType to = getDType(c.attrs(), "out_dtype");
+           for (size_t i = 0; i < 4; ++i)
+             if (c.has(i) && !isBool(c.in(i).dtype()))
+               wide.args[i] = cast(c.in(i), to);
+           return std::vector{matmul(attentionProbabilities(wide, 0), wide.in(2))};
+         }
          return std::vector{matmul(attentionProbabilities(c, 0), c.in(2))};
        }},
       // The log-sum-exp from the same scores (CSE shares their product).

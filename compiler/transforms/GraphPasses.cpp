@@ -5,6 +5,7 @@
 #include "compiler/transforms/Autocast.h"
 #include "compiler/transforms/Decompose.h"
 #include "compiler/transforms/FoldConstants.h"
+#include "compiler/transforms/NarrowAttention.h"
 #include "compiler/transforms/PadMatmuls.h"
 #include "compiler/transforms/RecognizeAttention.h"
 #include "compiler/transforms/RunChecks.h"
@@ -17,6 +18,7 @@ namespace tensorc {
 #define GEN_PASS_DEF_AUTOCASTPASS
 #define GEN_PASS_DEF_DECOMPOSEPASS
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
+#define GEN_PASS_DEF_NARROWATTENTIONPASS
 #define GEN_PASS_DEF_PADMATMULSPASS
 #define GEN_PASS_DEF_RECOGNIZEATTENTIONPASS
 #define GEN_PASS_DEF_RUNCHECKSPASS
@@ -48,6 +50,15 @@ struct FoldConstantsPass : impl::FoldConstantsPassBase<FoldConstantsPass> {
             transformModuleAsGraph(getOperation(), "tensorc-fold-constants", [&](const Graph &g) {
               return transforms::foldConstants(g, maxElements);
             })))
+      signalPassFailure();
+  }
+};
+
+struct NarrowAttentionPass : impl::NarrowAttentionPassBase<NarrowAttentionPass> {
+  using NarrowAttentionPassBase::NarrowAttentionPassBase;
+  void runOnOperation() override {
+    if (mlir::failed(transformModuleAsGraph(getOperation(), "tensorc-narrow-attention",
+                                            [&](const Graph &g) { return transforms::narrowAttention(g); })))
       signalPassFailure();
   }
 };

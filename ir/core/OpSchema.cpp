@@ -118,7 +118,7 @@ std::vector<OpSchema> buildTable() {
       {in("x"), in("running_mean"), in("running_var"), opt("weight"), opt("bias")},
       {dflt("training", b(false)), dflt("momentum", f(0.1)), dflt("eps", f(1e-5))}, true, 3);
   add("scaled_dot_product_attention", "nn", {in("query"), in("key"), in("value"), opt("mask")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)});
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), optional("out_dtype", AttrKind::DType)});
   add("scaled_dot_product_attention_with_lse", "nn", {in("query"), in("key"), in("value"), opt("mask")},
       {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)}, true, 2);
   add("scaled_dot_product_attention_backward", "nn",

@@ -459,7 +459,7 @@ std::vector<TensorSpec> inferBatchNorm(const Operands &ops, const AttrMap &attrs
   return {spec(ops, 0), TensorSpec{dtype, channels}, TensorSpec{dtype, channels}};
 }
 
-std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
+std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &attrs) {
   for (int i = 0; i < 3; ++i) {
     requireFloat(ops[i]);
     check(spec(ops, i).rank() >= 2, describe(ops[i]) + "; rank >= 2 is required");
@@ -488,7 +488,15 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &) {
   }
   batch.push_back(q[q.size() - 2]);
   batch.push_back(v.back());
-  return one(spec(ops, 0).dtype, batch);
+  DType result = spec(ops, 0).dtype;
+  // Computed in f32 on 16-bit operands (the op's description).
+  if (attrs.count("out_dtype")) {
+    result = getDType(attrs, "out_dtype");
+    check(result == DType::F32, "out_dtype " + std::string(dtypeName(result)) + ": only f32 is supported");
+    check(spec(ops, 0).dtype == DType::F16 || spec(ops, 0).dtype == DType::BF16,
+          describe(ops[0]) + "; out_dtype f32 needs f16 or bf16 operands");
+  }
+  return one(result, batch);
 }
 
 // The log-sum-exp of each query row's scaled (and masked) scores, in

@@ -555,6 +555,13 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
     PyTorch). A row with every position masked gives 0 (PyTorch's SDPA
     since 2.5, `_safe_softmax`). Result (..., L, Ev).
 
+    `out_dtype` (f32 only, with f16/bf16 operands): the result is the f32
+    attention of the operands converted to f32 (exactly), in f32: what a
+    graph that upcasts 16-bit q, k, v before its attention computes
+    (PyTorch's math SDPA for half types; `tensorc-narrow-attention` forms
+    it), with the operands read at half the bytes. An additive mask is in
+    the operands' dtype.
+
     Example:
 
     ```mlir
@@ -564,7 +571,8 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
   let arguments = (ins TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
                        Optional<TC_Tensor>:$mask,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<TypeAttr>:$out_dtype);
 }
 
 def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_with_lse"> {

@@ -489,7 +489,10 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
     check(why.empty(), what + ": attention " + why);
   }
   if (!at.backward) {
-    same(0, q, "output");
+    // f32 of 16-bit operands (the kernels' f32-output forward, out_dtype).
+    const ValueDecl &out = a.values[size_t(s.operands[0])];
+    const bool wide = out.dtype == DType::F32 && q.dtype != DType::F32 && !at.saveLse;
+    same(0, wide ? ValueDecl{DType::F32, q.shape, {}} : q, "output");
     if (at.saveLse)
       same(1, rows, "lse");
     return;

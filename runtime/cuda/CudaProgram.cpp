@@ -971,7 +971,8 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
     return std::nullopt;
   const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   const DType dtype = a.values[size_t(s.operands[first])].dtype;
-  if (dtype != DType::F16 && dtype != DType::BF16)
+  // (An f32 output of 16-bit operands: the generated kernels alone.)
+  if ((dtype != DType::F16 && dtype != DType::BF16) || a.values[size_t(s.operands[0])].dtype != dtype)
     return std::nullopt;
   const std::vector<int64_t> &qs = shapes[size_t(s.operands[first])], &ks = shapes[size_t(s.operands[first + 1])];
   if (qs.size() < 2)

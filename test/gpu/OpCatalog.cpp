@@ -9,6 +9,7 @@
 #include "compiler/driver/Model.h"
 #include "compiler/trace/Tracer.h"
 #include "ir/core/Error.h"
+#include "runtime/host/Parity.h"
 
 #include <cmath>
 
@@ -74,6 +75,41 @@ void addMaskedAttention(std::vector<std::pair<std::string, Graph>> &gs, const st
   for (const trace::Tensor &r : t.call("scaled_dot_product_attention_backward", {g, q, k, v, maskOf(t)}, attrs))
     t.output(r);
   gs.emplace_back(name + "_backward_op", t.graph());
+}
+
+// Attention as PyTorch's math SDPA writes it for 16-bit tensors (and
+// Dynamo hands a backend under bf16 inference): q, k, v and the additive
+// mask upcast to f32, q and k^T each scaled by d^-1/4, the products in f32.
+// tensorc-narrow-attention gives the fused kernel the 16-bit values with an
+// f32 result.
+void addUpcastAttention(std::vector<std::pair<std::string, Graph>> &gs, const std::string &name, DType d,
+                        const Shape_ &batch, int64_t L, int64_t S, int64_t E, bool mask, bool causal) {
+  auto rows = [&](int64_t n) {
+    Shape_ s = batch;
+    s.push_back(n);
+    s.push_back(E);
+    return s;
+  };
+  trace::Tracer t(name);
+  const double c = std::pow(double(E), -0.25);
+  auto wide = [&](const trace::Tensor &x) { return trace::cast(x, DType::F32); };
+  trace::Tensor q = t.call("mul", {wide(t.input("q", d, rows(L))), c})[0];
+  auto swap = [&](const trace::Tensor &x) {
+    int64_t r = int64_t(batch.size()) + 2;
+    return t.call("transpose", {x}, {{"dim0", Attr(r - 2)}, {"dim1", Attr(r - 1)}})[0];
+  };
+  trace::Tensor k = swap(t.call("mul", {swap(wide(t.input("k", d, rows(S)))), c})[0]);
+  trace::Tensor v = wide(t.input("v", d, rows(S)));
+  std::vector<trace::Operand> operands{q, k, v};
+  if (mask) {
+    Shape_ m = batch;
+    m.back() = int64_t(1); // one mask for every head
+    m.push_back(L);
+    m.push_back(S);
+    operands.push_back(wide(t.input("mask", d, m)));
+  }
+  t.output(t.call("scaled_dot_product_attention", operands, {{"is_causal", Attr(causal)}, {"scale", Attr(1.0)}})[0]);
+  gs.emplace_back(name, t.graph());
 }
 
 } // namespace
@@ -565,10 +601,22 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
     t.output(t.call("sum", {t.call("exp", {picked})[0]})[0]);
     gs.emplace_back("embedding_grad_" + std::string(dtypeName(d)), autodiff::buildJointGraph(t.graph()).graph);
   }
+  // Attention on upcast 16-bit values, run as the f32-result attention of
+  // the 16-bit operands (tensorc-narrow-attention): checked at f32's
+  // tolerance (caseTolerance), which P times V rounded to 16 bits would
+  // exceed; several key tiles, a head dim off 16, causal.
+  addUpcastAttention(gs, "upcast_attention_bf16_mask", DType::BF16, {2, 3}, 130, 97, 64, true, false);
+  addUpcastAttention(gs, "upcast_attention_f16_causal_d40", DType::F16, {2, 2}, 67, 150, 40, false, true);
+  gs.emplace_back("upcast_attention_op_bf16",
+                  opGraph("scaled_dot_product_attention", {{DType::BF16, {2, 2, 70, 64}}, {DType::BF16, {2, 2, 70, 64}},
+                                                           {DType::BF16, {2, 2, 70, 64}}},
+                          {{"out_dtype", Attr(DType::F32)}}));
   return gs;
 }
 
 double caseTolerance(const std::string &name) {
+  if (name.rfind("upcast_attention", 0) == 0)
+    return parityTolerance(DType::F32); // not widened for the 16-bit inputs
   return name.rfind("offset_", 0) == 0 ? 2e-5 : -1;
 }
 

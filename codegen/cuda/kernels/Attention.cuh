@@ -36,6 +36,14 @@ constexpr int kKeys = 64;           // keys per tile (forward, dq)
 
 typedef unsigned int u32;
 
+// std::is_same without <type_traits> (NVRTC compiles without the host's headers).
+template <typename A, typename B> struct SameType {
+  static constexpr bool value = false;
+};
+template <typename A> struct SameType<A, A> {
+  static constexpr bool value = true;
+};
+
 __device__ __forceinline__ float infinity() { return __int_as_float(0x7f800000); }
 
 // Two floats as one register of two 16-bit values (low half first).
@@ -61,6 +69,7 @@ template <> __device__ __forceinline__ void unpack2<__half>(u32 v, float &lo, fl
 template <typename T> __device__ __forceinline__ T fromFloat(float v);
 template <> __device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
 template <> __device__ __forceinline__ __half fromFloat<__half>(float v) { return __float2half(v); }
+template <> __device__ __forceinline__ float fromFloat<float>(float v) { return v; }
 
 // c += a (16x16, row) * b (16x8, col); f32 accumulators.
 template <typename T> __device__ __forceinline__ void mma(float c[4], const u32 a[4], const u32 b[2]);
@@ -212,18 +221,40 @@ template <int N> __device__ __forceinline__ void zero(float (*c)[4]) {
     c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
 }
 
+// The same fragment split in two, hi + lo, each of type T: hi the values
+// rounded to T, lo what that rounding lost, also rounded (16 significant
+// bits of bf16, 22 of f16, where one T keeps 8 or 11).
+template <typename T>
+__device__ __forceinline__ void accumulatorAsSplitA(u32 hi[4], u32 lo[4], const float (*c)[4], int kk) {
+  accumulatorAsA<T>(hi, c, kk);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float h0, h1;
+    unpack2<T>(hi[i], h0, h1);
+    const float (&f)[4] = c[2 * kk + (i >> 1)];
+    lo[i] = pack2<T>(f[2 * (i & 1)] - h0, f[2 * (i & 1) + 1] - h1);
+  }
+}
+
 // out[mt] (16 x DP: DP/8 C fragments) += c[mt] (16 x K: K/8 C fragments, as
 // the A operand) * the first K rows of tile m (row-major [k][n]), for MT
 // m-tiles of 16 rows: each B fragment loaded once serves all of them.
-template <typename T, int K, int MT, int ROWS, int DP>
+// SPLIT: c is multiplied as hi + lo (accumulatorAsSplitA), two products
+// where one would round it to T: the f32-result attention, whose m (V) is
+// exact in T.
+template <typename T, int K, int MT, int ROWS, int DP, bool SPLIT = false>
 __device__ __forceinline__ void accumulateProducts(float (*out)[DP / 8][4], const float (*c)[K / 8][4],
                                                    Tile<T, ROWS, DP> &m) {
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk) {
-    u32 a[MT][4];
+    u32 a[MT][4], lo[SPLIT ? MT : 1][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-      accumulatorAsA<T>(a[mt], c[mt], kk);
+    for (int mt = 0; mt < MT; ++mt) {
+      if constexpr (SPLIT)
+        accumulatorAsSplitA<T>(a[mt], lo[mt], c[mt], kk);
+      else
+        accumulatorAsA<T>(a[mt], c[mt], kk);
+    }
 #pragma unroll
     for (int dt = 0; dt < DP / 8; dt += 2) {
       u32 b[4];
@@ -232,6 +263,10 @@ __device__ __forceinline__ void accumulateProducts(float (*out)[DP / 8][4], cons
       for (int mt = 0; mt < MT; ++mt) {
         mma<T>(out[mt][dt], a[mt], b);
         mma<T>(out[mt][dt + 1], a[mt], b + 2);
+        if constexpr (SPLIT) {
+          mma<T>(out[mt][dt], lo[mt], b);
+          mma<T>(out[mt][dt + 1], lo[mt], b + 2);
+        }
       }
     }
   }
@@ -439,7 +474,7 @@ __device__ __forceinline__ void forEachKeyTile(Tile<T, kKeys, DP> *kss, Tile<T, 
 // (DP/8 C fragments), the running max m[mt] (base 2, scaled) and the sum
 // l[mt] (this thread's part; rows g and g + 8 of each m-tile). Q fragments
 // qa come in registers. A warp skips the tiles past its last row.
-template <typename T, int DP, bool CAUSAL, int MASK, int MT>
+template <typename T, int DP, bool CAUSAL, int MASK, int MT, bool SPLIT = false>
 __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (*o)[DP / 8][4], float (*m)[2],
                                             float (*l)[2], Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss,
                                             const T *k, const T *v, const Shape &s, long long row0) {
@@ -504,7 +539,7 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
         o[mt][dt][3] *= alpha[1];
       }
     }
-    accumulateProducts<T, kKeys, MT>(o, sc, vs);
+    accumulateProducts<T, kKeys, MT, kKeys, DP, SPLIT>(o, sc, vs);
   });
 }
 
@@ -546,8 +581,12 @@ template <int DP, bool CAUSAL> struct ForwardTiling {
   static constexpr int rows = 16 * mtiles * kWarps;
 };
 
-template <typename T, int DP, bool CAUSAL, int MASK>
-__device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Shape s) {
+// O: the output's type; float with 16-bit T is the f32-result attention
+// (scaled_dot_product_attention's out_dtype): scores exact products with
+// f32 sums as always, and P times V in hi + lo parts (accumulateProducts).
+template <typename T, int DP, bool CAUSAL, int MASK, typename O = T>
+__device__ void forward(const T *q, const T *k, const T *v, O *o, float *lse, Shape s) {
+  constexpr bool SPLIT = !SameType<O, T>::value;
   constexpr int MT = ForwardTiling<DP, CAUSAL>::mtiles, ROWS = ForwardTiling<DP, CAUSAL>::rows;
   constexpr int stages = KeyStages<DP>::count;
   __shared__ Tile<T, kKeys, DP> kss[stages], vss[stages];
@@ -580,7 +619,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
     m[mt][0] = m[mt][1] = -infinity();
     l[mt][0] = l[mt][1] = 0.0f;
   }
-  forwardRows<T, DP, CAUSAL, MASK, MT>(qa, acc, m, l, kss, vss, k, v, s, row0);
+  forwardRows<T, DP, CAUSAL, MASK, MT, SPLIT>(qa, acc, m, l, kss, vss, k, v, s, row0);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const long long rowM = row0 + warp * 16 * MT + mt * 16;
@@ -595,7 +634,7 @@ __device__ void forward(const T *q, const T *k, const T *v, T *o, float *lse, Sh
         lse[bh * s.L + r] = sum > 0.0f ? ((m[mt][h] == -infinity() ? 0.0f : m[mt][h]) + log2f(sum)) * ln2()
                                        : (sum == sum ? emptyRowLse<MASK>(s) : sum); // nan scores stay nan
     }
-    storeRows<T, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
+    storeRows<O, DP>(o, acc[mt], s.ldo, rowM, s.L, s.D, inv[0], inv[1]);
   }
 }
 
@@ -844,6 +883,13 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
   extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
       NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
     tc_attention::forward<T, DP, CAUSAL, MASK>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T));   \
+  }
+// The f32-result forward of 16-bit operands (out_dtype f32).
+#define TC_ATTENTION_WIDE_FWD(NAME, T, DP, CAUSAL, MASK)                                           \
+  TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))              \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+      NAME##_fwd(const T *q, const T *k, const T *v, float *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
+    tc_attention::forward<T, DP, CAUSAL, MASK, float>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T)); \
   }
 #define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK)                                              \
   TC_ATTENTION_LAUNCH(NAME##_bwd_q)                                                                \
