@@ -106,6 +106,20 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
         probabilities = flat->args[0].value;
       }
     }
+    // Eager attention's softmax (transformers' eager_attention_forward):
+    // 16-bit scores cast to f32, softmax, cast back to the scores' dtype.
+    // The fused kernels keep the scores in f32 (no rounding to 16 bits
+    // before the softmax: closer to the exact result, as PyTorch's fused SDPA).
+    const Node *widened = nullptr;
+    if (const Node *back = ix.singleUse(probabilities, "cast"); back && back->args[0].kind == Arg::Kind::Value)
+      if (const Node *sm = ix.singleUse(back->args[0].value, "softmax"); sm && sm->args[0].kind == Arg::Kind::Value)
+        if (const Node *up = ix.singleUse(sm->args[0].value, "cast");
+            up && up->args[0].kind == Arg::Kind::Value &&
+            analysis.values.at(up->args[0].value).dtype == analysis.values.at(probabilities).dtype &&
+            isFloat(analysis.values.at(probabilities).dtype)) {
+          widened = up;
+          probabilities = back->args[0].value;
+        }
     const Node *softmax = ix.singleUse(probabilities, "softmax");
     const Node *safeMax = nullptr;
     if (const Node *w = ix.singleUse(probabilities, "where"); w && !softmax)
@@ -146,7 +160,7 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
     int64_t axis = getInt(ix.typed.at(softmax->name)->attrs, "axis");
     if (rank < 2 || (axis != -1 && axis != rank - 1))
       continue;
-    std::string s = softmax->args[0].value;
+    std::string s = widened ? widened->args[0].value : softmax->args[0].value;
     std::optional<Arg> mask;
     bool causal = false;
     if (const Node *w = ix.singleUse(s, "where")) {

@@ -137,3 +137,23 @@ func.func @safe_softmax(%q: !tc.tensor<[3, 4], f32> {tc.name = "q"}, %b: !tc.ten
   %o = tc.matmul %w, %q : (!tc.tensor<[3, 3], f32>, !tc.tensor<[3, 4], f32>) -> !tc.tensor<[3, 4], f32> loc("o")
   return %o : !tc.tensor<[3, 4], f32>
 }
+
+// -----
+
+// Eager attention in bf16 (transformers' eager_attention_forward): the
+// scores' softmax in f32 and cast back to bf16. The fused attention keeps the
+// scores in f32 (no rounding before the softmax).
+// CHECK-LABEL: func.func @eager_bf16
+// CHECK-NEXT: %[[O:.*]] = tc.scaled_dot_product_attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64} : {{.*}} -> !tc.tensor<[2, 5, 3], bf16>
+// CHECK-NEXT: return %[[O]]
+func.func @eager_bf16(%q: !tc.tensor<[2, 5, 4], bf16> {tc.name = "q"}, %k: !tc.tensor<[2, 5, 4], bf16> {tc.name = "k"}, %v: !tc.tensor<[2, 5, 3], bf16> {tc.name = "v"}) -> (!tc.tensor<[2, 5, 3], bf16> {tc.name = "o"}) {
+  %kt = tc.transpose %k {dim0 = -2 : i64, dim1 = -1 : i64} : (!tc.tensor<[2, 5, 4], bf16>) -> !tc.tensor<[2, 4, 5], bf16> loc("kt")
+  %s = tc.matmul %q, %kt : (!tc.tensor<[2, 5, 4], bf16>, !tc.tensor<[2, 4, 5], bf16>) -> !tc.tensor<[2, 5, 5], bf16> loc("s")
+  %c = tc.constant {tc.literal, value = dense<0.125> : tensor<bf16>} : () -> !tc.tensor<[], bf16>
+  %d = tc.mul %s, %c : (!tc.tensor<[2, 5, 5], bf16>, !tc.tensor<[], bf16>) -> !tc.tensor<[2, 5, 5], bf16> loc("d")
+  %w = tc.cast %d {to = f32} : (!tc.tensor<[2, 5, 5], bf16>) -> !tc.tensor<[2, 5, 5], f32> loc("w")
+  %p = tc.softmax %w : (!tc.tensor<[2, 5, 5], f32>) -> !tc.tensor<[2, 5, 5], f32> loc("p")
+  %pb = tc.cast %p {to = bf16} : (!tc.tensor<[2, 5, 5], f32>) -> !tc.tensor<[2, 5, 5], bf16> loc("pb")
+  %o = tc.matmul %pb, %v : (!tc.tensor<[2, 5, 5], bf16>, !tc.tensor<[2, 5, 3], bf16>) -> !tc.tensor<[2, 5, 3], bf16> loc("o")
+  return %o : !tc.tensor<[2, 5, 3], bf16>
+}
