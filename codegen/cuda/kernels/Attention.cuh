@@ -352,14 +352,62 @@ __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
 // value that overflows there (a dtype's lowest, as Hugging Face's masks
 // write) stays finite: as -inf, a row of them would be nan instead of
 // uniform.
-template <int MASK, typename T> __device__ __forceinline__ float maskLog2(const Shape &s, long long r, long long c) {
-  const char *at = s.mask + r * s.maskRow + c * s.maskCol;
+// The term of one mask value of kind MASK (bool: 0 or -inf; additive: the
+// value in base 2, a finite one kept finite).
+template <int MASK> __device__ __forceinline__ float maskTerm(float v) {
   if constexpr (MASK == kBoolMask) {
-    return *reinterpret_cast<const unsigned char *>(at) ? 0.0f : -infinity();
+    return v != 0.0f ? 0.0f : -infinity();
   } else {
-    const float v = toFloat(*reinterpret_cast<const T *>(at)), t = v * log2e();
+    const float t = v * log2e();
     return isinf(t) && !isinf(v) ? copysignf(3.402823466e38f, v) : t;
   }
+}
+template <int MASK, typename T> __device__ __forceinline__ float maskValue(const char *at) {
+  if constexpr (MASK == kBoolMask)
+    return *reinterpret_cast<const unsigned char *>(at) ? 1.0f : 0.0f;
+  else
+    return toFloat(*reinterpret_cast<const T *>(at));
+}
+template <int MASK, typename T> __device__ __forceinline__ float maskLog2(const Shape &s, long long r, long long c) {
+  return maskTerm<MASK>(maskValue<MASK, T>(s.mask + r * s.maskRow + c * s.maskCol));
+}
+
+// The terms of columns c and c + 1 (c even) of the mask row at `row`: one
+// load of both where the row is contiguous and pairs are aligned (`pairs`,
+// PairedMask), else two.
+template <int MASK, typename T>
+__device__ __forceinline__ void maskPairLog2(const Shape &s, const char *row, long long c, bool pairs, float &t0,
+                                             float &t1) {
+  constexpr int bytes = MaskBytes<MASK, T>::value;
+  if (pairs) {
+    const char *at = row + c * bytes;
+    if constexpr (MASK == kBoolMask) {
+      const unsigned short both = *reinterpret_cast<const unsigned short *>(at);
+      t0 = maskTerm<MASK>((both & 0xff) ? 1.0f : 0.0f);
+      t1 = maskTerm<MASK>((both >> 8) ? 1.0f : 0.0f);
+    } else if constexpr (bytes == 2) {
+      float v0, v1;
+      unpack2<T>(*reinterpret_cast<const u32 *>(at), v0, v1);
+      t0 = maskTerm<MASK>(v0);
+      t1 = maskTerm<MASK>(v1);
+    } else {
+      const float2 both = *reinterpret_cast<const float2 *>(at);
+      t0 = maskTerm<MASK>(both.x);
+      t1 = maskTerm<MASK>(both.y);
+    }
+    return;
+  }
+  t0 = maskTerm<MASK>(maskValue<MASK, T>(row + c * s.maskCol));
+  t1 = maskTerm<MASK>(maskValue<MASK, T>(row + (c + 1) * s.maskCol));
+}
+
+// Whether a block's mask rows are contiguous with pairs of columns aligned
+// (maskPairLog2's single loads): the columns' stride is one value and the
+// entry's start and row stride are multiples of two values.
+template <int MASK, typename T> __device__ __forceinline__ bool pairedMask(const Shape &s) {
+  constexpr long long bytes = MaskBytes<MASK, T>::value;
+  return s.mask && s.maskCol == bytes && (reinterpret_cast<unsigned long long>(s.mask) % (2 * bytes)) == 0 &&
+         s.maskRow % (2 * bytes) == 0;
 }
 
 // What a row's normalizer and log-sum-exp become when its sum is 0 (every
@@ -480,6 +528,7 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
                                             const T *k, const T *v, const Shape &s, long long row0) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   const long long warpRow0 = row0 + warp * 16 * MT;
+  const bool pairedMask = MASK != kNoMask && tc_attention::pairedMask<MASK, T>(s);
   __syncthreads(); // the tiles' space is free (Q was staged there)
   forEachKeyTile<T, DP>(kss, vss, k, v, s, keyTiles<CAUSAL, 16 * MT * kWarps>(s, row0),
                         [&](Tile<T, kKeys, DP> &ks, Tile<T, kKeys, DP> &vs, long long n0) {
@@ -490,25 +539,45 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
     // Non-causal: only the tile past the last key is masked. Causal: every
     // tile (masking only those crossing the diagonal made this loop 7%
     // slower on an H100, B*H = 96, L = 1024, D = 64: a worse schedule).
-    // A user mask: every tile.
-    const bool edge = CAUSAL || MASK != kNoMask || n0 + kKeys > s.S;
+    const bool edge = CAUSAL || n0 + kKeys > s.S;
     float mx[MT][2];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       mx[mt][0] = mx[mt][1] = -infinity();
       const long long r = warpRow0 + mt * 16 + g;
+      // A user mask: this thread's two rows of it (rows past L read row
+      // L - 1: their results are not stored), each column pair one load
+      // where the layout allows.
+      const char *maskRows[2] = {nullptr, nullptr};
+      if constexpr (MASK != kNoMask) {
+        maskRows[0] = s.mask + (r < s.L ? r : s.L - 1) * s.maskRow;
+        maskRows[1] = s.mask + (r + 8 < s.L ? r + 8 : s.L - 1) * s.maskRow;
+      }
 #pragma unroll
       for (int nt = 0; nt < kKeys / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float x = sc[mt][nt][e] * s.scaleLog2;
-          const long long row = r + 8 * (e >> 1), col = n0 + nt * 8 + 2 * q + (e & 1);
-          if (edge && !visible<CAUSAL>(row, col, s.S))
-            x = -infinity();
-          else if (MASK != kNoMask && row < s.L)
-            x += maskLog2<MASK, T>(s, row, col);
-          sc[mt][nt][e] = x;
-          mx[mt][e >> 1] = fmaxf(mx[mt][e >> 1], x);
+        for (int h = 0; h < 2; ++h) {
+          const long long row = r + 8 * h, col = n0 + nt * 8 + 2 * q;
+          float m0 = 0.0f, m1 = 0.0f;
+          if constexpr (MASK != kNoMask) {
+            if (!edge) {
+              maskPairLog2<MASK, T>(s, maskRows[h], col, pairedMask, m0, m1);
+            } else { // nothing read past the last key
+              if (col < s.S)
+                m0 = maskTerm<MASK>(maskValue<MASK, T>(maskRows[h] + col * s.maskCol));
+              if (col + 1 < s.S)
+                m1 = maskTerm<MASK>(maskValue<MASK, T>(maskRows[h] + (col + 1) * s.maskCol));
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int e = 2 * h + i;
+            float x = sc[mt][nt][e] * s.scaleLog2 + (i ? m1 : m0);
+            if (edge && !visible<CAUSAL>(row, col + i, s.S))
+              x = -infinity();
+            sc[mt][nt][e] = x;
+            mx[mt][h] = fmaxf(mx[mt][h], x);
+          }
         }
     }
 #pragma unroll
