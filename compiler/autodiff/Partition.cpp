@@ -120,6 +120,16 @@ int recomputeCost(const std::string &op) {
   return 0; // elementwise, views, creation, dropout (deterministic from its seed)
 }
 
+// A cheap op is recomputed only while recomputing it reads at most this
+// many full-size tensors from memory (saved values or inputs, at least a
+// quarter of its result's size). Bytes alone made the cut save each layer's
+// 16-bit block outputs and recompute the f32 residual stream from all of
+// them in every layer's backward: DistilGPT-2's layer-norm backward kernels
+// read 8 to 16 tensors each and its backward source was 5.1 MB of CUDA
+// (quadratic in the layers), as Inductor's partitioner bans recomputing long
+// fusible chains.
+constexpr size_t kMaxRecomputeReads = 4;
+
 std::string valueKey(const std::string &ref) {
   ValueRef v = parseValueRef(ref);
   return v.producer + ":" + std::to_string(v.index);
@@ -196,10 +206,38 @@ PartitionResult partitionWith(const Graph &forwardGraph, const JointGraph &joint
   // so a value computed from inputs by recomputable ops costs nothing to
   // recompute. Ops that may not be recomputed are tied to the source, which
   // forces the cut (a saved value) at or after them.
+  // Per forward value: the full-size tensors recomputing it reads (capped
+  // one past the limit; empty for values that are saved whatever happens).
+  std::map<std::string, std::set<std::string>> reads;
+  auto bytesOf = [&](const TensorSpec &t) { return numelAt(t, dims) * int64_t(dtypeSize(t.dtype)); };
+  for (const TypedNode &n : analysis.nodes) {
+    const std::string &name = n.node->name;
+    if (!forwardNodes.count(name) || n.results.size() != 1 || recomputeCost(n.node->op) > 0)
+      continue;
+    std::set<std::string> &mine = reads[name + ":0"];
+    const int64_t size = bytesOf(n.results[0]);
+    for (size_t i = 0; i < n.node->args.size() && mine.size() <= kMaxRecomputeReads; ++i) {
+      const Arg &a = n.node->args[i];
+      if (a.kind != Arg::Kind::Value || !n.argTypes[i] || 4 * bytesOf(*n.argTypes[i]) < size)
+        continue;
+      auto it = inputNames.count(a.value) ? reads.end() : reads.find(valueKey(a.value));
+      if (it == reads.end() || it->second.empty()) {
+        mine.insert(inputNames.count(a.value) ? a.value : valueKey(a.value));
+        continue;
+      }
+      for (const std::string &r : it->second) {
+        mine.insert(r);
+        if (mine.size() > kMaxRecomputeReads)
+          break;
+      }
+    }
+  }
   for (const TypedNode &n : analysis.nodes) {
     const std::string &name = n.node->name;
     if (forwardNodes.count(name)) {
-      bool banned = saveAll || (recomputeCost(n.node->op) > 0 && !extra.count(name));
+      auto fanIn = reads.find(name + ":0");
+      bool banned = saveAll || (recomputeCost(n.node->op) > 0 && !extra.count(name)) ||
+                    (fanIn != reads.end() && fanIn->second.size() > kMaxRecomputeReads);
       for (size_t r = 0; r < n.results.size(); ++r) {
         int p = index.at(name + ":" + std::to_string(r));
         int64_t bytes = numelAt(n.results[r], dims) * int64_t(dtypeSize(n.results[r].dtype));

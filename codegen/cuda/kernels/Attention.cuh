@@ -406,8 +406,12 @@ __device__ __forceinline__ void maskPairLog2(const Shape &s, const char *row, lo
 // entry's start and row stride are multiples of two values.
 template <int MASK, typename T> __device__ __forceinline__ bool pairedMask(const Shape &s) {
   constexpr long long bytes = MaskBytes<MASK, T>::value;
-  return s.mask && s.maskCol == bytes && (reinterpret_cast<unsigned long long>(s.mask) % (2 * bytes)) == 0 &&
-         s.maskRow % (2 * bytes) == 0;
+  if constexpr (bytes == 0) {
+    return false;
+  } else {
+    return s.mask && s.maskCol == bytes && (reinterpret_cast<unsigned long long>(s.mask) % (2 * bytes)) == 0 &&
+           s.maskRow % (2 * bytes) == 0;
+  }
 }
 
 // What a row's normalizer and log-sum-exp become when its sum is 0 (every
