@@ -28,10 +28,14 @@
 func.func @head(%x: !tc.tensor<[96, 70], bf16> {tc.name = "x"}, %w: !tc.tensor<[70, 66], bf16> {tc.name = "w"},
                 %dy: !tc.tensor<[96, 66], bf16> {tc.name = "dy"})
     -> (!tc.tensor<[96, 66], bf16> {tc.name = "y"}, !tc.tensor<[66, 70], bf16> {tc.name = "dw"},
-        !tc.tensor<[2, 48, 66], bf16> {tc.name = "y3"}) {
+        !tc.tensor<[2, 48, 66], bf16> {tc.name = "y3"}, !tc.tensor<[96, 66], bf16> {tc.name = "e"},
+        !tc.tensor<[66, 70], bf16> {tc.name = "eg"}) {
   %y = tc.matmul %x, %w : (!tc.tensor<[96, 70], bf16>, !tc.tensor<[70, 66], bf16>) -> !tc.tensor<[96, 66], bf16> loc("y")
   %t = tc.transpose %dy {dim0 = 0, dim1 = 1} : (!tc.tensor<[96, 66], bf16>) -> !tc.tensor<[66, 96], bf16> loc("t")
   %g = tc.matmul %t, %x : (!tc.tensor<[66, 96], bf16>, !tc.tensor<[96, 70], bf16>) -> !tc.tensor<[66, 70], bf16> loc("g")
   %y3 = tc.reshape %y {shape = [2, 48, 66]} : (!tc.tensor<[96, 66], bf16>) -> !tc.tensor<[2, 48, 66], bf16> loc("y3")
-  return %y, %g, %y3 : !tc.tensor<[96, 66], bf16>, !tc.tensor<[66, 70], bf16>, !tc.tensor<[2, 48, 66], bf16>
+  %e = tc.exp %y : (!tc.tensor<[96, 66], bf16>) -> !tc.tensor<[96, 66], bf16> loc("e")
+  %eg = tc.exp %g : (!tc.tensor<[66, 70], bf16>) -> !tc.tensor<[66, 70], bf16> loc("eg")
+  return %y, %g, %y3, %e, %eg : !tc.tensor<[96, 66], bf16>, !tc.tensor<[66, 70], bf16>, !tc.tensor<[2, 48, 66], bf16>, !tc.tensor<[96, 66], bf16>, !tc.tensor<[66, 70], bf16>
 }
+
