@@ -281,6 +281,22 @@ func.func @f(%q: !tc.tensor<[2, 5, 8], f32>, %m: !tc.tensor<[5, 5], i64>) {
 
 // -----
 
+func.func @f(%q: !tc.tensor<[2, 5, 8], f32>) {
+  // expected-error @+1 {{out_dtype f32 needs f16 or bf16 operands}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q {out_dtype = f32} : (!tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>) -> !tc.tensor<[2, 5, 8], f32>
+  return
+}
+
+// -----
+
+func.func @f(%q: !tc.tensor<[2, 5, 8], bf16>) {
+  // expected-error @+1 {{out_dtype f16: only f32 is supported}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q {out_dtype = f16} : (!tc.tensor<[2, 5, 8], bf16>, !tc.tensor<[2, 5, 8], bf16>, !tc.tensor<[2, 5, 8], bf16>) -> !tc.tensor<[2, 5, 8], f16>
+  return
+}
+
+// -----
+
 func.func @f(%a: !tc.tensor<[4, 6], f32>) {
   // expected-error @+1 {{element counts differ: x is (4, 6) f32 has 24, shape (5, 5) has 25}}
   %0 = tc.reshape %a {shape = [5, 5]} : (!tc.tensor<[4, 6], f32>) -> !tc.tensor<[5, 5], f32>
