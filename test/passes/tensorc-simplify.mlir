@@ -187,3 +187,24 @@ func.func @sharded_cast_sinks_reshape(%x: !tc.tensor<[8, 8], f32>, %y: !tc.tenso
   %c = tc.cast %r {to = bf16, tc.sharding = #tc.sharding<@m, [["x"], [], []]>} : (!tc.tensor<[2, 4, 8], f32>) -> !tc.tensor<[2, 4, 8], bf16>
   return %c : !tc.tensor<[2, 4, 8], bf16>
 }
+
+// -----
+
+// A model output that is a linear layer's product unflattened (PyTorch's
+// view, addmm, view) is the matmul of the unflattened input: the GEMM
+// writes the output. Not where the product has other users.
+// CHECK-LABEL: func.func @output_linear
+// CHECK:      %[[P:.*]] = tc.matmul %arg0, %arg1 : (!tc.tensor<[2, 3, 8], bf16>, !tc.tensor<[8, 5], bf16>) -> !tc.tensor<[2, 3, 5], bf16>
+// CHECK-NEXT: %[[Y:.*]] = tc.add %[[P]], %arg2 : (!tc.tensor<[2, 3, 5], bf16>, !tc.tensor<[5], bf16>) -> !tc.tensor<[2, 3, 5], bf16>
+// CHECK:      tc.matmul {{.*}} -> !tc.tensor<[6, 5], bf16>
+// CHECK:      tc.reshape
+func.func @output_linear(%x: !tc.tensor<[2, 3, 8], bf16>, %w: !tc.tensor<[8, 5], bf16>, %b: !tc.tensor<[5], bf16>)
+    -> (!tc.tensor<[2, 3, 5], bf16>, !tc.tensor<[2, 3, 5], bf16>, !tc.tensor<[6, 5], bf16>) {
+  %f = tc.reshape %x {shape = [6, 8]} : (!tc.tensor<[2, 3, 8], bf16>) -> !tc.tensor<[6, 8], bf16>
+  %p = tc.matmul %f, %w : (!tc.tensor<[6, 8], bf16>, !tc.tensor<[8, 5], bf16>) -> !tc.tensor<[6, 5], bf16>
+  %pb = tc.add %p, %b : (!tc.tensor<[6, 5], bf16>, !tc.tensor<[5], bf16>) -> !tc.tensor<[6, 5], bf16>
+  %y = tc.reshape %pb {shape = [2, 3, 5]} : (!tc.tensor<[6, 5], bf16>) -> !tc.tensor<[2, 3, 5], bf16>
+  %q = tc.matmul %f, %w : (!tc.tensor<[6, 8], bf16>, !tc.tensor<[8, 5], bf16>) -> !tc.tensor<[6, 5], bf16>
+  %z = tc.reshape %q {shape = [2, 3, 5]} : (!tc.tensor<[6, 5], bf16>) -> !tc.tensor<[2, 3, 5], bf16>
+  return %y, %z, %q : !tc.tensor<[2, 3, 5], bf16>, !tc.tensor<[2, 3, 5], bf16>, !tc.tensor<[6, 5], bf16>
+}
