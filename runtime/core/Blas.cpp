@@ -143,6 +143,22 @@ void matmul(const MatmulOperand &a, const MatmulOperand &b, void *out, DType out
   if (b.transposed && bs.size() >= 2)
     std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   MatmulDims d = matmulDims(as, bs, outShape);
+  // A weight shared by every batch with a's batches stacked rows (a linear
+  // layer over [batch, sequence, features]): one GEMM of batches x M rows,
+  // the result's batches stacked the same way (as the CUDA runtime's
+  // CublasLt::matmul).
+  if (d.batches > 1 && !a.transposed && !d.aVector && !d.bVector) {
+    bool stacked = true;
+    for (int64_t bi = 0; bi < d.batches && stacked; ++bi)
+      stacked = d.bOffset(bi) == 0 && d.aOffset(bi) == bi * d.M * d.K;
+    if (stacked) {
+      d.M *= d.batches;
+      d.batches = 1;
+      d.batch.clear();
+      d.aBatch.clear();
+      d.bBatch.clear();
+    }
+  }
   int64_t M = d.M, K = d.K, N = d.N;
   check((d.bVector ? bs[0] : bs[bs.size() - 2]) == K, "matmul: inner dims differ");
   bool half = a.dtype == DType::F16 || a.dtype == DType::BF16;
