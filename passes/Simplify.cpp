@@ -6,7 +6,10 @@
 // every float including nan, inf and -0 (one rewrite rounds differently, and
 // better: a sum of a broadcast, ReduceOfBroadcast). x + 0.0 is NOT folded for floats:
 // (-0.0) + 0.0 is +0.0. Widening casts followed by the narrowing cast back
-// are exact; the reverse order rounds and is kept.
+// are exact; the reverse order rounds and is kept. One rewrite is exact up
+// to a documented bound: a causal attention mask with a finite fill (the
+// dtype's lowest, as Hugging Face writes it) becomes is_causal
+// (AttentionCausalMask).
 #include "passes/Passes.h"
 
 #include "ir/core/OpSchema.h"
