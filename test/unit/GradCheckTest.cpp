@@ -2,7 +2,8 @@
 // reference interpreter in f64, against central finite differences of the
 // forward graph. Inputs are fresh random values each run (the seed is
 // printed on failure); points of non-differentiability are avoided by the
-// input ranges.
+// input ranges and by drawing no two values of an input closer than the step
+// (drawApart).
 #include "TestUtil.h"
 
 #include "compiler/autodiff/Autodiff.h"
@@ -30,7 +31,7 @@ struct In {
 
 In floats(std::string name, std::vector<int64_t> shape, double lo = -1, double hi = 1) {
   return {
-      std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::F64, lo, hi, true};
+      std::move(name), trace::DimSpec(shape.begin(), shape.end()), shape, DType::F64, lo, hi, true, {}};
 }
 In ints(std::string name, std::vector<int64_t> shape, int64_t bound) {
   return {std::move(name),
@@ -39,10 +40,11 @@ In ints(std::string name, std::vector<int64_t> shape, int64_t bound) {
           DType::I64,
           0,
           double(bound),
-          false};
+          false,
+          {}};
 }
 In symbolic(std::string name, trace::DimSpec declared, std::vector<int64_t> shape) {
-  return {std::move(name), std::move(declared), std::move(shape), DType::F64, -1, 1, true};
+  return {std::move(name), std::move(declared), std::move(shape), DType::F64, -1, 1, true, {}};
 }
 
 HostTensor draw(const In &in, std::mt19937_64 &rng) {
@@ -54,6 +56,33 @@ HostTensor draw(const In &in, std::mt19937_64 &rng) {
       t.setI(i, in.fixed.at(size_t(i)));
     else
       t.setI(i, std::uniform_int_distribution<int64_t>(0, int64_t(in.hi) - 1)(rng));
+  }
+  return t;
+}
+
+// Central differences step by h = 1e-6 (relative); a max or min over values
+// closer than h (in one tensor or across devices of an all_reduce) would
+// switch its argument inside the step and the numeric gradient would be
+// meaningless. So float values of one input are redrawn until every pair is
+// at least kMinGap apart (a seed once drew -0.192766762 on device 1 and
+// -0.192765916 on device 4).
+constexpr double kMinGap = 1e-4;
+HostTensor drawApart(const In &in, std::mt19937_64 &rng, std::vector<double> &taken) {
+  HostTensor t = draw(in, rng);
+  if (!isFloat(in.dtype))
+    return t;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    auto near = [&](double v) {
+      for (double u : taken)
+        if (std::fabs(u - v) < kMinGap)
+          return true;
+      return false;
+    };
+    double v = t.getF(i);
+    for (int attempt = 0; near(v) && attempt < 1000; ++attempt)
+      v = std::uniform_real_distribution<double>(in.lo, in.hi)(rng);
+    t.setF(i, v);
+    taken.push_back(v);
   }
   return t;
 }
@@ -107,9 +136,11 @@ void gradcheckGraph(const Graph &forward, const std::vector<In> &ins,
 
   size_t devices = size_t(spmdDevices(forward));
   PerDevice inputs(devices);
-  for (auto &perDevice : inputs)
-    for (const In &in : ins)
-      perDevice.emplace(in.name, draw(in, rng));
+  for (const In &in : ins) {
+    std::vector<double> taken; // this input's float values on every device so far
+    for (auto &perDevice : inputs)
+      perDevice.emplace(in.name, drawApart(in, rng, taken));
+  }
   std::vector<InterpreterResult> forwardResults = interpretSpmd(forward, fa, inputs);
   std::vector<HostTensor> cot;
   PerDevice jointInputs = inputs;
