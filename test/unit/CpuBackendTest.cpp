@@ -565,6 +565,22 @@ TEST(CpuBackend, ConcatPadAndIndexing) {
             {{"p", Attr(p)}, {"stream", Attr(int64_t(3))}});
 }
 
+// Dropouts read their streams from constants (codegen dropoutStreamValue):
+// several in one kernel, two with the same stream, and the same stream in
+// two kernels, each bit for bit the interpreter's.
+TEST(CpuBackend, DropoutStreams) {
+  trace::Tracer t("streams");
+  trace::Tensor x = t.input("x", DType::F32, {5, 40});
+  trace::Tensor seed = t.input("seed", DType::I64, {});
+  auto dropout = [&](const trace::Tensor &v, int64_t stream) {
+    return t.call("dropout", {v, seed}, {{"p", Attr(0.4)}, {"stream", Attr(stream)}})[0];
+  };
+  trace::Tensor a = dropout(x, 0) + dropout(x, 7) * 2.0 + dropout(x, 7);
+  t.output(a);
+  t.output(t.call("sum", {dropout(a, 0xFFFFFFFFLL)}, {{"axes", Attr(std::vector<int64_t>{1})}})[0]);
+  checkGraph(t.graph());
+}
+
 TEST(CpuBackend, ConvolutionAndPooling) {
   for (DType d : {DType::F32, DType::F64, DType::BF16}) {
     checkOp("conv2d", {{d, {2, 3, 9, 8}}, {d, {4, 3, 3, 3}}});
