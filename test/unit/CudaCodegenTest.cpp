@@ -707,14 +707,17 @@ TEST(CudaCodegen, ChainsOfRowPassesGetOneKernel) {
 // Layers that repeat compile once (issue 57): a nest whose kernels are
 // another's with the names changed is that nest (its step launches the
 // first one's symbol), a chain of the same nests is that chain; the
-// source has each kernel once and still compiles.
+// source has each kernel once and still compiles. Each layer's dropout has
+// a stream of its own, which its kernel reads (not a literal in its text).
 TEST(CudaCodegen, RepeatedLayersShareTheirKernels) {
   auto layers = [](int n) {
     trace::Tracer t("stack");
     trace::Tensor x = t.input("x", DType::F32, {"B", 64});
+    trace::Tensor seed = t.input("seed", DType::I64, {});
     for (int i = 0; i < n; ++i) {
       trace::Tensor h = t.call("layer_norm", {x}, {{"axis", Attr(int64_t(1))}})[0];
       h = t.call("softmax", {t.call("gelu", {h})[0]}, {{"axis", Attr(int64_t(-1))}})[0];
+      h = t.call("dropout", {h, seed}, {{"p", Attr(0.1)}, {"stream", Attr(int64_t(i))}})[0];
       x = t.call("add", {x, h})[0];
     }
     t.output(x);
