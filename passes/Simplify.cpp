@@ -414,36 +414,36 @@ struct UniformCondition : OpRewritePattern<WhereOp> {
   }
 };
 
-// The user mask operand of an attention op (forward, with_lse, backward:
-// after the cotangent), or null.
-Value attentionMask(Operation *op) {
+// Where an attention op's user mask is among its schema operands (forward,
+// with_lse: 3; backward, after the cotangent: 4); npos for other ops.
+size_t attentionMaskIndex(Operation *op) {
   StringRef name = op->getName().getStringRef();
   if (name == "tc.scaled_dot_product_attention" || name == "tc.scaled_dot_product_attention_with_lse")
-    return op->getNumOperands() == 4 ? op->getOperand(3) : Value();
-  if (name != "tc.scaled_dot_product_attention_backward")
+    return 3;
+  return name == "tc.scaled_dot_product_attention_backward" ? 4 : std::string::npos;
+}
+
+// The user mask operand of an attention op, or null.
+Value attentionMask(Operation *op) {
+  size_t at = attentionMaskIndex(op);
+  if (at == std::string::npos)
     return Value();
-  auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
-  return segments && segments.size() == 7 && segments[4] == 1 ? op->getOperand(4) : Value();
+  std::vector<std::optional<Value>> operands = schemaOperands(op, *schemaOf(op));
+  return at < operands.size() && operands[at] ? *operands[at] : Value();
 }
 
 // `op` (an attention op with a user mask) without its mask, causal if
 // `causal`.
 void replaceWithoutMask(Operation *op, PatternRewriter &rewriter, bool causal) {
   OperationState state(op->getLoc(), op->getName().getStringRef());
-  Value mask = attentionMask(op);
-  for (Value v : op->getOperands())
-    if (v != mask)
-      state.addOperands(v);
+  std::vector<std::optional<Value>> operands = schemaOperands(op, *schemaOf(op));
+  operands[attentionMaskIndex(op)] = std::nullopt;
   for (NamedAttribute a : op->getAttrs())
     if (a.getName() != "operandSegmentSizes" && !(causal && a.getName() == "is_causal"))
       state.addAttribute(a.getName(), a.getValue());
   if (causal)
     state.addAttribute("is_causal", rewriter.getBoolAttr(true));
-  if (auto segments = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes")) {
-    std::vector<int32_t> sizes(segments.asArrayRef().begin(), segments.asArrayRef().end());
-    sizes[4] = 0;
-    state.addAttribute("operandSegmentSizes", rewriter.getDenseI32ArrayAttr(sizes));
-  }
+  addSchemaOperands(state, operands);
   state.addTypes(op->getResultTypes());
   rewriter.replaceOp(op, rewriter.create(state)->getResults());
 }

@@ -562,6 +562,9 @@ Grads attentionRule(const GradContext &c) {
         "the log-sum-exp result of scaled_dot_product_attention_with_lse has no gradient rule");
   // One fused backward op, unless an additive mask needs its gradient too.
   bool maskGrad = c.has(3) && c.needsGrad[3];
+  bool dropout = c.has(4); // the seed: the same mask drawn again in the backward
+  check(!(maskGrad && dropout),
+        "scaled_dot_product_attention with dropout has no gradient rule for an additive mask that needs a gradient");
   if (!maskGrad) {
     AttrMap attrs{{"is_causal", getBool(c.attrs(), "is_causal")}};
     if (hasAttr(c.attrs(), "scale"))
@@ -570,6 +573,12 @@ Grads attentionRule(const GradContext &c) {
     if (withLse) {
       args.push_back(c.outputs[0]);
       args.push_back(c.outputs[1]);
+    }
+    if (dropout) {
+      args.resize(7, Operand(std::monostate{}));
+      args.push_back(c.in(4));
+      attrs["dropout_p"] = getFloat(c.attrs(), "dropout_p");
+      attrs["dropout_stream"] = getInt(c.attrs(), "dropout_stream");
     }
     std::vector<Tensor> g = c.tracer.call("scaled_dot_product_attention_backward", args, attrs);
     Grads out(c.inputs.size());

@@ -147,9 +147,14 @@ OwningOpRef<ModuleOp> importGraph(MLIRContext &ctx, const Graph &g, const GraphA
     state.addOperands(operands);
     for (const auto &[name, value] : canonicalAttrs(*typed.schema, n.attrs))
       state.addAttribute(name, tc::toMlirAttr(&ctx, value));
+    // Segment sizes where the op's definition needs them, or where an absent
+    // optional operand comes before a present one (tc::addSchemaOperands).
+    bool ambiguous = false;
+    for (size_t i = 1; i < segments.size(); ++i)
+      ambiguous = ambiguous || (segments[i] && std::count(segments.begin(), segments.begin() + i, 0) > 0);
+    std::optional<RegisteredOperationName> info = state.name.getRegisteredInfo();
     if (typed.schema->hasOptionalOperands() &&
-        std::count_if(typed.schema->operands.begin(), typed.schema->operands.end(),
-                      [](const OperandDef &o) { return o.arity == Arity::Optional; }) > 1)
+        ((info && info->hasTrait<OpTrait::AttrSizedOperandSegments>()) || ambiguous))
       state.addAttribute("operandSegmentSizes", b.getDenseI32ArrayAttr(segments));
     for (const TensorSpec &r : typed.results)
       state.addTypes(tc::toMlirType(&ctx, r));

@@ -221,14 +221,37 @@ struct Attention {
   double scale;
   bool causal;
   std::vector<int64_t> batch; // the broadcast batch dims
+  // Dropout on the probabilities (the dropout op's, element by element of
+  // P's [batch..., L, S]); p = 0: none.
+  double dropoutP = 0;
+  uint64_t seed = 0;
+  uint32_t stream = 0;
 
-  Attention(const OpCall &c, size_t first, const std::vector<int64_t> &resultShape)
+  // `first`: query's operand index; `seedAt`: the seed's.
+  Attention(const OpCall &c, size_t first, size_t seedAt, const std::vector<int64_t> &resultShape)
       : q(c.arg(first)), k(c.arg(first + 1)), v(c.arg(first + 2)),
         mask(c.has(first + 3) ? &c.arg(first + 3) : nullptr), L(q.shape()[q.rank() - 2]),
         E(q.shape().back()), S(k.shape()[k.rank() - 2]), Ev(v.shape().back()),
         scale(hasAttr(c.attrs(), "scale") ? getFloat(c.attrs(), "scale")
                                           : 1.0 / std::sqrt(double(E))),
         causal(getBool(c.attrs(), "is_causal")), batch(resultShape.begin(), resultShape.end() - 2) {
+    if (c.has(seedAt)) {
+      dropoutP = getFloat(c.attrs(), "dropout_p");
+      seed = uint64_t(c.arg(seedAt).getI(0));
+      stream = uint32_t(getInt(c.attrs(), "dropout_stream"));
+    }
+  }
+
+  // What dropout multiplies probability (b, i, j) by: 0 or 1 / (1 - p), the
+  // dropout op's draw for element (b * L + i) * S + j.
+  double dropoutFactor(int64_t b, int64_t i, int64_t j) const {
+    if (dropoutP == 0)
+      return 1.0;
+    uint64_t at = uint64_t((b * L + i) * S + j);
+    std::array<uint32_t, 4> r =
+        philox4x32({uint32_t(at), uint32_t(at >> 32), stream, 0}, {uint32_t(seed), uint32_t(seed >> 32)});
+    double u = double(r[0] >> 8) * (1.0 / 16777216.0);
+    return u >= dropoutP ? 1.0 / (1 - dropoutP) : 0.0;
   }
 
   static std::vector<int64_t> batchOf(const std::vector<int64_t> &s) {
@@ -289,7 +312,7 @@ struct Attention {
 
 // scaled_dot_product_attention, and with_lse's log-sum-exp as result 1.
 std::vector<HostTensor> attention(const OpCall &c) {
-  Attention a(c, 0, c.resultShapes[0]);
+  Attention a(c, 0, 4, c.resultShapes[0]);
   HostTensor out = c.result();
   std::optional<HostTensor> lse;
   if (c.resultShapes.size() > 1)
@@ -304,6 +327,8 @@ std::vector<HostTensor> attention(const OpCall &c) {
       a.probabilities(coords, i, p, &rowLse);
       if (lse)
         lse->setF(b * a.L + i, rowLse);
+      for (int64_t j = 0; j < a.S; ++j)
+        p[j] *= a.dropoutFactor(b, i, j);
       for (int64_t e = 0; e < a.Ev; ++e) {
         double acc = 0;
         for (int64_t j = 0; j < a.S; ++j)
@@ -322,7 +347,7 @@ std::vector<HostTensor> attention(const OpCall &c) {
 // broadcast along.
 std::vector<HostTensor> attentionBackward(const OpCall &c) {
   const HostTensor &g = c.arg(0);
-  Attention a(c, 1, g.shape());
+  Attention a(c, 1, 7, g.shape());
   int64_t batches = product(a.batch, 0, a.batch.size());
   std::vector<double> dq(a.q.numel(), 0.0), dk(a.k.numel(), 0.0), dv(a.v.numel(), 0.0), p(a.S),
       dp(a.S);
@@ -331,16 +356,18 @@ std::vector<HostTensor> attentionBackward(const OpCall &c) {
     int64_t qb = a.qBase(coords), kb = a.kBase(coords), vb = a.vBase(coords), gb = b * a.L * a.Ev;
     for (int64_t i = 0; i < a.L; ++i) {
       a.probabilities(coords, i, p);
+      // With dropout: D = dropout(P) feeds the product, so dv = D^T g and
+      // dP = dropout(g v^T) (the same factors).
       double rowsum = 0;
       for (int64_t j = 0; j < a.S; ++j) {
-        double d = 0;
+        double factor = a.dropoutFactor(b, i, j), d = 0;
         for (int64_t e = 0; e < a.Ev; ++e) {
           double ge = g.getF(gb + i * a.Ev + e);
-          dv[vb + j * a.Ev + e] += p[j] * ge;
+          dv[vb + j * a.Ev + e] += p[j] * factor * ge;
           d += ge * a.v.getF(vb + j * a.Ev + e);
         }
-        dp[j] = d;
-        rowsum += d * p[j];
+        dp[j] = d * factor;
+        rowsum += dp[j] * p[j];
       }
       for (int64_t j = 0; j < a.S; ++j) {
         double ds = p[j] * (dp[j] - rowsum) * a.scale;

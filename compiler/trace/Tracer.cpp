@@ -444,11 +444,15 @@ std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &rm, const Tensor &
 }
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                     std::optional<Tensor> mask, bool is_causal,
-                                    std::optional<double> scale) {
+                                    std::optional<double> scale, std::optional<AttentionDropout> dropout) {
   AttrMap a{{"is_causal", is_causal}};
   if (scale)
     a["scale"] = *scale;
-  return one(*q.tracer(), "scaled_dot_product_attention", {q, k, v, opt(mask)}, a);
+  if (!dropout)
+    return one(*q.tracer(), "scaled_dot_product_attention", {q, k, v, opt(mask)}, a);
+  a["dropout_p"] = dropout->p;
+  a["dropout_stream"] = dropout->stream;
+  return one(*q.tracer(), "scaled_dot_product_attention", {q, k, v, opt(mask), dropout->seed}, a);
 }
 
 Tensor reshape(const Tensor &x, const DimSpec &shape) {

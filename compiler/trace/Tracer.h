@@ -211,10 +211,18 @@ std::vector<Tensor> batch_norm(const Tensor &x, const Tensor &running_mean,
                                std::optional<Tensor> weight = std::nullopt,
                                std::optional<Tensor> bias = std::nullopt, bool training = false,
                                double momentum = 0.1, double eps = 1e-5);
+// Dropout on attention's probabilities: the dropout op's, of `seed` (an
+// integer scalar), probability p, stream `stream`.
+struct AttentionDropout {
+  Tensor seed;
+  double p;
+  int64_t stream = 0;
+};
 Tensor scaled_dot_product_attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                     std::optional<Tensor> mask = std::nullopt,
                                     bool is_causal = false,
-                                    std::optional<double> scale = std::nullopt);
+                                    std::optional<double> scale = std::nullopt,
+                                    std::optional<AttentionDropout> dropout = std::nullopt);
 
 // Collectives (docs/sharding.md): `over` names a declared mesh and the axes
 // whose devices communicate.

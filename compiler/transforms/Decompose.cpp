@@ -78,6 +78,19 @@ Tensor attentionProbabilities(const Context &c, size_t first) {
   return c.has(first + 3) ? where(fullyMaskedRows(s), 0.0, p) : p;
 }
 
+// Attention's dropout (operand `seedAt`, absent: none) of `x`, a tensor of
+// the probabilities' shape: the dropout op over [batch..., L, S] of the
+// result's batch (probabilities broadcast along v's batch dims first, so
+// element indices are the interpreter's).
+Tensor attentionDropout(const Context &c, size_t seedAt, const Tensor &x, const Shape &resultShape) {
+  if (!c.has(seedAt))
+    return x;
+  Shape full(resultShape.begin(), resultShape.end() - 1);
+  full.push_back(x.shape().back());
+  Tensor y = x.shape() == full ? x : broadcast_to(x, dimSpec(full));
+  return dropout(y, c.in(seedAt), getFloat(c.attrs(), "dropout_p"), getInt(c.attrs(), "dropout_stream"));
+}
+
 // The sizes of a conv2d gradient node: input (N, C, H, W), weight
 // (O, Cg, KH, KW), output (N, O, Ho, Wo), from its operands and result.
 struct ConvTaps {
@@ -371,9 +384,11 @@ const std::map<std::string, Rule> &rules() {
            for (size_t i = 0; i < 4; ++i)
              if (c.has(i) && !isBool(c.in(i).dtype()))
                wide.args[i] = cast(c.in(i), to);
-           return std::vector{matmul(attentionProbabilities(wide, 0), wide.in(2))};
+           Tensor p = attentionDropout(wide, 4, attentionProbabilities(wide, 0), c.node.results[0].shape);
+           return std::vector{matmul(p, wide.in(2))};
          }
-         return std::vector{matmul(attentionProbabilities(c, 0), c.in(2))};
+         Tensor p = attentionDropout(c, 4, attentionProbabilities(c, 0), c.node.results[0].shape);
+         return std::vector{matmul(p, c.in(2))};
        }},
       // The log-sum-exp from the same scores (CSE shares their product).
       {"scaled_dot_product_attention_with_lse",
@@ -383,7 +398,8 @@ const std::map<std::string, Rule> &rules() {
          Tensor lse = squeeze(logSumExpOf(s.dtype() == wide ? s : cast(s, wide), {-1}), {-1});
          if (c.has(3)) // a fully masked row's log-sum-exp is +inf, as the kernels'
            lse = where(squeeze(fullyMaskedRows(s), {-1}), INFINITY, lse);
-         return std::vector{matmul(attentionProbabilities(c, 0), c.in(2)), lse};
+         Tensor p = attentionDropout(c, 4, attentionProbabilities(c, 0), c.node.results[0].shape);
+         return std::vector{matmul(p, c.in(2)), lse};
        }},
       // A bias apart, as an add after the convolution (a convolution
       // library's forward without it; the add fuses with what follows).
@@ -439,13 +455,15 @@ const std::map<std::string, Rule> &rules() {
          return std::vector{reshape(taps.size() == 1 ? taps[0] : concat(taps, 2), {k.O, k.Cg, k.KH, k.KW})};
        }},
       // The gradients recompute the probabilities (as the interpreter and
-      // FlashAttention do) and sum over batch dims an operand was broadcast along.
+      // FlashAttention do) and sum over batch dims an operand was broadcast
+      // along. With dropout, its mask is drawn again (the same seed and
+      // stream): dv = dropout(P)^T g, dP = dropout(g v^T).
       {"scaled_dot_product_attention_backward",
        [](const Context &c) {
          const Tensor &g = c.in(0), &q = c.in(1), &k = c.in(2), &v = c.in(3);
          Tensor p = attentionProbabilities(c, 1);
-         Tensor dv = matmul(transpose(p, -1, -2), g);
-         Tensor dp = matmul(g, transpose(v, -1, -2));
+         Tensor dv = matmul(transpose(attentionDropout(c, 7, p, g.shape()), -1, -2), g);
+         Tensor dp = attentionDropout(c, 7, matmul(g, transpose(v, -1, -2)), g.shape());
          Tensor ds = p * (dp - sum(dp * p, {-1}, true)) * attentionScale(c, q);
          Tensor dq = matmul(ds, k), dk = matmul(transpose(ds, -1, -2), q);
          return std::vector{autodiff::reduceToShape(dq, q.shape()),

@@ -30,6 +30,10 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
     return "k and v of different lengths";
   if (backward && !(args[0]->shape == q.shape))
     return "a cotangent of another shape";
+  // The seed operand (forward: 4, backward: 7): dropout on the probabilities.
+  size_t seedAt = backward ? 7 : 4;
+  if (args.size() > seedAt && args[seedAt])
+    return "dropout on the probabilities (no fused kernel applies it yet)";
   if (args.size() > first + 3 && args[first + 3]) {
     const TensorSpec &mask = *args[first + 3];
     if (mask.dtype != DType::I1 && mask.dtype != q.dtype)

@@ -15,8 +15,9 @@ namespace tensorc {
 // The largest head dim the fused kernels take.
 inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
 
-// Why attention with these operand types (forward: q, k, v, mask;
-// backward: the cotangent, then those; absent operands nullopt) cannot run
+// Why attention with these operand types (forward: q, k, v, mask, seed;
+// backward: the cotangent, q, k, v, mask, out, lse, seed; absent operands
+// nullopt) cannot run
 // fused, or "" when it can: f16/bf16/f32 operands of one dtype, equal batch
 // dims, one static head dim <= 128 shared by q, k and v; a mask, if any,
 // bool or of q's dtype, that the kernels can index

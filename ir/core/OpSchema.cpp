@@ -117,13 +117,22 @@ std::vector<OpSchema> buildTable() {
   add("batch_norm", "nn",
       {in("x"), in("running_mean"), in("running_var"), opt("weight"), opt("bias")},
       {dflt("training", b(false)), dflt("momentum", f(0.1)), dflt("eps", f(1e-5))}, true, 3);
-  add("scaled_dot_product_attention", "nn", {in("query"), in("key"), in("value"), opt("mask")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), optional("out_dtype", AttrKind::DType)});
-  add("scaled_dot_product_attention_with_lse", "nn", {in("query"), in("key"), in("value"), opt("mask")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)}, true, 2);
+  // Attention with dropout on its probabilities: `seed` (i64 scalar) and
+  // `dropout_p` > 0 draw the dropout op's mask, stream `dropout_stream`, over
+  // the probabilities' [batch..., L, S] elements.
+  add("scaled_dot_product_attention", "nn", {in("query"), in("key"), in("value"), opt("mask"), opt("seed")},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), optional("out_dtype", AttrKind::DType),
+       dflt("dropout_p", f(0.0)), dflt("dropout_stream", i(0))});
+  add("scaled_dot_product_attention_with_lse", "nn",
+      {in("query"), in("key"), in("value"), opt("mask"), opt("seed")},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), dflt("dropout_p", f(0.0)),
+       dflt("dropout_stream", i(0))},
+      true, 2);
   add("scaled_dot_product_attention_backward", "nn",
-      {in("grad"), in("query"), in("key"), in("value"), opt("mask"), opt("out"), opt("lse")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float)}, false, 3);
+      {in("grad"), in("query"), in("key"), in("value"), opt("mask"), opt("out"), opt("lse"), opt("seed")},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), dflt("dropout_p", f(0.0)),
+       dflt("dropout_stream", i(0))},
+      false, 3);
 
   // Shape ops.
   add("reshape", "shape", {in("x")}, {req("shape", AttrKind::Dims)});

@@ -459,6 +459,21 @@ std::vector<TensorSpec> inferBatchNorm(const Operands &ops, const AttrMap &attrs
   return {spec(ops, 0), TensorSpec{dtype, channels}, TensorSpec{dtype, channels}};
 }
 
+// Attention's dropout: a seed (an integer scalar, as the dropout op's) with
+// dropout_p in (0, 1), or neither.
+void checkAttentionDropout(const OperandRef *seed, const AttrMap &attrs) {
+  double p = getFloat(attrs, "dropout_p");
+  check(p >= 0 && p < 1, "dropout_p must be in [0, 1), got " + attrStr(Attr(p)));
+  check(getInt(attrs, "dropout_stream") >= 0 && getInt(attrs, "dropout_stream") <= int64_t(UINT32_MAX),
+        "dropout_stream must be in [0, 2^32)");
+  bool given = seed && seed->spec;
+  check(given == (p > 0), given ? "a dropout seed without dropout_p > 0" : "dropout_p > 0 without a seed operand");
+  if (given) {
+    requireInteger(*seed);
+    requireRank(*seed, 0);
+  }
+}
+
 std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &attrs) {
   for (int i = 0; i < 3; ++i) {
     requireFloat(ops[i]);
@@ -486,6 +501,7 @@ std::vector<TensorSpec> inferAttention(const Operands &ops, const AttrMap &attrs
     check(b == scores,
           describe(mask) + "; the mask must broadcast to the scores " + shapeStr(scores));
   }
+  checkAttentionDropout(ops.size() > 4 ? &ops[4] : nullptr, attrs);
   batch.push_back(q[q.size() - 2]);
   batch.push_back(v.back());
   DType result = spec(ops, 0).dtype;
@@ -512,7 +528,11 @@ std::vector<TensorSpec> inferAttentionWithLse(const Operands &ops, const AttrMap
 }
 
 std::vector<TensorSpec> inferAttentionBackward(const Operands &ops, const AttrMap &attrs) {
+  // The forward's operands: query, key, value, mask, seed.
   Operands forward(ops.begin() + 1, ops.begin() + std::min<size_t>(ops.size(), 5));
+  forward.resize(4);
+  if (ops.size() > 7)
+    forward.push_back(ops[7]);
   TensorSpec out = inferAttention(forward, attrs)[0];
   check(ops[0].spec && *ops[0].spec == out,
         describe(ops[0]) + "; the gradient must have the attention output's type " + out.str());

@@ -268,4 +268,22 @@ std::vector<std::optional<mlir::Value>> schemaOperands(mlir::Operation *op,
   return out;
 }
 
+void addSchemaOperands(mlir::OperationState &state, const std::vector<std::optional<mlir::Value>> &operands) {
+  std::vector<int32_t> segments;
+  bool gap = false, ambiguous = false;
+  for (const std::optional<mlir::Value> &v : operands) {
+    segments.push_back(v ? 1 : 0);
+    ambiguous = ambiguous || (v && gap);
+    gap = gap || !v;
+    if (v)
+      state.addOperands(*v);
+  }
+  std::optional<mlir::RegisteredOperationName> info = state.name.getRegisteredInfo();
+  bool required = info && info->hasTrait<mlir::OpTrait::AttrSizedOperandSegments>();
+  state.attributes.erase("operandSegmentSizes");
+  if (required || ambiguous)
+    state.addAttribute("operandSegmentSizes",
+                       mlir::DenseI32ArrayAttr::get(state.getContext(), segments));
+}
+
 } // namespace tensorc::tc

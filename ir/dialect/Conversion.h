@@ -30,4 +30,10 @@ const OpSchema *schemaOf(mlir::Operation *op);
 // operands as nullopt, the variadic operand expanded.
 std::vector<std::optional<mlir::Value>> schemaOperands(mlir::Operation *op, const OpSchema &schema);
 
+// The inverse for an op being built (no variadic operand): adds the present
+// operands to `state`, and operandSegmentSizes where the op's definition
+// needs it (AttrSizedOperandSegments) or where an absent optional operand
+// comes before a present one (read positionally otherwise).
+void addSchemaOperands(mlir::OperationState &state, const std::vector<std::optional<mlir::Value>> &operands);
+
 } // namespace tensorc::tc

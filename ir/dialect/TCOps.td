@@ -555,6 +555,14 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
     PyTorch). A row with every position masked gives 0 (PyTorch's SDPA
     since 2.5, `_safe_softmax`). Result (..., L, Ev).
 
+    Dropout: with `dropout_p` > 0 and `seed` (an integer scalar) the
+    probabilities P (..., L, S) become `tc.dropout(P, seed) {p = dropout_p,
+    stream = dropout_stream}` before the product with `value`, bit for bit
+    (element (b..., i, j) of P is that op's element of the same row-major
+    index). The optional operands are the mask, then the seed
+    (`operandSegmentSizes` = [1, 1, 1, mask?, seed?] says which where only
+    the seed is given).
+
     `out_dtype` (f32 only, with f16/bf16 operands): the result is the f32
     attention of the operands converted to f32 (exactly), in f32: what a
     graph that upcasts 16-bit q, k, v before its attention computes
@@ -569,10 +577,12 @@ def TC_ScaledDotProductAttentionOp : TC_Op<"scaled_dot_product_attention"> {
     ```
   }];
   let arguments = (ins TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
-                       Optional<TC_Tensor>:$mask,
+                       Variadic<TC_Tensor>:$mask_and_seed,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<TypeAttr>:$out_dtype);
+                       OptionalAttr<TypeAttr>:$out_dtype,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
 }
 
 def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_with_lse"> {
@@ -582,7 +592,7 @@ def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_
     attributes; `lse` is the natural log-sum-exp of each query row's scaled
     and masked scores (`out`'s shape without its last dim; f32, f64 for f64
     operands; +inf for a row with every position masked, which gets no
-    probability in the backward). Autodiff uses it when the backward runs as its own program:
+    probability in the backward), before any dropout. Autodiff uses it when the backward runs as its own program:
     the backward reads the saved `out` and `lse` instead of recomputing the
     forward (FlashAttention-2's saved statistics).
 
@@ -593,9 +603,11 @@ def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_
     ```
   }];
   let arguments = (ins TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
-                       Optional<TC_Tensor>:$mask,
+                       Variadic<TC_Tensor>:$mask_and_seed,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs TC_Tensor:$out, TC_Tensor:$lse);
 }
 
@@ -608,7 +620,10 @@ def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention
     The probabilities are recomputed, as FlashAttention's backward does:
     `P = softmax(q k^T * scale + mask)`, `dv = P^T grad`,
     `dS = P * (grad v^T - rowsum(grad v^T * P))`, `dq = dS k * scale`,
-    `dk = dS^T q * scale`. `out` and `lse`, optional and given together, are
+    `dk = dS^T q * scale`; with dropout (`seed`, `dropout_p`, `dropout_stream`
+    as the forward's) `dv = dropout(P)^T grad`, and `grad v^T` passes through
+    the same dropout (mask and scale) before the formula above, whose row sum
+    is then rowsum(grad * out). `out` and `lse`, optional and given together, are
     the forward's results (`scaled_dot_product_attention_with_lse`): a
     backend may read them instead of recomputing them. Produced by
     autodiff; not differentiable itself.
@@ -616,13 +631,16 @@ def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention
     Example:
 
     ```mlir
-    %g:3 = tc.scaled_dot_product_attention_backward %dy, %q, %k, %v {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>} : (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>) -> (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>)
+    %g:3 = tc.scaled_dot_product_attention_backward %dy, %q, %k, %v {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>) -> (!tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>, !tc.tensor<[B, 4, T, 16], f32>)
     ```
   }];
   let arguments = (ins TC_Tensor:$grad, TC_Tensor:$query, TC_Tensor:$key, TC_Tensor:$value,
                        Optional<TC_Tensor>:$mask, Optional<TC_Tensor>:$out, Optional<TC_Tensor>:$lse,
+                       Optional<TC_Tensor>:$seed,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs TC_Tensor:$grad_query, TC_Tensor:$grad_key, TC_Tensor:$grad_value);
 }
 

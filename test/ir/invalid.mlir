@@ -297,6 +297,38 @@ func.func @f(%q: !tc.tensor<[2, 5, 8], bf16>) {
 
 // -----
 
+func.func @f(%q: !tc.tensor<[2, 5, 8], f32>) {
+  // expected-error @+1 {{dropout_p > 0 without a seed operand}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q {dropout_p = 0.1 : f64} : (!tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>) -> !tc.tensor<[2, 5, 8], f32>
+  return
+}
+
+// -----
+
+func.func @f(%q: !tc.tensor<[2, 5, 8], f32>, %s: !tc.tensor<[], i64>) {
+  // expected-error @+1 {{a dropout seed without dropout_p > 0}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q, %s {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>} : (!tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[], i64>) -> !tc.tensor<[2, 5, 8], f32>
+  return
+}
+
+// -----
+
+func.func @f(%q: !tc.tensor<[2, 5, 8], f32>, %s: !tc.tensor<[2], i64>) {
+  // expected-error @+1 {{rank 0}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q, %s {dropout_p = 0.1 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>} : (!tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2], i64>) -> !tc.tensor<[2, 5, 8], f32>
+  return
+}
+
+// -----
+
+func.func @f(%q: !tc.tensor<[2, 5, 8], f32>, %s: !tc.tensor<[], i64>) {
+  // expected-error @+1 {{dropout_p must be in [0, 1)}}
+  %0 = tc.scaled_dot_product_attention %q, %q, %q, %s {dropout_p = 1.0 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>} : (!tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[2, 5, 8], f32>, !tc.tensor<[], i64>) -> !tc.tensor<[2, 5, 8], f32>
+  return
+}
+
+// -----
+
 func.func @f(%a: !tc.tensor<[4, 6], f32>) {
   // expected-error @+1 {{element counts differ: x is (4, 6) f32 has 24, shape (5, 5) has 25}}
   %0 = tc.reshape %a {shape = [5, 5]} : (!tc.tensor<[4, 6], f32>) -> !tc.tensor<[5, 5], f32>

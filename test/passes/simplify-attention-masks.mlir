@@ -9,7 +9,7 @@
 // CHECK-NOT: tc.where
 // CHECK: %[[A:.*]] = tc.scaled_dot_product_attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64} : (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>) -> !tc.tensor<[2, 3, 8, 64], bf16>
 // CHECK: tc.scaled_dot_product_attention %arg0, %arg1, %arg2 :
-// CHECK: tc.scaled_dot_product_attention_backward %arg0, %arg0, %arg1, %arg2 {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}
+// CHECK: tc.scaled_dot_product_attention_backward %arg0, %arg0, %arg1, %arg2 {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>}
 // CHECK-NOT: tc.where
 func.func @no_op_masks(%q: !tc.tensor<[2, 3, 8, 64], bf16>, %k: !tc.tensor<[2, 3, 8, 64], bf16>, %v: !tc.tensor<[2, 3, 8, 64], bf16>)
     -> (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>) {
@@ -20,7 +20,7 @@ func.func @no_op_masks(%q: !tc.tensor<[2, 3, 8, 64], bf16>, %k: !tc.tensor<[2, 3
   %m = tc.where %all, %zero, %low : (!tc.tensor<[2, 1, 8, 8], i1>, !tc.tensor<[], bf16>, !tc.tensor<[], bf16>) -> !tc.tensor<[2, 1, 8, 8], bf16>
   %a = tc.scaled_dot_product_attention %q, %k, %v, %m {scale = 0.125 : f64} : (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 1, 8, 8], bf16>) -> !tc.tensor<[2, 3, 8, 64], bf16>
   %b = tc.scaled_dot_product_attention %q, %k, %v, %all : (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 1, 8, 8], i1>) -> !tc.tensor<[2, 3, 8, 64], bf16>
-  %dq, %dk, %dv = tc.scaled_dot_product_attention_backward %q, %q, %k, %v, %m {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>} : (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 1, 8, 8], bf16>) -> (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>)
+  %dq, %dk, %dv = tc.scaled_dot_product_attention_backward %q, %q, %k, %v, %m {is_causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>} : (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 1, 8, 8], bf16>) -> (!tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>)
   return %a, %b, %dq : !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>, !tc.tensor<[2, 3, 8, 64], bf16>
 }
 

@@ -655,6 +655,20 @@ TEST(CpuBackend, Attention) {
           {{DType::F64, {3, 5, 4}}, {DType::F64, {3, 5, 8}}, {DType::F64, {3, 6, 8}},
            {DType::F64, {3, 6, 4}}, {DType::I1, {5, 6}}},
           {{"scale", Attr(0.3)}});
+  // Dropout on the probabilities (decomposed here): forward and backward,
+  // bit for bit the interpreter's masks.
+  trace::Tracer t("dropout_attention");
+  trace::Tensor q = t.input("q", DType::F32, {2, 3, 5, 8}), k = t.input("k", DType::F32, {2, 3, 7, 8}),
+                v = t.input("v", DType::F32, {2, 3, 7, 4}), g = t.input("g", DType::F32, {2, 3, 5, 4}),
+                seed = t.input("seed", DType::I64, {});
+  t.output(trace::scaled_dot_product_attention(q, k, v, std::nullopt, true, std::nullopt,
+                                               trace::AttentionDropout{seed, 0.3, 4}));
+  for (const trace::Tensor &grad :
+       t.call("scaled_dot_product_attention_backward",
+              {g, q, k, v, std::monostate{}, std::monostate{}, std::monostate{}, seed},
+              {{"is_causal", Attr(true)}, {"dropout_p", Attr(0.3)}, {"dropout_stream", Attr(int64_t(4))}}))
+    t.output(grad);
+  checkGraph(t.graph());
 }
 
 // Artifacts for another target, architecture or CPU are refused at load.

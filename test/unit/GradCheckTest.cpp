@@ -482,6 +482,20 @@ TEST(GradCheck, Attention) {
             [](Tracer &, auto &a) {
               return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, true);
             });
+  // Dropout on the probabilities: a fixed seed makes it a function.
+  auto dropoutOf = [](Tracer &t, double p, int64_t stream) {
+    return trace::AttentionDropout{trace::constant(t, DenseValue{DType::I64, {}, {}, {19}}), p, stream};
+  };
+  gradcheck("sdpa dropout", {floats("q", {2, 3, 4}), floats("k", {2, 5, 4}), floats("v", {2, 5, 2})},
+            [&](Tracer &t, auto &a) {
+              return trace::scaled_dot_product_attention(a[0], a[1], a[2], std::nullopt, false, std::nullopt,
+                                                         dropoutOf(t, 0.4, 2));
+            });
+  gradcheck("sdpa dropout causal bool mask, v's batch broadcast",
+            {floats("q", {2, 4, 3}), floats("k", {4, 3}), floats("v", {3, 1, 4, 2})}, [&](Tracer &t, auto &a) {
+              Tensor mask = trace::constant(t, DenseValue{DType::I1, {4}, {}, {1, 0, 1, 1}});
+              return trace::scaled_dot_product_attention(a[0], a[1], a[2], mask, true, 0.8, dropoutOf(t, 0.25, 9));
+            });
   gradcheck(
       "sdpa symbolic",
       {symbolic("q", {"B", 2, 3}, {2, 2, 3}), symbolic("k", {"B", 2, 3}, {2, 2, 3}),

@@ -6,6 +6,7 @@
 #include "ir/core/Error.h"
 
 #include <limits>
+#include <random>
 
 using namespace tensorc;
 using namespace tensorc::testing;
@@ -421,6 +422,52 @@ TEST(Interpreter, Attention) {
   HostTensor q2 = f64({2, 1, 2}, {1, 0, 0, 1});
   expectValues(runOp1("scaled_dot_product_attention", {q2, q, v}), {2, 1, 2},
                {1.6604769013466862, 2.6604769013466862, 2.3395230986533138, 3.3395230986533138});
+}
+
+// Attention's dropout is the dropout op on its probabilities, element by
+// element of [batch..., L, S] (v's batch dims broadcast included): the
+// fused op equals softmax -> dropout -> matmul exactly, forward and backward.
+TEST(Interpreter, AttentionDropoutIsTheDropoutOp) {
+  std::mt19937_64 rng(freshSeed());
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto draw = [&](std::vector<int64_t> shape) {
+    HostTensor t(DType::F64, shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.setF(i, u(rng));
+    return t;
+  };
+  HostTensor q = draw({2, 5, 4}), k = draw({6, 4}), v = draw({3, 1, 6, 2}), seed = i64({}, {77});
+  AttrMap attrs{{"dropout_p", 0.3}, {"dropout_stream", int64_t(5)}, {"scale", 0.7}};
+  HostTensor fused = runOp1("scaled_dot_product_attention", {q, k, v, std::nullopt, seed}, attrs);
+  HostTensor scores = runOp1("mul", {runOp1("matmul", {q, runOp1("transpose", {k}, {{"dim0", int64_t(0)},
+                                                                                    {"dim1", int64_t(1)}})}),
+                                     f64({}, {0.7})});
+  HostTensor p = runOp1("broadcast_to", {runOp1("softmax", {scores})},
+                        {{"shape", Shape{Dim::of(3), Dim::of(2), Dim::of(5), Dim::of(6)}}});
+  HostTensor dropped = runOp1("dropout", {p, seed}, {{"p", 0.3}, {"stream", int64_t(5)}});
+  HostTensor want = runOp1("matmul", {dropped, v});
+  ASSERT_EQ(fused.shape(), want.shape());
+  int zeros = 0;
+  for (int64_t i = 0; i < dropped.numel(); ++i)
+    zeros += dropped.getF(i) == 0;
+  EXPECT_GT(zeros, 10) << "some probabilities dropped";
+  for (int64_t i = 0; i < want.numel(); ++i)
+    EXPECT_NEAR(fused.getF(i), want.getF(i), 1e-12) << i;
+  // The backward: dv = dropped^T g; dP = dropout(g v^T).
+  HostTensor g = draw({3, 2, 5, 2});
+  std::vector<HostTensor> grads =
+      runOp("scaled_dot_product_attention_backward",
+            {g, q, k, v, std::nullopt, std::nullopt, std::nullopt, seed}, attrs);
+  HostTensor dv = runOp1("sum", {runOp1("matmul", {runOp1("transpose", {dropped}, {{"dim0", int64_t(-1)},
+                                                                                    {"dim1", int64_t(-2)}}),
+                                                   g})},
+                         {{"axes", std::vector<int64_t>{1}}, {"keepdim", true}});
+  ASSERT_EQ(grads[2].shape(), dv.shape());
+  for (int64_t i = 0; i < dv.numel(); ++i)
+    EXPECT_NEAR(grads[2].getF(i), dv.getF(i), 1e-12) << i;
+  // Without a seed nothing is dropped; a seed needs dropout_p > 0 and vice versa.
+  EXPECT_THROW(runOp1("scaled_dot_product_attention", {q, k, v, std::nullopt, seed}), Error);
+  EXPECT_THROW(runOp1("scaled_dot_product_attention", {q, k, v}, {{"dropout_p", 0.3}}), Error);
 }
 
 TEST(Interpreter, ShapeOps) {

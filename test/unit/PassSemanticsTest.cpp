@@ -32,7 +32,8 @@ std::vector<std::string> graphFiles() {
           root + "/test/graph/Inputs/features.json",
           root + "/test/autodiff/Inputs/chain.json",
           root + "/test/passes/Inputs/composites.json",
-          root + "/test/passes/Inputs/attention.json"};
+          root + "/test/passes/Inputs/attention.json",
+          root + "/test/passes/Inputs/attention-dropout.json"};
 }
 
 // Every pass that is meant to preserve the function computed.
