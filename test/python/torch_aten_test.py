@@ -236,26 +236,26 @@ print("aten autocast: bf16 where eager computes bf16, output dtypes equal eager'
 
 # An op tensorc does not lower runs in PyTorch between partitions: one
 # warning naming it; strict makes it an error.
-class WithCumsum(nn.Module):
+class WithCummax(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x):
-        return torch.relu(torch.cumsum(self.fc(x), dim=1)).sum(-1)
+        return torch.relu(torch.cummax(self.fc(x), dim=1).values).sum(-1)
 
 
-model = WithCumsum()
+model = WithCummax()
 xs = torch.randn(4, 8)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     fast = compile(model, (xs,))
 messages = [str(w.message) for w in caught if "run in PyTorch" in str(w.message)]
-assert len(messages) == 1 and "aten.cumsum" in messages[0], [str(w.message) for w in caught]
+assert len(messages) == 1 and "aten.cummax" in messages[0], [str(w.message) for w in caught]
 assert len(fast.explain()["partitions"]) == 2, fast.explain()
 with torch.no_grad():
-    close(fast(xs), model(xs), "cumsum model")
-check_training(model, fast, (xs,), "cumsum model")
+    close(fast(xs), model(xs), "cummax model")
+check_training(model, fast, (xs,), "cummax model")
 
 
 # Both operands of an add come from PyTorch ops: one gradient value for two
@@ -267,7 +267,7 @@ class TwoBranches(nn.Module):
         self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
 
     def forward(self, x):
-        return torch.relu(torch.cumsum(self.a(x), 1) + torch.cumsum(self.b(x), 1)).sum(-1)
+        return torch.relu(torch.cummax(self.a(x), 1).values + torch.cummax(self.b(x), 1).values).sum(-1)
 
 
 model = TwoBranches()
@@ -288,10 +288,10 @@ assert len(parts) >= 2 and all(not p._pending and len(p.compiled) == 1 and
                                all(m.compiled_ahead for m in p.compiled.values()) for p in parts), \
     [(list(p.compiled), list(p._pending)) for p in parts]
 try:
-    compile(WithCumsum(), (xs,), strict=True)
+    compile(WithCummax(), (xs,), strict=True)
     raise AssertionError("strict compiled a fallback")
 except tt.StrictFallbackError as e:
-    assert "aten.cumsum" in str(e), e
+    assert "aten.cummax" in str(e), e
 
 
 # A custom op registered with torch.library (with a meta kernel for
@@ -312,7 +312,7 @@ with warnings.catch_warnings(record=True) as caught:
     fast = compile(WithCustom(), (xs,))
 assert any("tensorc_test.twice" in str(w.message) for w in caught), [str(w.message) for w in caught]
 close(fast(xs), WithCustom()(xs), "custom op")
-print("aten fallback: cumsum and a torch.library op run in PyTorch, one warning, gradients (one value for two "
+print("aten fallback: cummax and a torch.library op run in PyTorch, one warning, gradients (one value for two "
       "inputs too); strict refuses")
 
 
@@ -500,11 +500,11 @@ for k, (a, b) in enumerate(zip(got_grads, (w.grad for w in weights))):
     close(a, b, f"backend mlp grad {k}")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    call = tensorc_backend(fx.symbolic_trace(lambda x: torch.cumsum(x, 0) * 2), [torch.randn(3)], cache_dir=cache,
+    call = tensorc_backend(fx.symbolic_trace(lambda x: torch.cummax(x, 0).values * 2), [torch.randn(3)], cache_dir=cache,
                            tensorc_path=tensorc)
-assert any("aten.cumsum" in str(w.message) for w in caught), [str(w.message) for w in caught]
+assert any("aten.cummax" in str(w.message) for w in caught), [str(w.message) for w in caught]
 v = torch.randn(3)
-close(call(v), torch.cumsum(v, 0) * 2, "backend cumsum")
+close(call(v), torch.cummax(v, 0).values * 2, "backend cummax")
 
 
 def functional_bn(x, mean, var, w, b):
@@ -642,6 +642,43 @@ try:
 except ValueError as e:
     assert "frontend='aten'" in str(e), e
 print("aten fallback_random: seeded dropout equals eager's, gradients too")
+
+
+
+# Scans, interpolation and advanced indexing lower to tensorc (no op runs in
+# PyTorch): cumsum (RoBERTa's position ids), bilinear and nearest
+# interpolation (PyTorch's decompositions into index tensors), several index
+# tensors, adjacent or not, negative ones wrapped; outputs and gradients.
+class Gathers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2, 3, 6, 5))
+
+    def forward(self, x, ids, rows, cols, channels):
+        mask = ids.ne(1).int()
+        positions = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1
+        y = x * self.w
+        up = F.interpolate(y, size=(9, 7), mode="bilinear", align_corners=False)
+        corner = F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=True)
+        near = F.interpolate(y, size=(12, 10), mode="nearest")
+        picked = y[:, :, rows, cols]          # adjacent index tensors: [2, 3, 4, 4]
+        apart = y[:, channels, :, cols[0]]    # indexed dims apart: their dims first, [4, 2, 6]
+        running = torch.cumsum(y, dim=-1)
+        return (up.sum() + corner.mean() + near.square().mean() + picked.sum() + apart.sum() * 0.5
+                + running.mean()) * positions.float().mean()
+
+
+gathers = Gathers()
+gx = torch.randn(2, 3, 6, 5)
+gids = torch.tensor([[5, 7, 1, 1], [3, 1, 4, 9]])
+grows = torch.tensor([[0, -1, 2, 5]]).t().expand(4, 4).contiguous()
+gcols = torch.tensor([[1, 0, -2, 4]])
+gchannels = torch.tensor([2, -1, 0, 1])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    fast_gathers = compile(gathers, (gx, gids, grows, gcols, gchannels), strict=True)
+check_training(gathers, fast_gathers, (gx, gids, grows, gcols, gchannels), "gathers")
+print("aten cumsum, interpolation and advanced indexing: outputs and gradients equal eager's")
 
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision

@@ -375,12 +375,16 @@ class AtenCompiled:
                 if n.target is operator.getitem:
                     whole = flags.get(n.args[0])
                     index = n.args[1]
-                    flags[n] = whole[index] if isinstance(whole, tuple) and isinstance(index, int) and \
-                        -len(whole) <= index < len(whole) else False
+                    if isinstance(whole, tuple):
+                        flags[n] = whole[index] if isinstance(index, int) and -len(whole) <= index < len(whole) \
+                            else False
+                    else:  # an op with no recorded results (several, PyTorch 1.13): this result's own
+                        flags[n] = _floating_flags(n.meta.get("val"), bool(whole))
                     continue
                 needs = grad and packet_name(n.target) not in _NOT_DIFFERENTIABLE and \
                     any(_flag(flags, a) is True for a in n.all_input_nodes)
-                flags[n] = _floating_flags(n.meta.get("val"), needs)
+                val = n.meta.get("val")
+                flags[n] = needs if val is None else _floating_flags(val, needs)
         if not forms:
             return
         pool = concurrent.futures.ThreadPoolExecutor(min(jobs, len(forms)), thread_name_prefix="tensorc-compile")

@@ -24,6 +24,8 @@ DECOMPOSED = (
     "zeros_like", "ones_like", "full_like", "empty_like", "repeat", "roll", "flip", "narrow", "diag_embed",
     "expand_as", "split", "chunk", "unflatten", "movedim", "swapaxes", "select_scatter", "slice_scatter",
     "baddbmm", "addmv", "addr", "outer", "dot", "mv", "linspace", "one_hot",
+    # linear interpolation, into index tensors (_index in lowering.py)
+    "upsample_bilinear2d", "upsample_linear1d",
 )
 
 

@@ -798,6 +798,67 @@ def _arange(lw, n):
     return lw.cast(ref, torch.int64, out.dtype, n.name)
 
 
+def _cumsum(lw, n):
+    """cumsum(x, dim): y[..., i] = the sum of x[..., j] over j <= i, as one
+    reduction over a new last axis of x masked by the lower triangle (a
+    fused nest; quadratic in the scanned length, which is short where
+    models scan: position ids over a sequence). PyTorch's own decomposition
+    goes through prims, which tensorc does not lower."""
+    a = bind(n)
+    x, out = value(a["self"]), lw.out(n)
+    rank = x.dim()
+    src = lw.operand(a["self"], out.dtype)
+    if rank == 0:
+        return lw.add(n, "reshape", [src], {"shape": []})
+    axis = _norm(int(a["dim"]), rank)
+    length = int(x.shape[axis])
+    if length > 8192:
+        raise Unsupported(f"cumsum along {length} elements (tensorc's is quadratic in the length)")
+    if axis != rank - 1:
+        src = lw.g.add("transpose", [src], {"dim0": axis, "dim1": rank - 1}, n.name + "_last")
+    sizes = [int(d) for d in x.shape]
+    sizes[axis], sizes[-1] = sizes[-1], sizes[axis]
+    row = lw.g.add("reshape", [src], {"shape": sizes[:-1] + [1, length]}, n.name + "_row")
+    i = lw.g.add("reshape", [lw.g.add("iota", [], {"end": length}, n.name + "_i")], {"shape": [length, 1]},
+                 n.name + "_rows")
+    j = lw.g.add("iota", [], {"end": length}, n.name + "_j")
+    upto = lw.g.add("le", [j, i], None, n.name + "_upto")
+    terms = lw.g.add("where", [upto, row, literal(0, out.dtype)], None, n.name + "_terms")
+    ref = lw.g.add("sum", [terms], {"axes": [rank]}, n.name + ("_sums" if axis != rank - 1 else ""))
+    if axis != rank - 1:
+        ref = lw.g.add("transpose", [ref], {"dim0": axis, "dim1": rank - 1}, n.name)
+    return ref
+
+
+def _upsample_nearest(lw, n):
+    """upsample_nearest1d/2d (interpolate mode 'nearest'): along each
+    spatial dim an index_select of source row min(floor(i * scale), in - 1),
+    scale the inverse of the given scale factor or in / out, in f32 as
+    PyTorch's kernels compute it."""
+    a = bind(n)
+    x = value(a.get("input", a.get("self")))
+    ref = lw.ref(a.get("input", a.get("self")))
+    out = [int(d) for d in lw.out(n).shape]
+    spatial = x.dim() - 2
+    factors = a.get("scale_factors")
+    given = list(factors) if factors else [a.get("scales_h"), a.get("scales_w")][2 - spatial:] if spatial == 2 \
+        else [a.get("scales")]
+    for k in range(spatial):
+        axis, size, target = 2 + k, int(x.shape[2 + k]), out[2 + k]
+        if size == target:
+            continue
+        scale = 1.0 / float(given[k]) if given and k < len(given) and given[k] and float(given[k]) > 0 \
+            else size / target
+        i = lw.g.add("cast", [lw.g.add("iota", [], {"end": target}, n.name + "_dst")], {"to": "f32"},
+                     n.name + "_dst_f32")
+        src = lw.g.add("floor", [lw.g.add("mul", [i, float(torch.tensor(scale, dtype=torch.float32))], None,
+                                          n.name + "_scaled")], None, n.name + "_floor")
+        src = lw.g.add("minimum", [lw.g.add("cast", [src], {"to": "i64"}, n.name + "_src"),
+                                   literal(size - 1, torch.int64)], None, n.name + "_clamped")
+        ref = lw.g.add("index_select", [ref, src], {"axis": axis}, n.name + f"_rows{k}")
+    return ref
+
+
 def _index_select(lw, n):
     a = bind(n)
     axis = _norm(int(a["dim"]), max(value(a["self"]).dim(), 1))
@@ -813,30 +874,65 @@ def _gather(lw, n):
 
 
 def _index(lw, n):
-    """x[idx] along one dim with one integer index tensor (aten.index.Tensor
-    with one non-None index): index_select, negative indices wrapped as
-    PyTorch wraps them."""
+    """x[i0, i1, ...] with integer index tensors (aten.index.Tensor and
+    _unsafe_index, which PyTorch's decompositions of interpolation and
+    cumulative ops emit): the index tensors broadcast together; where the
+    indexed dims are adjacent their result dims take their place, otherwise
+    they come first (PyTorch's rule), so x is permuted to put the indexed
+    dims first. Adjacent indexed dims are one flattened dim indexed by
+    the row-major linear index: one index_select. Negative indices wrap as
+    PyTorch wraps them; boolean masks (data-dependent shapes) are not
+    lowered."""
     a = bind(n)
     x = value(a["self"])
-    indices = list(a["indices"])
+    indices = list(a["indices"]) + [None] * (x.dim() - len(a["indices"]))
     used = [k for k, i in enumerate(indices) if i is not None]
-    if len(used) != 1:
-        raise Unsupported("indexing with several index tensors (advanced indexing)")
-    k = used[0]
-    idx = indices[k]
-    iv = value(idx)
-    if iv.dtype not in (torch.int64, torch.int32):
-        raise Unsupported(f"indexing with a {iv.dtype} tensor")
-    ref = lw.ref(idx)
-    if iv.dim() != 1:
-        ref = lw.g.add("reshape", [ref], {"shape": [iv.numel()]}, n.name + "_flat")
-    dt = iv.dtype
-    negative = lw.g.add("lt", [ref, literal(0, dt)], None, n.name + "_negative")
-    wrapped = lw.g.add("add", [ref, literal(int(x.shape[k]), dt)], None, n.name + "_wrapped")
-    ref = lw.g.add("where", [negative, wrapped, ref], None, n.name + "_index")
-    out = lw.g.add("index_select", [lw.ref(a["self"]), ref], {"axis": k}, n.name + "_select")
-    if iv.dim() != 1:
-        out = lw.reshape(n, out, lw.out(n).shape)
+    if not used:
+        raise Unsupported("indexing without an index tensor")
+    for k in used:
+        iv = value(indices[k])
+        if iv.dtype not in (torch.int64, torch.int32):
+            raise Unsupported(f"indexing with a {iv.dtype} tensor")
+    src, sizes = lw.ref(a["self"]), [int(d) for d in x.shape]
+    if used != list(range(used[0], used[0] + len(used))):  # not adjacent: indexed dims first
+        order = used + [k for k in range(x.dim()) if k not in used]
+        src = lw.g.add("permute", [src], {"dims": order}, n.name + "_indexed_first")
+        sizes = [sizes[k] for k in order]
+        indices = [indices[k] for k in order]
+        used = list(range(len(used)))
+    first, count = used[0], len(used)
+    shapes = [tuple(int(d) for d in value(indices[k]).shape) for k in used]
+    shape = list(torch.broadcast_shapes(*shapes))
+    linear = None
+    for k in used:  # row-major linear index over the indexed dims, each wrapped
+        ref, iv = lw.ref(indices[k]), value(indices[k])
+        ref = lw.cast(ref, iv.dtype, torch.int64, n.name + "_i64")
+        negative = lw.g.add("lt", [ref, literal(0, torch.int64)], None, n.name + "_negative")
+        wrapped = lw.g.add("add", [ref, literal(sizes[k], torch.int64)], None, n.name + "_wrapped")
+        ref = lw.g.add("where", [negative, wrapped, ref], None, n.name + "_wrapped_index")
+        if linear is None:
+            linear = ref
+        else:
+            linear = lw.g.add("mul", [linear, literal(sizes[k], torch.int64)], None, n.name + "_row")
+            linear = lw.g.add("add", [linear, ref], None, n.name + "_linear")
+    if tuple(shapes[0]) != tuple(shape) or count > 1:
+        linear = lw.g.add("broadcast_to", [linear], {"shape": shape or [1]}, n.name + "_broadcast")
+    numel = 1
+    for d in shape:
+        numel *= d
+    linear = lw.g.add("reshape", [linear], {"shape": [numel]}, n.name + "_flat")
+    if count > 1:
+        flat = 1
+        for k in used:
+            flat *= sizes[k]
+        src = lw.g.add("reshape", [src], {"shape": sizes[:first] + [flat] + sizes[first + count:]},
+                       n.name + "_flattened")
+    out = lw.g.add("index_select", [src, linear], {"axis": first}, n.name + "_select")
+    want = [int(d) for d in lw.out(n).shape]
+    if [int(d) for d in sizes[:first]] + shape + sizes[first + count:] != want:
+        raise Unsupported(f"indexing whose result shape {want} is not PyTorch's rule's")
+    if len(want) != x.dim() - count + 1 or shape != [numel]:
+        out = lw.reshape(n, out, want)
     return out
 
 
@@ -1002,8 +1098,10 @@ _register(_filled(1), "ones", "ones_like", "new_ones")
 _register(_filled(None), "full", "full_like", "new_full", "scalar_tensor")
 _register(_arange, "arange")
 _register(_index_select, "index_select")
+_register(_cumsum, "cumsum")
+_register(_upsample_nearest, "upsample_nearest2d", "upsample_nearest1d")
 _register(_gather, "gather")
-_register(_index, "index")
+_register(_index, "index", "_unsafe_index")
 _register(_sdpa, "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
           "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
           "scaled_dot_product_attention")
