@@ -116,10 +116,38 @@ bool isPureReshape(Operation *op) {
 // materializing them writes and reads a full tensor. (A one-hot
 // eq(target[N,1], iota[1,C]) and its cast: without this the one-hot was a
 // [N,C] tensor in memory between a gather and a softmax kernel.)
+//
+// Each copy recomputes its cone (itself and the cheap ops it reads, a tree:
+// a producer read twice is copied twice), so a cone is bounded: an
+// assignment to a slice of a mask that reads the mask before it, nine
+// times over (Swin's shifted-window masks: pad, where and slice of the
+// previous mask), doubled the copies at each step: 105 pads became 92,000
+// and code generation ran out of memory. Past the bound the op is
+// materialized once and its users read it.
+constexpr int64_t kMaxRecomputedCone = 32;
+
 llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
   llvm::DenseSet<Operation *> cheap;
+  llvm::DenseMap<Operation *, int64_t> coneSize; // of each cheap op
+  auto isCreation = [](Operation *d) {
+    return d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation;
+  };
   auto isFree = [&](Operation *d) { // recomputed already, or a creation op
-    return cheap.contains(d) || (d->getName().getStringRef().starts_with("tc.") && classify(d) == Kind::Creation);
+    return cheap.contains(d) || isCreation(d);
+  };
+  auto cone = [&](Operation &op) {
+    int64_t size = 1;
+    for (Value v : op.getOperands())
+      if (Operation *d = v.getDefiningOp())
+        size += cheap.contains(d) ? coneSize.lookup(d) : isCreation(d) ? 1 : 0;
+    return size;
+  };
+  auto markCheap = [&](Operation &op) {
+    int64_t size = cone(op);
+    if (size > kMaxRecomputedCone)
+      return;
+    cheap.insert(&op);
+    coneSize[&op] = size;
   };
   auto sameShape = [](Value a, Value b) {
     auto x = llvm::cast<tc::TcTensorType>(a.getType()), y = llvm::cast<tc::TcTensorType>(b.getType());
@@ -143,7 +171,7 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
         ++others;
     }
     if (k == Kind::Elementwise && inputs == 1 && others == 0) {
-      cheap.insert(&op);
+      markCheap(op);
       continue;
     }
     // A reshape of a graph input is an alias of it: one copy per user, so
@@ -159,7 +187,7 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
     Operation *source = op.getOperand(0).getDefiningOp();
     if (isPureReshape(&op) && (!source || (source->getName().getStringRef().starts_with("tc.") &&
                                            classify(source) == Kind::Matmul))) {
-      cheap.insert(&op);
+      markCheap(op);
       continue;
     }
     // Only ops that broadcast (numpy alignment) read smaller data: a
@@ -173,7 +201,7 @@ llvm::DenseSet<Operation *> recomputedBroadcasts(func::FuncOp fn) {
       ok &= (d && isFree(d)) || (broadcasts && isBroadcastInto(v, op.getResult(0)));
     }
     if (ok)
-      cheap.insert(&op);
+      markCheap(op);
   }
   return cheap;
 }

@@ -645,10 +645,11 @@ print("aten fallback_random: seeded dropout equals eager's, gradients too")
 
 
 
-# Scans, interpolation and advanced indexing lower to tensorc (no op runs in
-# PyTorch): cumsum (RoBERTa's position ids), bilinear and nearest
-# interpolation (PyTorch's decompositions into index tensors), several index
-# tensors, adjacent or not, negative ones wrapped; outputs and gradients.
+# Scans, interpolation, advanced indexing and slice assignments lower to
+# tensorc (no op runs in PyTorch): cumsum (RoBERTa's position ids), bilinear
+# and nearest interpolation (PyTorch's decompositions into index tensors),
+# several index tensors, adjacent or not, negative ones wrapped, fill and
+# slice_scatter, a reshaping as_strided; outputs and gradients.
 class Gathers(nn.Module):
     def __init__(self):
         super().__init__()
@@ -664,8 +665,12 @@ class Gathers(nn.Module):
         picked = y[:, :, rows, cols]          # adjacent index tensors: [2, 3, 4, 4]
         apart = y[:, channels, :, cols[0]]    # indexed dims apart: their dims first, [4, 2, 6]
         running = torch.cumsum(y, dim=-1)
+        m = x.new_zeros(6, 5)                 # assignments to slices: fill, slice_scatter (Swin's masks)
+        m[2:4, 1:3] = 2.0
+        m[-2:, :] = x[0, 0, -2:, :]
+        flat = torch.as_strided(y, (2, 90, 1, 1), (90, 1, 90, 90))  # a reshape (ConvNeXt's pooled features)
         return (up.sum() + corner.mean() + near.square().mean() + picked.sum() + apart.sum() * 0.5
-                + running.mean()) * positions.float().mean()
+                + running.mean() + (m * y).sum() + flat.square().mean()) * positions.float().mean()
 
 
 gathers = Gathers()
@@ -678,7 +683,7 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     fast_gathers = compile(gathers, (gx, gids, grows, gcols, gchannels), strict=True)
 check_training(gathers, fast_gathers, (gx, gids, grows, gcols, gchannels), "gathers")
-print("aten cumsum, interpolation and advanced indexing: outputs and gradients equal eager's")
+print("aten cumsum, interpolation, advanced indexing, slice assignments: outputs and gradients equal eager's")
 
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision

@@ -179,4 +179,7 @@ def capture(module, example_inputs, autocast=None):
         gm = trace(_functionalize(eager_ops), args)
     _drop_empty_concatenands(gm)
     _drop_unused(gm)
+    for node in gm.graph.nodes:  # tensor constants: PyTorch 1.13 records no value for them
+        if node.op == "get_attr" and node.meta.get("val") is None:
+            node.meta["val"] = getattr(gm, node.target, None)
     return Captured(gm, [name for name, _ in unique], len(example_inputs))

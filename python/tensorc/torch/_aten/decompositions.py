@@ -22,7 +22,7 @@ DECOMPOSED = (
     # shapes and masks
     "stack", "unbind", "tril", "triu", "masked_fill", "new_zeros", "new_ones", "new_full", "new_empty",
     "zeros_like", "ones_like", "full_like", "empty_like", "repeat", "roll", "flip", "narrow", "diag_embed",
-    "expand_as", "split", "chunk", "unflatten", "movedim", "swapaxes", "select_scatter", "slice_scatter",
+    "expand_as", "split", "chunk", "unflatten", "movedim", "swapaxes", "select_scatter",
     "baddbmm", "addmv", "addr", "outer", "dot", "mv", "linspace", "one_hot",
     # linear interpolation, into index tensors (_index in lowering.py)
     "upsample_bilinear2d", "upsample_linear1d",

@@ -43,8 +43,15 @@ def bind(node):
 
 
 def value(a):
-    """A node's fake value (a tensor, or a tuple of them); numbers as they are."""
-    return a.meta.get("val") if isinstance(a, fx.Node) else a
+    """A node's fake value (a tensor, or a tuple of them); numbers as they are.
+    A tensor constant of the graph (get_attr) without one (PyTorch 1.13
+    records none) is the constant itself."""
+    if not isinstance(a, fx.Node):
+        return a
+    v = a.meta.get("val")
+    if v is None and a.op == "get_attr" and a.graph.owning_module is not None:
+        v = getattr(a.graph.owning_module, a.target, None)
+    return v
 
 
 def _norm(axis, rank):
@@ -859,6 +866,81 @@ def _upsample_nearest(lw, n):
     return ref
 
 
+def _fill(lw, n):
+    """fill(self, value): self's shape and dtype, every element the value (a
+    number or a 0-d tensor)."""
+    a = bind(n)
+    out = lw.out(n)
+    shape = [int(d) for d in out.shape]
+    v = a["value"]
+    if isinstance(v, fx.Node):
+        if value(v).dim() != 0:
+            raise Unsupported("fill with a tensor of rank > 0")
+        ref = lw.operand(v, out.dtype)
+        return lw.add(n, "broadcast_to", [ref], {"shape": shape}) if shape else ref
+    return _filled(v)(lw, n)
+
+
+def _slice_scatter(lw, n):
+    """slice_scatter(self, src, dim, start, end, step=1): self with the slice
+    replaced by src (what functionalization makes of an assignment to a
+    slice, as Swin's window masks are built): src padded to self's shape,
+    then where(inside the slice, it, self). One fused nest."""
+    a = bind(n)
+    base = a.get("self", a.get("input"))  # the schema's name (self; input in newer PyTorch)
+    x, out = value(base), lw.out(n)
+    rank = x.dim()
+    dim = _norm(int(a.get("dim", 0) or 0), rank)
+    size = int(x.shape[dim])
+    step = int(a.get("step", 1) or 1)
+    start, end = a.get("start"), a.get("end")
+    start = 0 if start is None else int(start)
+    end = size if end is None else int(end)
+    start, end = [min(max(v + size if v < 0 else v, 0), size) for v in (start, end)]
+    if step != 1:
+        raise Unsupported(f"slice_scatter with step {step}")
+    src = lw.operand(a["src"], out.dtype)
+    if start == 0 and end == size:
+        return lw.add(n, "reshape", [src], {"shape": [int(d) for d in out.shape]})
+    if end <= start:
+        return lw.operand(base, out.dtype)
+    pads = [0] * (2 * rank)
+    pads[2 * (rank - 1 - dim)], pads[2 * (rank - 1 - dim) + 1] = start, size - end
+    placed = lw.g.add("pad", [src], {"pads": pads}, n.name + "_placed")
+    at = lw.g.add("iota", [], {"end": size}, n.name + "_at")
+    at = lw.g.add("reshape", [at], {"shape": [size] + [1] * (rank - 1 - dim)}, n.name + "_along")
+    inside = lw.g.add("logical_and", [lw.g.add("ge", [at, literal(start, torch.int64)], None, n.name + "_from"),
+                                      lw.g.add("lt", [at, literal(end, torch.int64)], None, n.name + "_to")],
+                      None, n.name + "_inside")
+    return lw.add(n, "where", [inside, placed, lw.operand(base, out.dtype)])
+
+
+def _as_strided(lw, n):
+    """as_strided(self, size, stride, offset) where it is a view tensorc
+    values can express: self's elements in row-major order (its strides
+    contiguous, size-1 dims aside), read whole and in order by the result
+    (its strides the contiguous ones of `size`, size-1 dims aside, offset
+    0): a reshape (ConvNeXt's pooled features). Other layouts stay in
+    PyTorch."""
+    a = bind(n)
+    x, out = value(a["self"]), lw.out(n)
+
+    def row_major(shape, strides):
+        expect = 1
+        for d, st in zip(reversed([int(v) for v in shape]), reversed([int(v) for v in strides])):
+            if d != 1 and st != expect:
+                return False
+            expect *= d
+        return True
+
+    size, stride = [int(v) for v in a["size"]], [int(v) for v in a["stride"]]
+    offset = int(a.get("storage_offset") or 0)
+    if offset != 0 or not row_major(x.shape, x.stride()) or not row_major(size, stride) or \
+            x.numel() != out.numel():
+        raise Unsupported("as_strided that is not a reshape of its input")
+    return lw.reshape(n, lw.ref(a["self"]), size)
+
+
 def _index_select(lw, n):
     a = bind(n)
     axis = _norm(int(a["dim"]), max(value(a["self"]).dim(), 1))
@@ -1099,6 +1181,9 @@ _register(_filled(None), "full", "full_like", "new_full", "scalar_tensor")
 _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
+_register(_fill, "fill")
+_register(_slice_scatter, "slice_scatter")
+_register(_as_strided, "as_strided")
 _register(_upsample_nearest, "upsample_nearest2d", "upsample_nearest1d")
 _register(_gather, "gather")
 _register(_index, "index", "_unsafe_index")
