@@ -685,6 +685,35 @@ with warnings.catch_warnings(record=True) as caught:
 check_training(gathers, fast_gathers, (gx, gids, grows, gcols, gchannels), "gathers")
 print("aten cumsum, interpolation, advanced indexing, slice assignments: outputs and gradients equal eager's")
 
+# Stochastic depth (DropPath: empty + bernoulli_) lowers to tensorc's
+# dropout stream: whole rows kept with probability p, scaled as the model
+# scales them, the rest exactly 0; torch.manual_seed reproduces a call.
+class DropPath(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        keep = x.new_empty(x.shape[0], 1).bernoulli_(0.75)
+        return self.fc(x) * keep / 0.75
+
+
+drop_path, xp = DropPath(), torch.randn(4000, 16)
+fast_path = compile(drop_path, (xp,), strict=True)
+with torch.no_grad():
+    torch.manual_seed(5)
+    y1 = fast_path(xp)
+    torch.manual_seed(5)
+    y2 = fast_path(xp)
+    y3 = fast_path(xp)
+    full = drop_path.fc(xp) / 0.75
+kept = y1.abs().sum(1) != 0
+assert torch.equal(y1, y2) and not torch.equal(y1, y3), "a seed reproduces a call; calls differ"
+assert 0.72 < kept.float().mean().item() < 0.78, kept.float().mean().item()
+close(y1[kept], full[kept], "kept rows")
+assert (y1[~kept] == 0).all()
+print("aten stochastic depth: bernoulli_ rows kept at p, scaled, reproducible by seed")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -729,6 +729,42 @@ def _native_dropout(lw, n):
     return [lw.add(n, "dropout", [x, lw.seed()], {"p": p, "stream": lw.dropouts - 1}), None]
 
 
+def _bernoulli(lw, n):
+    """bernoulli(x, p) and bernoulli_(x, p) (stochastic depth: DropPath,
+    torchvision's stochastic_depth): x's shape and dtype, each element 1
+    with probability p, else 0: tensorc's dropout of ones with drop
+    probability 1 - p (its own stream of the call's seed, as native_dropout;
+    another draw of the same distribution than eager's), nonzero as 1. The
+    in-place form is lowered as a new value only where nothing else reads
+    the tensor it overwrites (the `empty` it fills)."""
+    a = bind(n)
+    out = lw.out(n)
+    p = a.get("p")
+    if p is None or isinstance(p, fx.Node):
+        raise Unsupported("bernoulli with a tensor of probabilities")
+    if not out.is_floating_point():
+        raise Unsupported("bernoulli of an integer tensor")
+    if packet_name(n.target) == "bernoulli_" and len(a["self"].users) != 1:
+        raise Unsupported("bernoulli_ of a tensor read elsewhere")
+    p = float(p)
+    shape = [int(d) for d in out.shape]
+    dtype = dtype_name(out.dtype)
+    if p >= 1.0 or p <= 0.0:
+        return lw.add(n, "ones" if p >= 1.0 else "zeros", [], {"shape": shape, "dtype": dtype})
+    ones = lw.g.add("ones", [], {"shape": shape, "dtype": "f32"}, n.name + "_ones")
+    lw.dropouts += 1
+    kept = lw.g.add("dropout", [ones, lw.seed()], {"p": 1.0 - p, "stream": lw.dropouts - 1}, n.name + "_kept")
+    hit = lw.g.add("ne", [kept, literal(0.0, torch.float32)], None, n.name + "_hit")
+    return lw.add(n, "cast", [hit], {"to": dtype})
+
+
+def _empty(lw, n):
+    """empty / new_empty: a tensor whose values nobody may read before
+    writing them (bernoulli_ fills it): zeros of its shape and dtype."""
+    out = lw.out(n)
+    return lw.add(n, "zeros", [], {"shape": [int(d) for d in out.shape], "dtype": dtype_name(out.dtype)})
+
+
 def _nll_loss(lw, n):
     """nll_loss_forward of log_softmax(x, 1): cross_entropy(x) (one fused op
     that tensorc differentiates); (loss, total_weight)."""
@@ -1181,6 +1217,8 @@ _register(_filled(None), "full", "full_like", "new_full", "scalar_tensor")
 _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
+_register(_bernoulli, "bernoulli", "bernoulli_")
+_register(_empty, "empty", "new_empty", "empty_like")
 _register(_fill, "fill")
 _register(_slice_scatter, "slice_scatter")
 _register(_as_strided, "as_strided")
