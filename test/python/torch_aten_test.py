@@ -614,14 +614,16 @@ print("aten fallback: a partition that does not compile runs in PyTorch, warned 
 # fallback_random (Inductor's config of that name): dropout runs in PyTorch
 # and draws from its generator, so a seeded call reproduces eager's masks,
 # gradients too (without it, where tensorc lowers native_dropout, PyTorch
-# >= 2, its own stream differs from eager's).
+# >= 2, its own stream differs from eager's). Two dropouts whose masks fill
+# tensors tensorc makes: they still draw in eager's order (the fused graph's
+# sort moved the second before the first).
 class DropMlp(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1, self.drop, self.fc2 = nn.Linear(12, 32), nn.Dropout(0.3), nn.Linear(32, 5)
 
     def forward(self, x):
-        return self.fc2(self.drop(F.relu(self.fc1(x))))
+        return self.fc2(self.drop(F.relu(self.fc1(self.drop(x)))))
 
 
 drop_mlp, xd = DropMlp(), torch.randn(16, 12)

@@ -330,6 +330,51 @@ def _fused(gm, partitions):
         return fuse_by_partitions(gm, partitions)
 
 
+def _keep_random_order(fused, partitions, order):
+    """Puts the graph's nodes back in their original order as far as the
+    data flow allows (a topological sort preferring each node's position
+    before fusion; a partition's is its first node's), so that the random
+    ops PyTorch runs draw from its generator in eager's order:
+    fuse_by_partitions' sort moved a dropout's bernoulli_ before an earlier
+    one when each filled an `empty` made by a partition of its own, and
+    fallback_random's masks were swapped."""
+    import heapq
+    key = {}
+    for node in fused.graph.nodes:
+        if node.op == "call_module" and node.target.startswith("fused_"):
+            key[node] = min(order[n] for n in partitions[int(node.target[len("fused_"):])])
+        elif node in order:
+            key[node] = order[node]
+    nodes = list(fused.graph.nodes)
+    position = {n: i for i, n in enumerate(nodes)}
+    for node in nodes:  # new nodes (a partition's getitems) go with what they read
+        if node not in key:
+            key[node] = max((key[a] for a in node.all_input_nodes if a in key), default=-1)
+    waiting = {n: len(set(n.all_input_nodes)) for n in nodes}
+    ready = [(key[n], position[n], n) for n in nodes if waiting[n] == 0 and n.op != "output"]
+    heapq.heapify(ready)
+    sorted_nodes = []
+    while ready:
+        _, _, n = heapq.heappop(ready)
+        sorted_nodes.append(n)
+        for u in n.users:
+            waiting[u] -= 1
+            if waiting[u] == 0 and u.op != "output":
+                heapq.heappush(ready, (key[u], position[u], u))
+    if len(sorted_nodes) != len(nodes) - 1:  # not a DAG as expected: leave it
+        return
+    placeholders = [n for n in sorted_nodes if n.op == "placeholder"]
+    rest = [n for n in sorted_nodes if n.op != "placeholder"]
+    previous = placeholders[-1] if placeholders else None
+    for n in rest:
+        if previous is None:
+            nodes[0].prepend(n)
+        else:
+            previous.append(n)
+        previous = n
+    fused.graph.lint()
+
+
 class AtenCompiled:
     """The compiled program: call it like the module."""
 
@@ -543,7 +588,10 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
             raise StrictFallbackError(f"tensorc.torch: strict: these ops would run in PyTorch: {listing}")
         warnings.warn(f"tensorc.torch: {len(fallbacks)} op(s) of {name} run in PyTorch, not tensorc: {listing}",
                       stacklevel=3)
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
     fused = _fused(gm, partitions) if partitions else gm
+    if partitions and sum(1 for n in refused if n.op == "call_function" and _draws_random(n)) > 1:
+        _keep_random_order(fused, partitions, order)
     # The graph's inputs it writes at the end (functionalization's copy_
     # back: batch norm's running statistics, in-place updates).
     written = {n.args[0] for n in fused.graph.nodes if n.op == "call_function"
