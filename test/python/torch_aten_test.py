@@ -716,6 +716,25 @@ close(y1[kept], full[kept], "kept rows")
 assert (y1[~kept] == 0).all()
 print("aten stochastic depth: bernoulli_ rows kept at p, scaled, reproducible by seed")
 
+# Integer division and remainders lower exactly (int64 beyond 2^53 too),
+# floats as PyTorch's formulas: div with rounding modes, //, %, fmod.
+class Modular(nn.Module):
+    def forward(self, a, b, f, g):
+        return (torch.div(a, b, rounding_mode="floor"), torch.div(a, b, rounding_mode="trunc"), a // b, a % b,
+                torch.fmod(a, b), a % 7, torch.remainder(f, g), torch.fmod(f, g), f // g, (a * 3) // 2)
+
+
+big = 2 ** 60
+ma = torch.tensor([7, -7, 7, -7, 0, 5, -5, big + 5, -big - 5, 123456789012345678, 9, -9])
+mb = torch.tensor([2, 2, -2, -2, 3, 5, 5, 3, 3, -7, 4, 4])
+mf, mg = torch.tensor([5.5, -5.5, 5.5, -5.5, 1.0, 7.25]), torch.tensor([2.0, 2.0, -2.0, -2.0, 0.5, 1.5])
+modular = Modular()
+fast_modular = compile(modular, (ma, mb, mf, mg), strict=True)
+for k, (got, want) in enumerate(zip(fast_modular(ma, mb, mf, mg), modular(ma, mb, mf, mg))):
+    assert got.dtype == want.dtype and (torch.equal(got, want) if not want.is_floating_point()
+                                        else torch.allclose(got, want)), (k, got, want)
+print("aten integer division and remainders: exact, int64 beyond 2^53 too")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

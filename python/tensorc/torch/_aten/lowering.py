@@ -203,6 +203,49 @@ def _rsub(lw, n):
     return lw.add(n, "sub", [lw.operand(a["other"], dtype), y])
 
 
+def _integer_quotient(lw, n, x, y, dtype, floor):
+    """x // y (floor) or trunc(x / y) of integer tensors x, y (refs of
+    `dtype`), exactly: the floor of the f64 quotient, refined by the floor of
+    the remainder's quotient, then corrected by one where the remainder
+    x - q y leaves [0, y) (y > 0) or (y, 0] (y < 0); trunc adds one back
+    where the exact quotient is negative and not whole. A zero divisor gives an unspecified value
+    (PyTorch raises on the CPU)."""
+    g = lw.g
+
+    def op(name, args, tag):
+        return g.add(name, args, None, n.name + tag)
+
+    y64 = lw.cast(y, dtype, torch.float64, n.name + "_y64")
+    wide = op("div", [lw.cast(x, dtype, torch.float64, n.name + "_x64"), y64], "_q64")
+    q = lw.cast(op("floor", [wide], "_floor64"), torch.float64, dtype, n.name + "_q")
+    # Beyond 2^53 the f64 quotient is off by up to |q| 2^-52: once more on
+    # the (small) remainder, then by one either way.
+    r = op("sub", [x, op("mul", [q, y], "_r_qy")], "_r")
+    fix = op("div", [lw.cast(r, dtype, torch.float64, n.name + "_r64"), y64], "_fix64")
+    q = op("add", [q, lw.cast(op("floor", [fix], "_fixfloor"), torch.float64, dtype, n.name + "_fix")], "_q2")
+    zero, one = literal(0, dtype), literal(1, dtype)
+    positive, negative = op("gt", [y, zero], "_ypos"), op("lt", [y, zero], "_yneg")
+    for step in ("_lo", "_hi"):
+        r = op("sub", [x, op("mul", [q, y], step + "_qy")], step + "_r")
+        if step == "_lo":  # q one too big: r against y's sign
+            off = op("logical_or", [op("logical_and", [positive, op("lt", [r, zero], step + "_rneg")], step + "_a"),
+                                    op("logical_and", [negative, op("gt", [r, zero], step + "_rpos")], step + "_b")],
+                     step + "_off")
+            q = op("where", [off, op("sub", [q, one], step + "_dec"), q], step + "_q")
+        else:  # q one too small: |r| >= |y|
+            off = op("logical_or", [op("logical_and", [positive, op("ge", [r, y], step + "_big")], step + "_a"),
+                                    op("logical_and", [negative, op("le", [r, y], step + "_small")], step + "_b")],
+                     step + "_off")
+            q = op("where", [off, op("add", [q, one], step + "_inc"), q], step + "_q")
+    if floor:
+        return q
+    r = op("sub", [x, op("mul", [q, y], "_t_qy")], "_t_r")
+    inexact_negative = op("logical_and", [op("ne", [r, zero], "_t_rnz"),
+                                          op("ne", [op("lt", [x, zero], "_t_xneg"), negative], "_t_signs")],
+                          "_t_up")
+    return op("where", [inexact_negative, op("add", [q, one], "_t_inc"), q], "_trunc")
+
+
 def _div(lw, n):
     a = bind(n)
     mode = a.get("rounding_mode")
@@ -210,13 +253,41 @@ def _div(lw, n):
     if mode is None:
         return lw.elementwise(n, "div", [a["self"], a["other"]])
     if not dtype.is_floating_point:
-        raise Unsupported(f"integer division with rounding_mode='{mode}'")
+        return _integer_quotient(lw, n, lw.operand(a["self"], dtype), lw.operand(a["other"], dtype), dtype,
+                                 mode == "floor")
     q = lw.g.add("div", [lw.operand(a["self"], dtype), lw.operand(a["other"], dtype)], None, n.name + "_q")
     if mode == "floor":
         return lw.add(n, "floor", [q])
     # trunc: toward zero
     neg = lw.g.add("lt", [q, literal(0, dtype)], None, n.name + "_neg")
     return lw.add(n, "where", [neg, lw.g.add("ceil", [q]), lw.g.add("floor", [q])])
+
+
+def _modular(kind):
+    """floor_divide (x // y), remainder (Python's x % y: y's sign) and fmod
+    (C's: x's sign). Integers exactly (_integer_quotient); floats as
+    floor(x / y) and x - floor(x / y) * y (fmod: trunc)."""
+    def rule(lw, n):
+        a = bind(n)
+        dtype = lw.out(n).dtype
+        x, y = lw.operand(a["self"], dtype), lw.operand(a["other"], dtype)
+        floor = kind != "fmod"
+        if dtype.is_floating_point:
+            q = lw.g.add("div", [x, y], None, n.name + "_q")
+            if floor:
+                q = lw.g.add("floor", [q], None, n.name + "_floor")
+            else:
+                neg = lw.g.add("lt", [q, literal(0, dtype)], None, n.name + "_neg")
+                q = lw.g.add("where", [neg, lw.g.add("ceil", [q], None, n.name + "_ceil"),
+                                       lw.g.add("floor", [q], None, n.name + "_floor")], None, n.name + "_trunc")
+        elif dtype in (torch.int64, torch.int32):
+            q = _integer_quotient(lw, n, x, y, dtype, floor)
+        else:
+            raise Unsupported(f"{kind} of {dtype}")
+        if kind == "floor_divide":
+            return q
+        return lw.add(n, "sub", [x, lw.g.add("mul", [q, y], None, n.name + "_qy")])
+    return rule
 
 
 def _compare(op):
@@ -1157,6 +1228,8 @@ for _op in ("add", "sub", "mul", "maximum", "minimum"):
 _register(_binary("pow"), "float_power")
 _register(_rsub, "rsub")
 _register(_div, "div")
+for _kind in ("floor_divide", "remainder", "fmod"):
+    _register(_modular(_kind), _kind)
 for _op in ("eq", "ne", "lt", "le", "gt", "ge"):
     _register(_compare(_op), _op)
 for _op in ("neg", "exp", "log", "sqrt", "rsqrt", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "erf",
