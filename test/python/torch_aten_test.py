@@ -735,6 +735,24 @@ for k, (got, want) in enumerate(zip(fast_modular(ma, mb, mf, mg), modular(ma, mb
                                         else torch.allclose(got, want)), (k, got, want)
 print("aten integer division and remainders: exact, int64 beyond 2^53 too")
 
+# any / all over dims or everything, isnan / isinf / isfinite (PyTorch's
+# isfinite multiplies two masks: boolean products are logical_and).
+class Masks(nn.Module):
+    def forward(self, x, m, i):
+        return (torch.any(m), torch.all(m, dim=1), torch.any(x > 0.5, dim=0, keepdim=True), torch.all(i),
+                torch.isnan(x), torch.isinf(x), torch.isfinite(x), torch.isnan(i), torch.isfinite(i),
+                torch.any(i, dim=-1), m * (x > 0))
+
+
+qx = torch.tensor([[1.0, float("nan"), float("inf")], [-float("inf"), 0.25, 0.75]])
+qm = torch.tensor([[True, False, True], [True, True, True]])
+qi = torch.tensor([[1, 0, 3], [2, 2, 2]])
+masks = Masks()
+fast_masks = compile(masks, (qx, qm, qi), strict=True)
+for k, (got, want) in enumerate(zip(fast_masks(qx, qm, qi), masks(qx, qm, qi))):
+    assert got.dtype == want.dtype and torch.equal(got, want), (k, got, want)
+print("aten any, all, isnan, isinf, isfinite, boolean products: equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -187,6 +187,11 @@ def _binary(op):
         x, y = a["self"], a["other"]
         alpha = a.get("alpha", 1)
         dtype = lw.out(n).dtype
+        if dtype == torch.bool and op in ("mul", "add", "maximum", "minimum") and alpha in (None, 1):
+            # Booleans (PyTorch's isfinite is a product of two masks):
+            # tensorc's arithmetic takes numbers; and / or are the same.
+            logical = "logical_and" if op in ("mul", "minimum") else "logical_or"
+            return lw.elementwise(n, logical, [x, y])
         if alpha not in (None, 1):
             y = lw.g.add("mul", [lw.operand(y, dtype), literal(alpha, dtype)], None, n.name + "_alpha")
             return lw.add(n, op, [lw.operand(x, dtype), y])
@@ -528,6 +533,55 @@ def _reduction(op):
         if rank == 0:
             return src
         return lw.add(n, op, [src], attrs or None)
+    return rule
+
+
+def _any_all(kind):
+    """any / all (over dims or everything): the count of nonzero (any) or
+    zero (all) elements, compared with 0."""
+    def rule(lw, n):
+        a = bind(n)
+        x = a["self"]
+        v = value(x)
+        rank = v.dim()
+        ref = lw.ref(x)
+        zero = literal(0, v.dtype)
+        hit = lw.g.add("ne" if kind == "any" else "eq", [ref, zero], None, n.name + "_hit")
+        count = lw.g.add("cast", [hit], {"to": "i32"}, n.name + "_count1")
+        dims = a.get("dim")
+        attrs = {}
+        if rank > 0:
+            if dims is not None and dims != []:
+                dims = [dims] if isinstance(dims, int) else list(dims)
+                attrs["axes"] = sorted({_norm(int(d), rank) for d in dims})
+                if a.get("keepdim"):
+                    attrs["keepdim"] = True
+            count = lw.g.add("sum", [count], attrs or None, n.name + "_count")
+        found = lw.g.add("gt" if kind == "any" else "eq", [count, literal(0, torch.int32)], None,
+                         n.name + ("_found" if lw.out(n).dtype != torch.bool else ""))
+        return lw.cast(found, torch.bool, lw.out(n).dtype, n.name)
+    return rule
+
+
+def _special_values(kind):
+    """isnan (x != x), isinf (|x| == inf), isfinite (neither); integers are
+    never nan or inf."""
+    def rule(lw, n):
+        a = bind(n)
+        v = value(a["self"])
+        x = lw.ref(a["self"])
+        shape = [int(d) for d in v.shape]
+        if not v.is_floating_point():
+            filled = "ones" if kind == "isfinite" else "zeros"
+            return lw.add(n, filled, [], {"shape": shape, "dtype": "i1"})
+        nan = lw.g.add("ne", [x, x], None, n.name + ("" if kind == "isnan" else "_nan"))
+        if kind == "isnan":
+            return nan
+        inf = lw.g.add("eq", [lw.g.add("abs", [x], None, n.name + "_abs"), literal(float("inf"), v.dtype)], None,
+                       n.name + ("" if kind == "isinf" else "_inf"))
+        if kind == "isinf":
+            return inf
+        return lw.add(n, "logical_not", [lw.g.add("logical_or", [nan, inf], None, n.name + "_special")])
     return rule
 
 
@@ -1269,6 +1323,10 @@ _register(_extreme("min"), "amin", "min")
 _register(_arg_extreme("argmax"), "argmax")
 _register(_arg_extreme("argmin"), "argmin")
 _register(_var, "var")
+_register(_any_all("any"), "any")
+_register(_any_all("all"), "all")
+for _kind in ("isnan", "isinf", "isfinite"):
+    _register(_special_values(_kind), _kind)
 _register(_matmul, "mm", "bmm")
 _register(_addmm, "addmm")
 _register(_softmax("softmax"), "_softmax", "softmax")
@@ -1291,7 +1349,7 @@ _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
 _register(_bernoulli, "bernoulli", "bernoulli_")
-_register(_empty, "empty", "new_empty", "empty_like")
+_register(_empty, "empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided")
 _register(_fill, "fill")
 _register(_slice_scatter, "slice_scatter")
 _register(_as_strided, "as_strided")
