@@ -717,11 +717,13 @@ assert (y1[~kept] == 0).all()
 print("aten stochastic depth: bernoulli_ rows kept at p, scaled, reproducible by seed")
 
 # Integer division and remainders lower exactly (int64 beyond 2^53 too),
-# floats as PyTorch's formulas: div with rounding modes, //, %, fmod.
+# floats as PyTorch's formulas: div with rounding modes, //, %, fmod; and
+# flip (PyTorch's decomposition goes through prims.rev).
 class Modular(nn.Module):
     def forward(self, a, b, f, g):
         return (torch.div(a, b, rounding_mode="floor"), torch.div(a, b, rounding_mode="trunc"), a // b, a % b,
-                torch.fmod(a, b), a % 7, torch.remainder(f, g), torch.fmod(f, g), f // g, (a * 3) // 2)
+                torch.fmod(a, b), a % 7, torch.remainder(f, g), torch.fmod(f, g), f // g, (a * 3) // 2,
+                torch.flip(a, [0]), torch.flip(f.view(2, 3), [0, 1]))
 
 
 big = 2 ** 60

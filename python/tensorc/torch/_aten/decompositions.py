@@ -21,7 +21,7 @@ DECOMPOSED = (
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "l1_loss",
     # shapes and masks
     "stack", "unbind", "tril", "triu", "masked_fill", "new_zeros", "new_ones", "new_full", "new_empty",
-    "zeros_like", "ones_like", "full_like", "empty_like", "repeat", "roll", "flip", "narrow", "diag_embed",
+    "zeros_like", "ones_like", "full_like", "empty_like", "repeat", "roll", "narrow", "diag_embed",
     "expand_as", "split", "chunk", "unflatten", "movedim", "swapaxes", "select_scatter",
     "baddbmm", "addmv", "addr", "outer", "dot", "mv", "linspace", "one_hot",
     # linear interpolation, into index tensors (_index in lowering.py)

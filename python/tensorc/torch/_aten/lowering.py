@@ -966,6 +966,23 @@ def _arange(lw, n):
     return lw.cast(ref, torch.int64, out.dtype, n.name)
 
 
+def _flip(lw, n):
+    """flip(x, dims): along each dim an index_select of size - 1 - iota
+    (PyTorch's decomposition goes through prims.rev)."""
+    a = bind(n)
+    x = value(a["self"])
+    ref = lw.ref(a["self"])
+    dims = sorted({_norm(int(d), max(x.dim(), 1)) for d in a["dims"]})
+    for d in dims:
+        size = int(x.shape[d]) if x.dim() else 1
+        if size == 1:
+            continue
+        i = lw.g.add("iota", [], {"end": size}, n.name + f"_i{d}")
+        back = lw.g.add("sub", [literal(size - 1, torch.int64), i], None, n.name + f"_back{d}")
+        ref = lw.g.add("index_select", [ref, back], {"axis": d}, n.name + f"_flipped{d}")
+    return ref
+
+
 def _cumsum(lw, n):
     """cumsum(x, dim): y[..., i] = the sum of x[..., j] over j <= i, as one
     reduction over a new last axis of x masked by the lower triangle (a
@@ -1348,6 +1365,7 @@ _register(_filled(None), "full", "full_like", "new_full", "scalar_tensor")
 _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
+_register(_flip, "flip")
 _register(_bernoulli, "bernoulli", "bernoulli_")
 _register(_empty, "empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided")
 _register(_fill, "fill")
