@@ -755,6 +755,23 @@ for k, (got, want) in enumerate(zip(fast_masks(qx, qm, qi), masks(qx, qm, qi))):
     assert got.dtype == want.dtype and torch.equal(got, want), (k, got, want)
 print("aten any, all, isnan, isinf, isfinite, boolean products: equal eager's")
 
+# Functions PyTorch's decompositions write with prims lower directly:
+# expm1 and log1p accurate near 0, log2, trunc, frac, nan_to_num, vector
+# norms (F.normalize), linspace; and the activations built on them.
+class Elementary(nn.Module):
+    def forward(self, x):
+        return (torch.expm1(x * 1e-6) * 1e6, torch.expm1(x), torch.log1p(x.abs() * 1e-7) * 1e7, torch.log1p(x.abs()),
+                torch.log2(x.abs() + 1), torch.trunc(x * 3), torch.frac(x * 3), torch.nan_to_num(x / (x > 0)),
+                F.normalize(x, dim=-1), torch.linalg.vector_norm(x, 3, dim=0), torch.linalg.vector_norm(x, float("inf")),
+                x + torch.linspace(-1, 2, x.shape[-1]), F.elu(x), F.selu(x), F.softplus(x), F.mish(x))
+
+
+elementary, ex = Elementary(), torch.randn(4, 5)
+fast_elementary = compile(elementary, (ex,), strict=True)
+for k, (got, want) in enumerate(zip(fast_elementary(ex), elementary(ex))):
+    close(got, want, f"elementary {k}", tol=1e-5)
+print("aten expm1, log1p, log2, trunc, frac, nan_to_num, norms, linspace, elu/selu/softplus/mish: equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -966,6 +966,117 @@ def _arange(lw, n):
     return lw.cast(ref, torch.int64, out.dtype, n.name)
 
 
+def _elementary(kind):
+    """Functions PyTorch's decompositions write with prims (which tensorc
+    does not lower): expm1 and log1p accurate near 0 (expm1: its Taylor
+    polynomial below 1e-3; log1p: log(u) * x / (u - 1), u = 1 + x, exact
+    where u rounds to 1), log2, trunc, frac."""
+    def rule(lw, n):
+        a = bind(n)
+        out = lw.out(n)
+        if not out.is_floating_point():
+            raise Unsupported(f"{kind} of {out.dtype}")
+        x = lw.operand(a["self"], out.dtype)
+        g, name = lw.g, n.name
+
+        def op(o, args, tag):
+            return g.add(o, args, None, name + tag)
+        if kind == "expm1":
+            x2 = op("mul", [x, x], "_x2")
+            taylor = op("add", [x, op("mul", [x2, op("add", [literal(0.5, out.dtype),
+                                                            op("mul", [x, literal(1 / 6, out.dtype)], "_c3")],
+                                                     "_c")], "_t2")], "_taylor")
+            small = op("lt", [op("abs", [x], "_abs"), literal(1e-3, out.dtype)], "_small")
+            return lw.add(n, "where", [small, taylor, op("sub", [op("exp", [x], "_exp"), literal(1, out.dtype)],
+                                                         "_em1")])
+        if kind == "log1p":
+            u = op("add", [x, literal(1, out.dtype)], "_u")
+            d = op("sub", [u, literal(1, out.dtype)], "_d")
+            exact = op("eq", [d, literal(0, out.dtype)], "_exact")
+            scaled = op("mul", [op("log", [u], "_log"), op("div", [x, op("where", [exact, literal(1, out.dtype), d],
+                                                                           "_dsafe")], "_ratio")], "_scaled")
+            return lw.add(n, "where", [exact, x, scaled])
+        if kind == "log2":
+            return lw.add(n, "mul", [op("log", [x], "_ln"), literal(1 / math.log(2), out.dtype)])
+        neg = op("lt", [x, literal(0, out.dtype)], "_neg")  # trunc, frac (x - trunc x)
+        if kind == "trunc":
+            return lw.add(n, "where", [neg, op("ceil", [x], "_ceil"), op("floor", [x], "_floor")])
+        return lw.add(n, "sub", [x, op("where", [neg, op("ceil", [x], "_ceil"), op("floor", [x], "_floor")],
+                                       "_trunc")])
+    return rule
+
+
+def _vector_norm(lw, n):
+    """linalg_vector_norm(x, ord, dim, keepdim): ord 2 sqrt(sum x^2), 1
+    sum |x|, inf / -inf max / min |x|, 0 the count of nonzeros, else
+    (sum |x|^ord)^(1/ord) (F.normalize's)."""
+    a = bind(n)
+    out = lw.out(n)
+    if a.get("dtype") is not None or not out.is_floating_point():
+        raise Unsupported("vector_norm with a dtype")
+    x = lw.operand(a["self"], out.dtype)
+    rank = value(a["self"]).dim()
+    dims = a.get("dim")
+    attrs = {"axes": list(range(rank))} if not dims else {"axes": sorted({_norm(int(d), rank) for d in dims})}
+    if a.get("keepdim"):
+        attrs["keepdim"] = True
+    if rank == 0:
+        attrs = None
+    order = float(a.get("ord", 2) if a.get("ord") is not None else 2)
+    g, name = lw.g, n.name
+    mag = g.add("abs", [x], None, name + "_abs")
+    if order == float("inf") or order == -float("inf"):
+        return lw.add(n, "max" if order > 0 else "min", [mag], attrs) if attrs else mag
+    if order == 0:
+        nz = g.add("cast", [g.add("ne", [x, literal(0, out.dtype)], None, name + "_nz")], {"to": dtype_name(out.dtype)},
+                   name + "_count1")
+        return lw.add(n, "sum", [nz], attrs) if attrs else nz
+    if order == 1:
+        return lw.add(n, "sum", [mag], attrs) if attrs else mag
+    if order == 2:
+        sq = g.add("mul", [x, x], None, name + "_sq")
+        total = g.add("sum", [sq], attrs, name + "_sum") if attrs else sq
+        return lw.add(n, "sqrt", [total])
+    powered = g.add("pow", [mag, literal(order, out.dtype)], None, name + "_pow")
+    total = g.add("sum", [powered], attrs, name + "_sum") if attrs else powered
+    return lw.add(n, "pow", [total, literal(1 / order, out.dtype)])
+
+
+def _nan_to_num(lw, n):
+    """nan_to_num(x, nan, posinf, neginf): nan -> nan (0 by default), +-inf ->
+    the dtype's largest / lowest finite value by default."""
+    a = bind(n)
+    out = lw.out(n)
+    if not out.is_floating_point():
+        return lw.operand(a["self"], out.dtype)
+    info = torch.finfo(out.dtype)
+    fills = [0.0 if a.get("nan") is None else float(a["nan"]), info.max if a.get("posinf") is None else
+             float(a["posinf"]), info.min if a.get("neginf") is None else float(a["neginf"])]
+    x = lw.operand(a["self"], out.dtype)
+    g, name = lw.g, n.name
+    y = g.add("where", [g.add("eq", [x, literal(float("inf"), out.dtype)], None, name + "_pinf"),
+                        literal(fills[1], out.dtype), x], None, name + "_p")
+    y = g.add("where", [g.add("eq", [x, literal(float("-inf"), out.dtype)], None, name + "_ninf"),
+                        literal(fills[2], out.dtype), y], None, name + "_n")
+    return lw.add(n, "where", [g.add("ne", [x, x], None, name + "_nan"), literal(fills[0], out.dtype), y])
+
+
+def _linspace(lw, n):
+    """linspace(start, end, steps): start + i * step in f64, cast (PyTorch's
+    halves agree to the last bit only up to rounding)."""
+    a = bind(n)
+    out = lw.out(n)
+    steps = int(a["steps"])
+    start, end = float(a["start"]), float(a["end"])
+    if steps == 1:
+        return lw.add(n, "full", [], {"shape": [1], "value": start, "dtype": dtype_name(out.dtype)})
+    step = (end - start) / (steps - 1)
+    i = lw.g.add("cast", [lw.g.add("iota", [], {"end": steps}, n.name + "_i")], {"to": "f64"}, n.name + "_i64")
+    v = lw.g.add("add", [lw.g.add("mul", [i, literal(step, torch.float64)], None, n.name + "_scaled"),
+                         literal(start, torch.float64)], None, n.name + "_f64")
+    return lw.cast(v, torch.float64, out.dtype, n.name)
+
+
 def _flip(lw, n):
     """flip(x, dims): along each dim an index_select of size - 1 - iota
     (PyTorch's decomposition goes through prims.rev)."""
@@ -1366,6 +1477,11 @@ _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
 _register(_flip, "flip")
+for _kind in ("expm1", "log1p", "log2", "trunc", "frac"):
+    _register(_elementary(_kind), _kind)
+_register(_vector_norm, "linalg_vector_norm")
+_register(_nan_to_num, "nan_to_num")
+_register(_linspace, "linspace")
 _register(_bernoulli, "bernoulli", "bernoulli_")
 _register(_empty, "empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided")
 _register(_fill, "fill")
