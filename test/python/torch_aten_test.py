@@ -772,6 +772,24 @@ for k, (got, want) in enumerate(zip(fast_elementary(ex), elementary(ex))):
     close(got, want, f"elementary {k}", tol=1e-5)
 print("aten expm1, log1p, log2, trunc, frac, nan_to_num, norms, linspace, elu/selu/softplus/mish: equal eager's")
 
+# Ops whose decompositions fell back (prims, or a name PyTorch does not
+# decompose): log-sigmoid, lerp, smooth L1 and Huber losses, var_mean and
+# std_mean, select_scatter, addmv, hardshrink, boolean xor.
+class Decomposed(nn.Module):
+    def forward(self, x):
+        row = torch.select_scatter(x, x[0] * 2, 0, 1)
+        return (F.logsigmoid(x * 30), torch.lerp(x, x * 2, 0.3), torch.lerp(x, x * 2, 0.8),
+                F.smooth_l1_loss(x, x * 0.1, beta=0.5), F.huber_loss(x, x * 0.2, delta=0.7, reduction="sum"),
+                torch.var_mean(x, dim=1)[0], torch.std_mean(x, dim=0)[1], row, torch.addmv(x[:, 0], x, x[0], beta=0.5),
+                F.hardshrink(x), torch.logical_xor(x > 0, x > 0.5).float())
+
+
+decomposed, dx = Decomposed(), torch.randn(4, 5)
+fast_decomposed = compile(decomposed, (dx,), strict=True)
+for k, (got, want) in enumerate(zip(fast_decomposed(dx), decomposed(dx))):
+    close(got, want, f"decomposed {k}", tol=1e-5)
+print("aten log-sigmoid, lerp, smooth L1/Huber, var_mean/std_mean, select_scatter, addmv, hardshrink, xor: equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -333,6 +333,8 @@ def _bitwise(op):
         a = bind(n)
         if result_type(a["self"], a["other"]) != torch.bool:
             raise Unsupported(f"bitwise {op} of integers")
+        if op == "xor":
+            return lw.add(n, "ne", [lw.operand(a["self"], torch.bool), lw.operand(a["other"], torch.bool)])
         return lw.add(n, "logical_" + op, [lw.operand(a["self"], torch.bool), lw.operand(a["other"], torch.bool)])
     return rule
 
@@ -1077,6 +1079,153 @@ def _linspace(lw, n):
     return lw.cast(v, torch.float64, out.dtype, n.name)
 
 
+def _log_sigmoid(lw, n):
+    """log_sigmoid_forward(x) -> (min(x, 0) - log1p(exp(-|x|)), buffer): the
+    buffer is PyTorch's backward's (tensorc differentiates the output)."""
+    a = bind(n)
+    x = value(a["self"])
+    if not x.is_floating_point():
+        raise Unsupported("log_sigmoid of integers")
+    dt = x.dtype
+    g, name = lw.g, n.name
+    ref = lw.ref(a["self"])
+    e = g.add("exp", [g.add("neg", [g.add("abs", [ref], None, name + "_abs")], None, name + "_nabs")], None,
+              name + "_e")
+    u = g.add("add", [e, literal(1, dt)], None, name + "_u")  # log1p(e), e in (0, 1]: u - 1 exact enough
+    soft = g.add("mul", [g.add("log", [u], None, name + "_logu"),
+                         g.add("div", [e, g.add("where", [g.add("eq", [u, literal(1, dt)], None, name + "_one"),
+                                                          literal(1, dt), g.add("sub", [u, literal(1, dt)], None,
+                                                                                name + "_d")], None,
+                                                name + "_dsafe")], None, name + "_ratio")], None, name + "_log1p")
+    soft = g.add("where", [g.add("eq", [u, literal(1, dt)], None, name + "_tiny"), e, soft], None, name + "_sp")
+    out = lw.add(n, "sub", [g.add("minimum", [ref, literal(0, dt)], None, name + "_min"), soft])
+    return [out, None]
+
+
+def _lerp(lw, n):
+    """lerp(a, b, w): a + w (b - a) where |w| < 0.5, else b - (b - a)(1 - w),
+    as PyTorch computes it."""
+    a = bind(n)
+    dt = lw.out(n).dtype
+    x, y = lw.operand(a["self"], dt), lw.operand(a["end"], dt)
+    w = lw.operand(a["weight"], dt)
+    g, name = lw.g, n.name
+    d = g.add("sub", [y, x], None, name + "_d")
+    low = g.add("add", [x, g.add("mul", [w, d], None, name + "_wd")], None, name + "_low")
+    high = g.add("sub", [y, g.add("mul", [d, g.add("sub", [literal(1, dt), w], None, name + "_1mw")], None,
+                                  name + "_d1mw")], None, name + "_high")
+    small = g.add("lt", [g.add("abs", [w], None, name + "_absw"), literal(0.5, dt)], None, name + "_small")
+    return lw.add(n, "where", [small, low, high])
+
+
+def _reduced(lw, n, ref, reduction):
+    """A loss's reduction (PyTorch's enum: 0 none, 1 mean, 2 sum)."""
+    if reduction == 0:
+        return ref
+    return lw.add(n, "mean" if reduction == 1 else "sum", [ref])
+
+
+def _robust_loss(kind):
+    """smooth_l1_loss (beta) and huber_loss (delta): quadratic near 0, linear
+    beyond, reduced."""
+    def rule(lw, n):
+        a = bind(n)
+        dt = lw.out(n).dtype
+        x, t = lw.operand(a["self"], dt), lw.operand(a["target"], dt)
+        k = float(a.get("beta" if kind == "smooth_l1" else "delta", 1.0))
+        g, name = lw.g, n.name
+        d = g.add("abs", [g.add("sub", [x, t], None, name + "_diff")], None, name + "_d")
+        sq = g.add("mul", [g.add("mul", [d, d], None, name + "_d2"), literal(0.5 / k if kind == "smooth_l1" and k > 0
+                                                                             else 0.5, dt)], None, name + "_quad")
+        if kind == "smooth_l1":
+            if k == 0:
+                return _reduced(lw, n, d, int(a.get("reduction", 1)))
+            lin = g.add("sub", [d, literal(0.5 * k, dt)], None, name + "_lin")
+            near = g.add("lt", [d, literal(k, dt)], None, name + "_near")
+        else:
+            lin = g.add("mul", [g.add("sub", [d, literal(0.5 * k, dt)], None, name + "_excess"), literal(k, dt)],
+                        None, name + "_lin")
+            near = g.add("le", [d, literal(k, dt)], None, name + "_near")
+        loss = g.add("where", [near, sq, lin], None, name + "_loss")
+        return _reduced(lw, n, loss, int(a.get("reduction", 1)))
+    return rule
+
+
+def _moments(kind):
+    """var_mean / std_mean: (var or std, mean) over the dims."""
+    def rule(lw, n):
+        a = bind(n)
+        x = a["self"]
+        v = value(x)
+        if not v.is_floating_point():
+            raise Unsupported(f"{kind} of integers")
+        rank = v.dim()
+        correction = a.get("correction")
+        if a.get("unbiased") is not None:
+            correction = 1 if a["unbiased"] else 0
+        correction = 1 if correction is None else correction
+        if float(correction) != int(correction):
+            raise Unsupported("a fractional correction")
+        attrs = {}
+        if a.get("dim"):
+            attrs["axes"] = sorted({_norm(int(d), rank) for d in a["dim"]})
+        if a.get("keepdim"):
+            attrs["keepdim"] = True
+        ref = lw.ref(x)
+        var = lw.g.add("var", [ref], dict(attrs, correction=int(correction)), n.name + "_var")
+        if kind == "std_mean":
+            var = lw.g.add("sqrt", [var], None, n.name + "_std")
+        return [var, lw.g.add("mean", [ref], attrs or None, n.name + "_mean")]
+    return rule
+
+
+def _select_scatter(lw, n):
+    """select_scatter(x, src, dim, index): x with x.select(dim, index)
+    replaced by src (an assignment to one row)."""
+    a = bind(n)
+    x, out = value(a["self"]), lw.out(n)
+    rank = x.dim()
+    dim = _norm(int(a["dim"]), rank)
+    size = int(x.shape[dim])
+    index = int(a["index"])
+    index = index + size if index < 0 else index
+    shape = [int(d) for d in x.shape]
+    shape[dim] = 1
+    src = lw.g.add("reshape", [lw.operand(a["src"], out.dtype)], {"shape": shape}, n.name + "_row")
+    pads = [0] * (2 * rank)
+    pads[2 * (rank - 1 - dim)], pads[2 * (rank - 1 - dim) + 1] = index, size - index - 1
+    placed = lw.g.add("pad", [src], {"pads": pads}, n.name + "_placed") if size > 1 else src
+    at = lw.g.add("reshape", [lw.g.add("iota", [], {"end": size}, n.name + "_at")],
+                  {"shape": [size] + [1] * (rank - 1 - dim)}, n.name + "_along")
+    here = lw.g.add("eq", [at, literal(index, torch.int64)], None, n.name + "_here")
+    return lw.add(n, "where", [here, placed, lw.operand(a["self"], out.dtype)])
+
+
+def _addmv(lw, n):
+    """addmv(v, M, x, beta, alpha): beta v + alpha (M @ x)."""
+    a = bind(n)
+    dt = lw.out(n).dtype
+    prod = lw.g.add("matmul", [lw.operand(a["mat"], dt), lw.operand(a["vec"], dt)], None, n.name + "_mv")
+    alpha, beta = a.get("alpha", 1), a.get("beta", 1)
+    if alpha != 1:
+        prod = lw.g.add("mul", [prod, literal(alpha, dt)], None, n.name + "_alpha")
+    if beta == 0:
+        return prod
+    base = lw.operand(a["self"], dt)
+    if beta != 1:
+        base = lw.g.add("mul", [base, literal(beta, dt)], None, n.name + "_beta")
+    return lw.add(n, "add", [base, prod])
+
+
+def _hardshrink(lw, n):
+    a = bind(n)
+    dt = lw.out(n).dtype
+    x = lw.operand(a["self"], dt)
+    lambd = float(a.get("lambd", 0.5))
+    keep = lw.g.add("gt", [lw.g.add("abs", [x], None, n.name + "_abs"), literal(lambd, dt)], None, n.name + "_keep")
+    return lw.add(n, "where", [keep, x, literal(0, dt)])
+
+
 def _flip(lw, n):
     """flip(x, dims): along each dim an index_select of size - 1 - iota
     (PyTorch's decomposition goes through prims.rev)."""
@@ -1482,6 +1631,16 @@ for _kind in ("expm1", "log1p", "log2", "trunc", "frac"):
 _register(_vector_norm, "linalg_vector_norm")
 _register(_nan_to_num, "nan_to_num")
 _register(_linspace, "linspace")
+_register(_log_sigmoid, "log_sigmoid_forward")
+_register(_lerp, "lerp")
+_register(_robust_loss("smooth_l1"), "smooth_l1_loss")
+_register(_robust_loss("huber"), "huber_loss")
+_register(_moments("var_mean"), "var_mean")
+_register(_moments("std_mean"), "std_mean")
+_register(_select_scatter, "select_scatter")
+_register(_addmv, "addmv")
+_register(_hardshrink, "hardshrink")
+_register(_bitwise("xor"), "bitwise_xor")
 _register(_bernoulli, "bernoulli", "bernoulli_")
 _register(_empty, "empty", "new_empty", "empty_like", "empty_strided", "new_empty_strided")
 _register(_fill, "fill")
