@@ -671,8 +671,9 @@ class Gathers(nn.Module):
         m[2:4, 1:3] = 2.0
         m[-2:, :] = x[0, 0, -2:, :]
         flat = torch.as_strided(y, (2, 90, 1, 1), (90, 1, 90, 90))  # a reshape (ConvNeXt's pooled features)
+        last = y[torch.arange(2), ids[:, 0] % 3]  # GPT2ForSequenceClassification's pooled rows: [2, 6, 5]
         return (up.sum() + corner.mean() + near.square().mean() + picked.sum() + apart.sum() * 0.5
-                + running.mean() + (m * y).sum() + flat.square().mean()) * positions.float().mean()
+                + running.mean() + (m * y).sum() + flat.square().mean() + last.sum()) * positions.float().mean()
 
 
 gathers = Gathers()
