@@ -791,6 +791,23 @@ for k, (got, want) in enumerate(zip(fast_decomposed(dx), decomposed(dx))):
     close(got, want, f"decomposed {k}", tol=1e-5)
 print("aten log-sigmoid, lerp, smooth L1/Huber, var_mean/std_mean, select_scatter, addmv, hardshrink, xor: equal eager's")
 
+# Reflection and replication padding (F.pad modes, Conv2d's padding_mode):
+# index_select of reflected or clamped source indices; gradients too.
+class EdgePads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=2, padding_mode="reflect")
+
+    def forward(self, x):
+        return (self.conv(x).sum() + F.pad(x, (2, 1, 3, 0), mode="reflect").square().mean()
+                + F.pad(x, (1, 3, 0, 2), mode="replicate").mean() + F.pad(x[:, 0], (3, 2), mode="reflect").sum())
+
+
+edge_pads, px = EdgePads(), torch.randn(2, 3, 5, 6)
+fast_edge_pads = compile(edge_pads, (px,), strict=True)
+check_training(edge_pads, fast_edge_pads, (px,), "edge pads")
+print("aten reflection and replication padding: outputs and gradients equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -1226,6 +1226,41 @@ def _hardshrink(lw, n):
     return lw.add(n, "where", [keep, x, literal(0, dt)])
 
 
+def _edge_pad(kind):
+    """reflection_pad / replication_pad (1d, 2d, 3d): along each padded dim
+    (pairs from the last dim, as F.pad) an index_select of the source index:
+    reflected (without repeating the edge) or clamped to the edge."""
+    def rule(lw, n):
+        a = bind(n)
+        x = value(a["self"])
+        ref = lw.ref(a["self"])
+        pads = [int(p) for p in a["padding"]]
+        for k in range(len(pads) // 2):
+            left, right = pads[2 * k], pads[2 * k + 1]
+            if left == 0 and right == 0:
+                continue
+            d = x.dim() - 1 - k
+            size = int(x.shape[d])
+            if left < 0 or right < 0:
+                raise Unsupported(f"{kind} with a negative pad")
+            if kind == "reflection" and (left >= size or right >= size):
+                raise Unsupported(f"reflection pad {left}, {right} of a dim of {size}")
+            g, name = lw.g, n.name + f"_d{d}"
+            at = g.add("sub", [g.add("iota", [], {"end": size + left + right}, name + "_i"),
+                               literal(left, torch.int64)], None, name + "_at")
+            if kind == "reflection":
+                last = literal(size - 1, torch.int64)
+                mirrored = g.add("abs", [at], None, name + "_abs")
+                at = g.add("sub", [last, g.add("abs", [g.add("sub", [last, mirrored], None, name + "_back")], None,
+                                               name + "_abs2")], None, name + "_reflected")
+            else:
+                at = g.add("minimum", [g.add("maximum", [at, literal(0, torch.int64)], None, name + "_lo"),
+                                       literal(size - 1, torch.int64)], None, name + "_clamped")
+            ref = g.add("index_select", [ref, at], {"axis": d}, name + "_padded")
+        return ref
+    return rule
+
+
 def _flip(lw, n):
     """flip(x, dims): along each dim an index_select of size - 1 - iota
     (PyTorch's decomposition goes through prims.rev)."""
@@ -1626,6 +1661,8 @@ _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
 _register(_flip, "flip")
+_register(_edge_pad("reflection"), "reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
+_register(_edge_pad("replication"), "replication_pad1d", "replication_pad2d", "replication_pad3d")
 for _kind in ("expm1", "log1p", "log2", "trunc", "frac"):
     _register(_elementary(_kind), _kind)
 _register(_vector_norm, "linalg_vector_norm")
