@@ -792,15 +792,18 @@ for k, (got, want) in enumerate(zip(fast_decomposed(dx), decomposed(dx))):
 print("aten log-sigmoid, lerp, smooth L1/Huber, var_mean/std_mean, select_scatter, addmv, hardshrink, xor: equal eager's")
 
 # Reflection and replication padding (F.pad modes, Conv2d's padding_mode):
-# index_select of reflected or clamped source indices; gradients too.
+# index_select of reflected or clamped source indices; pixel (un)shuffle;
+# gradients too.
 class EdgePads(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3, padding=2, padding_mode="reflect")
 
     def forward(self, x):
+        shuffled = F.pixel_unshuffle(F.pixel_shuffle(torch.cat([x, x], 1)[:, :4], 2), 2)  # and back
         return (self.conv(x).sum() + F.pad(x, (2, 1, 3, 0), mode="reflect").square().mean()
-                + F.pad(x, (1, 3, 0, 2), mode="replicate").mean() + F.pad(x[:, 0], (3, 2), mode="reflect").sum())
+                + F.pad(x, (1, 3, 0, 2), mode="replicate").mean() + F.pad(x[:, 0], (3, 2), mode="reflect").sum()
+                + (shuffled * shuffled.flip(1)).sum())
 
 
 edge_pads, px = EdgePads(), torch.randn(2, 3, 5, 6)

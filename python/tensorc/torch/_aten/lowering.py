@@ -1261,6 +1261,31 @@ def _edge_pad(kind):
     return rule
 
 
+def _pixel_shuffle(kind):
+    """pixel_shuffle (N, C r^2, H, W) -> (N, C, H r, W r) and its inverse
+    pixel_unshuffle: a reshape, a permute, a reshape (leading batch dims
+    kept)."""
+    def rule(lw, n):
+        a = bind(n)
+        x = value(a["self"])
+        r = int(a["upscale_factor" if kind == "shuffle" else "downscale_factor"])
+        sizes = [int(d) for d in x.shape]
+        lead, (c, h, w) = sizes[:-3], sizes[-3:]
+        b = len(lead)
+        ref = lw.ref(a["self"])
+        g, name = lw.g, n.name
+        if kind == "shuffle":
+            parts = lead + [c // (r * r), r, r, h, w]
+            order = list(range(b)) + [b, b + 3, b + 1, b + 4, b + 2]
+        else:
+            parts = lead + [c, h // r, r, w // r, r]
+            order = list(range(b)) + [b, b + 2, b + 4, b + 1, b + 3]
+        ref = g.add("reshape", [ref], {"shape": parts}, name + "_split")
+        ref = g.add("permute", [ref], {"dims": order}, name + "_moved")
+        return lw.reshape(n, ref, lw.out(n).shape)
+    return rule
+
+
 def _flip(lw, n):
     """flip(x, dims): along each dim an index_select of size - 1 - iota
     (PyTorch's decomposition goes through prims.rev)."""
@@ -1661,6 +1686,8 @@ _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
 _register(_flip, "flip")
+_register(_pixel_shuffle("shuffle"), "pixel_shuffle")
+_register(_pixel_shuffle("unshuffle"), "pixel_unshuffle")
 _register(_edge_pad("reflection"), "reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
 _register(_edge_pad("replication"), "replication_pad1d", "replication_pad2d", "replication_pad3d")
 for _kind in ("expm1", "log1p", "log2", "trunc", "frac"):
