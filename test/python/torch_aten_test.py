@@ -811,6 +811,25 @@ fast_edge_pads = compile(edge_pads, (px,), strict=True)
 check_training(edge_pads, fast_edge_pads, (px,), "edge pads")
 print("aten reflection and replication padding: outputs and gradients equal eager's")
 
+# 1-D convolutions (ConvBERT's separable convolution: depthwise, then
+# pointwise; strided and dilated) as conv2d over a height of 1; 1-D pools.
+class Conv1d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.depthwise = nn.Conv1d(8, 8, 9, padding=4, groups=8, bias=False)
+        self.pointwise = nn.Conv1d(8, 16, 1)
+        self.strided = nn.Conv1d(16, 4, 3, stride=2, dilation=2, padding=1)
+
+    def forward(self, x):
+        y = self.strided(self.pointwise(self.depthwise(x)))
+        return y.square().mean() + F.max_pool1d(x, 3, 2).sum() + F.adaptive_avg_pool1d(x, 1).mean()
+
+
+conv1d, cx = Conv1d(), torch.randn(2, 8, 20)
+fast_conv1d = compile(conv1d, (cx,), strict=True)
+check_training(conv1d, fast_conv1d, (cx,), "conv1d")
+print("aten 1-D convolutions and pools: outputs and gradients equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

@@ -755,20 +755,32 @@ def _convolution(lw, n):
     x, w = value(a["input"]), value(a["weight"])
     if a.get("transposed"):
         raise Unsupported("transposed convolution")
-    if x.dim() != 4:
+    if x.dim() not in (3, 4):
         raise Unsupported(f"{x.dim() - 2}-D convolution")
     if any(int(p) for p in (a.get("output_padding") or [])):
         raise Unsupported("output_padding")
     out = lw.out(n)
     if not out.dtype.is_floating_point:
         raise Unsupported("integer convolution")
-    attrs = {"stride": [int(s) for s in a["stride"]], "padding": [int(p) for p in a["padding"]],
-             "dilation": [int(d) for d in a["dilation"]], "groups": int(a["groups"])}
-    args = [lw.operand(a["input"], out.dtype), lw.operand(a["weight"], out.dtype)]
+    one_d = x.dim() == 3  # conv1d as conv2d over a height of 1: (N, C, 1, L), weight (O, C/g, 1, K)
+
+    def spatial(v, fill):
+        v = [int(e) for e in v]
+        return [fill] + v[-1:] if one_d else v
+    attrs = {"stride": spatial(a["stride"], 1), "padding": spatial(a["padding"], 0),
+             "dilation": spatial(a["dilation"], 1), "groups": int(a["groups"])}
+    xr, wr = lw.operand(a["input"], out.dtype), lw.operand(a["weight"], out.dtype)
+    if one_d:
+        xs, ws = [int(d) for d in x.shape], [int(d) for d in w.shape]
+        xr = lw.g.add("reshape", [xr], {"shape": xs[:2] + [1, xs[2]]}, n.name + "_x2d")
+        wr = lw.g.add("reshape", [wr], {"shape": ws[:2] + [1, ws[2]]}, n.name + "_w2d")
+    args = [xr, wr]
     if a.get("bias") is not None:
         args.append(lw.operand(a["bias"], out.dtype))
-    del w
-    return lw.add(n, "conv2d", args, attrs)
+    if not one_d:
+        return lw.add(n, "conv2d", args, attrs)
+    y = lw.g.add("conv2d", args, attrs, n.name + "_2d")
+    return lw.reshape(n, y, out.shape)
 
 
 def _pair(v):
