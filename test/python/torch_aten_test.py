@@ -812,7 +812,8 @@ check_training(edge_pads, fast_edge_pads, (px,), "edge pads")
 print("aten reflection and replication padding: outputs and gradients equal eager's")
 
 # 1-D convolutions (ConvBERT's separable convolution: depthwise, then
-# pointwise; strided and dilated) as conv2d over a height of 1; 1-D pools.
+# pointwise; strided and dilated) as conv2d over a height of 1; 1-D pools;
+# im2col (nn.Unfold) as strided slices of the padded input.
 class Conv1d(nn.Module):
     def __init__(self):
         super().__init__()
@@ -822,13 +823,16 @@ class Conv1d(nn.Module):
 
     def forward(self, x):
         y = self.strided(self.pointwise(self.depthwise(x)))
-        return y.square().mean() + F.max_pool1d(x, 3, 2).sum() + F.adaptive_avg_pool1d(x, 1).mean()
+        span = F.unfold(x.unsqueeze(-1), (9, 1), padding=(4, 0))  # ConvBERT's span: im2col
+        tiles = F.unfold(x.view(2, 2, 4, 20), (3, 2), dilation=(2, 1), padding=(1, 1), stride=(2, 3))
+        return (y.square().mean() + F.max_pool1d(x, 3, 2).sum() + F.adaptive_avg_pool1d(x, 1).mean()
+                + (span * span.flip(1)).mean() + tiles.square().sum())
 
 
 conv1d, cx = Conv1d(), torch.randn(2, 8, 20)
 fast_conv1d = compile(conv1d, (cx,), strict=True)
 check_training(conv1d, fast_conv1d, (cx,), "conv1d")
-print("aten 1-D convolutions and pools: outputs and gradients equal eager's")
+print("aten 1-D convolutions, pools and im2col: outputs and gradients equal eager's")
 
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision

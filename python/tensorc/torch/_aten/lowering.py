@@ -1298,6 +1298,35 @@ def _pixel_shuffle(kind):
     return rule
 
 
+def _im2col(lw, n):
+    """im2col (nn.Unfold: ConvBERT's span convolution): (N, C, H, W) ->
+    (N, C kh kw, Ho Wo), each kernel tap a strided slice of the zero-padded
+    input, the taps concatenated after the channels."""
+    a = bind(n)
+    x = value(a["self"])
+    if x.dim() != 4:
+        raise Unsupported("im2col of a batch without its batch dim")
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (_pair(a[k]) for k in ("kernel_size", "dilation", "padding", "stride"))
+    nb, c, h, w = (int(d) for d in x.shape)
+    ho, wo = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if ho < 1 or wo < 1:
+        raise Unsupported("im2col with no output position")
+    g, name = lw.g, n.name
+    ref = lw.ref(a["self"])
+    if ph or pw:
+        ref = g.add("pad", [ref], {"pads": [pw, pw, ph, ph]}, name + "_padded")
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * dh, j * dw
+            tap = g.add("slice", [ref], {"axes": [2, 3], "starts": [y0, x0],
+                                         "ends": [y0 + (ho - 1) * sh + 1, x0 + (wo - 1) * sw + 1],
+                                         "steps": [sh, sw]}, name + f"_tap{i}_{j}")
+            taps.append(g.add("reshape", [tap], {"shape": [nb, c, 1, ho * wo]}, name + f"_row{i}_{j}"))
+    cols = taps[0] if len(taps) == 1 else g.add("concat", taps, {"axis": 2}, name + "_taps")
+    return lw.reshape(n, cols, lw.out(n).shape)
+
+
 def _flip(lw, n):
     """flip(x, dims): along each dim an index_select of size - 1 - iota
     (PyTorch's decomposition goes through prims.rev)."""
@@ -1698,6 +1727,7 @@ _register(_arange, "arange")
 _register(_index_select, "index_select")
 _register(_cumsum, "cumsum")
 _register(_flip, "flip")
+_register(_im2col, "im2col")
 _register(_pixel_shuffle("shuffle"), "pixel_shuffle")
 _register(_pixel_shuffle("unshuffle"), "pixel_unshuffle")
 _register(_edge_pad("reflection"), "reflection_pad1d", "reflection_pad2d", "reflection_pad3d")
