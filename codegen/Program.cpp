@@ -31,6 +31,20 @@ using namespace cpu;
 using artifact::Step;
 using artifact::Storage;
 
+// The most loops one chain kernel runs. A chain is one kernel whose body
+// inlines every chained loop's row pass, and NVRTC's time grows faster than
+// its length: BERT-base's training backward chained the 77 loops that
+// recompute the 12 layers' residual stream, one kernel NVVM optimized for
+// 5.9 s per variant, on the load's critical path. Chains of real row
+// passes (softmax, layer norm and their backwards, cross-entropy) are 2-10
+// loops. Independent loops over the same rows (siblings: the same layer
+// op of every layer, run as one kernel) gain little past a few and group
+// by fours, so that a 12-layer model's groups are one text (compiled once;
+// BERT-base's 12 attention-probability dropout recomputes were one sibling
+// kernel of 3.0 s in NVVM).
+constexpr int kMaxChainedLoops = 16;
+constexpr int kMaxSiblingLoops = 4;
+
 // How a tensor reads a stored value: for each dim k of the storage,
 // index_k = offset + scale * viewIndex[dim] (dim < 0: just offset). Views
 // (transpose, broadcast_to, slice, split) compose without copies.
@@ -2044,8 +2058,9 @@ private:
   // across kernel boundaries.
   void chainLoop(const Step &st, bool rowParallel, const std::set<int> &reads,
                  const std::set<int> &scattered, int out) {
-    bool joins = rowParallel && chain_.open && chain_.extent == st.extent &&
+    bool joins = rowParallel && chain_.open && chain_.extent == st.extent && chain_.loops < kMaxChainedLoops &&
                  !art_.steps.empty() && art_.steps.back().kind == Step::Kind::Loop;
+    bool readsChain = false;
     for (int v : reads) {
       // Through an alias (a reshape), rows match only if dim 0 is kept.
       int b = artifact::storageValue(art_, v);
@@ -2053,7 +2068,10 @@ private:
                       art_.values[v].shape[0] == art_.values[b].shape[0];
       if (chain_.written.count(b) && (scattered.count(v) || !sameRows))
         joins = false;
+      readsChain = readsChain || chain_.written.count(b) > 0;
     }
+    if (chain_.siblings && !readsChain && chain_.loops >= kMaxSiblingLoops)
+      joins = false;
     if (joins) {
       art_.steps.back().chainNext = true;
     } else {
@@ -2061,6 +2079,8 @@ private:
       chain_.open = rowParallel;
       chain_.extent = st.extent;
     }
+    chain_.siblings = chain_.siblings && !readsChain;
+    ++chain_.loops;
     chain_.written.insert(out);
   }
 
@@ -2070,6 +2090,8 @@ private:
     bool open = false;
     Dim extent;
     std::set<int> written;
+    int loops = 0;         // loops chained so far
+    bool siblings = true;  // none reads what another wrote
   } chain_;
 
   Value emitScalar(NestContext &n, Operation *op, const TensorSpec &s,

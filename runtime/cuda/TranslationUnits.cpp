@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <map>
 
 namespace tensorc::cuda {
 
 namespace {
 
 // NVRTC takes about a second for a fused attention kernel (its macros
-// instantiate a whole tiled kernel) and ~0.08 s for a loop-nest variant.
+// instantiate a whole tiled kernel) and ~0.08 s for a loop-nest variant; a
+// chain kernel about as much as its nests' kernels would (BERT-base's
+// backward, NVVM's time per kernel: 0.03-0.06 s a loop variant, 0.69 s a
+// 16-nest chain variant), so a chain variant counts one per nest.
 constexpr int64_t kAttentionCost = 12;
 constexpr int64_t kCostPerPart = 48;
 
@@ -70,16 +75,56 @@ struct Statement {
   int64_t cost;
 };
 
+// The nests of each chain kernel, from the comment codegen/cuda writes
+// before its definitions ("// NAME: one row per block through N nests",
+// "// NAME: N sibling elementwise nests").
+std::map<std::string, int64_t> chainNests(const std::string &s, const std::vector<Line> &lines) {
+  std::map<std::string, int64_t> out;
+  for (const Line &l : lines) {
+    if (!startsWith(s, l, "// tc_"))
+      continue;
+    std::string t = textOf(s, l);
+    size_t colon = t.find(": ");
+    if (colon == std::string::npos)
+      continue;
+    std::string name = t.substr(3, colon - 3), rest = t.substr(colon + 2);
+    static const std::string through = "one row per block through ";
+    const char *digits = rest.compare(0, through.size(), through) == 0 ? rest.c_str() + through.size()
+                         : rest.find(" sibling elementwise nests") != std::string::npos ? rest.c_str()
+                                                                                        : nullptr;
+    if (!digits)
+      continue;
+    long long n = std::strtoll(digits, nullptr, 10);
+    if (n > 0)
+      out[name] = std::max<int64_t>(out[name], n);
+  }
+  return out;
+}
+
+// A kernel line's cost: its chain's nests for a chain variant
+// (NAME_b<threads>..., NAME a chain of chainNests), else 1.
+int64_t kernelCost(const std::string &line, const std::map<std::string, int64_t> &nests) {
+  if (nests.empty())
+    return 1;
+  std::string name = kernelDefinedBy(line);
+  size_t variant = name.rfind("_b");
+  if (variant == std::string::npos)
+    return 1;
+  auto it = nests.find(name.substr(0, variant));
+  return it == nests.end() ? 1 : it->second;
+}
+
 std::vector<Statement> statementsOf(const std::string &s, const std::vector<Line> &lines) {
   std::vector<Statement> out;
+  const std::map<std::string, int64_t> nests = chainNests(s, lines);
   for (size_t i = 0; i < lines.size(); ++i) {
     if (isKernelLine(s, lines[i])) {
-      out.push_back({i, i, 1});
+      out.push_back({i, i, kernelCost(textOf(s, lines[i]), nests)});
     } else if (isMacroCall(s, lines[i])) {
       out.push_back({i, i, startsWith(s, lines[i], "TC_ATTENTION") ? kAttentionCost : 1});
     } else if (i + 2 < lines.size() && textOf(s, lines[i]) == "#if __CUDA_ARCH__ >= 900" &&
                isKernelLine(s, lines[i + 1]) && textOf(s, lines[i + 2]) == "#endif") {
-      out.push_back({i, i + 2, 1});
+      out.push_back({i, i + 2, kernelCost(textOf(s, lines[i + 1]), nests)});
       i += 2;
     }
   }

@@ -24,7 +24,9 @@ namespace tensorc::cuda {
 
 // How many parts `source` is worth splitting into with `threads` compiler
 // threads: about one per 48 kernel instantiations (fewer parts repeat the
-// shared text less), at most `threads`, at least 1.
+// shared text less; a chain kernel's variant counts one per nest, as its
+// comment line "// NAME: ... through N nests" says), at most `threads`, at
+// least 1.
 size_t translationUnitParts(const std::string &source, unsigned threads);
 
 // `source` as `parts` translation units (one, the source itself, where it

@@ -122,6 +122,32 @@ TEST(TranslationUnits, KernelTiersSplitByTheKernelsExpected) {
   EXPECT_EQ(all.later, "");
 }
 
+// A chain kernel's variants weigh as many kernels as the chain has nests
+// (codegen/cuda's comment says how many): three 48-nest chain variants
+// are worth three parts and land in different ones.
+TEST(TranslationUnits, ChainVariantsCountTheirNests) {
+  std::string s = "template <int B> __device__ __forceinline__ void chain_body(float *o) { o[threadIdx.x] = B; }\n"
+                  "// tc_f_k7_chain: one row per block through 48 nests (or with 2 operand rows, 4096 bytes, in "
+                  "shared memory)\n";
+  for (const char *v : {"b64_r1", "b256_r1", "b64_r1c"})
+    s += std::string("extern \"C\" __global__ void __launch_bounds__(64) tc_f_k7_chain_") + v +
+         "(float *o) { chain_body<64>(o); }\n";
+  EXPECT_EQ(cuda::translationUnitParts(s, 16), 3u);
+  std::vector<std::string> parts = cuda::splitTranslationUnit(s, 3);
+  ASSERT_EQ(parts.size(), 3u);
+  for (const std::string &p : parts)
+    EXPECT_EQ(count(p, "extern \"C\""), 1u) << p;
+  // Sibling chains say "N sibling elementwise nests"; an unknown chain, or
+  // none, counts 1 a variant.
+  std::string siblings = "// tc_g_k2_chain: 40 sibling elementwise nests\n";
+  for (const char *v : {"b64_r1", "b256_r1"})
+    siblings += std::string("extern \"C\" __global__ void __launch_bounds__(64) tc_g_k2_chain_") + v +
+                "(float *o) { chain_body<64>(o); }\n";
+  EXPECT_EQ(cuda::translationUnitParts(siblings, 16), 1u); // 80 / 48
+  EXPECT_EQ(cuda::translationUnitParts(siblings + siblings + siblings, 16), 5u); // 240 / 48
+  EXPECT_EQ(cuda::translationUnitParts(s.substr(s.find("extern")), 16), 1u); // no comment: 3 kernels
+}
+
 TEST(TranslationUnits, FewKernelsOrOnePartIsTheSourceItself) {
   std::string source = generated(10);
   EXPECT_EQ(cuda::splitTranslationUnit(source, 1), std::vector<std::string>{source});
