@@ -834,6 +834,28 @@ fast_conv1d = compile(conv1d, (cx,), strict=True)
 check_training(conv1d, fast_conv1d, (cx,), "conv1d")
 print("aten 1-D convolutions, pools and im2col: outputs and gradients equal eager's")
 
+# Batch norm in training mode without running statistics (timm's NF-Nets
+# standardize their convolution weights this way; nothing to update): the
+# input's own mean and biased variance over every dim but the channels.
+class StandardizedConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(8, 4, 3, 3))
+        self.gain = nn.Parameter(torch.rand(8) + 0.5)
+        self.shift = nn.Parameter(torch.randn(4, 1, 1))
+
+    def forward(self, x):
+        w = F.batch_norm(self.weight.reshape(1, 8, -1), None, None, weight=self.gain, training=True, momentum=0.,
+                         eps=1e-5).reshape_as(self.weight)
+        z = F.batch_norm((x + self.shift).relu(), None, None, training=True, eps=1e-3)  # no weight, 4-D
+        return F.conv2d(x, w, padding=1).relu().square().mean() + z[:, :, :2].square().mean()
+
+
+standardized, sx = StandardizedConv(), torch.randn(2, 4, 6, 6)
+fast_standardized = compile(standardized, (sx,), strict=True)
+check_training(standardized, fast_standardized, (sx,), "standardized conv")
+print("aten batch norm without running statistics: outputs and gradients equal eager's")
+
 if "torchvision" in sys.argv:
     # The model suite's CPU subset (bench/models/cpu_subset.py): torchvision
     # classifiers against an f64 reference.

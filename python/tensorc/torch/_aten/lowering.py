@@ -718,9 +718,11 @@ def _batch_norm(lw, n):
     if name == "_native_batch_norm_legit_no_training":
         training = False
     mean, var = a.get("running_mean"), a.get("running_var")
-    if mean is None or var is None:
-        raise Unsupported("batch norm without running statistics")
     w, b = a.get("weight"), a.get("bias")
+    if mean is None and var is None and training:
+        return _batch_statistics_norm(lw, n, x, w, b, float(a["eps"]))
+    if mean is None or var is None:
+        raise Unsupported("batch norm with one running statistic")
     if w is None and b is not None:
         raise Unsupported("batch norm with a bias but no weight")
     if name in ("native_batch_norm", "_native_batch_norm_legit") and training:
@@ -748,6 +750,39 @@ def _batch_norm(lw, n):
     if name == "_native_batch_norm_legit_functional":
         results += [lw.cast(f"{ref}:1", compute, value(mean).dtype), lw.cast(f"{ref}:2", compute, value(var).dtype)]
     return results
+
+
+def _batch_statistics_norm(lw, n, x, w, b, eps):
+    """Training-mode batch norm without running statistics (nothing to
+    update): x normalized by its own mean and biased variance over every
+    dim but the channels (1), scaled and shifted per channel; in f32 at
+    least, as PyTorch's kernels accumulate. timm's NF-Nets standardize
+    their convolution weights this way (ScaledStdConv2d)."""
+    xv = value(x)
+    rank = xv.dim()
+    if rank < 2:
+        raise Unsupported("batch norm of fewer than 2 dims")
+    if w is None and b is not None:
+        raise Unsupported("batch norm with a bias but no weight")
+    compute = torch.promote_types(xv.dtype, torch.float32)
+    for t in (w, b):
+        if t is not None:
+            compute = torch.promote_types(compute, value(t).dtype)
+    axes = [0] + list(range(2, rank))
+    g, name = lw.g, n.name
+    xs = lw.operand(x, compute)
+    mean = g.add("mean", [xs], {"axes": axes, "keepdim": True}, name + "_mean")
+    var = g.add("var", [xs], {"axes": axes, "keepdim": True, "correction": 0}, name + "_var")
+    inv = g.add("rsqrt", [g.add("add", [var, literal(eps, compute)], None, name + "_var_eps")], None, name + "_inv")
+    y = g.add("mul", [g.add("sub", [xs, mean], None, name + "_centered"), inv], None, name + "_normed")
+    per_channel = [1, int(xv.shape[1])] + [1] * (rank - 2)
+    if w is not None:
+        y = g.add("mul", [y, g.add("reshape", [lw.operand(w, compute)], {"shape": per_channel}, name + "_w")],
+                  None, name + "_scaled")
+    if b is not None:
+        y = g.add("add", [y, g.add("reshape", [lw.operand(b, compute)], {"shape": per_channel}, name + "_b")],
+                  None, name + "_shifted")
+    return [lw.cast(y, compute, xv.dtype, name), None, None]
 
 
 def _convolution(lw, n):
