@@ -2,6 +2,7 @@
 
 #include "codegen/cuda/PointPrinter.h"
 #include "codegen/cuda/kernels/KernelSources.h"
+#include "runtime/artifact/CudaSource.h"
 
 namespace tensorc::codegen::cuda {
 
@@ -85,6 +86,7 @@ std::string CudaSourceBuilder::source() const {
     text += attentionKernelSource();
   if (f32)
     text += attentionF32KernelSource();
+  text += std::string(artifact::kGeneratedKernelsMarker) + "\n";
   text += kernels_;
   for (const auto &[name, config] : attention_)
     for (const std::string &kernel : config.kernels)

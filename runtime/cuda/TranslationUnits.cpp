@@ -1,10 +1,13 @@
 #include "runtime/cuda/TranslationUnits.h"
 
+#include "runtime/artifact/CudaSource.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <unordered_map>
 
 namespace tensorc::cuda {
 
@@ -131,6 +134,140 @@ std::vector<Statement> statementsOf(const std::string &s, const std::vector<Line
   return out;
 }
 
+// A __device__ function of the generated kernels (the text after the
+// marker line codegen/cuda writes before them): its lines and its name.
+struct Definition {
+  size_t firstLine, lastLine; // inclusive
+  std::string name;
+};
+
+bool isIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The function definitions after kGeneratedKernelsMarker: a "__device__"
+// line (after a "template <...>" line or not) that is the whole function
+// or opens one closed by a "}" line. Empty where the marker is missing or
+// a definition's braces do not balance (nothing is pruned then).
+std::vector<Definition> definitionsOf(const std::string &s, const std::vector<Line> &lines) {
+  size_t start = 0;
+  while (start < lines.size() && textOf(s, lines[start]) != artifact::kGeneratedKernelsMarker)
+    ++start;
+  std::vector<Definition> out;
+  for (size_t i = start + 1; i < lines.size(); ++i) {
+    size_t decl = i;
+    if (startsWith(s, lines[i], "template <") && i + 1 < lines.size())
+      decl = i + 1;
+    if (!startsWith(s, lines[decl], "__device__ "))
+      continue;
+    std::string head = textOf(s, lines[decl]);
+    size_t paren = head.find('(');
+    size_t end = paren == std::string::npos ? 0 : paren;
+    while (end > 0 && head[end - 1] == ' ')
+      --end;
+    size_t begin = end;
+    while (begin > 0 && isIdentifierChar(head[begin - 1]))
+      --begin;
+    if (begin == end)
+      return {};
+    size_t last = decl;
+    if (!head.empty() && head.back() == '{')
+      while (last < lines.size() && textOf(s, lines[last]) != "}")
+        ++last;
+    if (last == lines.size())
+      return {};
+    int64_t depth = 0;
+    for (size_t l = decl; l <= last; ++l)
+      for (size_t c = lines[l].begin; c < lines[l].end; ++c)
+        depth += s[c] == '{' ? 1 : s[c] == '}' ? -1 : 0;
+    if (depth != 0)
+      return {};
+    out.push_back({i, last, head.substr(begin, end - begin)});
+    i = last;
+  }
+  return out;
+}
+
+// For each line, the definitions whose names it mentions.
+std::vector<std::vector<size_t>> mentionsOf(const std::string &s, const std::vector<Line> &lines,
+                                            const std::vector<Definition> &definitions) {
+  std::unordered_map<std::string, std::vector<size_t>> byName;
+  for (size_t d = 0; d < definitions.size(); ++d)
+    byName[definitions[d].name].push_back(d);
+  std::vector<std::vector<size_t>> out(lines.size());
+  for (size_t l = 0; l < lines.size(); ++l) {
+    const Line &line = lines[l];
+    for (size_t c = line.begin; c < line.end;) {
+      if (!isIdentifierChar(s[c]) || (c > line.begin && isIdentifierChar(s[c - 1]))) {
+        ++c;
+        continue;
+      }
+      size_t e = c;
+      while (e < line.end && isIdentifierChar(s[e]))
+        ++e;
+      if (s[c] == 't' && e - c > 3) { // generated names start "tc_"
+        auto it = byName.find(s.substr(c, e - c));
+        if (it != byName.end())
+          out[l].insert(out[l].end(), it->second.begin(), it->second.end());
+      }
+      c = e;
+    }
+  }
+  return out;
+}
+
+// Which lines of `lines` a part with the statements `mine` (per statement:
+// in this part or not) keeps: shared text, its statements, and the
+// generated functions they use (transitively); another part's statement or
+// a function no statement of this part uses is left out.
+std::vector<bool> linesOfPart(const std::vector<Line> &lines, const std::vector<Statement> &statements,
+                              const std::vector<bool> &mine, const std::vector<Definition> &definitions,
+                              const std::vector<std::vector<size_t>> &mentions) {
+  std::vector<bool> keep(lines.size(), true);
+  for (size_t k = 0; k < statements.size(); ++k)
+    if (!mine[k])
+      for (size_t l = statements[k].firstLine; l <= statements[k].lastLine; ++l)
+        keep[l] = false;
+  if (definitions.empty())
+    return keep;
+  std::vector<bool> used(definitions.size(), false);
+  std::vector<size_t> work;
+  auto use = [&](size_t line) {
+    for (size_t d : mentions[line])
+      if (!used[d]) {
+        used[d] = true;
+        work.push_back(d);
+      }
+  };
+  for (size_t k = 0; k < statements.size(); ++k)
+    if (mine[k])
+      for (size_t l = statements[k].firstLine; l <= statements[k].lastLine; ++l)
+        use(l);
+  while (!work.empty()) {
+    size_t d = work.back();
+    work.pop_back();
+    for (size_t l = definitions[d].firstLine; l <= definitions[d].lastLine; ++l)
+      use(l);
+  }
+  for (size_t d = 0; d < definitions.size(); ++d)
+    if (!used[d])
+      for (size_t l = definitions[d].firstLine; l <= definitions[d].lastLine; ++l)
+        keep[l] = false;
+  return keep;
+}
+
+// The source with only the lines `keep` says, the others empty (line
+// numbers stay the source's, for NVRTC's messages).
+std::string withLines(const std::string &s, const std::vector<Line> &lines, const std::vector<bool> &keep) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t l = 0; l < lines.size(); ++l) {
+    if (keep[l])
+      out.append(s, lines[l].begin, lines[l].end - lines[l].begin);
+    else if (s[lines[l].end - 1] == '\n')
+      out.push_back('\n');
+  }
+  return out;
+}
+
 } // namespace
 
 std::string kernelDefinedBy(const std::string &line) {
@@ -196,12 +333,13 @@ size_t translationUnitParts(const std::string &source, unsigned threads) {
 }
 
 std::vector<std::string> splitTranslationUnit(const std::string &source, size_t parts) {
-  if (parts <= 1)
-    return {source};
   std::vector<Line> lines = linesOf(source);
   std::vector<Statement> statements = statementsOf(source, lines);
-  if (statements.size() < 2)
-    return {source};
+  const std::vector<Definition> definitions = definitionsOf(source, lines);
+  const std::vector<std::vector<size_t>> mentions = mentionsOf(source, lines, definitions);
+  if (parts <= 1 || statements.size() < 2) // one part: without what no statement uses
+    return {withLines(source, lines, linesOfPart(lines, statements, std::vector<bool>(statements.size(), true),
+                                                 definitions, mentions))};
   parts = std::min(parts, statements.size());
   // Each statement to the part with the least cost so far, costliest first
   // (longest-processing-time scheduling).
@@ -211,26 +349,21 @@ std::vector<std::string> splitTranslationUnit(const std::string &source, size_t 
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return statements[a].cost > statements[b].cost; });
   std::vector<int64_t> load(parts, 0);
-  std::vector<size_t> partOfLine(lines.size(), SIZE_MAX); // SIZE_MAX: shared text
+  std::vector<size_t> partOf(statements.size());
   for (size_t k : order) {
     size_t p = size_t(std::min_element(load.begin(), load.end()) - load.begin());
     load[p] += statements[k].cost;
-    for (size_t l = statements[k].firstLine; l <= statements[k].lastLine; ++l)
-      partOfLine[l] = p;
+    partOf[k] = p;
   }
-  // Every part keeps every line (an instantiation of another part as an
-  // empty line), so NVRTC's line numbers in errors are the source's.
+  // Every part keeps every line's place (another part's statement, or a
+  // function none of its statements uses, as an empty line), so NVRTC's
+  // line numbers in errors are the source's.
   std::vector<std::string> out(parts);
-  for (std::string &text : out)
-    text.reserve(source.size());
-  for (size_t l = 0; l < lines.size(); ++l) {
-    const Line &line = lines[l];
-    for (size_t p = 0; p < parts; ++p) {
-      if (partOfLine[l] == SIZE_MAX || partOfLine[l] == p)
-        out[p].append(source, line.begin, line.end - line.begin);
-      else if (source[line.end - 1] == '\n')
-        out[p].push_back('\n');
-    }
+  for (size_t p = 0; p < parts; ++p) {
+    std::vector<bool> mine(statements.size());
+    for (size_t k = 0; k < statements.size(); ++k)
+      mine[k] = partOf[k] == p;
+    out[p] = withLines(source, lines, linesOfPart(lines, statements, mine, definitions, mentions));
   }
   return out;
 }

@@ -2,9 +2,10 @@
 // in parallel (issue 57). NVRTC's time on a model is almost all per kernel
 // instantiation (the LLaMA-4 backward: 1376 kernels, 113 s serially; its
 // helpers and templates alone, no kernel, 6.7 s): each part keeps the
-// shared text (headers, helpers, templates, point functions) and a share of
-// the statements that instantiate kernels, so the parts together define
-// every kernel once. Kernels are looked up by name in every part's module.
+// shared text (headers, helpers, the attention templates), a share of the
+// statements that instantiate kernels, and the generated functions those
+// use, so the parts together define every kernel once. Kernels are looked
+// up by name in every part's module.
 //
 // The statements recognized (what codegen/cuda writes; anything else is
 // shared text):
@@ -29,9 +30,13 @@ namespace tensorc::cuda {
 // least 1.
 size_t translationUnitParts(const std::string &source, unsigned threads);
 
-// `source` as `parts` translation units (one, the source itself, where it
-// has too few kernels or parts <= 1). Instantiations are dealt out by their
-// expected cost (a fused attention kernel counts as many loop kernels).
+// `source` as `parts` translation units (one where it has too few kernels
+// or parts <= 1). Instantiations are dealt out by their expected cost (a
+// fused attention kernel counts as many loop kernels). Each part keeps,
+// of the generated functions (those after artifact::kGeneratedKernelsMarker),
+// only those its own statements use, directly or through another: NVRTC
+// parses and optimizes no other part's functions (BERT-base's backward:
+// about a second per part went to its 1.4 MB of shared text).
 std::vector<std::string> splitTranslationUnit(const std::string &source, size_t parts);
 
 // The name of the kernel an `extern "C" __global__` line defines, or "".

@@ -24,6 +24,7 @@
 #include "compiler/trace/Tracer.h"
 #include "runtime/cuda/CudaProgram.h"
 #include "runtime/cuda/Nvrtc.h"
+#include "runtime/cuda/TranslationUnits.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -752,8 +753,9 @@ TEST(CudaCodegen, RepeatedLayersShareTheirKernels) {
     for (const artifact::KernelVariant &v : s.variants)
       EXPECT_NE(four.code.find(" " + s.symbol + "_" + v.name() + "("), std::string::npos) << s.symbol;
   }
-  if (cuda::Nvrtc::available())
+  if (cuda::Nvrtc::available()) {
     EXPECT_NO_THROW(cuda::Nvrtc::get().compile(four.code, "stack.cu", "sm_90", {}, 1));
+  }
 }
 
 // Per-row values, then one elementwise pass over the rows (cross-entropy's
@@ -903,7 +905,42 @@ TEST(CudaCodegen, ChainsAreBoundedAndSiblingGroupsShareOneText) {
         chains.insert(s.chainKernel);
     EXPECT_LE(longest(a), 4u);
     EXPECT_LE(chains.size(), 1u) << "groups of four dropouts are one text";
-    if (cuda::Nvrtc::available())
+    if (cuda::Nvrtc::available()) {
       EXPECT_NO_THROW(cuda::Nvrtc::get().compile(a.code, "siblings.cu", "sm_90", {}, 1));
+    }
+  }
+}
+
+// The runtime compiles an artifact's source in parts, each with only the
+// generated functions its kernels use (runtime/cuda/TranslationUnits.h):
+// real artifacts (attention, chains, row caches, matmul epilogues, an
+// AdamW training step) split into parts that each compile with NVRTC and
+// together define every kernel once, each part smaller than the whole.
+TEST(CudaCodegen, PartsOfRealArtifactsCompileWithOnlyTheirFunctions) {
+  std::vector<artifact::Artifact> arts;
+  for (const auto &[name, g] : gpu::modelGraphs(TENSORC_SOURCE_DIR))
+    arts.push_back(cudaArtifact(g, "parts_" + std::to_string(arts.size())));
+  ASSERT_GE(arts.size(), 5u);
+  for (const artifact::Artifact &a : arts) {
+    std::set<std::string> kernels;
+    for (size_t at = a.code.find("extern \"C\" __global__"); at != std::string::npos;
+         at = a.code.find("extern \"C\" __global__", at + 1))
+      kernels.insert(cuda::kernelDefinedBy(a.code.substr(at, a.code.find('\n', at) - at)));
+    kernels.erase("");
+    std::vector<std::string> parts = cuda::splitTranslationUnit(a.code, 3);
+    ASSERT_EQ(parts.size(), 3u);
+    for (const std::string &name : kernels) {
+      size_t in = 0;
+      for (const std::string &p : parts)
+        in += p.find(" " + name + "(") != std::string::npos ? 1 : 0;
+      EXPECT_EQ(in, 1u) << name;
+    }
+    for (const std::string &p : parts) {
+      size_t text = p.size() - size_t(std::count(p.begin(), p.end(), '\n'));
+      EXPECT_LT(text, a.code.size() - size_t(std::count(a.code.begin(), a.code.end(), '\n')));
+      if (cuda::Nvrtc::available()) {
+        EXPECT_NO_THROW(cuda::Nvrtc::get().compile(p, "part.cu", "sm_90", {}, 1));
+      }
+    }
   }
 }

@@ -3,6 +3,7 @@
 // the source's line numbers, every kernel is instantiated in exactly one
 // part, and the parts compile with NVRTC into cubins that together define
 // every kernel (skipped where NVRTC is absent).
+#include "runtime/artifact/CudaSource.h"
 #include "runtime/cuda/Nvrtc.h"
 #include "runtime/cuda/TranslationUnits.h"
 
@@ -146,6 +147,71 @@ TEST(TranslationUnits, ChainVariantsCountTheirNests) {
   EXPECT_EQ(cuda::translationUnitParts(siblings, 16), 1u); // 80 / 48
   EXPECT_EQ(cuda::translationUnitParts(siblings + siblings + siblings, 16), 5u); // 240 / 48
   EXPECT_EQ(cuda::translationUnitParts(s.substr(s.find("extern")), 16), 1u); // no comment: 3 kernels
+}
+
+// After codegen's marker line, each part keeps only the generated functions
+// its kernels use, directly or through another; what comes before the
+// marker is shared; a source without the marker keeps everything.
+TEST(TranslationUnits, PartsKeepOnlyTheGeneratedFunctionsTheirKernelsUse) {
+  std::string s = std::string("#include <cuda_fp16.h>\n"
+                              "__device__ __forceinline__ float tc_shared(float x) { return x; }\n") +
+                  artifact::kGeneratedKernelsMarker +
+                  "\n"
+                  "// tc_m_k1: a kernel's point\n"
+                  "__device__ __forceinline__ float tc_m_k1_point(long long i, const float *a) {\n"
+                  "  return tc_shared(a[i]) * 2.0f;\n"
+                  "}\n"
+                  "template <int B>\n"
+                  "__device__ __forceinline__ void tc_m_k1_body(float *o, const float *a) {\n"
+                  "  const long long i = blockIdx.x * (long long)B + threadIdx.x;\n"
+                  "  if (i < 256) { o[i] = tc_m_k1_point(i, a); }\n"
+                  "}\n"
+                  "__device__ __forceinline__ float tc_m_k2_point(long long i, const float *a) { return a[i] + 1.0f; }\n"
+                  "template <int B>\n"
+                  "__device__ __forceinline__ void tc_m_k2_row(float *o, const float *a) {\n"
+                  "  o[threadIdx.x] = tc_m_k2_point(threadIdx.x, a);\n"
+                  "}\n"
+                  "template <int B>\n"
+                  "__device__ __forceinline__ void tc_m_k3_chain_body(float *o, const float *a) {\n"
+                  "  tc_m_k2_row<B>(o, a);\n"
+                  "}\n"
+                  "__device__ __forceinline__ float tc_m_unused(float x) { return x; }\n"
+                  "extern \"C\" __global__ void __launch_bounds__(128) tc_m_k1_b128(float *o, const float *a) { "
+                  "tc_m_k1_body<128>(o, a); }\n"
+                  "extern \"C\" __global__ void __launch_bounds__(64) tc_m_k3_chain_b64_r1(float *o, const float *a) { "
+                  "tc_m_k3_chain_body<64>(o, a); }\n";
+  std::vector<std::string> parts = cuda::splitTranslationUnit(s, 2);
+  ASSERT_EQ(parts.size(), 2u);
+  size_t lines = size_t(std::count(s.begin(), s.end(), '\n'));
+  const std::string &first = count(parts[0], " tc_m_k1_b128(") ? parts[0] : parts[1];
+  const std::string &second = &first == &parts[0] ? parts[1] : parts[0];
+  for (const std::string *p : {&first, &second}) {
+    EXPECT_EQ(size_t(std::count(p->begin(), p->end(), '\n')), lines) << "line numbers kept";
+    EXPECT_EQ(count(*p, "float tc_shared("), 1u) << "before the marker: shared";
+    EXPECT_EQ(count(*p, "tc_m_unused"), 0u) << "used by no kernel";
+  }
+  EXPECT_EQ(count(first, "float tc_m_k1_point("), 1u);
+  EXPECT_EQ(count(first, "void tc_m_k1_body("), 1u);
+  EXPECT_EQ(count(first, "tc_m_k2_"), 0u);
+  EXPECT_EQ(count(first, "tc_m_k3_"), 0u);
+  EXPECT_EQ(count(second, "float tc_m_k2_point("), 1u) << "through the chain body and the row";
+  EXPECT_EQ(count(second, "void tc_m_k2_row("), 1u);
+  EXPECT_EQ(count(second, "void tc_m_k3_chain_body("), 1u);
+  EXPECT_EQ(count(second, "tc_m_k1_"), 0u);
+  // One part: the source without the unused function.
+  std::vector<std::string> one = cuda::splitTranslationUnit(s, 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(count(one[0], "tc_m_unused"), 0u);
+  EXPECT_EQ(count(one[0], "tc_m_k2_point("), 2u);
+  // Without the marker, nothing is pruned.
+  std::string unmarked = s;
+  unmarked.erase(unmarked.find(artifact::kGeneratedKernelsMarker), std::string(artifact::kGeneratedKernelsMarker).size());
+  for (const std::string &p : cuda::splitTranslationUnit(unmarked, 2))
+    EXPECT_EQ(count(p, "tc_m_unused"), 1u);
+  if (cuda::Nvrtc::available()) {
+    for (const std::string &p : parts)
+      EXPECT_NO_THROW(cuda::Nvrtc::get().compile(p, "part.cu", "sm_90", {}, 1)) << p;
+  }
 }
 
 TEST(TranslationUnits, FewKernelsOrOnePartIsTheSourceItself) {
