@@ -623,7 +623,10 @@ class DropMlp(nn.Module):
         self.fc1, self.drop, self.fc2 = nn.Linear(12, 32), nn.Dropout(0.3), nn.Linear(32, 5)
 
     def forward(self, x):
-        return self.fc2(self.drop(F.relu(self.fc1(self.drop(x)))))
+        h = F.relu(self.fc1(self.drop(x)))
+        keep = torch.empty([h.shape[0], 1], dtype=h.dtype).bernoulli_(0.8).div_(0.8)  # stochastic depth
+        h = torch.ops.aten.native_dropout(h * keep, 0.2, True)[0]  # what PyTorch 2's dropout traces to
+        return self.fc2(self.drop(h))
 
 
 drop_mlp, xd = DropMlp(), torch.randn(16, 12)
@@ -631,6 +634,9 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     seeded = tt.compile(drop_mlp, (xd,), frontend="aten", cache_dir=cache, tensorc_path=tensorc, fallback_random=True)
 assert any("fallback_random" in str(w.message) for w in caught), [str(w.message) for w in caught]
+# The draws go first (random_draws.py): the rest is one partition, not one
+# per gap between random ops.
+assert len(seeded.explain()["partitions"]) == 1, seeded.explain()["partitions"]
 torch.manual_seed(7)
 want_loss, want = grads_of(drop_mlp, drop_mlp, xd)
 torch.manual_seed(7)
@@ -638,6 +644,9 @@ got_loss, got = grads_of(drop_mlp, seeded, xd)
 close(got_loss, want_loss, "fallback_random loss")
 for n in want:
     close(got[n], want[n], f"fallback_random grad {n}")
+torch.manual_seed(8)
+other_loss, _ = grads_of(drop_mlp, seeded, xd)
+assert (other_loss - want_loss).abs().item() > 1e-6, "another seed, other masks"
 try:
     tt.compile(drop_mlp, (xd,), frontend="fx", fallback_random=True, cache_dir=cache, tensorc_path=tensorc)
     raise AssertionError("fallback_random with the fx frontend was accepted")

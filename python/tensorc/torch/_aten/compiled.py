@@ -18,6 +18,7 @@ from .. import _compile
 from .capture import capture
 from .graph_file import Unsupported
 from .lowering import SEED_INPUT, bind, lower_graph, packet_name, value
+from .random_draws import hoist_random_draws
 from .partition import fallback_ops, propose
 
 log = logging.getLogger("tensorc.torch")
@@ -369,7 +370,7 @@ def _keep_random_order(fused, partitions, order):
     for n in rest:
         if previous is None:
             nodes[0].prepend(n)
-        else:
+        elif previous.next is not n:
             previous.append(n)
         previous = n
     fused.graph.lint()
@@ -560,6 +561,10 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
         # Inductor's fallback_random: random ops draw from PyTorch's
         # generator as in eager, so a seeded run reproduces eager's masks
         # (accuracy checks); tensorc's own dropout streams are not PyTorch's.
+        # Their draws go first where they can (random_draws.py), so the rest
+        # stays one partition.
+        for n in hoist_random_draws(gm, _draws_random) or ():
+            refused[n] = "fallback_random=True: the tensor a random op of PyTorch's fills first"
         for n in gm.graph.nodes:
             if n.op == "call_function" and _draws_random(n):
                 refused[n] = "random: fallback_random=True leaves it to PyTorch's generator"
