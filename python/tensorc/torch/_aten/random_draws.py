@@ -26,7 +26,11 @@ def _hoistable(n):
     randn: no tensor input); None otherwise."""
     name = packet_name(n.target)
     if name == "native_dropout":
-        return "dropout" if bind(n).get("train") and _scalar_p(n) is not None else None
+        # On a non-contiguous input PyTorch's CUDA kernel maps elements to
+        # threads otherwise than on the fresh contiguous tensor: other masks.
+        x = value(n.args[0]) if n.args else None
+        contiguous = isinstance(x, torch.Tensor) and x.is_contiguous()
+        return "dropout" if bind(n).get("train") and _scalar_p(n) is not None and contiguous else None
     if name in ("bernoulli", "bernoulli_"):
         return "fill" if _scalar_p(n) is not None else None
     if name in ("rand_like", "randn_like"):
