@@ -23,6 +23,7 @@ memory (torch.cuda.max_memory_allocated).
 
     python3 suite.py --list hf,timm,torchvision --modes infer,train --json out.json --markdown out.md
     python3 suite.py --case hf:BertForMaskedLM:infer     # one case, its JSON on stdout
+    python3 suite.py --table results/a.json results/b.json   # one table of several runs (latest per case)
     SUITE_TENSORC_FRONTEND=aten python3 suite.py ...     # the backend's frontend (default: its own choice)
     SUITE_PROFILE=DIR python3 suite.py ...               # per case and backend: its kernels' device time
     SUITE_KEEP_GRAPHS=DIR python3 suite.py ...           # the graph files tensorc compiled
@@ -505,6 +506,19 @@ def markdown(results):
     return "\n".join(lines) + "\n\n" + "\n".join(summary) + "\n"
 
 
+def table_of(paths):
+    """The markdown table of several runs' results (a later file's case
+    replaces an earlier one's), in the lists' order."""
+    latest = {}
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f):
+                latest[r["case"]] = r
+    order = {f"{kind}:{name}:{mode}": i for i, (kind, name, mode) in enumerate(
+        (kind, name, mode) for kind in LISTS for name, _ in LISTS[kind] for mode in ("infer", "train"))}
+    return markdown(sorted(latest.values(), key=lambda r: order.get(r["case"], len(order))))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", default="hf,timm,torchvision")
@@ -518,7 +532,12 @@ def main():
     ap.add_argument("--jobs", type=int, default=1, help="cases at a time, one GPU each")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
+    ap.add_argument("--table", nargs="+", metavar="JSON",
+                    help="print the table of earlier runs' --json files (the latest of each case), run nothing")
     args = ap.parse_args()
+    if args.table:
+        print(table_of(args.table), end="")
+        return
     if args.case:
         print("SUITE-RESULT " + json.dumps(run_case(args.case, args.seq, args.batch_divisor)), flush=True)
         return
