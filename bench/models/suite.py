@@ -33,6 +33,7 @@ sizes are for training throughput on 80 GB; the table says the size used);
 sequence length 512 for Hugging Face models (--seq)."""
 import argparse
 import json
+import logging
 import math
 import os
 import statistics
@@ -227,6 +228,28 @@ def accurate(res, eager, ref, what, problems, low_precision):
         problems.append(f"{what}: dtype {res.dtype}, eager {eager.dtype}")
 
 
+class CompileTimes(logging.Handler):
+    """The tensorc bridge's debug lines of one case: seconds in the compiler
+    processes ("compiled ... in S s") and in loading artifacts (NVRTC and
+    module load: "loaded ... in S s"), summed, and the longest load."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.compiler_s = self.load_s = self.longest_load_s = 0.0
+
+    def emit(self, record):
+        import re
+        m = re.match(r"tensorc\.torch: (compiled|loaded) .* in ([0-9.]+) s", record.getMessage())
+        if not m:
+            return
+        seconds = float(m.group(2))
+        if m.group(1) == "compiled":
+            self.compiler_s += seconds
+        else:
+            self.load_s += seconds
+            self.longest_load_s = max(self.longest_load_s, seconds)
+
+
 def time_ms(fn, warmup=3, iters=10):
     import torch
     for _ in range(warmup):
@@ -359,8 +382,11 @@ def run_case(spec, seq, divisor):
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
         os.environ["TENSORC_CACHE_DIR"] = cache + "/kernels"
         graphs = []  # what the tensorc backend made of each Dynamo graph
+        times = CompileTimes()
         if backend == "tensorc":
             import tensorc.torch
+            logging.getLogger("tensorc").addHandler(times)
+            logging.getLogger("tensorc").setLevel(logging.DEBUG)
             if os.environ.get("SUITE_KEEP_GRAPHS"):  # the compiler's command lines and times, beside the graphs
                 import logging
                 os.makedirs(os.environ["SUITE_KEEP_GRAPHS"], exist_ok=True)
@@ -398,6 +424,12 @@ def run_case(spec, seq, divisor):
             torch.cuda.synchronize()
             result[f"{backend}_compile_s"] = time.perf_counter() - start
             if backend == "tensorc":
+                # Where the first call's time went (the timed compile only;
+                # fallback_random's second compile comes later).
+                result["tensorc_compiler_s"] = round(times.compiler_s, 2)
+                result["tensorc_load_s"] = round(times.load_s, 2)
+                result["tensorc_longest_load_s"] = round(times.longest_load_s, 2)
+                logging.getLogger("tensorc").removeHandler(times)
                 result["tensorc_warnings"] = sorted({str(w.message)[:300] for w in caught
                                                      if "tensorc" in str(w.message)})[:6]
                 programs = [g.program for g in graphs if getattr(g, "program", None) is not None]
