@@ -222,9 +222,18 @@ artifact::Artifact compileModule(mlir::ModuleOp module, const CompileOptions &op
 
 ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::AutodiffOptions &autodiff,
                                        const CompileOptions &options, const std::string &where) {
+  mlir::DefaultTimingManager off;
+  mlir::TimingScope root = off.getRootScope();
+  return compileForwardBackward(graph, autodiff, options, where, root);
+}
+
+ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::AutodiffOptions &autodiff,
+                                       const CompileOptions &options, const std::string &where,
+                                       mlir::TimingScope &timing) {
   check(options.target != Target::None && !options.train && !options.autocast && options.mesh.empty(),
         where + ": a forward and backward compile for a target, without --train, --autocast or --mesh");
   ForwardBackward out;
+  mlir::TimingScope split = timing.nest("autodiff and min-cut partition");
   try {
     Graph recognized = transforms::recognizeAttention(graph);
     autodiff::AutodiffOptions separate = autodiff;
@@ -247,9 +256,12 @@ ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::Autod
     if (i >= results || seen.insert(outputs[i].find(':') == std::string::npos ? outputs[i] + ":0" : outputs[i]).second)
       unique.push_back(outputs[i]);
   outputs = std::move(unique);
+  split.stop();
   // The two compiles side by side, each in its own MLIR context (the CPU
-  // target's LLVM code generation of a Swin-T partition: 21 s and 28 s).
-  auto compilePart = [&](const Graph &part) {
+  // target's LLVM code generation of a Swin-T partition: 21 s and 28 s),
+  // each timed under its own name (the report shows both threads').
+  auto compilePart = [&](const Graph &part, const char *name) {
+    mlir::TimingScope scope = timing.nest(name);
     Model model;
     model.path = where;
     model.context = std::make_unique<mlir::MLIRContext>();
@@ -257,22 +269,23 @@ ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::Autod
     loadTensorcDialects(*model.context);
     model.graph = part;
     try {
+      mlir::TimingScope stage = scope.nest("load and import");
       reimport(model);
     } catch (const Error &e) {
       failIn(where, e);
     }
-    return *compile(model, options).artifact;
+    return *compile(model, options, scope).artifact;
   };
   std::exception_ptr backwardFailed;
   std::thread backward([&] {
     try {
-      out.backward = compilePart(out.backwardGraph);
+      out.backward = compilePart(out.backwardGraph, "backward");
     } catch (...) {
       backwardFailed = std::current_exception();
     }
   });
   try {
-    out.forward = compilePart(out.forwardGraph);
+    out.forward = compilePart(out.forwardGraph, "forward");
   } catch (...) {
     backward.join();
     throw;

@@ -85,5 +85,10 @@ struct ForwardBackward {
 };
 ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::AutodiffOptions &autodiff,
                                        const CompileOptions &options, const std::string &where);
+// The same, timed under `timing` (tensorc compile --timing): the autodiff
+// and partition, then the forward's and the backward's stages.
+ForwardBackward compileForwardBackward(const Graph &graph, const autodiff::AutodiffOptions &autodiff,
+                                       const CompileOptions &options, const std::string &where,
+                                       mlir::TimingScope &timing);
 
 } // namespace tensorc::driver

@@ -216,7 +216,9 @@ void addCompileCommand(CLI::App &app) {
       autodiff::AutodiffOptions autodiff;
       autodiff.wrt = args->wrt;
       autodiff.of = args->of;
-      driver::ForwardBackward parts = driver::compileForwardBackward(model->graph, autodiff, options, args->file);
+      driver::ForwardBackward parts =
+          driver::compileForwardBackward(model->graph, autodiff, options, args->file, root);
+      mlir::TimingScope writing = root.nest("writing");
       writeOutputFile(args->output + ".forward.tcx", artifact::serialize(parts.forward));
       writeOutputFile(args->output + ".backward.tcx", artifact::serialize(parts.backward));
       writeOutputFile(args->output + ".backward.json", writeGraphJson(parts.backwardGraph));

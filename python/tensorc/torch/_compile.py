@@ -112,11 +112,18 @@ def _host_cpu():
 
 
 def _tool(argv):
+    # With debug logging, a compile reports where its time went (each
+    # stage, pass and part: `tensorc compile --timing`) into the log.
+    timed = argv[1:2] == ["compile"] and log.isEnabledFor(logging.DEBUG)
+    if timed:
+        argv = [*argv, "--timing"]
     start = time.perf_counter()
     r = subprocess.run(argv, capture_output=True, text=True)
     log.debug("tensorc.torch: %.2f s: %s", time.perf_counter() - start, " ".join(argv))
     if r.returncode != 0:
         raise RuntimeError(f"tensorc.torch.compile: {r.stderr.strip() or r.stdout.strip()}")
+    if timed and r.stderr.strip():
+        log.debug("tensorc.torch: where that compile's time went:\n%s", r.stderr.rstrip())
     return r.stdout
 
 
