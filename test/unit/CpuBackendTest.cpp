@@ -78,8 +78,15 @@ std::vector<HostTensor> runCompiled(rt::Session &session, const rt::Executable &
   return out;
 }
 
-void expectMatches(const HostTensor &got, const HostTensor &want, const std::string &what) {
-  std::string diff = parityMismatch(got, want);
+// How an output is compared with the interpreter's: each element within the
+// dtype's tolerance of its own magnitude, or of the tensor's largest (graphs
+// of several reductions in a row, whose sums run in another order than the
+// interpreter's: the rounding is relative to the terms summed, which an
+// element that cancels no longer shows; the autotuner's rule, Parity.h).
+enum class Scale { Element, Largest };
+
+void expectMatches(const HostTensor &got, const HostTensor &want, const std::string &what, Scale scale) {
+  std::string diff = scale == Scale::Element ? parityMismatch(got, want) : candidateMismatch(got, want);
   EXPECT_EQ(diff, "") << what;
 }
 
@@ -89,7 +96,7 @@ using AdjustInputs = std::function<void(std::map<std::string, HostTensor> &)>;
 
 void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>> &dimSets = {{}},
                 const codegen::ProgramOptions &program = {}, const AdjustInputs &adjust = {},
-                const PipelineOptions &pipeline = {}) {
+                const PipelineOptions &pipeline = {}, Scale scale = Scale::Element) {
   std::string bytes;
   try {
     bytes = compileGraph(g, program, pipeline);
@@ -109,7 +116,7 @@ void checkGraph(const Graph &g, const std::vector<std::map<std::string, int64_t>
     std::vector<HostTensor> got = runCompiled(session, *exe, inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i)
-      expectMatches(got[i], want[i], g.outputs[i]);
+      expectMatches(got[i], want[i], g.outputs[i], scale);
   }
 }
 
@@ -465,8 +472,13 @@ TEST(CpuBackend, ExampleGraphs) {
   for (const std::string &file : exampleFiles()) {
     SCOPED_TRACE(file);
     std::unique_ptr<Model> m = loadModel(file);
-    checkGraph(m->graph, {{{"B", 3}, {"T", 5}, {"N", 2}}, {{"B", 1}, {"T", 1}, {"N", 1}},
-                          {{"B", 13}, {"T", 40}, {"N", 3}}});
+    // Element-wise, transformer_block.json failed at seed 12273932562241689185:
+    // y[10633] -0.41576 vs the interpreter's -0.41555 (2.1e-4 apart), in a y
+    // whose largest element is 131 (uniform weights: its matmuls sum terms
+    // of that size).
+    checkGraph(m->graph,
+               {{{"B", 3}, {"T", 5}, {"N", 2}}, {{"B", 1}, {"T", 1}, {"N", 1}}, {{"B", 13}, {"T", 40}, {"N", 3}}},
+               {}, {}, {}, Scale::Largest);
   }
 }
 
