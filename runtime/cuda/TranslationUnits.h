@@ -24,16 +24,18 @@
 namespace tensorc::cuda {
 
 // How many parts `source` is worth splitting into with `threads` compiler
-// threads: about one per 48 kernel instantiations (fewer parts repeat the
-// shared text less; a chain kernel's variant counts one per nest, as its
-// comment line "// NAME: ... through N nests" says), at most `threads`, at
-// least 1.
+// threads: about one per 4 kernel instantiations (a part's fixed cost, the
+// shared text, is small beside its kernels'; a chain kernel's variant
+// counts one per nest, as its comment line "// NAME: ... through N nests"
+// says), at most `threads`, at least 1.
 size_t translationUnitParts(const std::string &source, unsigned threads);
 
 // `source` as `parts` translation units (one where it has too few kernels
 // or parts <= 1). Instantiations are dealt out by their expected cost (a
-// fused attention kernel counts as many loop kernels). Each part keeps,
-// of the generated functions (those after artifact::kGeneratedKernelsMarker),
+// fused attention kernel counts as many loop kernels); those that call one
+// generated function directly (a kernel's variants, one body) stay in one
+// part unless they outweigh a part's share. Each part keeps, of the
+// generated functions (those after artifact::kGeneratedKernelsMarker),
 // only those its own statements use, directly or through another: NVRTC
 // parses and optimizes no other part's functions (BERT-base's backward:
 // about a second per part went to its 1.4 MB of shared text).

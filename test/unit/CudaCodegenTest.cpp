@@ -107,9 +107,10 @@ TEST(CudaCodegen, EveryOpAndModelCompilesWithNvrtc) {
   // architecture-dependent path (bf16/f16 intrinsics, the attention
   // kernels): the models and backward graphs add instances, not new code,
   // and compiling them twice took half of CI's unit-test time. NVRTC's
-  // front end is single-threaded: the graphs are compiled in as many
-  // translation units as there are cores, concurrently (12 minutes in one
-  // on CI's two cores).
+  // front end is single-threaded: the graphs are compiled in 8 translation
+  // units per core, on every core (NVVM's time grows faster than a unit's
+  // size: one unit per core took 423 s on this 2-core machine, 8 per core
+  // 230 s; one unit, 12 minutes).
   std::vector<std::string> ops, more;
   std::set<std::string> seen;
   int n = 0;
@@ -121,7 +122,8 @@ TEST(CudaCodegen, EveryOpAndModelCompilesWithNvrtc) {
     more.push_back(withoutRepeatedAttention(cudaKernels(g, name + "_" + std::to_string(n++)), seen));
   for (const auto &[name, g] : gpu::modelGraphs(TENSORC_SOURCE_DIR))
     more.push_back(withoutRepeatedAttention(cudaKernels(g, name + "_" + std::to_string(n++)), seen));
-  const unsigned parts = std::max(2u, std::thread::hardware_concurrency());
+  const unsigned workers = std::max(2u, std::thread::hardware_concurrency());
+  const unsigned parts = 8 * workers;
   const std::string prelude = codegen::cuda::cudaPrelude();
   std::vector<std::pair<std::string, std::string>> units; // (arch, source)
   for (const auto &[arch, withMore] : {std::pair<std::string, bool>{"sm_90", true}, {"sm_80", false}}) {
@@ -153,7 +155,7 @@ TEST(CudaCodegen, EveryOpAndModelCompilesWithNvrtc) {
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t < parts; ++t)
+  for (unsigned t = 0; t < workers; ++t)
     threads.emplace_back(work);
   for (std::thread &t : threads)
     t.join();

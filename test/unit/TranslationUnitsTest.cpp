@@ -124,11 +124,11 @@ TEST(TranslationUnits, KernelTiersSplitByTheKernelsExpected) {
 }
 
 // A chain kernel's variants weigh as many kernels as the chain has nests
-// (codegen/cuda's comment says how many): three 48-nest chain variants
-// are worth three parts and land in different ones.
+// (codegen/cuda's comment says how many): three 4-nest chain variants are
+// worth three parts and land in different ones.
 TEST(TranslationUnits, ChainVariantsCountTheirNests) {
   std::string s = "template <int B> __device__ __forceinline__ void chain_body(float *o) { o[threadIdx.x] = B; }\n"
-                  "// tc_f_k7_chain: one row per block through 48 nests (or with 2 operand rows, 4096 bytes, in "
+                  "// tc_f_k7_chain: one row per block through 4 nests (or with 2 operand rows, 4096 bytes, in "
                   "shared memory)\n";
   for (const char *v : {"b64_r1", "b256_r1", "b64_r1c"})
     s += std::string("extern \"C\" __global__ void __launch_bounds__(64) tc_f_k7_chain_") + v +
@@ -144,8 +144,8 @@ TEST(TranslationUnits, ChainVariantsCountTheirNests) {
   for (const char *v : {"b64_r1", "b256_r1"})
     siblings += std::string("extern \"C\" __global__ void __launch_bounds__(64) tc_g_k2_chain_") + v +
                 "(float *o) { chain_body<64>(o); }\n";
-  EXPECT_EQ(cuda::translationUnitParts(siblings, 16), 1u); // 80 / 48
-  EXPECT_EQ(cuda::translationUnitParts(siblings + siblings + siblings, 16), 5u); // 240 / 48
+  EXPECT_EQ(cuda::translationUnitParts(siblings, 64), 20u); // 80 / 4
+  EXPECT_EQ(cuda::translationUnitParts(siblings + siblings + siblings, 64), 60u); // 240 / 4
   EXPECT_EQ(cuda::translationUnitParts(s.substr(s.find("extern")), 16), 1u); // no comment: 3 kernels
 }
 
@@ -214,14 +214,40 @@ TEST(TranslationUnits, PartsKeepOnlyTheGeneratedFunctionsTheirKernelsUse) {
   }
 }
 
+// The variants of one kernel (entry points calling one generated body)
+// land in one part, so no two parts parse and optimize that body; a group
+// worth more than a part's share of the whole is cut so the parts stay even.
+TEST(TranslationUnits, AKernelsVariantsShareOnePart) {
+  std::string s = std::string("#include <cuda_fp16.h>\n") + artifact::kGeneratedKernelsMarker + "\n";
+  for (int k = 0; k < 4; ++k)
+    s += "template <int B, int I>\n__device__ __forceinline__ void tc_v_k" + std::to_string(k) +
+         "_body(float *o) { o[threadIdx.x] = B * I; }\n";
+  for (int k = 0; k < 4; ++k)
+    for (const char *v : {"b256_i1", "b128_i1", "b512_i2", "b256_i4"})
+      s += "extern \"C\" __global__ void __launch_bounds__(128) tc_v_k" + std::to_string(k) + "_" + v +
+           "(float *o) { tc_v_k" + std::to_string(k) + "_body<128, 1>(o); }\n";
+  std::vector<std::string> parts = cuda::splitTranslationUnit(s, 4);
+  ASSERT_EQ(parts.size(), 4u);
+  for (const std::string &p : parts) {
+    EXPECT_EQ(count(p, "extern \"C\""), 4u) << p;
+    EXPECT_EQ(count(p, "void tc_v_k"), 1u) << "one body a part:\n" << p;
+  }
+  // One part per variant: each kernel's group is cut to the share (1).
+  std::vector<std::string> many = cuda::splitTranslationUnit(s, 16);
+  ASSERT_EQ(many.size(), 16u);
+  for (const std::string &p : many)
+    EXPECT_EQ(count(p, "extern \"C\""), 1u) << p;
+}
+
 TEST(TranslationUnits, FewKernelsOrOnePartIsTheSourceItself) {
   std::string source = generated(10);
   EXPECT_EQ(cuda::splitTranslationUnit(source, 1), std::vector<std::string>{source});
   EXPECT_EQ(cuda::splitTranslationUnit("int x;\n", 8), std::vector<std::string>{"int x;\n"});
   EXPECT_EQ(cuda::splitTranslationUnit(source, 1000).size(), 13u) << "at most one part per instantiation";
-  // About one part per 48 instantiations, bounded by the threads.
-  EXPECT_EQ(cuda::translationUnitParts(generated(10), 16), 1u);
-  EXPECT_EQ(cuda::translationUnitParts(generated(500), 16), 10u);
+  // About one part per 4 instantiations, bounded by the threads.
+  EXPECT_EQ(cuda::translationUnitParts(generated(2), 16), 1u);   // 5 statements
+  EXPECT_EQ(cuda::translationUnitParts(generated(100), 64), 25u); // 103
+  EXPECT_EQ(cuda::translationUnitParts(generated(500), 16), 16u);
   EXPECT_EQ(cuda::translationUnitParts(generated(500), 4), 4u);
   EXPECT_EQ(cuda::translationUnitParts(generated(500), 0), 1u);
 }

@@ -29,10 +29,15 @@
 
 namespace tc_attention {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kRows = 16 * kWarps; // query (forward, dq) or key (dkv) rows per block
-constexpr int kKeys = 64;           // keys per tile (forward, dq)
+// Enumerators, not constexpr variables: NVRTC warns (#177-D) about a
+// namespace-scope variable a translation unit never references (a part of
+// a split source without attention kernels).
+enum : int {
+  kWarps = 4,
+  kThreads = kWarps * 32,
+  kRows = 16 * kWarps, // query (forward, dq) or key (dkv) rows per block
+  kKeys = 64,          // keys per tile (forward, dq)
+};
 
 typedef unsigned int u32;
 
@@ -325,7 +330,7 @@ struct Shape {
 
 // The kinds of user mask a kernel is instantiated for: none, bool (one byte
 // per value, nonzero = attend) or additive (in the operands' dtype).
-constexpr int kNoMask = 0, kBoolMask = 1, kAdditiveMask = 2;
+enum : int { kNoMask = 0, kBoolMask = 1, kAdditiveMask = 2 };
 
 // The bytes of one mask value of kind MASK for operands of type T.
 template <int MASK, typename T> struct MaskBytes {

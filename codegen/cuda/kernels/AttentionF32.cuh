@@ -32,7 +32,10 @@ namespace tc_attention_f32 {
 
 using tc_attention::Shape;
 
-constexpr int kThreads = 128;
+// An enumerator, not a constexpr variable: NVRTC warns (#177-D) about a
+// namespace-scope variable a translation unit never references (a part of
+// a split source without an f32 attention kernel).
+enum : int { kThreads = 128 };
 
 // The head dim the products run over: DP rounded up to 32 (zero columns past D).
 __host__ __device__ constexpr int paddedDim(int dp) { return (dp + 31) / 32 * 32; }
