@@ -411,8 +411,15 @@ void *CudaProgram::functionOf(const Launchable &k) const {
     double startUs = trace::nowUs();
     CompiledParts parts = compileInParts(laterCode_, where_ + " (kernels compiled when first launched)", arch_,
                                          &cache, tensorcVersion_);
+    // The kernel that asked (a launch the load's heuristics did not
+    // expect, where no autotuning is on, is worth knowing about: it costs
+    // every later kernel's compile).
     trace::add({parts.built ? "NVRTC compile (later kernels)" : "kernel cache hit (later kernels)", "load", startUs,
-                trace::nowUs() - startUs, 0, {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())}}});
+                trace::nowUs() - startUs, 0,
+                {{"arch", arch_}, {"parts", std::to_string(parts.cubins.size())}, {"first needed", k.name}}});
+    if (trace_)
+      std::fprintf(stderr, "tensorc: %s: kernel %s was not compiled at load: the later kernels took %.2f s\n",
+                   where_.c_str(), k.name.c_str(), (trace::nowUs() - startUs) / 1e6);
     for (const std::string &cubin : parts.cubins)
       modules_.push_back(driver_.loadModule(cubin));
     laterCode_.clear();
