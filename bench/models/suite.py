@@ -292,7 +292,7 @@ def profile_kernels(fn, path, steps=3):
                    "launches": sum(r[1] for r in rows), "kernels_per_step_ms": rows[:60]}, f, indent=1)
 
 
-def run_case(spec, seq, divisor):
+def run_case(spec, seq, divisor, backends=("inductor", "tensorc"), timing=True):
     import copy
     import torch
     kind, name, mode = spec.split(":")
@@ -373,9 +373,10 @@ def run_case(spec, seq, divisor):
         # a mask with f64's minimum in a default-dtype tensor), f32.
         ref_out, ref_grads = reference_run(torch.float32)
         result["reference"] = "f32"
-    result["eager_ms"] = time_ms(lambda: step(model))
+    if timing:
+        result["eager_ms"] = time_ms(lambda: step(model))
 
-    for backend in ("inductor", "tensorc"):
+    for backend in backends:
         import torch._dynamo
         torch._dynamo.reset()
         cache = tempfile.mkdtemp(prefix=f"suite-{backend}-")
@@ -388,7 +389,6 @@ def run_case(spec, seq, divisor):
             logging.getLogger("tensorc").addHandler(times)
             logging.getLogger("tensorc").setLevel(logging.DEBUG)
             if os.environ.get("SUITE_KEEP_GRAPHS"):  # the compiler's command lines and times, beside the graphs
-                import logging
                 os.makedirs(os.environ["SUITE_KEEP_GRAPHS"], exist_ok=True)
                 handler = logging.FileHandler(os.path.join(os.environ["SUITE_KEEP_GRAPHS"],
                                                            f"{name.replace('/', '_')}-{mode}.log"))
@@ -449,9 +449,10 @@ def run_case(spec, seq, divisor):
                 # option of that name), every run from one seed. A second
                 # compile, after the timed one (whose masks are the
                 # backend's own draw).
-                torch.cuda.reset_peak_memory_stats()
-                result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
-                result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
+                if timing:
+                    torch.cuda.reset_peak_memory_stats()
+                    result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
+                    result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
                 torch._dynamo.reset()
                 if backend == "tensorc":
                     checked = torch.compile(model, backend=lambda gm, ex: recording_backend(gm, ex,
@@ -478,7 +479,7 @@ def run_case(spec, seq, divisor):
                         accurate(grads[n], eager_grads[n], ref_grads[n].to(eager_grads[n].dtype), f"grad {n}",
                                  problems, True)
             result[f"{backend}_accuracy"] = "pass" if not problems else "; ".join(problems[:3])
-            if not random_ops:
+            if timing and not random_ops:
                 torch.cuda.reset_peak_memory_stats()
                 result[f"{backend}_ms"] = time_ms(lambda: step(compiled))
                 result[f"{backend}_steady_peak_mib"] = (torch.cuda.max_memory_allocated() - base) / 2**20
@@ -492,6 +493,8 @@ def run_case(spec, seq, divisor):
                 result["tensorc_warnings"] = sorted({str(w.message)[:300] for w in caught
                                                      if "tensorc" in str(w.message)})[:6]
             msg = f"{type(ex).__name__}: {ex}"
+            import traceback
+            result[f"{backend}_traceback"] = traceback.format_exc().splitlines()[-40:]
             result[f"{backend}_pass"] = False
             result[f"{backend}_error"] = msg.strip().splitlines()[0][:400] if msg.strip() else type(ex).__name__
         if backend == "tensorc" and os.environ.get("SUITE_KEEP_GRAPHS"):
@@ -561,7 +564,12 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--batch-divisor", type=int, default=4)
     ap.add_argument("--timeout", type=int, default=600, help="seconds per case")
-    ap.add_argument("--jobs", type=int, default=1, help="cases at a time, one GPU each")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="cases at a time, on the GPUs in turn (more jobs than GPUs only with --no-timing)")
+    ap.add_argument("--backends", default="inductor,tensorc",
+                    help="which compiled runs beside eager (tensorc alone: a pass-rate sweep without Inductor's compiles)")
+    ap.add_argument("--no-timing", action="store_true",
+                    help="pass/fail and accuracy only: no timed runs, so cases may share a GPU")
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--table", nargs="+", metavar="JSON",
@@ -571,7 +579,8 @@ def main():
         print(table_of(args.table), end="")
         return
     if args.case:
-        print("SUITE-RESULT " + json.dumps(run_case(args.case, args.seq, args.batch_divisor)), flush=True)
+        print("SUITE-RESULT " + json.dumps(run_case(args.case, args.seq, args.batch_divisor,
+                                                     tuple(args.backends.split(",")), not args.no_timing)), flush=True)
         return
     wanted = set(filter(None, args.models.split(",")))
     cases = [f"{kind}:{name}:{mode}" for kind in args.list.split(",") for name, _ in LISTS[kind]
@@ -582,9 +591,13 @@ def main():
     # a case's timings then share the host's CPUs with the others, not its GPU.
     import concurrent.futures
     import queue
+    import torch
+    count = max(1, torch.cuda.device_count())
+    if args.jobs > count and not args.no_timing:
+        sys.exit(f"suite: --jobs {args.jobs} on {count} GPU(s) would time cases sharing a GPU (add --no-timing)")
     gpus = queue.Queue()
     for i in range(args.jobs):
-        gpus.put(i)
+        gpus.put(i % count)
 
     def run_one(case):
         gpu = gpus.get()
@@ -592,7 +605,8 @@ def main():
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu)) if args.jobs > 1 else None
         try:
             p = subprocess.run([sys.executable, __file__, "--case", case, "--seq", str(args.seq),
-                                "--batch-divisor", str(args.batch_divisor)], capture_output=True, text=True,
+                                "--batch-divisor", str(args.batch_divisor), "--backends", args.backends]
+                               + (["--no-timing"] if args.no_timing else []), capture_output=True, text=True,
                                timeout=args.timeout, env=env)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("SUITE-RESULT ")]
             if lines:
@@ -616,6 +630,19 @@ def main():
         for done in concurrent.futures.as_completed([pool.submit(run_one, c) for c in cases]):
             r = done.result()
             results.append(r)
+            print(json.dumps(r), flush=True)
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
+    if args.jobs > count:
+        # Cases that shared a GPU and ran out of its memory: again, alone.
+        crowded = [r["case"] for r in results if "out of memory" in r.get("tensorc_error", "").lower()]
+        gpus = queue.Queue()
+        gpus.put(0)
+        for case in crowded:
+            r = run_one(case)
+            r["parallel_jobs"] = 1
+            results = [x for x in results if x["case"] != case] + [r]
             print(json.dumps(r), flush=True)
             if args.json:
                 with open(args.json, "w") as f:

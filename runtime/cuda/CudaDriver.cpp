@@ -25,6 +25,7 @@ struct Driver::Api {
                       void *, void **, void **);
   int (*memAlloc)(DevicePtr *, size_t);
   int (*memFree)(DevicePtr);
+  int (*memGetInfo)(size_t *, size_t *);
   int (*memAllocHost)(void **, size_t);
   int (*memFreeHost)(void *);
   int (*pointerGetAttribute)(void *, int, DevicePtr);
@@ -87,6 +88,7 @@ const Loaded &load() {
     sym(api->funcSetAttribute, "cuFuncSetAttribute");
     sym(api->memAlloc, "cuMemAlloc_v2");
     sym(api->memFree, "cuMemFree_v2");
+    sym(api->memGetInfo, "cuMemGetInfo_v2");
     sym(api->memAllocHost, "cuMemAllocHost_v2");
     sym(api->memFreeHost, "cuMemFreeHost");
     sym(api->pointerGetAttribute, "cuPointerGetAttribute");
@@ -239,8 +241,26 @@ void Driver::allowSharedMemory(void *f, unsigned bytes) const {
 DevicePtr Driver::allocate(size_t bytes) const {
   makeCurrent();
   DevicePtr p = 0;
-  if (bytes)
-    TC_CU(memAlloc(&p, bytes));
+  if (!bytes)
+    return p;
+  constexpr int kOutOfMemory = 2; // CUDA_ERROR_OUT_OF_MEMORY
+  const int rc = api_->memAlloc(&p, bytes);
+  if (rc == kOutOfMemory) {
+    // What a user can act on: how much was asked and what the device
+    // has left (another process, or PyTorch's cached blocks, may hold it).
+    size_t available = 0, total = 0;
+    api_->memGetInfo(&available, &total);
+    auto mib = [](size_t b) { return std::to_string((b + (1u << 20) - 1) >> 20) + " MiB"; };
+    fail("cuda: out of device memory: " + mib(bytes) + " asked, " + mib(available) + " free of " + mib(total) +
+         " (other processes and PyTorch's caching allocator hold the rest; torch.cuda.empty_cache() returns "
+         "PyTorch's cached blocks)");
+  }
+  if (rc != 0) {
+    const char *message = nullptr;
+    api_->getErrorString(rc, &message);
+    fail("cuda: allocating " + std::to_string(bytes) + " bytes failed: " + (message ? message : "unknown error") +
+         " (" + std::to_string(rc) + ")");
+  }
   return p;
 }
 void Driver::free(DevicePtr p) const {

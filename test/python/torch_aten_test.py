@@ -234,6 +234,45 @@ close(got, want, "widened log_softmax loss", tol=2e-2)
 print("aten autocast: bf16 where eager computes bf16, output dtypes equal eager's, error at eager's")
 
 
+# A 0-d f32 parameter scaling a bf16 activation (timm NFNet's skipinit gain
+# under autocast): the product is computed in f32 (the gain is not rounded
+# to bf16), so its gradient is a sum in f32 (summed in bf16 it was 13x
+# eager's error on the GPU), at least as accurate as eager's against f64.
+class SkipinitGain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+        self.gain = nn.Parameter(torch.tensor(0.3))
+
+    def forward(self, x):
+        h = self.fc(x)  # bf16 under autocast
+        return (h * self.gain + h).float().square().mean()
+
+
+gain_model = SkipinitGain()
+xg = torch.randn(512, 64)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    fast = compile(gain_model, (xg,))
+    out = fast(xg)
+    out.backward()
+    got_gain = gain_model.gain.grad.clone()
+    gain_model.zero_grad()
+    gain_model(xg).backward()
+    eager_gain = gain_model.gain.grad.clone()
+gain_model.zero_grad()
+gain_model.double()(xg.double()).backward()
+ref_gain = gain_model.gain.grad.item()
+gain_model.float()
+assert got_gain.dtype == eager_gain.dtype == torch.float32
+graph = fast.partitions[0][1].graph
+scalars = {i["name"] for i in graph["inputs"] if i["shape"] == [] and i["dtype"] == "f32"}
+assert scalars and not any(n["op"] == "cast" and n["args"][0] in scalars and n["attrs"]["to"] == "bf16"
+                           for n in graph["nodes"]), graph["nodes"]
+assert abs(got_gain.item() - ref_gain) <= 2 * abs(eager_gain.item() - ref_gain) + 1e-6 * abs(ref_gain), \
+    (got_gain.item(), eager_gain.item(), ref_gain)
+print("aten autocast: a wider 0-d operand's gradient summed in its own dtype")
+
+
 # An op tensorc does not lower runs in PyTorch between partitions: one
 # warning naming it; strict makes it an error.
 class WithCummax(nn.Module):
@@ -505,6 +544,35 @@ with warnings.catch_warnings(record=True) as caught:
 assert any("aten.cummax" in str(w.message) for w in caught), [str(w.message) for w in caught]
 v = torch.randn(3)
 close(call(v), torch.cummax(v, 0).values * 2, "backend cummax")
+
+# The program's device is where its tensors are, not only its inputs': a
+# Dynamo graph without tensor inputs that makes a CUDA mask (transformers'
+# decoders after a graph break: torch.arange(..., device="cuda")) targets
+# CUDA, so its outputs are where eager's are (a CPU target returned a CPU
+# mask and the next graph failed on two devices).
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from tensorc.torch._dynamo_backend import _device_target
+from tensorc.torch._aten.compiled import compile_program
+
+mask_gm = fx.symbolic_trace(lambda: torch.ones(4, 4).tril() > 0)
+assert _device_target([], mask_gm) == "cpu"
+last = [n for n in mask_gm.graph.nodes if n.op != "output"][-1]
+last.meta["example_value"] = FakeTensor(FakeTensorMode(), torch.empty(4, 4, dtype=torch.bool, device="meta"),
+                                        torch.device("cuda:0"))
+assert _device_target([], mask_gm) == "cuda"
+assert _device_target([torch.zeros(())], mask_gm) == "cuda"  # a CPU scalar beside CUDA tensors
+# Ops on tensors of another device than the program's stay in PyTorch (one
+# warning names them and why), with eager's results on eager's device.
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    host_model = nn.Sequential(nn.Linear(20, 32), nn.GELU(), nn.Linear(32, 7))
+    program = compile_program(host_model, (torch.randn(3, 20),), {"target": "cuda", "cache_dir": cache,
+                                                                   "tensorc_path": tensorc})
+messages = [str(w.message) for w in caught]
+assert any("not the program's cuda" in m for m in messages), messages
+assert not program.partitions, program.explain()
+probe = torch.randn(3, 20)
+close(program(probe), program.module(probe), "a CPU model in a CUDA program runs in PyTorch")
 
 
 def functional_bn(x, mean, var, w, b):

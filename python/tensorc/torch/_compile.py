@@ -167,7 +167,18 @@ class _Runner:
             if not self.symbolic:
                 self.shapes = shapes
         outs = [torch.empty(shape, dtype=dtype, device=self.device) for (_, dtype), shape in zip(self.outputs, shapes)]
-        self.enqueue(inputs, outs, self.current_stream() if self.cuda else None, not self.symbolic)
+        try:
+            self.enqueue(inputs, outs, self.current_stream() if self.cuda else None, not self.symbolic)
+        except Exception as ex:
+            # tensorc's device memory is its own, beside PyTorch's caching
+            # allocator, which may hold the free memory as cached blocks:
+            # handed back, the run is tried once more (as PyTorch's
+            # allocator frees its cache and retries before it fails).
+            if not self.cuda or "out of device memory" not in str(ex):
+                raise
+            torch.cuda.synchronize(self.device)
+            torch.cuda.empty_cache()
+            self.enqueue(inputs, outs, self.current_stream(), not self.symbolic)
         if not self.cuda:
             self.session.synchronize()
         return outs

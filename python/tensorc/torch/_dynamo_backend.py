@@ -26,11 +26,19 @@ from ._compile import compile as _compile
 log = logging.getLogger("tensorc.torch")
 
 
-def _device_target(tensors):
+def _device_target(tensors, gm=None):
+    """The target of a graph: CUDA where any of its tensors is on a CUDA
+    device. Its inputs alone do not say: a graph without tensor inputs
+    that makes a mask with torch.arange(..., device="cuda") (transformers'
+    decoders after a graph break) returns CUDA tensors, as eager would, so
+    the values Dynamo recorded for its nodes count too."""
     devices = {t.device.type for t in tensors}
-    if len(devices) > 1:
-        raise RuntimeError(f"tensorc backend: inputs on several devices ({', '.join(sorted(devices))})")
-    return "cuda" if devices == {"cuda"} else "cpu"
+    for node in gm.graph.nodes if gm is not None else ():
+        v = node.meta.get("example_value", node.meta.get("val"))
+        for t in v if isinstance(v, (tuple, list)) else (v,):
+            if isinstance(t, torch.Tensor):
+                devices.add(t.device.type)
+    return "cuda" if "cuda" in devices else "cpu"
 
 
 class _DynamoCall:
@@ -61,7 +69,11 @@ class _DynamoCall:
         train, key = self._signature(inputs)
         fn = self.compiled.get((train, key))
         if fn is None:
-            target = _device_target([x for x in inputs if isinstance(x, torch.Tensor)])
+            tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+            devices = {x.device.type for x in tensors if x.dim() > 0}
+            if len(devices) > 1:  # the by-name exporter runs one device (the ATen path splits by device)
+                raise RuntimeError(f"tensorc backend: inputs on several devices ({', '.join(sorted(devices))})")
+            target = _device_target(tensors, self.gm)
             examples = [x.detach().requires_grad_(x.requires_grad) if isinstance(x, torch.Tensor) else x
                         for x in inputs]
             fn = _compile(self.gm, examples, target=target, train=train, **self.options)
@@ -98,7 +110,7 @@ class _AtenDynamoCall:
     def _compile(self, inputs):
         from ._aten import StrictFallbackError, compile_program
         options = dict(self.options)
-        options["target"] = _device_target([x for x in inputs if isinstance(x, torch.Tensor)])
+        options["target"] = _device_target([x for x in inputs if isinstance(x, torch.Tensor)], self.gm)
         try:
             return compile_program(self.gm, tuple(inputs), options, strict=self.strict)
         except StrictFallbackError:

@@ -569,7 +569,7 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
             if n.op == "call_function" and _draws_random(n):
                 refused[n] = "random: fallback_random=True leaves it to PyTorch's generator"
     while True:
-        partitions = propose(gm, refused)
+        partitions = propose(gm, refused, options.get("target"))
         failed = False
         for p in partitions:
             inputs, outputs = _boundary(p)

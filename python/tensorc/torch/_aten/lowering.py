@@ -192,11 +192,40 @@ def _binary(op):
             # tensorc's arithmetic takes numbers; and / or are the same.
             logical = "logical_and" if op in ("mul", "minimum") else "logical_or"
             return lw.elementwise(n, logical, [x, y])
+        wide = _wider_broadcast_operand(x, y, dtype) if op in ("add", "sub", "mul") else None
+        if wide is not None:
+            # A 16-bit tensor with a wider operand that broadcasts (timm
+            # NFNet's f32 skipinit gain times a bf16 activation under
+            # autocast): computed in the wider dtype, then rounded once. The
+            # operand's gradient is then a sum in its own dtype, as eager's
+            # autograd sums it (in the 16-bit dtype its 0-d value's gradient
+            # was rounded to bf16 once summed: 13x eager's error).
+            scaled = y if alpha in (None, 1) else \
+                lw.g.add("mul", [lw.operand(y, wide), literal(alpha, wide)], None, n.name + "_alpha")
+            y = lw.operand(y, wide) if scaled is y else scaled
+            computed = lw.g.add(op, [lw.operand(x, wide), y], None, n.name + "_wide")
+            return lw.add(n, "cast", [computed], {"to": dtype_name(dtype)})
         if alpha not in (None, 1):
             y = lw.g.add("mul", [lw.operand(y, dtype), literal(alpha, dtype)], None, n.name + "_alpha")
             return lw.add(n, op, [lw.operand(x, dtype), y])
         return lw.elementwise(n, op, [x, y])
     return rule
+
+
+def _wider_broadcast_operand(x, y, dtype):
+    """The dtype to compute a 16-bit floating result in where an operand is
+    a floating tensor of a wider dtype with fewer elements than the result
+    (it broadcasts: a 0-d parameter), else None."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        return None
+    out = None
+    for a in (x, y):
+        v = value(a) if isinstance(a, fx.Node) else None
+        if isinstance(v, torch.Tensor) and v.dtype in (torch.float32, torch.float64):
+            other = value(y if a is x else x)
+            if isinstance(other, torch.Tensor) and v.numel() < other.numel():
+                out = v.dtype if out is None or v.dtype == torch.float64 else out
+    return out
 
 
 def _rsub(lw, n):

@@ -58,15 +58,42 @@ def why_not_lowered(node):
     return None
 
 
+def _tensors(v):
+    if isinstance(v, torch.Tensor):
+        return [v]
+    if isinstance(v, (tuple, list)):
+        return [t for x in v for t in _tensors(x)]
+    return []
+
+
+def off_device(node, device):
+    """Where `node` reads or makes a tensor on another device than the
+    program's target (a CPU tensor in a CUDA program: a mask left on the
+    host, a .cpu() copy), the reason it stays in PyTorch, else None. A
+    rank-0 CPU operand is fine: the partition moves its value."""
+    if device is None:
+        return None
+    if any(t.device.type != device for t in _tensors(value(node))):
+        return f"a tensor on {next(t.device for t in _tensors(value(node)) if t.device.type != device)}, " \
+               f"not the program's {device}"
+    for a in node.all_input_nodes:
+        for t in _tensors(value(a)):
+            if t.device.type != device and t.dim() > 0:
+                return f"an operand on {t.device}, not the program's {device}"
+    return None
+
+
 class _Support(OperatorSupport):
-    def __init__(self, refused):
+    def __init__(self, refused, device):
         super().__init__()
         self.refused = refused  # node -> reason
+        self.device = device
 
     def is_node_supported(self, submodules, node):
         if node in self.refused:
             return False
-        reason = why_not_lowered(node)
+        reason = off_device(node, self.device) if node.op == "call_function" else None
+        reason = reason or why_not_lowered(node)
         if reason is not None:
             self.refused[node] = reason
             return False
@@ -77,10 +104,11 @@ def _computes(nodes):
     return any(packet_name(n.target) not in _NON_COMPUTE for n in nodes if n.target is not operator.getitem)
 
 
-def propose(gm, refused):
-    """Partitions of `gm` (lists of nodes) that tensorc compiles; `refused`
-    (node -> reason) gets every op node left to PyTorch."""
-    partitioner = CapabilityBasedPartitioner(gm, _Support(refused), allows_single_node_partition=True)
+def propose(gm, refused, device=None):
+    """Partitions of `gm` (lists of nodes) that tensorc compiles for
+    `device` ("cuda", "cpu"; None: any); `refused` (node -> reason) gets
+    every op node left to PyTorch."""
+    partitioner = CapabilityBasedPartitioner(gm, _Support(refused, device), allows_single_node_partition=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     partitions = []
     for p in partitioner.propose_partitions():
