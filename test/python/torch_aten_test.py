@@ -561,18 +561,24 @@ last.meta["example_value"] = FakeTensor(FakeTensorMode(), torch.empty(4, 4, dtyp
                                         torch.device("cuda:0"))
 assert _device_target([], mask_gm) == "cuda"
 assert _device_target([torch.zeros(())], mask_gm) == "cuda"  # a CPU scalar beside CUDA tensors
-# Ops on tensors of another device than the program's stay in PyTorch (one
+# Through Dynamo (placed: its tensors are on their devices), ops on tensors
+# of another device than the program's stay in PyTorch (one
 # warning names them and why), with eager's results on eager's device.
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     host_model = nn.Sequential(nn.Linear(20, 32), nn.GELU(), nn.Linear(32, 7))
     program = compile_program(host_model, (torch.randn(3, 20),), {"target": "cuda", "cache_dir": cache,
-                                                                   "tensorc_path": tensorc})
+                                                                   "tensorc_path": tensorc}, placed=True)
 messages = [str(w.message) for w in caught]
 assert any("not the program's cuda" in m for m in messages), messages
 assert not program.partitions, program.explain()
 probe = torch.randn(3, 20)
 close(program(probe), program.module(probe), "a CPU model in a CUDA program runs in PyTorch")
+# tensorc.torch.compile for a target compiles every op for it, from CPU
+# example tensors too (a CUDA artifact built on a machine without a GPU).
+for_cuda = compile_program(host_model, (torch.randn(3, 20),), {"target": "cuda", "cache_dir": cache,
+                                                                "tensorc_path": tensorc})
+assert for_cuda.partitions and not for_cuda.fallbacks, for_cuda.explain()
 
 
 def functional_bn(x, mean, var, w, b):

@@ -112,7 +112,7 @@ class _AtenDynamoCall:
         options = dict(self.options)
         options["target"] = _device_target([x for x in inputs if isinstance(x, torch.Tensor)], self.gm)
         try:
-            return compile_program(self.gm, tuple(inputs), options, strict=self.strict)
+            return compile_program(self.gm, tuple(inputs), options, strict=self.strict, placed=True)
         except StrictFallbackError:
             raise
         except Exception as ex:  # capture failed: eager runs it

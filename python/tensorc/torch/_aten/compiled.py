@@ -550,9 +550,13 @@ def _draws_random(n):
     return False
 
 
-def compile_program(module, example_inputs, options, strict=False, autocast=None):
+def compile_program(module, example_inputs, options, strict=False, autocast=None, placed=False):
     """`module` captured on `example_inputs` (real or fake), partitioned,
-    each partition lowered (compiled at its first call)."""
+    each partition lowered (compiled at its first call). `placed`: the
+    example tensors are on the devices the program runs on (Dynamo's), so
+    an op on another device than the target stays in PyTorch; otherwise
+    (tensorc.torch.compile for a target, from CPU tensors too) every op is
+    compiled for the target."""
     captured = capture(module, example_inputs, autocast)
     gm = captured.gm
     name = type(module).__name__
@@ -569,7 +573,7 @@ def compile_program(module, example_inputs, options, strict=False, autocast=None
             if n.op == "call_function" and _draws_random(n):
                 refused[n] = "random: fallback_random=True leaves it to PyTorch's generator"
     while True:
-        partitions = propose(gm, refused, options.get("target"))
+        partitions = propose(gm, refused, options.get("target") if placed else None)
         failed = False
         for p in partitions:
             inputs, outputs = _boundary(p)
