@@ -507,6 +507,16 @@ struct Fusion {
     return false;
   }
 
+  // Whether a kernel reading `v` reads a tensor from memory: not a rank-0
+  // value, not one a creation op (ones, iota, ...) makes in the kernel.
+  static bool readFromMemory(Value v) {
+    auto t = llvm::dyn_cast<tc::TcTensorType>(v.getType());
+    if (t && t.getSizes().empty())
+      return false;
+    Operation *d = v.getDefiningOp();
+    return !d || classify(d) != Kind::Creation;
+  }
+
   // Values a group reads that it does not compute.
   llvm::DenseSet<Value> externalInputs(int g) {
     llvm::DenseSet<Value> in;
@@ -674,9 +684,14 @@ struct Fusion {
             a->getResult(0).getType() != b->getResult(0).getType() ||
             a->getAttrDictionary() != b->getAttrDictionary())
           continue;
-        // Same iteration space; worth one kernel when both read common data.
+        // Same iteration space; worth one kernel when both read common data
+        // from memory: not a rank-0 value (every dropout reads the one
+        // seed), not a value a kernel makes itself (a ones tensor CSE made
+        // one for the whole graph). Those made all of a backward's
+        // same-shaped reductions candidates: 14,713 cycle walks, 2.9 of 5 s
+        // compiling a 24-layer GPT-2's backward.
         llvm::DenseSet<Value> gi = externalInputs(g), hi = externalInputs(h);
-        if (!llvm::any_of(gi, [&](Value v) { return hi.contains(v); }))
+        if (!llvm::any_of(gi, [&](Value v) { return hi.contains(v) && readFromMemory(v); }))
           continue;
         if (!tooLarge(g, h) && !anchorsOtherThanReductions(g) && !anchorsOtherThanReductions(h) &&
             !wouldCycle(g, h))
