@@ -47,11 +47,16 @@ struct Loaded {
 const Loaded &load() {
   static const Loaded loaded = [] {
     Loaded l;
-    std::string tried;
+    std::string tried, failures;
     for (const std::string &name : candidates()) {
       DynamicLibrary lib = DynamicLibrary::open({name}, false, tried);
-      if (!lib)
+      if (!lib) {
+        // A library that is there but does not load (no address space left
+        // to map it, a broken file) says why; one that is absent does not.
+        if (lib.error().find("No such file") == std::string::npos && !lib.error().empty())
+          failures += "; " + lib.error();
         continue;
+      }
       auto api = std::make_unique<Nvrtc::Api>();
       auto sym = [&](auto &fn, const char *symbol) { lib.bind(fn, symbol); };
       sym(api->getErrorString, "nvrtcGetErrorString");
@@ -73,8 +78,9 @@ const Loaded &load() {
       l.library = name;
       return l;
     }
-    l.error = "NVRTC is not available (tried " + tried +
-              "): install the CUDA toolkit or set CUDA_HOME";
+    l.error = failures.empty() ? "NVRTC is not available (tried " + tried +
+                                     "): install the CUDA toolkit or set CUDA_HOME"
+                               : "NVRTC did not load (tried " + tried + failures + ")";
     return l;
   }();
   return loaded;
