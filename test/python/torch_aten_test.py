@@ -184,6 +184,96 @@ assert y.requires_grad and not mask.requires_grad, (y.requires_grad, mask.requir
 close(mask, fast.module(xs, ids4)[1], "mask output")
 print("aten gpt: tied embeddings, mask buffer, gradients, reassigned parameters, an empty cache's cat")
 
+# dynamic=: one artifact for every batch and sequence length (from 2 up): a
+# GPT's T x T causal mask built in the graph, its positions sliced [:T]
+# (an index_select of iota(T) in the symbolic graph), training gradients;
+# sizes below 2 get a static program. A form tensorc cannot make symbolic
+# (a slice [1:T]) says so once and compiles one program per size.
+import glob
+
+
+class DynamicGpt(nn.Module):
+    def __init__(self, vocab=50, d=32, heads=4, positions=16):
+        super().__init__()
+        self.heads = heads
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(positions, d)
+        self.ln, self.qkv, self.proj = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, ids, labels):
+        b, t = ids.shape
+        x = self.tok(ids) + self.pos.weight[:t]
+        d = x.shape[-1]
+        q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for y in self.qkv(self.ln(x)).split(d, -1))
+        scores = (q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)).masked_fill(
+            ~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+        y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+        logits = self.proj(x + y) @ self.tok.weight.t()
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+# One tensor given as two example inputs is traced as two inputs: a call
+# with two different tensors reads each (it read one of them for both).
+gpt = DynamicGpt()
+ids = torch.randint(0, 50, (3, 10))
+fast = tt.compile(gpt, (ids, ids), frontend="aten", cache_dir=cache, tensorc_path=tensorc)
+i, l = torch.randint(0, 50, (3, 10)), torch.randint(0, 50, (3, 10))
+with torch.no_grad():
+    close(fast(i, l), gpt(i, l), "an example tensor given twice, called with two")
+
+dynamic_cache = os.path.join(workdir, "dynamic-cache")
+gpt = DynamicGpt()
+ids = torch.randint(0, 50, (3, 10))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    fast = tt.compile(gpt, (ids, torch.randint(0, 50, (3, 10))), frontend="aten", cache_dir=dynamic_cache,
+                      tensorc_path=tensorc,
+                      dynamic={0: {0: "B", 1: "T"}, 1: {0: "B", 1: "T"}})
+assert not [w for w in caught if "dynamic" in str(w.message)], [str(w.message) for w in caught]
+assert fast.symbolic and not fast.fallbacks, fast.explain()
+assert [i["shape"] for i in fast.partitions[0][1].graph["inputs"] if i["dtype"] == "i64"] == [["B", "T"]] * 2
+for shape in [(3, 10), (5, 7), (2, 16), (4, 3), (1, 5)]:
+    i, l = torch.randint(0, 50, shape), torch.randint(0, 50, shape)
+    check_training(gpt, fast, (i, l), f"dynamic gpt {shape}", tol=1e-4)
+    if shape == (4, 3):  # every size from 2 up: the first size's forward and backward
+        assert len(glob.glob(os.path.join(dynamic_cache, "*.tcx"))) == 2, os.listdir(dynamic_cache)
+
+
+class ShiftedTokens(nn.Module):
+    def forward(self, x):
+        return x[:, 1:] * 2
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    fast = tt.compile(ShiftedTokens(), (torch.randn(3, 10),), frontend="aten", cache_dir=cache, tensorc_path=tensorc,
+                      dynamic={0: {1: "T"}})
+assert any("one program per size instead" in str(w.message) and "slice" in str(w.message) for w in caught), \
+    [str(w.message) for w in caught]
+for t_ in (10, 6):
+    probe = torch.randn(3, t_)
+    close(fast(probe), probe[:, 1:] * 2, f"per-size program at T={t_}")
+print("aten dynamic: one artifact for every batch and length (mask, positions, gradients); a form that cannot "
+      "be symbolic compiles per size, said once")
+
+# Through the Dynamo backend: the sizes Dynamo made symbolic (here set by
+# hand: PyTorch 1.13 has no Dynamo and no SymInt) become symbolic dims of
+# one program, built at the first call on its tensors.
+import torch.fx as fx
+from tensorc.torch._dynamo_backend import _AtenDynamoCall
+
+mlp_gm = fx.symbolic_trace(nn.Sequential(nn.LayerNorm(32), nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32)))
+backend_cache = os.path.join(workdir, "dynamic-backend-cache")
+call = _AtenDynamoCall(mlp_gm, [torch.randn(3, 10, 32)], {"cache_dir": backend_cache, "tensorc_path": tensorc},
+                       False)
+call.program, call.dynamic = None, ({0: {0: "s0", 1: "s1"}}, {})
+for shape in [(4, 6), (2, 9), (5, 5)]:
+    probe = torch.randn(*shape, 32)
+    with torch.no_grad():
+        close(call(probe), mlp_gm(probe), f"backend dynamic {shape}")
+assert call.program.symbolic and not call.by_signature
+assert len(glob.glob(os.path.join(backend_cache, "*.tcx"))) == 1, os.listdir(backend_cache)
+
 # Autocast: the casts autocast makes are the program (bf16 matmuls, f32
 # losses), output dtypes equal eager's. (PyTorch 1.13's CPU layer norm
 # refuses bf16 activations with f32 weights under autocast, in eager too.)

@@ -537,7 +537,7 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     tensors (tensorc.torch._aten: autocast and in-place updates as PyTorch
     runs them, ops tensorc does not lower run in PyTorch with one warning,
     or an error with `strict`); the gradient then follows grad mode (no
-    `train`), shapes are static. "fx" (for now the default) maps torch
+    `train`); `dynamic` as above, probed over the captured program. "fx" (for now the default) maps torch
     functions and modules by name (docs/pytorch.md).
     `fallback_random` (aten): random ops (dropout) run in PyTorch, drawing
     from its generator as eager does (Inductor's fallback_random): a run
@@ -545,13 +545,11 @@ def compile(model, example_inputs, target="cpu", mode=None, train=False, cache_d
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     if frontend == "aten":
-        if dynamic:
-            raise ValueError("tensorc.torch.compile: frontend='aten' has static shapes for now (no dynamic=)")
         from ._aten import compile_program
         return compile_program(model, tuple(example_inputs),
                                {"target": target, "mode": mode, "cache_dir": cache_dir, "tensorc_path": tensorc_path,
                                 "options": tuple(options), "cuda_graphs": cuda_graphs,
-                                "fallback_random": fallback_random}, strict=strict)
+                                "fallback_random": fallback_random}, strict=strict, dynamic=dynamic)
     if frontend != "fx":
         raise ValueError(f"tensorc.torch.compile: unknown frontend '{frontend}' (aten, fx)")
     if fallback_random:

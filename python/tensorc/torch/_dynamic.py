@@ -69,10 +69,14 @@ def symbol_sizes(inputs, spec):
     return {symbol: inputs[i].shape[d] for i, d, symbol in spec}
 
 
-def resized(example_inputs, spec, sizes):
+def resized(example_inputs, spec, sizes, scalars=None):
     """The example inputs with each marked dim at sizes[symbol]: rows of the
-    example repeated (token ids and class targets stay valid)."""
+    example repeated (token ids and class targets stay valid); `scalars`
+    {input position: symbol}: number inputs that are a size (Dynamo passes
+    a dynamic dim's size as one), set to it."""
     new = list(example_inputs)
+    for i, symbol in (scalars or {}).items():
+        new[i] = sizes[symbol]
     for i, d, symbol in spec:
         x, n = new[i], sizes[symbol]
         if x.shape[d] != n:
@@ -108,10 +112,11 @@ def _monomial(symbols, base, grown, check, v0, v_grown, v_check):
     return "*".join(factors) if len(factors) > 1 or not factors[0].isdigit() else None
 
 
-def symbolize(export_at, example_inputs, spec):
+def symbolize(export_at, example_inputs, spec, scalars=None):
     """The graph export_at(inputs) gives (a graph file's JSON) with the
-    marked dims symbolic (see the module's doc). Raises UnsupportedOp
-    naming the node whose structure or values depend on a size otherwise."""
+    marked dims symbolic (see the module's doc); `scalars`: number inputs
+    that are sizes (resized). Raises UnsupportedOp naming the node whose
+    structure or values depend on a size otherwise."""
     base_sizes = symbol_sizes(example_inputs, spec)
     symbols = sorted(base_sizes)
     # Three probe sizes per symbol, none the example's (at the example's
@@ -124,7 +129,7 @@ def symbolize(export_at, example_inputs, spec):
 
     def at(sizes):
         try:
-            return export_at(resized(example_inputs, spec, sizes))
+            return export_at(resized(example_inputs, spec, sizes, scalars))
         except UnsupportedOp:
             raise
         except Exception as ex:

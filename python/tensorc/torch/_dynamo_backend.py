@@ -16,12 +16,14 @@ Shapes are static for now: where Dynamo makes a dim dynamic (a SymInt
 size), the graph is captured again at each call's sizes.
 """
 import logging
+import re
 import warnings
 
 import torch
 
 from ._common import UnsupportedOp
 from ._compile import compile as _compile
+from ._dynamic import MIN_SIZE
 
 log = logging.getLogger("tensorc.torch")
 
@@ -104,14 +106,21 @@ class _AtenDynamoCall:
         self.program = None
         symbolic = any(_is_symbolic(x) or isinstance(x, torch.Tensor) and
                        any(map(_is_symbolic, (*x.shape, *x.stride()))) for x in example_inputs)
+        # Dynamo's symbolic sizes as tensorc's symbolic dims: one program
+        # for every size (built at the first call, on its real tensors).
+        self.dynamic = _symbolic_dims(example_inputs) if symbolic else None
         if not symbolic:
             self.program = self._compile(list(example_inputs))
 
-    def _compile(self, inputs):
+    def _compile(self, inputs, dynamic=None):
         from ._aten import StrictFallbackError, compile_program
         options = dict(self.options)
         options["target"] = _device_target([x for x in inputs if isinstance(x, torch.Tensor)], self.gm)
         try:
+            if dynamic is not None:
+                dims, scalars = dynamic
+                return compile_program(self.gm, tuple(inputs), options, strict=self.strict, placed=True,
+                                       dynamic=dims, scalars=scalars)
             return compile_program(self.gm, tuple(inputs), options, strict=self.strict, placed=True)
         except StrictFallbackError:
             raise
@@ -126,6 +135,13 @@ class _AtenDynamoCall:
     def __call__(self, *inputs):
         if self.program is not None:
             return self.program(*inputs)
+        if self.dynamic is not None:
+            dynamic, self.dynamic = self.dynamic, None
+            # Probes at sizes near this call's, from 2 up (sizes 0 and 1 are
+            # PyTorch's special cases): else a program per size, as before.
+            if all(inputs[i].shape[d] >= MIN_SIZE for i, dims in dynamic[0].items() for d in dims):
+                self.program = self._compile(list(inputs), dynamic)
+                return self.program(*inputs)
         key = tuple((tuple(x.shape), x.dtype, x.device) if isinstance(x, torch.Tensor) else (type(x).__name__, x)
                     for x in inputs)
         program = self.by_signature.get(key)
@@ -177,6 +193,34 @@ def _is_fake(x):
     except ImportError:  # no fake tensors: every tensor is real
         return False
     return isinstance(x, FakeTensor)
+
+
+def _symbolic_dims(example_inputs):
+    """Dynamo's symbolic sizes as compile_program's dynamic= ({input
+    position: {dim: symbol}}) and scalars ({input position: symbol} of the
+    number inputs that are sizes), or None where a size is an expression
+    (2*s0: tensorc's probes resize plain symbols only) or a number input
+    is no dim's size."""
+    def plain(v):
+        text = str(getattr(getattr(v, "node", None), "expr", v))
+        return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else None
+
+    dims, scalars = {}, {}
+    for i, x in enumerate(example_inputs):
+        if _is_symbolic(x):
+            if plain(x) is None:
+                return None
+            scalars[i] = plain(x)
+        elif isinstance(x, torch.Tensor):
+            for d, n in enumerate(x.shape):
+                if _is_symbolic(n):
+                    if plain(n) is None:
+                        return None
+                    dims.setdefault(i, {})[d] = plain(n)
+    symbols = {s for d in dims.values() for s in d.values()}
+    if not dims or any(s not in symbols for s in scalars.values()):
+        return None  # a number input that is no dim's size: nothing to resize it with
+    return dims, scalars
 
 
 def _is_symbolic(x):

@@ -115,6 +115,20 @@ def _drop_unused(gm):
     gm.recompile()
 
 
+def _distinct(args):
+    """The trace's arguments, a tensor given twice (compile(m, (ids, ids)))
+    copied: make_fx keys its proxies by tensor, so both inputs would read
+    one placeholder and the program would treat every later call's two
+    tensors as one."""
+    seen, out = set(), []
+    for a in args:
+        if isinstance(a, torch.Tensor) and id(a) in seen:
+            a = a.detach().clone().requires_grad_(a.requires_grad)
+        seen.add(id(a))
+        out.append(a)
+    return out
+
+
 def _is_fake(t):
     from torch._subclasses.fake_tensor import FakeTensor
     return isinstance(t, FakeTensor)
@@ -173,7 +187,7 @@ def capture(module, example_inputs, autocast=None):
     # sees layer_norm, not the native_layer_norm that functionalization's
     # decomposition would show it); the second functionalizes that ATen
     # graph with autocast off (its casts are in it).
-    args = [*state, *example_inputs]
+    args = _distinct([*state, *example_inputs])
     eager_ops = trace(flat, args)
     with _autocast_off():
         gm = trace(_functionalize(eager_ops), args)

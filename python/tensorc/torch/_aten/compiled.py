@@ -5,9 +5,12 @@ parameters and buffers by name at every call (an assigned nn.Parameter is
 seen) and run the graph with autocast off: its casts are already explicit."""
 import collections
 import concurrent.futures
+import json
 import logging
 import operator
 import os
+import subprocess
+import tempfile
 import warnings
 
 import torch
@@ -15,6 +18,8 @@ import torch
 import tensorc
 
 from .. import _compile
+from .._common import UnsupportedOp
+from .._dynamic import MIN_SIZE, dynamic_dims, symbol_sizes, symbolize
 from .capture import capture
 from .graph_file import Unsupported
 from .lowering import SEED_INPUT, bind, lower_graph, packet_name, value
@@ -48,6 +53,7 @@ class TensorcPartition(torch.nn.Module):
         self.outputs, self._single = outputs, single
         self._output_meta = output_values  # fake values of the graph's outputs
         self.compiled = {}
+        self.symbolic = False  # its graph has symbolic dims (dynamic=): output shapes per call
         self._pending = {}  # key: the future of a compile started ahead of the call (prefetch)
         self.written_positions = []  # inputs the program writes after this partition
 
@@ -136,7 +142,8 @@ class TensorcPartition(torch.nn.Module):
         o = self.options
         graphs = "always" if o.get("mode") == "reduce-overhead" else o.get("cuda_graphs", "repeated")
         module = _compile.CompiledModule(torch.nn.Module(), p.sources, p.graph["outputs"], False, p.scalars,
-                                         p.built.artifacts[0], p.built.cache_hit, p.executables, cuda_graphs=graphs)
+                                         p.built.artifacts[0], p.built.cache_hit, p.executables,
+                                         symbolic=self.symbolic, cuda_graphs=graphs)
         module.compiled_graph = p.graph  # what was compiled (TENSORC_DUMP_PARTITIONS)
         if p.grad_argv:
             module.grad_argv = p.grad_argv
@@ -390,6 +397,11 @@ class AtenCompiled:
                                   and n.args[0] in placeholders for n in captured.gm.graph.nodes)
         self._warned_alias = False
         self._prefetched = False
+        # dynamic=: the marked dims; whether the partitions took symbolic
+        # dims; a static program per call whose sizes are below the
+        # probes' minimum, or per size where they did not (compile_program).
+        self.dynamic, self.symbolic, self.example_key = [], False, None
+        self.specialize, self.specialized = None, {}
 
     def _prefetch(self, args, jobs):
         """At the first call: every partition's form predicted from which
@@ -449,6 +461,12 @@ class AtenCompiled:
         return out
 
     def __call__(self, *inputs):
+        if self.dynamic and (not self.symbolic or min(symbol_sizes(inputs, self.dynamic).values()) < MIN_SIZE):
+            key = _shapes_of(inputs)
+            if key != self.example_key:
+                if key not in self.specialized:
+                    self.specialized[key] = self.specialize(inputs)
+                return self.specialized[key](*inputs)
         state = self._state()
         if self.mutates_inputs and _aliased(state + [x for x in inputs if isinstance(x, torch.Tensor)]):
             if not self._warned_alias:
@@ -550,13 +568,131 @@ def _draws_random(n):
     return False
 
 
-def compile_program(module, example_inputs, options, strict=False, autocast=None, placed=False):
+def compile_program(module, example_inputs, options, strict=False, autocast=None, placed=False, dynamic=None,
+                    scalars=None):
     """`module` captured on `example_inputs` (real or fake), partitioned,
     each partition lowered (compiled at its first call). `placed`: the
     example tensors are on the devices the program runs on (Dynamo's), so
     an op on another device than the target stays in PyTorch; otherwise
     (tensorc.torch.compile for a target, from CPU tensors too) every op is
-    compiled for the target."""
+    compiled for the target. `dynamic` (tensorc.torch.compile's): dims
+    whose size may change between calls, symbolic in each partition's one
+    artifact (_dynamic.py's probes, over the partitions' graph files);
+    `scalars` {input position: symbol}: number inputs that are those sizes
+    (Dynamo's)."""
+    spec = dynamic_dims(example_inputs, dynamic) if dynamic else []
+    program = _partitioned(module, example_inputs, options, strict, autocast, placed)
+    if spec:
+        program.dynamic = spec
+        program.example_key = _shapes_of(example_inputs)
+        program.specialize = lambda inputs: compile_program(module, inputs, options, strict, autocast, placed)
+        why = _make_symbolic(program, module, example_inputs, options, autocast, placed, spec, scalars)
+        if why:
+            if strict:
+                raise ValueError(f"tensorc.torch.compile(dynamic=...): {why}")
+            warnings.warn(f"tensorc.torch.compile(dynamic=...): {why}; one program per size instead",
+                          stacklevel=3)
+    return program
+
+
+def _shapes_of(inputs):
+    return tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _make_symbolic(program, module, example_inputs, options, autocast, placed, spec, scalars=None):
+    """Each partition's graph file with the marked dims symbolic: the
+    program captured again at probe sizes must be the same program but for
+    numbers that are products of the sizes (symbolize), so the ops PyTorch
+    runs between partitions must not depend on a size, and tensorc must
+    take the symbolic graph (`tensorc verify`: an op whose attribute is a
+    number only, a slice's bounds, cannot have a symbolic one). The reason
+    it cannot, or "" (the partitions then have their symbolic graphs)."""
+    def export_at(inputs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = _partitioned(module, tuple(inputs), options, False, autocast, placed)
+        return {"partitions": [part.graph for _, part in p.partitions],
+                "between partitions": p.gm.code, "in PyTorch": [op for op, _, _ in p.fallbacks]}
+
+    try:
+        symbolic = symbolize(export_at, example_inputs, spec, scalars)
+    except Exception as e:  # noqa: BLE001 -- any probe's failure leaves the static program, said once
+        return str(e) if isinstance(e, (UnsupportedOp, ValueError)) else f"{type(e).__name__}: {e}"
+    graphs = [_symbolic_forms(g) for g in symbolic["partitions"]]
+    exe = _compile._compiler(options.get("tensorc_path"))
+    for graph in graphs:
+        text = json.dumps(graph)
+        graph["dims"] = {s: d for s, d in symbolic["dims"].items() if f'"{s}' in text or f'*{s}' in text}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "graph.json")
+            with open(path, "w") as f:
+                json.dump(graph, f)
+            checked = subprocess.run([exe, "verify", path], capture_output=True, text=True)
+        if checked.returncode != 0:
+            message = (checked.stderr.strip() or checked.stdout.strip()).replace(path + ": ", "")
+            return f"partition {graph['name']} cannot have symbolic dims ({message})"
+    # The probes' program must be the example's (the partitions' inputs and
+    # outputs are bound by name): one tensor passed as two inputs, say,
+    # makes another graph than two tensors.
+    names = lambda g: ([i["name"] for i in g["inputs"]], list(g["outputs"]))
+    if len(graphs) != len(program.partitions) or \
+            any(names(g) != names(part.graph) for (_, part), g in zip(program.partitions, graphs)):
+        return "the program at the example's sizes is not the program at other sizes (an input passed twice?)"
+    for (_, part), graph in zip(program.partitions, graphs):
+        part.graph, part.symbolic = graph, True
+    program.symbolic = True
+    return ""
+
+
+def _symbolic_forms(graph):
+    """The graph file with the ops whose bounds became symbolic in forms
+    that take a symbolic size: iota's `end` (from 0, step 1) as its
+    `length`; a slice [0:T] of a dim (a position embedding's first T rows)
+    as an index_select of iota(T), its attributes being numbers only.
+    Other forms are left for `tensorc verify` to refuse."""
+    nodes, taken = [], {n["name"] for n in graph["nodes"]} | {i["name"] for i in graph["inputs"]}
+
+    def fresh(base):
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        return name
+
+    for n in graph["nodes"]:
+        a = n.get("attrs") or {}
+        if n["op"] == "iota" and isinstance(a.get("end"), str) and a.get("start", 0) == 0 and a.get("step", 1) == 1:
+            a = {k: v for k, v in a.items() if k not in ("start", "end", "step")}
+            a["length"] = [n["attrs"]["end"]]
+            nodes.append(dict(n, attrs=a))
+            continue
+        ends = a.get("ends") if n["op"] == "slice" else None
+        if not ends or not any(isinstance(e, str) for e in ends):
+            nodes.append(n)
+            continue
+        axes = a.get("axes") or list(range(len(ends)))
+        steps = a.get("steps") or [1] * len(ends)
+        symbolic = [k for k, e in enumerate(ends) if isinstance(e, str)]
+        if any(a["starts"][k] != 0 or steps[k] != 1 for k in symbolic):
+            nodes.append(n)
+            continue
+        x = n["args"][0]
+        static = [k for k in range(len(ends)) if k not in symbolic]
+        if static:
+            x = fresh(n["name"] + "_static")
+            nodes.append({"name": x, "op": "slice", "args": n["args"],
+                          "attrs": {"axes": [axes[k] for k in static], "starts": [a["starts"][k] for k in static],
+                                    "ends": [ends[k] for k in static], "steps": [steps[k] for k in static]}})
+        for j, k in enumerate(symbolic):
+            rows = fresh(f"{n['name']}_rows{j}")
+            nodes.append({"name": rows, "op": "iota", "args": [], "attrs": {"length": [ends[k]]}})
+            out = n["name"] if j == len(symbolic) - 1 else fresh(f"{n['name']}_sliced{j}")
+            nodes.append({"name": out, "op": "index_select", "args": [x, rows], "attrs": {"axis": axes[k]}})
+            x = out
+    return dict(graph, nodes=nodes)
+
+
+def _partitioned(module, example_inputs, options, strict, autocast, placed):
     captured = capture(module, example_inputs, autocast)
     gm = captured.gm
     name = type(module).__name__
