@@ -215,17 +215,18 @@ def _binary(op):
 def _wider_broadcast_operand(x, y, dtype):
     """The dtype to compute a 16-bit floating result in where an operand is
     a floating tensor of a wider dtype with fewer elements than the result
-    (it broadcasts: a 0-d parameter), else None."""
+    (it broadcasts: a 0-d parameter): f32 (an f64 one too: f64 arithmetic
+    over a whole activation would be slow on a GPU, and f32 already sums its
+    gradient unrounded), else None."""
     if dtype not in (torch.float16, torch.bfloat16):
         return None
-    out = None
     for a in (x, y):
         v = value(a) if isinstance(a, fx.Node) else None
         if isinstance(v, torch.Tensor) and v.dtype in (torch.float32, torch.float64):
             other = value(y if a is x else x)
             if isinstance(other, torch.Tensor) and v.numel() < other.numel():
-                out = v.dtype if out is None or v.dtype == torch.float64 else out
-    return out
+                return torch.float32
+    return None
 
 
 def _rsub(lw, n):
