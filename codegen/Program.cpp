@@ -1444,7 +1444,8 @@ private:
   // are f32 scratch buffers of q's shape without its last dim.
   void lowerAttention(Operation *op, bool backward, const AttrMap &attrs) {
     // Operands by schema position (absent optional ones nullopt): the
-    // backward's are grad, q, k, v, mask, out, lse.
+    // forward's q, k, v, mask, seed; the backward's grad, q, k, v, mask,
+    // out, lse, seed.
     std::vector<std::optional<Value>> operand = tc::schemaOperands(
         op, *findOpSchema(opName(op)));
     std::vector<std::optional<TensorSpec>> args;
@@ -1471,11 +1472,20 @@ private:
       at.mask = args[first + 3]->dtype == DType::I1 ? artifact::AttentionStep::Mask::Bool
                                                      : artifact::AttentionStep::Mask::Additive;
     }
+    // Dropout on the probabilities: its seed, the step's last operand.
+    const size_t seedAt = backward ? 7 : 4;
+    std::optional<int> seed;
+    if (operand.size() > seedAt && operand[seedAt]) {
+      seed = materialize(*operand[seedAt]);
+      at.dropoutP = getFloat(attrs, "dropout_p");
+      at.dropoutStream = uint32_t(getInt(attrs, "dropout_stream"));
+    }
     Step s;
     s.kind = Step::Kind::Attention;
     s.label = label_;
     s.attention = at;
-    s.symbol = emitAttention_(q.dtype, specOf(op->getResult(0)).dtype, at.paddedHeadDim, at.causal, at.mask);
+    s.symbol = emitAttention_(q.dtype, specOf(op->getResult(0)).dtype, at.paddedHeadDim, at.causal, at.mask,
+                              at.dropout());
     std::vector<int> results;
     for (Value r : op->getResults()) {
       int v = newProducedValue(specOf(r));
@@ -1490,7 +1500,7 @@ private:
     TensorSpec rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1)};
     // A backward given the forward's output and log-sum-exp (operands 5
     // and 6: saved by an earlier program) reads them: no recomputation.
-    if (backward && operand.size() == 7 && operand[5]) {
+    if (backward && operand.size() >= 7 && operand[5] && operand[6]) {
       int lse = materialize(*operand[6]), out = materialize(*operand[5]);
       s.operands.push_back(lse);
       s.operands.push_back(newProducedValue(rows)); // delta
@@ -1499,6 +1509,8 @@ private:
       s.operands.push_back(out);
       if (mask)
         s.operands.push_back(*mask);
+      if (seed)
+        s.operands.push_back(*seed);
       art_.steps.push_back(s);
       chain_ = Chain{};
       return;
@@ -1507,13 +1519,17 @@ private:
       // The forward of the same q, k, v in this program keeps its output
       // and writes its log-sum-exp for us: no recomputation (FlashAttention-2's
       // saved O and LSE).
-      // (The same symbol: the same dtype, head dim, causality and mask kind.)
-      std::vector<int> read(in.begin() + 1, in.end()); // q, k, v[, mask]
+      // (The same symbol: the same dtype, head dim, causality, mask kind
+      // and dropout; with dropout, the same probability, stream and seed.)
+      std::vector<int> read(in.begin() + 1, in.end()); // q, k, v[, mask][, seed]
       if (mask)
         read.push_back(*mask);
+      if (seed)
+        read.push_back(*seed);
       Step *forward = nullptr;
       for (Step &f : art_.steps)
         if (f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.scale == at.scale &&
+            f.attention.dropoutP == at.dropoutP && f.attention.dropoutStream == at.dropoutStream &&
             f.symbol == s.symbol && f.operands.size() >= read.size() &&
             std::equal(read.begin(), read.end(), f.operands.end() - std::ptrdiff_t(read.size())))
           forward = &f;
@@ -1533,6 +1549,8 @@ private:
     }
     if (mask)
       s.operands.push_back(*mask);
+    if (seed)
+      s.operands.push_back(*seed);
     art_.steps.push_back(s);
     chain_ = Chain{};
   }

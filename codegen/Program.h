@@ -27,10 +27,10 @@ using NestEmitter =
 
 // Makes the fused attention kernels for one configuration (the operands'
 // dtype, the output's -- f32 for 16-bit operands with out_dtype --, padded
-// head dim, causal, user mask kind); returns their symbol prefix
+// head dim, causal, user mask kind, dropout on the probabilities); returns their symbol prefix
 // (artifact::AttentionStep).
 using AttentionEmitter = std::function<std::string(DType, DType out, int paddedHeadDim, bool causal,
-                                                   artifact::AttentionStep::Mask mask)>;
+                                                   artifact::AttentionStep::Mask mask, bool dropout)>;
 
 struct ProgramOptions {
   // The backend's GEMM library applies epilogues (cuBLASLt): a bias add

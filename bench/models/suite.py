@@ -27,6 +27,7 @@ memory (torch.cuda.max_memory_allocated).
     SUITE_TENSORC_FRONTEND=aten python3 suite.py ...     # the backend's frontend (default: its own choice)
     SUITE_PROFILE=DIR python3 suite.py ...               # per case and backend: its kernels' device time
     SUITE_KEEP_GRAPHS=DIR python3 suite.py ...           # the graph files tensorc compiled
+    SUITE_HF_CONFIG='{"num_layers": 2}' python3 suite.py --case ...   # config fields over a model's
 
 Batch sizes are the lists' divided by --batch-divisor (default 4: the lists'
 sizes are for training throughput on 80 GB; the table says the size used);
@@ -102,7 +103,9 @@ def build_hf(name, batch, seq, device):
     cls_name = HF_CLASSES.get(name, name)
     cls = getattr(transformers, cls_name)
     config_cls = cls.config_class
-    config = config_cls(**HF_CONFIG.get(name, {}))
+    # SUITE_HF_CONFIG (debugging): JSON fields over the config, e.g. a
+    # two-layer model that still shows a failure, small enough to dump.
+    config = config_cls(**{**HF_CONFIG.get(name, {}), **json.loads(os.environ.get("SUITE_HF_CONFIG", "{}"))})
     # RoBERTa-style position ids start after the padding index: the released
     # checkpoints have 514 positions for 512 tokens, the default configs 512
     # (an out-of-range embedding index in eager at 512 tokens).
@@ -400,7 +403,7 @@ def run_case(spec, seq, divisor, backends=("inductor", "tensorc"), timing=True):
             def recording_backend(gm, example_inputs, **more):
                 t0 = time.perf_counter()
                 # SUITE_TENSORC_FRONTEND=aten|fx: the backend's frontend
-                # (default: its own choice, by-name for training for now).
+                # (default: its own choice, the ATen frontend).
                 frontend = os.environ.get("SUITE_TENSORC_FRONTEND")
                 extra = {"frontend": frontend} if frontend else {}
                 call = tensorc.torch.tensorc_backend(gm, example_inputs, cache_dir=cache, **extra, **more)

@@ -9,18 +9,20 @@
 namespace tensorc::codegen::cuda {
 
 std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dtype, DType out, int paddedHeadDim,
-                                            bool causal, artifact::AttentionStep::Mask mask) {
+                                            bool causal, artifact::AttentionStep::Mask mask, bool dropout) {
   using Mask = artifact::AttentionStep::Mask;
   check(dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F32,
         "cuda codegen: fused attention takes f16, bf16 or f32");
   const bool wide = out != dtype;
   check(!wide || (out == DType::F32 && dtype != DType::F32),
         "cuda codegen: fused attention's output is its operands' dtype or f32 of 16-bit ones");
+  check(!dropout || dtype != DType::F32, "cuda codegen: fused attention applies dropout to 16-bit operands only");
   check(paddedHeadDim % 16 == 0 && paddedHeadDim >= 16 && paddedHeadDim <= 128,
         "cuda codegen: fused attention head dim out of range");
   std::string name = prefix + "_attention_" + std::string(dtypeName(dtype)) + (wide ? "_f32_out" : "") + "_d" +
                      std::to_string(paddedHeadDim) + (causal ? "_causal" : "") +
-                     (mask == Mask::Bool ? "_bool_mask" : mask == Mask::Additive ? "_additive_mask" : "");
+                     (mask == Mask::Bool ? "_bool_mask" : mask == Mask::Additive ? "_additive_mask" : "") +
+                     (dropout ? "_dropout" : "");
   AttentionConfig &config = attention_[name];
   config.f32 = dtype == DType::F32;
   config.wide = wide;
@@ -28,7 +30,7 @@ std::string CudaSourceBuilder::addAttention(const std::string &prefix, DType dty
   // Attention.cuh's kNoMask, kBoolMask, kAdditiveMask.
   const char *maskKind = mask == Mask::Bool ? "1" : mask == Mask::Additive ? "2" : "0";
   config.arguments = (config.f32 ? "" : storageCType(dtype) + ", ") + std::to_string(paddedHeadDim) + ", " +
-                     (causal ? "true" : "false") + ", " + maskKind;
+                     (causal ? "true" : "false") + ", " + maskKind + (config.f32 ? "" : dropout ? ", true" : ", false");
   return name;
 }
 

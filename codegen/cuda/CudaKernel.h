@@ -103,8 +103,9 @@ public:
   // kernels/AttentionF32.cuh for f32);
   // returns their symbol prefix. Only the kernels required after the
   // program is built are instantiated (NVRTC takes ~1 s per kernel).
+  // dropout: on the probabilities (16-bit operands only).
   std::string addAttention(const std::string &prefix, DType dtype, DType out, int paddedHeadDim, bool causal,
-                           artifact::AttentionStep::Mask mask);
+                           artifact::AttentionStep::Mask mask, bool dropout);
   // `kernel`: the macro suffix of Attention.cuh, FWD, BWD_Q, BWD_Q_SAVED or BWD_KV.
   void requireAttentionKernel(const std::string &name, const std::string &kernel);
   // The symbol whose kernels a nest's are: a nest whose text is another's

@@ -191,9 +191,10 @@ artifact::Artifact compileCudaArtifact(ModuleOp module, const CudaCompileOptions
                                   /*integerMatmulAsNest=*/true, /*splitColumnReductions=*/true,
                                   /*convolutionLibrary=*/options.conv == "cudnn",
                                   /*biasGradientEpilogues=*/options.gemmBiasGradient},
-                   [&](DType dtype, DType out, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask) {
+                   [&](DType dtype, DType out, int paddedHeadDim, bool causal, artifact::AttentionStep::Mask mask,
+                       bool dropout) {
                      return source.addAttention("tc_" + fn.getName().str(), dtype, out, paddedHeadDim, causal,
-                                                mask);
+                                                mask, dropout);
                    },
                    &notes);
   for (const artifact::Step &st : art.steps)

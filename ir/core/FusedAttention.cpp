@@ -30,10 +30,15 @@ std::string fusedAttentionRefusal(const std::vector<std::optional<TensorSpec>> &
     return "k and v of different lengths";
   if (backward && !(args[0]->shape == q.shape))
     return "a cotangent of another shape";
-  // The seed operand (forward: 4, backward: 7): dropout on the probabilities.
+  // The seed operand (forward: 4, backward: 7): dropout on the
+  // probabilities, which the 16-bit kernels apply.
   size_t seedAt = backward ? 7 : 4;
-  if (args.size() > seedAt && args[seedAt])
-    return "dropout on the probabilities (no fused kernel applies it yet)";
+  if (args.size() > seedAt && args[seedAt]) {
+    if (q.dtype == DType::F32)
+      return "dropout on f32 probabilities (the fused kernels apply it to f16 and bf16)";
+    if (args[seedAt]->dtype != DType::I64 || args[seedAt]->rank() != 0)
+      return "a dropout seed that is not an i64 scalar";
+  }
   if (args.size() > first + 3 && args[first + 3]) {
     const TensorSpec &mask = *args[first + 3];
     if (mask.dtype != DType::I1 && mask.dtype != q.dtype)

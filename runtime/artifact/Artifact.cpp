@@ -285,6 +285,10 @@ json manifestJson(const Artifact &a) {
         j["saved_forward"] = true;
       if (s.attention.mask != AttentionStep::Mask::None)
         j["mask"] = s.attention.mask == AttentionStep::Mask::Bool ? "bool" : "additive";
+      if (s.attention.dropout()) {
+        j["dropout_p"] = s.attention.dropoutP;
+        j["dropout_stream"] = s.attention.dropoutStream;
+      }
     }
     if (s.kind == Step::Kind::Collective) {
       const CollectiveStep &c = s.collective;
@@ -479,7 +483,7 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
   };
   ValueDecl rows{DType::F32, Shape(q.shape.begin(), q.shape.end() - 1), {}};
   if (at.mask != AttentionStep::Mask::None) {
-    const ValueDecl &mask = a.values[size_t(s.operands.back())];
+    const ValueDecl &mask = a.values[size_t(s.operands[attentionMaskOperand(s)])];
     check(mask.dtype == (at.mask == AttentionStep::Mask::Bool ? DType::I1 : q.dtype),
           what + ": attention mask of dtype " + std::string(dtypeName(mask.dtype)) + " for a " +
               (at.mask == AttentionStep::Mask::Bool ? "bool" : "additive") + " mask");
@@ -487,6 +491,11 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
     scores.push_back(k.shape[r - 2]);
     const std::string why = attentionMaskLayoutRefusal(mask.shape, scores);
     check(why.empty(), what + ": attention " + why);
+  }
+  if (at.dropout()) {
+    const ValueDecl &seed = a.values[size_t(s.operands[attentionSeedOperand(s)])];
+    check(seed.dtype == DType::I64 && seed.shape.empty(), what + ": attention dropout seed is not an i64 scalar");
+    check(q.dtype != DType::F32, what + ": attention dropout on f32 operands (the kernels take 16-bit ones)");
   }
   if (!at.backward) {
     // f32 of 16-bit operands (the kernels' f32-output forward, out_dtype).
@@ -664,7 +673,7 @@ void validate(const Artifact &a) {
                   : s.kind == Step::Kind::ScatterAdd ? 3
                   : s.kind == Step::Kind::Attention
                       ? (s.attention.backward ? (s.attention.savedForward ? 10 : 9) : (s.attention.saveLse ? 5 : 4)) +
-                            (s.attention.mask != AttentionStep::Mask::None ? 1 : 0)
+                            (s.attention.mask != AttentionStep::Mask::None ? 1 : 0) + (s.attention.dropout() ? 1 : 0)
                                                     : 0;
     check(s.epilogue.empty() || s.kind == Step::Kind::Matmul, what + ": an epilogue on a step that is not a matmul");
     check(!s.epilogue.biasGradient || (!s.epilogue.bias && s.epilogue.activation == MatmulEpilogue::Activation::None),
@@ -943,6 +952,12 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.attention.mask = mask == "bool"       ? AttentionStep::Mask::Bool
                            : mask == "additive" ? AttentionStep::Mask::Additive
                                                 : AttentionStep::Mask::None;
+        s.attention.dropoutP = j.value("dropout_p", 0.0);
+        check(s.attention.dropoutP >= 0 && s.attention.dropoutP < 1,
+              "artifact: attention dropout_p outside [0, 1)");
+        const int64_t stream = j.value("dropout_stream", int64_t(0));
+        check(stream >= 0 && stream <= int64_t(UINT32_MAX), "artifact: attention dropout_stream outside [0, 2^32)");
+        s.attention.dropoutStream = uint32_t(stream);
       }
       if (s.kind == Step::Kind::Collective) {
         const json &c = j.at("collective");

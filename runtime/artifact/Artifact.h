@@ -22,7 +22,8 @@ namespace tensorc::artifact {
 // 5: convolution steps (cuDNN, with a loop kernel to fall back on).
 // 6: collective steps.
 // 7: scatter-add steps (embedding_backward).
-inline constexpr uint32_t kFormatVersion = 8;
+// 9: attention steps with dropout (a seed operand, new kernel parameters).
+inline constexpr uint32_t kFormatVersion = 9;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -65,7 +66,8 @@ struct ConstantDecl {
 // the backward "_bwd_q" (or "_bwd_q_saved") then "_bwd_kv". Forward
 // operands: out, [lse,] q, k, v; backward: dq, dk, dv, lse, delta (f32 of
 // q's shape without its last dim), dout, q, k, v[, out]; then, with a user
-// mask, the mask (both directions). q, k, v: f16/bf16/f32
+// mask, the mask (both directions); then, with dropout, its seed (an i64
+// scalar). q, k, v: f16/bf16/f32
 // [batch..., rows, head dim], contiguous, one dtype, equal batch dims and
 // head dims (<= 128); the mask: bool or q's dtype, contiguous, broadcast to
 // the scores' [batch..., L, S] as ir/core/FusedAttention.h allows.
@@ -80,8 +82,15 @@ struct AttentionStep {
   // Forward: also writes the log-sum-exp (operand 1) for a later backward.
   bool saveLse = false;
   // Backward: reads that forward's lse (operand 3, not written) and output
-  // (the last operand) instead of recomputing them; writes delta.
+  // (operand 9) instead of recomputing them; writes delta.
   bool savedForward = false;
+  // Dropout on the probabilities (16-bit operands only): the dropout op's
+  // draw (compiler's Philox, element index row-major over [batch..., L, S],
+  // this stream) keeps a probability scaled by 1 / (1 - p) where it is at
+  // least dropoutP; forward and backward draw the same mask.
+  double dropoutP = 0;
+  uint32_t dropoutStream = 0;
+  bool dropout() const { return dropoutP > 0; }
 };
 
 // A convolution step (GPU): conv2d or one of its gradients, by cuDNN's
@@ -253,6 +262,13 @@ bool writesOperand(const Step &step, size_t operand);
 // The operand a bias-gradient epilogue sums (1: a, 2: b; stored 2-D, its
 // column sums go to operands[3]).
 inline size_t biasGradientSource(const Step &step) { return step.epilogue.biasGradientOfA ? 1 : 2; }
+
+// An attention step's user mask and dropout seed operands (AttentionStep:
+// the mask before the seed, both last).
+inline size_t attentionSeedOperand(const Step &step) { return step.operands.size() - 1; }
+inline size_t attentionMaskOperand(const Step &step) {
+  return step.operands.size() - 1 - (step.attention.dropout() ? 1 : 0);
+}
 
 // A convolution step's operand values as x (input), w (weight), y (output),
 // whatever its direction's operand order (forward y,x,w; backward-input

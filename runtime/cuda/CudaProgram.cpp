@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <thread>
 #include <numeric>
@@ -42,14 +43,14 @@ constexpr long long kDenseBlocksPerSm = 6;
 
 namespace {
 
-// How the attention step's kernels index its user mask (the last operand)
+// How the attention step's kernels index its user mask (attentionMaskOperand)
 // over the scores [q's batch dims..., L, S] at these shapes; nullopt with
 // `why` where they cannot (ir/core/FusedAttention.h).
 std::optional<AttentionMaskLayout> maskLayout(const Step &s, const std::vector<std::vector<int64_t>> &shapes,
                                               size_t q, size_t k, std::string &why) {
   std::vector<int64_t> scores(shapes[size_t(s.operands[q])]);
   scores.back() = shapes[size_t(s.operands[k])].end()[-2];
-  return attentionMaskLayout(shapes[size_t(s.operands.back())], scores, why);
+  return attentionMaskLayout(shapes[size_t(s.operands[artifact::attentionMaskOperand(s)])], scores, why);
 }
 
 // The cubins of `code` compiled for `arch` in parallel parts
@@ -521,7 +522,7 @@ std::string CudaProgram::launchAttention(const artifact::Artifact &a, size_t si,
     t.k = pointer(first + 1);
     t.v = pointer(first + 2);
     if (c->bias)
-      t.bias = pointer(s.operands.size() - 1);
+      t.bias = pointer(artifact::attentionMaskOperand(s));
     if (at.backward) {
       t.dq = pointer(0), t.dk = pointer(1), t.dv = pointer(2), t.lse = pointer(3), t.delta = pointer(4);
       t.dout = pointer(5), t.o = pointer(9);
@@ -599,7 +600,7 @@ std::string CudaProgram::launchGeneratedAttention(const artifact::Artifact &a, s
   check(bh <= 65535, "cuda: step '" + s.label + "': attention over more than 65535 batch entries is not supported");
   long long shape[11] = {L, S, D, D, D, D, D, L * D, S * D, S * D, L * D};
   float scale = float(at.scale);
-  // The user mask (the last operand) and how the kernels index it.
+  // The user mask and how the kernels index it.
   DevicePtr mask = 0;
   AttentionMaskLayout layout;
   if (at.mask != artifact::AttentionStep::Mask::None) {
@@ -607,9 +608,16 @@ std::string CudaProgram::launchGeneratedAttention(const artifact::Artifact &a, s
     std::optional<AttentionMaskLayout> l = maskLayout(s, shapes, first, first + 1, why);
     check(l.has_value(), "cuda: step '" + s.label + "': attention " + why);
     layout = *l;
-    mask = pointer(s.operands.size() - 1);
+    mask = pointer(artifact::attentionMaskOperand(s));
   }
   long long maskIndexing[5] = {layout.heads, layout.outer, layout.inner, layout.row, layout.col};
+  // Dropout: the seed's device scalar, the stream, the draw's keep
+  // threshold ceil(p 2^24) (Attention.cuh's dropFactor: a draw's top 24
+  // bits u keep where u / 2^24 >= p, as the dropout op's) and 1 / (1 - p).
+  DevicePtr dropSeed = at.dropout() ? pointer(artifact::attentionSeedOperand(s)) : 0;
+  unsigned dropStream = at.dropoutStream;
+  unsigned dropThreshold = unsigned(std::ceil(at.dropoutP * 16777216.0));
+  float dropScale = at.dropout() ? float(1.0 / (1.0 - at.dropoutP)) : 1.0f;
   // Blocks of query rows (forward, dq) or key rows (dk, dv).
   auto blocks = [&](size_t kernel, long long rows) {
     const long long n = (rows + kernels[kernel].rows - 1) / kernels[kernel].rows;
@@ -626,6 +634,10 @@ std::string CudaProgram::launchGeneratedAttention(const artifact::Artifact &a, s
     params.push_back(&mask);
     for (long long &x : maskIndexing)
       params.push_back(&x);
+    params.push_back(&dropSeed);
+    params.push_back(&dropStream);
+    params.push_back(&dropThreshold);
+    params.push_back(&dropScale);
     if (tiles > 0) // no query rows: nothing to write (dk, dv still are: zeros)
       driver_.launch(kernels[kernel].function, tiles, 128, params.data(), stream, unsigned(bh),
                      unsigned(kernels[kernel].sharedBytes));
@@ -973,8 +985,9 @@ std::optional<CudnnAttentionShape> CudaProgram::cudnnShape(const artifact::Artif
   const Step &s = a.steps[si];
   const artifact::AttentionStep &at = s.attention;
   // (Bool masks: generated kernels; cuDNN's graphs take an additive one.)
+  // (Dropout: generated kernels; cuDNN's draws its own mask.)
   if (!cudnnAttentionOn_ || forcedVariant_ >= 1 || (at.backward && !at.savedForward) ||
-      at.mask == artifact::AttentionStep::Mask::Bool)
+      at.mask == artifact::AttentionStep::Mask::Bool || at.dropout())
     return std::nullopt;
   const size_t first = at.backward ? 6 : at.saveLse ? 2 : 1; // q's operand
   const DType dtype = a.values[size_t(s.operands[first])].dtype;

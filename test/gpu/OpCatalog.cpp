@@ -77,6 +77,52 @@ void addMaskedAttention(std::vector<std::pair<std::string, Graph>> &gs, const st
   gs.emplace_back(name + "_backward_op", t.graph());
 }
 
+// Attention with dropout on its probabilities (probability p, stream 3,
+// a seed input): q [batch..., L, E], k and v [batch..., S, E], an additive
+// mask of shape `mask` (empty: none). The fused 16-bit kernels draw the
+// dropout op's mask over [batch..., L, S] as the reference does (f32 is
+// decomposed). Three graphs: the forward; the joint forward + backward of
+// q, k and v (the backward reads the forward's O and log-sum-exp); the
+// forward with its log-sum-exp and a backward reading them (a separate
+// backward's saved values).
+void addDropoutAttention(std::vector<std::pair<std::string, Graph>> &gs, const std::string &name, DType d,
+                         const Shape_ &batch, int64_t L, int64_t S, int64_t E, const Shape_ &maskShape, bool causal,
+                         double p) {
+  auto rows = [&](int64_t n) {
+    Shape_ s = batch;
+    s.push_back(n);
+    s.push_back(E);
+    return s;
+  };
+  AttrMap attrs{{"is_causal", Attr(causal)}, {"dropout_p", Attr(p)}, {"dropout_stream", Attr(int64_t(3))}};
+  auto maskOf = [&](trace::Tracer &t) -> trace::Operand {
+    if (maskShape.empty())
+      return std::monostate{};
+    return t.input("mask", d, maskShape);
+  };
+  {
+    trace::Tracer t(name);
+    trace::Tensor q = t.input("q", d, rows(L)), k = t.input("k", d, rows(S)), v = t.input("v", d, rows(S));
+    trace::Operand mask = maskOf(t);
+    t.output(t.call("scaled_dot_product_attention", {q, k, v, mask, t.input("seed", DType::I64, {})}, attrs)[0]);
+    gs.emplace_back(name, t.graph());
+    autodiff::AutodiffOptions options;
+    options.wrt = {"q", "k", "v"};
+    gs.emplace_back(name + "_joint", autodiff::buildJointGraph(t.graph(), options).graph);
+  }
+  trace::Tracer t(name + "_saved");
+  trace::Tensor q = t.input("q", d, rows(L)), k = t.input("k", d, rows(S)), v = t.input("v", d, rows(S)),
+                g = t.input("g", d, rows(L));
+  trace::Operand mask = maskOf(t);
+  trace::Tensor seed = t.input("seed", DType::I64, {});
+  std::vector<trace::Tensor> fwd = t.call("scaled_dot_product_attention_with_lse", {q, k, v, mask, seed}, attrs);
+  t.output(fwd[0]);
+  for (const trace::Tensor &r :
+       t.call("scaled_dot_product_attention_backward", {g, q, k, v, mask, fwd[0], fwd[1], seed}, attrs))
+    t.output(r);
+  gs.emplace_back(name + "_saved", t.graph());
+}
+
 // Attention as PyTorch's math SDPA writes it for 16-bit tensors (and
 // Dynamo hands a backend under bf16 inference): q, k, v and the additive
 // mask upcast to f32, q and k^T each scaled by d^-1/4, the products in f32.
@@ -545,6 +591,15 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
                      M::RawBool, true);
   addMaskedAttention(gs, "masked_attention_f32_mixed_batch", DType::F32, {2, 2, 3}, 9, 9, 16, {2, 1, 3, 9, 9},
                      M::Additive, false);
+  // Attention with dropout (p 0.1 and 0.5): bf16 one tile and several
+  // (odd lengths, causal, an additive mask, head dims 64, 80 and 128), f16,
+  // and f32 (decomposed: the reference's mask all the same).
+  addDropoutAttention(gs, "dropout_attention_bf16", DType::BF16, {2, 3}, 67, 67, 64, {}, false, 0.1);
+  addDropoutAttention(gs, "dropout_attention_bf16_causal_mask_d80", DType::BF16, {2, 3}, 130, 97, 80,
+                      {2, 1, 1, 97}, true, 0.5);
+  addDropoutAttention(gs, "dropout_attention_bf16_d128", DType::BF16, {1, 2}, 65, 65, 128, {}, true, 0.1);
+  addDropoutAttention(gs, "dropout_attention_f16", DType::F16, {"B", 2}, 33, 33, 64, {33, 33}, false, 0.25);
+  addDropoutAttention(gs, "dropout_attention_f32", DType::F32, {2, 3}, 17, 17, 16, {}, false, 0.1);
   // Rows far from 0 (x + 1e4: one f32 ulp is 1e-3 there): the online row
   // statistics are taken around the row's first element, so log_softmax,
   // softmax and cross-entropy and their gradients keep the digits of x - max

@@ -326,7 +326,45 @@ struct Shape {
   // null; its row and column strides in bytes (0 where it broadcasts).
   const char *mask;
   long long maskRow, maskCol;
+  // Dropout on the probabilities (kernels instantiated with DROP): the
+  // seed, the stream and the keep threshold of the dropout op's draw
+  // (dropFactor), and 1 / (1 - p).
+  unsigned long long dropSeed;
+  unsigned dropStream, dropThreshold;
+  float dropScale;
 };
+
+// The dropout op's draw for element `i` (codegen/Program.cpp emitDropout,
+// the interpreter's alike): Philox-4x32-10 of counter {lo(i), hi(i),
+// stream, 0} and key {lo(seed), hi(seed)}, its first word. A probability
+// is kept when (word >> 8) / 2^24 >= p, i.e. word >> 8 >= dropThreshold
+// (ceil(p 2^24), the runtime's): the decomposed graph's mask bit for bit.
+__device__ __forceinline__ unsigned philoxFirstWord(unsigned long long i, unsigned stream, unsigned long long seed) {
+  unsigned c0 = unsigned(i), c1 = unsigned(i >> 32), c2 = stream, c3 = 0u;
+  unsigned k0 = unsigned(seed), k1 = unsigned(seed >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const unsigned hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const unsigned hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    c0 = hi1 ^ c1 ^ k0;
+    c2 = hi0 ^ c3 ^ k1;
+    c1 = lo1;
+    c3 = lo0;
+  }
+  return c0;
+}
+
+// What dropout multiplies the probability at (row r, key c) of this
+// block's batch entry by: 1 / (1 - p) where kept, else 0 (row-major index
+// over [BH, L, S]).
+__device__ __forceinline__ float dropFactor(const Shape &s, long long r, long long c) {
+  const unsigned long long i = ((unsigned long long)blockIdx.y * s.L + r) * s.S + c;
+  return (philoxFirstWord(i, s.dropStream, s.dropSeed) >> 8) >= s.dropThreshold ? s.dropScale : 0.0f;
+}
 
 // The kinds of user mask a kernel is instantiated for: none, bool (one byte
 // per value, nonzero = attend) or additive (in the operands' dtype).
@@ -429,12 +467,15 @@ template <int MASK> __device__ __forceinline__ float emptyRowLse(const Shape &) 
 // The kernels' parameters after the tensors, in this order (every size a
 // long long, then the scale as a float, then the user mask (null if none),
 // the heads its batch entries are split by and its strides in values over
-// (outer batch, head, row, column)): what the runtime passes.
+// (outer batch, head, row, column), then dropout's seed (a device i64;
+// null without dropout), stream, keep threshold and 1 / (1 - p)): what the
+// runtime passes.
 #define TC_ATTENTION_SHAPE_PARAMS                                                                  \
-  long long L, long long S, long long D, long long ldq, long long ldk, long long ldv,             \
+  long long L, long long S, long long D, long long ldq, long long ldk, long long ldv,              \
       long long ldo, long long bhq, long long bhk, long long bhv, long long bho, float scale,      \
       const void *mask, long long maskHeads, long long maskOuter, long long maskInner,             \
-      long long maskRow, long long maskCol
+      long long maskRow, long long maskCol, const long long *dropSeed, unsigned dropStream,        \
+      unsigned dropThreshold, float dropScale
 // The Shape of a kernel of operand type T and mask kind MASK.
 #define TC_ATTENTION_SHAPE_FOR(MASK, T)                                                            \
   tc_attention::Shape {                                                                            \
@@ -442,7 +483,8 @@ template <int MASK> __device__ __forceinline__ float emptyRowLse(const Shape &) 
         tc_attention::maskOfEntry(mask, maskHeads, maskOuter, maskInner,                           \
                                   tc_attention::MaskBytes<MASK, T>::value),                        \
         maskRow * tc_attention::MaskBytes<MASK, T>::value,                                         \
-        maskCol * tc_attention::MaskBytes<MASK, T>::value                                          \
+        maskCol * tc_attention::MaskBytes<MASK, T>::value,                                         \
+        dropSeed ? (unsigned long long)*dropSeed : 0ull, dropStream, dropThreshold, dropScale      \
   }
 
 // Whether key column c is visible from query row r.
@@ -531,7 +573,7 @@ __device__ __forceinline__ void forEachKeyTile(Tile<T, kKeys, DP> *kss, Tile<T, 
 // (DP/8 C fragments), the running max m[mt] (base 2, scaled) and the sum
 // l[mt] (this thread's part; rows g and g + 8 of each m-tile). Q fragments
 // qa come in registers. A warp skips the tiles past its last row.
-template <typename T, int DP, bool CAUSAL, int MASK, int MT, bool SPLIT = false>
+template <typename T, int DP, bool CAUSAL, int MASK, int MT, bool SPLIT = false, bool DROP = false>
 __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (*o)[DP / 8][4], float (*m)[2],
                                             float (*l)[2], Tile<T, kKeys, DP> *kss, Tile<T, kKeys, DP> *vss,
                                             const T *k, const T *v, const Shape &s, long long row0) {
@@ -606,8 +648,10 @@ __device__ __forceinline__ void forwardRows(const u32 (*qa)[DP / 16][4], float (
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const float p = exp2f(sc[mt][nt][e] - mx[mt][e >> 1]);
-          sc[mt][nt][e] = p;
-          l[mt][e >> 1] += p;
+          l[mt][e >> 1] += p; // the softmax's sum: of every probability
+          // Dropout zeroes (and rescales) what reaches V, not the sum.
+          sc[mt][nt][e] = DROP ? p * dropFactor(s, warpRow0 + mt * 16 + g + 8 * (e >> 1), n0 + nt * 8 + 2 * q + (e & 1))
+                               : p;
         }
 #pragma unroll
       for (int dt = 0; dt < DP / 8; ++dt) {
@@ -662,7 +706,7 @@ template <int DP, bool CAUSAL> struct ForwardTiling {
 // O: the output's type; float with 16-bit T is the f32-result attention
 // (scaled_dot_product_attention's out_dtype): scores exact products with
 // f32 sums as always, and P times V in hi + lo parts (accumulateProducts).
-template <typename T, int DP, bool CAUSAL, int MASK, typename O = T>
+template <typename T, int DP, bool CAUSAL, int MASK, typename O = T, bool DROP = false>
 __device__ void forward(const T *q, const T *k, const T *v, O *o, float *lse, Shape s) {
   constexpr bool SPLIT = !SameType<O, T>::value;
   constexpr int MT = ForwardTiling<DP, CAUSAL>::mtiles, ROWS = ForwardTiling<DP, CAUSAL>::rows;
@@ -697,7 +741,7 @@ __device__ void forward(const T *q, const T *k, const T *v, O *o, float *lse, Sh
     m[mt][0] = m[mt][1] = -infinity();
     l[mt][0] = l[mt][1] = 0.0f;
   }
-  forwardRows<T, DP, CAUSAL, MASK, MT, SPLIT>(qa, acc, m, l, kss, vss, k, v, s, row0);
+  forwardRows<T, DP, CAUSAL, MASK, MT, SPLIT, DROP>(qa, acc, m, l, kss, vss, k, v, s, row0);
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     const long long rowM = row0 + warp * 16 * MT + mt * 16;
@@ -720,7 +764,7 @@ __device__ void forward(const T *q, const T *k, const T *v, O *o, float *lse, Sh
 // memory natural log, in registers base 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
 // read with O from the forward kernel's results. dout/o: [BH, L, D] with
 // strides ldo/bho; dq: q's.
-template <typename T, int DP, bool CAUSAL, int MASK, bool SAVED>
+template <typename T, int DP, bool CAUSAL, int MASK, bool SAVED, bool DROP = false>
 __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, const T *o, T *dq,
                               float *lse, float *delta, Shape s) {
   constexpr int stages = KeyStages<DP>::count;
@@ -772,7 +816,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     __syncthreads(); // the stages are free for the key tiles
   } else {
     float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
-    forwardRows<T, DP, CAUSAL, MASK, 1>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
+    forwardRows<T, DP, CAUSAL, MASK, 1, false, DROP>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
                                         reinterpret_cast<float (*)[DP / 8][4]>(acc),
                                         reinterpret_cast<float (*)[2]>(m), reinterpret_cast<float (*)[2]>(l), kss,
                                         vss, k, v, s, row0);
@@ -804,7 +848,8 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
       delta[r] = d[h];
     }
   }
-  // dQ = sum over key tiles of dS K, dS = P (dP - D), dP = dO V^T.
+  // dQ = sum over key tiles of dS K, dS = P (dP - D), dP = dO V^T (with
+  // dropout, dP = dropout(dO V^T): the gradient of P through its mask).
   zero<DP / 8>(acc);
   const long long rows[2] = {row0 + warp * 16 + g, row0 + warp * 16 + g + 8};
   // (forwardRows, or the saved path, ended with a barrier: the stages are free)
@@ -820,6 +865,8 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const long long c = n0 + nt * 8 + 2 * qd + (e & 1);
+        if constexpr (DROP)
+          dp[nt][e] *= dropFactor(s, rows[e >> 1], c);
         float pr;
         if constexpr (MASK != kNoMask)
           pr = maskedProbability<CAUSAL, MASK, T>(s, p[nt][e], rows[e >> 1], c, lse2[e >> 1]);
@@ -841,7 +888,8 @@ template <int DP> struct KeyTiling {
 // dK and dV of 64 key rows: over the query tiles that see them,
 // S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
 // dS^T = P^T (dP^T - D), dK += dS^T Q.
-template <typename T, int DP, bool CAUSAL, int MASK>
+// With dropout, dV += dropout(P)^T dO and dP^T = dropout(V dO^T).
+template <typename T, int DP, bool CAUSAL, int MASK, bool DROP = false>
 __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, const float *lse,
                             const float *delta, T *dk, T *dv, Shape s) {
   constexpr int BQ = KeyTiling<DP>::queries;
@@ -925,8 +973,14 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
           pr = maskedProbability<CAUSAL, MASK, T>(s, p[nt][e], m0 + col, key, lseS[col]);
         else
           pr = key < s.S && (!CAUSAL || key <= m0 + col) ? exp2f(p[nt][e] * s.scaleLog2 - lseS[col]) : 0.0f;
-        p[nt][e] = pr;
-        dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
+        if constexpr (DROP) {
+          const float f = dropFactor(s, m0 + col, key);
+          p[nt][e] = pr * f;
+          dp[nt][e] = pr * (dp[nt][e] * f - deltaS[col]);
+        } else {
+          p[nt][e] = pr;
+          dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
+        }
       }
     accumulateProduct<T, BQ>(dva, p, ds);  // dV += P^T dO
     accumulateProduct<T, BQ>(dka, dp, qs); // dK += dS^T Q
@@ -953,45 +1007,46 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 // the forward's lse) and NAME_bwd_kv (key tiles x BH), 128 threads each,
 // and beside each its launch constant KERNEL_launch = {rows per block,
 // bytes of dynamic shared memory} that the runtime reads: tiles of 64 rows,
-// static shared memory only.
+// static shared memory only. DROP: dropout on the probabilities (Shape's
+// drop* fields).
 #define TC_ATTENTION_LAUNCH_ROWS(KERNEL, ROWS) extern "C" __constant__ int KERNEL##_launch[2] = {ROWS, 0};
 #define TC_ATTENTION_LAUNCH(KERNEL) TC_ATTENTION_LAUNCH_ROWS(KERNEL, tc_attention::kRows)
-#define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK)                                                \
-  TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))              \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+#define TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK, DROP)                                          \
+  TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))            \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
       NAME##_fwd(const T *q, const T *k, const T *v, T *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
-    tc_attention::forward<T, DP, CAUSAL, MASK>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T));   \
+    tc_attention::forward<T, DP, CAUSAL, MASK, T, DROP>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T)); \
   }
 // The f32-result forward of 16-bit operands (out_dtype f32).
-#define TC_ATTENTION_WIDE_FWD(NAME, T, DP, CAUSAL, MASK)                                           \
-  TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))              \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
+#define TC_ATTENTION_WIDE_FWD(NAME, T, DP, CAUSAL, MASK, DROP)                                     \
+  TC_ATTENTION_LAUNCH_ROWS(NAME##_fwd, (tc_attention::ForwardTiling<DP, CAUSAL>::rows))            \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
       NAME##_fwd(const T *q, const T *k, const T *v, float *o, float *lse, TC_ATTENTION_SHAPE_PARAMS) { \
-    tc_attention::forward<T, DP, CAUSAL, MASK, float>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T)); \
+    tc_attention::forward<T, DP, CAUSAL, MASK, float, DROP>(q, k, v, o, lse, TC_ATTENTION_SHAPE_FOR(MASK, T)); \
   }
-#define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK)                                              \
+#define TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK, DROP)                                        \
   TC_ATTENTION_LAUNCH(NAME##_bwd_q)                                                                \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
-      NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,          \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
+      NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, T *dq, float *lse,           \
                    float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
-    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, false>(dout, q, k, v, nullptr, dq, lse, delta,  \
+    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, false, DROP>(dout, q, k, v, nullptr, dq, lse, delta, \
                                                             TC_ATTENTION_SHAPE_FOR(MASK, T));      \
   }
-#define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK)                                        \
+#define TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK, DROP)                                  \
   TC_ATTENTION_LAUNCH(NAME##_bwd_q_saved)                                                          \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
-      NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,           \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
+      NAME##_bwd_q_saved(const T *dout, const T *q, const T *k, const T *v, const T *o,            \
                          const float *lse, T *dq, float *delta, TC_ATTENTION_SHAPE_PARAMS) {       \
-    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, true>(dout, q, k, v, o, dq,                    \
+    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, true, DROP>(dout, q, k, v, o, dq,             \
                                                            const_cast<float *>(lse), delta,        \
                                                            TC_ATTENTION_SHAPE_FOR(MASK, T));       \
   }
-#define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK)                                             \
+#define TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK, DROP)                                       \
   TC_ATTENTION_LAUNCH(NAME##_bwd_kv)                                                               \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                            \
-      NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,          \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
+      NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,           \
                     const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {                 \
-    tc_attention::backwardKey<T, DP, CAUSAL, MASK>(dout, q, k, v, lse, delta, dk, dv,              \
+    tc_attention::backwardKey<T, DP, CAUSAL, MASK, DROP>(dout, q, k, v, lse, delta, dk, dv,        \
                                                    TC_ATTENTION_SHAPE_FOR(MASK, T));               \
   }
 // dK/dV held to 168 registers for three blocks per SM (head dims <= 64;
@@ -999,19 +1054,19 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
 // 16 x 96 blocks, 10-17% slower with fewer blocks than SMs: the runtime
 // takes it for grids of at least 6 blocks per SM (kDenseBlocksPerSm in
 // runtime/cuda/CudaProgram.cpp).
-#define TC_ATTENTION_BWD_KV_DENSE(NAME, T, DP, CAUSAL, MASK)                                       \
+#define TC_ATTENTION_BWD_KV_DENSE(NAME, T, DP, CAUSAL, MASK, DROP)                                 \
   TC_ATTENTION_LAUNCH(NAME##_bwd_kv_dense)                                                         \
-  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads, 3)                         \
-      NAME##_bwd_kv_dense(const T *dout, const T *q, const T *k, const T *v, const float *lse,    \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads, 3)                          \
+      NAME##_bwd_kv_dense(const T *dout, const T *q, const T *k, const T *v, const float *lse,     \
                           const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {           \
-    tc_attention::backwardKey<T, DP, CAUSAL, MASK>(dout, q, k, v, lse, delta, dk, dv,              \
+    tc_attention::backwardKey<T, DP, CAUSAL, MASK, DROP>(dout, q, k, v, lse, delta, dk, dv,        \
                                                    TC_ATTENTION_SHAPE_FOR(MASK, T));               \
   }
 // All of them (tests).
-#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL, MASK)                                            \
-  TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK)                                                      \
-  TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK)                                                    \
-  TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK)                                              \
-  TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK)
+#define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL, MASK, DROP)                                      \
+  TC_ATTENTION_FWD(NAME, T, DP, CAUSAL, MASK, DROP)                                                \
+  TC_ATTENTION_BWD_Q(NAME, T, DP, CAUSAL, MASK, DROP)                                              \
+  TC_ATTENTION_BWD_Q_SAVED(NAME, T, DP, CAUSAL, MASK, DROP)                                        \
+  TC_ATTENTION_BWD_KV(NAME, T, DP, CAUSAL, MASK, DROP)
 
 #endif // TENSORC_ATTENTION_CUH

@@ -1625,7 +1625,10 @@ def _index(lw, n):
 def _sdpa(lw, n):
     """PyTorch's fused attention ops (the variant its dispatcher chose for
     the device) -> one tc attention op; the extra results (log-sum-exp,
-    seeds) are the backward's."""
+    seeds) are the backward's. Dropout on the probabilities (training)
+    draws tensorc's dropout stream from the call's seed, as native_dropout's
+    (the op's seed operand: the fused 16-bit kernels apply it, otherwise
+    the compiler writes it out as softmax -> dropout -> matmul)."""
     a = bind(n)
     q, k, v = a["query"], a["key"], a["value"]
     mask = a.get("attn_bias", a.get("attn_mask"))
@@ -1633,9 +1636,6 @@ def _sdpa(lw, n):
     # results (the others are the backward's).
     out = value(q)
     results = len(n.target._schema.returns)
-    if float(a.get("dropout_p") or 0) != 0:
-        ref = _attention_with_dropout(lw, n, a, out.dtype)
-        return [ref] + [None] * (results - 1) if results > 1 else ref
     attrs = {}
     if a.get("is_causal"):
         attrs["is_causal"] = True
@@ -1644,54 +1644,20 @@ def _sdpa(lw, n):
     args = [lw.ref(q), lw.ref(k), lw.ref(v)]
     if mask is not None:
         args.append(lw.operand(mask, out.dtype) if value(mask).dtype != torch.bool else lw.ref(mask))
+    p = float(a.get("dropout_p") or 0)
+    if p != 0:
+        if not 0.0 < p < 1.0:
+            raise Unsupported(f"attention dropout probability {p}")
+        if a.get("enable_gqa"):
+            raise Unsupported("attention dropout with enable_gqa")
+        if mask is None:
+            args.append(None)
+        lw.dropouts += 1
+        args.append(lw.seed())
+        attrs["dropout_p"] = p
+        attrs["dropout_stream"] = lw.dropouts - 1
     ref = lw.add(n, "scaled_dot_product_attention", args, attrs or None)
     return [ref] + [None] * (results - 1) if results > 1 else ref
-
-
-def _attention_with_dropout(lw, n, a, dtype):
-    """Training attention with dropout on its probabilities, as PyTorch's
-    math path computes it: softmax(q k^T * scale, masked) -> dropout -> @ v,
-    tensorc's dropout stream (as native_dropout's) drawn from the call's
-    seed. tensorc's fused attention has no dropout; kept in the graph (not
-    run in PyTorch) the model stays one partition (DistilGPT-2 training
-    split into 8 at its six attentions)."""
-    p = float(a["dropout_p"])
-    if not 0.0 < p < 1.0:
-        raise Unsupported(f"attention dropout probability {p}")
-    q, k, v = a["query"], a["key"], a["value"]
-    qv, kv, vv = value(q), value(k), value(v)
-    rank = qv.dim()
-    if rank < 2 or kv.dim() != rank or vv.dim() != rank or tuple(qv.shape[:-2]) != tuple(kv.shape[:-2]) or \
-            tuple(kv.shape[:-1]) != tuple(vv.shape[:-1]):
-        raise Unsupported("attention dropout with grouped or broadcast keys and values")
-    if a.get("enable_gqa"):
-        raise Unsupported("attention dropout with enable_gqa")
-    name = n.name
-    length, keys = int(qv.shape[-2]), int(kv.shape[-2])
-    scale = a.get("scale")
-    scale = float(scale) if scale is not None else 1.0 / math.sqrt(int(qv.shape[-1]))
-    g = lw.g
-    kt = g.add("transpose", [lw.operand(k, dtype)], {"dim0": rank - 2, "dim1": rank - 1}, name + "_keys_t")
-    scores = g.add("matmul", [lw.operand(q, dtype), kt], None, name + "_scores")
-    scores = g.add("mul", [scores, literal(scale, dtype)], None, name + "_scaled")
-    hidden = literal(float("-inf"), dtype)
-    if a.get("is_causal"):  # top-left aligned, as PyTorch's is_causal: key j <= query i
-        rows = g.add("reshape", [g.add("iota", [], {"end": length}, name + "_rows")], {"shape": [length, 1]},
-                     name + "_rows_col")
-        cols = g.add("reshape", [g.add("iota", [], {"end": keys}, name + "_cols")], {"shape": [1, keys]},
-                     name + "_cols_row")
-        causal = g.add("le", [cols, rows], None, name + "_causal")
-        scores = g.add("where", [causal, scores, hidden], None, name + "_causal_scores")
-    mask = a.get("attn_bias", a.get("attn_mask"))
-    if mask is not None:
-        if value(mask).dtype == torch.bool:  # True: take part
-            scores = g.add("where", [lw.ref(mask), scores, hidden], None, name + "_masked")
-        else:
-            scores = g.add("add", [scores, lw.operand(mask, dtype)], None, name + "_biased")
-    probs = g.add("softmax", [scores], {"axis": rank - 1}, name + "_probs")
-    lw.dropouts += 1
-    dropped = g.add("dropout", [probs, lw.seed()], {"p": p, "stream": lw.dropouts - 1}, name + "_dropped")
-    return g.add("matmul", [dropped, lw.operand(v, dtype)], None, name)
 
 
 def _safe_softmax(lw, n):
