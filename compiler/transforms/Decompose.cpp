@@ -142,12 +142,15 @@ struct RowLogSumExp {
 
 // Classic (three passes over the row: max, sum of exp, then the result):
 // shift = the row's max. Online (Context::onlineLogSumExp, for backends
-// that keep the logsumexp op: max and rescaled sum in one pass, so one pass
-// fewer): shift = the row's first element (x - lse would lose the digits of
-// a large lse: ulp(1e4) = 1e-3 in f32, where x - max is exact; with the
-// first element the lse of a row near it is small), and the lse made nan
-// where it is +inf or -inf (the classic form's x - max is nan there: a row
-// holding +inf or of -inf only is nan throughout, as in PyTorch).
+// that keep the logsumexp op): shift = the row's max too (made 0 where it
+// is not finite), the sum of exp(x - shift) by the one-pass logsumexp, and
+// the lse made nan where it is +inf or -inf (the classic form's x - max is
+// nan there: a row holding +inf or of -inf only is nan throughout, as in
+// PyTorch). The shift must be the max: x - shift keeps x's digits only
+// where the shift is near the row's largest values. (The row's first
+// element, which saved the max pass, lost them where it is a masked
+// position: a Hugging Face mask's finfo.min before a local attention
+// window made every kept probability 1/n, GPT-Neo's output wrong.)
 RowLogSumExp rowLogSumExp(const Context &c, const Tensor &x, int64_t axis) {
   axis = normalizeAxis(axis, x.rank());
   if (!c.onlineLogSumExp || !x.shape()[size_t(axis)].isStatic()) {
@@ -155,8 +158,7 @@ RowLogSumExp rowLogSumExp(const Context &c, const Tensor &x, int64_t axis) {
     Tensor z = x - m;
     return {m, z, log(sum(exp(z), {axis}, true))};
   }
-  Tensor first = slice(x, {axis}, {0}, {1});
-  Tensor shift = finiteOrZero(first);
+  Tensor shift = finiteOrZero(max(x, {axis}, true));
   Tensor z = x - shift;
   Tensor lse = logsumexp(z, {axis}, true);
   return {shift, z, lse + (lse - lse)};

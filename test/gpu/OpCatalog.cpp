@@ -617,6 +617,28 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
     t.output(o == "cross_entropy" ? y : t.call("sum", {t.call("mul", {y, y})[0]})[0]);
     gs.emplace_back(std::string("offset_") + op + "_backward", autodiff::buildJointGraph(t.graph()).graph);
   }
+  // Rows whose first elements are masked positions (finfo(f32).min, as
+  // Hugging Face's masks write them; a local attention window): softmax,
+  // log_softmax and cross_entropy around the row's max, not its first
+  // element (around it every kept probability was 1/n: GPT-Neo's local
+  // layers). Forward and backward.
+  for (const char *op : {"softmax", "log_softmax", "cross_entropy"}) {
+    trace::Tracer t(std::string("masked_first_") + op);
+    trace::Tensor x = t.parameter("x", DType::F32, {6, 300});
+    trace::Tensor column = t.call("iota", {}, {{"end", Attr(int64_t(300))}})[0];
+    trace::Tensor masked = t.call("lt", {column, int64_t(100)})[0];
+    trace::Tensor scores = t.call("where", {masked, -3.4028234663852886e38, x})[0];
+    std::string o = op;
+    // (Targets among the kept columns: 150, 157, ...)
+    trace::Tensor target =
+        t.call("add", {t.call("mul", {t.call("iota", {}, {{"end", Attr(int64_t(6))}})[0], int64_t(7)})[0], int64_t(150)})[0];
+    trace::Tensor y = o == "cross_entropy" ? t.call(op, {scores, target})[0] : t.call(op, {scores})[0];
+    if (o == "log_softmax") // the kept positions (the masked ones are ~-3.4e38)
+      y = t.call("slice", {y}, {{"axes", Attr(std::vector<int64_t>{1})}, {"starts", Attr(std::vector<int64_t>{100})},
+                                {"ends", Attr(std::vector<int64_t>{300})}})[0];
+    t.output(o == "cross_entropy" ? y : t.call("sum", {t.call("mul", {y, y})[0]})[0]);
+    gs.emplace_back(std::string("masked_first_") + op + "_backward", autodiff::buildJointGraph(t.graph()).graph);
+  }
   // A PyTorch-layout MLP's backward as the torch.compile backend runs it
   // (partitioned: the erf-gelu recomputed from the saved pre-activation):
   // the bias gradients ride on the weight-gradient GEMMs dy^T @ x
