@@ -106,6 +106,21 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
         probabilities = flat->args[0].value;
       }
     }
+    // Dropout on the probabilities (a training step's eager attention:
+    // softmax -> nn.Dropout -> @ v): the attention op's own dropout, the
+    // same draws (its mask is the dropout op's over the probabilities'
+    // [batch..., L, S] elements, row-major: flattening the batch dims, or
+    // not, keeps every element's index).
+    const Node *dropout = nullptr;
+    if (const Node *d = ix.singleUse(probabilities, "dropout");
+        d && d->args.size() == 2 && d->args[0].kind == Arg::Kind::Value && d->args[1].kind == Arg::Kind::Value) {
+      const TypedNode &dt = *ix.typed.at(d->name);
+      double p = getFloat(dt.attrs, "p");
+      if (!(p > 0 && p < 1))
+        continue;
+      dropout = d;
+      probabilities = d->args[0].value;
+    }
     // Eager attention's softmax (transformers' eager_attention_forward):
     // 16-bit scores cast to f32, softmax, cast back to the scores' dtype.
     // The fused kernels keep the scores in f32 (no rounding to 16 bits
@@ -270,8 +285,14 @@ Graph recognizeAttention(const Graph &graph, int *matches) {
     sdpa.name = batch ? name("_heads") : out.name;
     sdpa.op = "scaled_dot_product_attention";
     sdpa.args = {Arg::ref(query), Arg::ref(key), Arg::ref(value)};
-    if (mask)
-      sdpa.args.push_back(*mask);
+    if (mask || dropout)
+      sdpa.args.push_back(mask ? *mask : Arg::absent());
+    if (dropout) {
+      const TypedNode &dt = *ix.typed.at(dropout->name);
+      sdpa.args.push_back(dropout->args[1]);
+      sdpa.attrs["dropout_p"] = getFloat(dt.attrs, "p");
+      sdpa.attrs["dropout_stream"] = getInt(dt.attrs, "stream");
+    }
     sdpa.attrs["scale"] = scale;
     if (causal)
       sdpa.attrs["is_causal"] = true;
