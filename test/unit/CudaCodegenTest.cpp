@@ -488,9 +488,10 @@ TEST(CudaCodegen, NestsReadAndWriteFourConsecutiveElements) {
   trace::Tensor r = w.input("x", DType::F32, {"B", 4096});
   w.output(w.call("softmax", {r}, {{"axis", Attr(int64_t(-1))}})[0]);
   std::string code = cudaArtifact(w.graph(), "rows").code;
-  // (m1 read at the point, and through its second pointer at the row's
-  // first element: the online log-sum-exp's shift.)
-  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, m1, xa); }"), std::string::npos);
+  // (The row max: m1 read four at a time; the log-sum-exp: m1 at the point
+  // and the row's max m2, its shift, through m2's second pointer.)
+  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, xa); }"), std::string::npos);
+  EXPECT_NE(code.find("_point4(i0, i1, s0, m0, m1, m2, m2, xa); }"), std::string::npos);
   EXPECT_NE(code.find("if (true && tc_aligned4(m1)) {"), std::string::npos);
 }
 
@@ -547,10 +548,9 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
   }
   EXPECT_EQ(chains, 1u);
 
-  // Cross-entropy's forward reads the row in one online log-sum-exp pass;
-  // its shift (the first element) and the target's logit are one element
-  // per row: no cache (a 201 KB row would leave one block per SM). Its
-  // gradient (read again for exp(z - lse)) in the same chain keeps one.
+  // Cross-entropy's forward reads the row twice (its max, the shift; then
+  // the online log-sum-exp of x - max) and its gradient (exp(z - lse)) a
+  // third time: the chain keeps the 16 KB row either way.
   for (bool grad : {false, true}) {
     trace::Tracer c("xent");
     trace::Tensor logits = c.input("logits", DType::F32, {"B", 4096});
@@ -564,17 +564,17 @@ TEST(CudaCodegen, ChainsKeepRowsInSharedMemory) {
     for (const artifact::Step &st : xent.steps)
       for (const artifact::KernelVariant &var : st.chainVariants)
         cached = std::max(cached, var.cacheBytes);
-    EXPECT_EQ(cached, grad ? 4096 * 4 : 0) << (grad ? "with softmax" : "forward");
+    EXPECT_EQ(cached, 4096 * 4) << (grad ? "with softmax" : "forward");
   }
 }
 
 // Cross-entropy's training step, rows split across a cluster (201 KB rows):
-// the log-sum-exp reads its points from the block's part of the row cache
-// and the row's first element (its shift) through device memory; every
-// block finishes the log-sum-exp from all the blocks' partials (exchanged
-// through distributed shared memory) and computes the per-row values
-// itself, so the chain waits only for its own block: no cluster barrier
-// (whose release waits for every store in flight), none after the
+// the row max and the log-sum-exp read their points from the block's part
+// of the row cache, the log-sum-exp the max (its shift) through device
+// memory; every block finishes both from all the blocks' partials
+// (exchanged through distributed shared memory) and computes the per-row
+// values itself, so the chain waits only for its own block: no cluster
+// barrier (whose release waits for every store in flight), none after the
 // gradient's stores.
 TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
   trace::Tracer t("xent");
@@ -592,19 +592,27 @@ TEST(CudaCodegen, SplitChainsReadTheirPartAndWaitOnlyWhereNeeded) {
   size_t at = a.code.find("void " + head->chainKernel + "_split(");
   ASSERT_NE(at, std::string::npos);
   std::string split = a.code.substr(at, a.code.find("\n}\n", at) - at);
-  // The first nest: the log-sum-exp over the block's part, its points from
-  // the cache (q), its shift from device memory (p), finished in every
-  // block (ALL).
-  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER, false, true>(i0, rank, p0, q1, p1);");
+  // The first nest: the row's max (the shift) over the block's part, its
+  // points from the cache (q), finished in every block (ALL); then the
+  // log-sum-exp of x - max, its points from the cache, the max from device
+  // memory (p), finished in every block too.
+  size_t first = split.find(head->symbol + "_row<BLOCK, CLUSTER, false, true>(i0, rank, p0, q1);");
   EXPECT_NE(first, std::string::npos) << split;
+  size_t lse = split.find("_row<BLOCK, CLUSTER, false, true>(i0, rank, p", split.find(';', first));
+  EXPECT_NE(lse, std::string::npos) << split;
+  EXPECT_NE(split.find(", q", lse), std::string::npos) << split;
   EXPECT_NE(a.code.find("tc_exchange_send(&exchange0[rank], acc, &exchangeBarrier, c);"), std::string::npos);
   EXPECT_EQ(split.find("tc_cluster_sync()"), std::string::npos) << split;
   // The per-row values (the target's logit, the loss) in every block, the
   // whole of their one element per row.
   EXPECT_NE(split.find("_row<BLOCK, 1>(i0, 0u, p"), std::string::npos) << split;
-  // One block barrier before the nest reading the cached row at every
-  // column (the gradient), none after it.
-  size_t barrier = split.find("__syncthreads(); // the next nest");
+  // Block barriers only where a nest reads what the one before stored: the
+  // max (read by the log-sum-exp), then before the nest reading the cached
+  // row at every column (the gradient); none after it.
+  size_t afterMax = split.find("__syncthreads(); // the next nest");
+  ASSERT_NE(afterMax, std::string::npos) << split;
+  EXPECT_LT(afterMax, lse) << split;
+  size_t barrier = split.find("__syncthreads(); // the next nest", afterMax + 1);
   ASSERT_NE(barrier, std::string::npos) << split;
   EXPECT_EQ(split.find("__syncthreads(); // the next nest", barrier + 1), std::string::npos) << split;
   size_t gradient = split.find("_row<BLOCK, CLUSTER>(i0, rank, p", barrier);
