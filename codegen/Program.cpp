@@ -1521,6 +1521,9 @@ private:
       // saved O and LSE).
       // (The same symbol: the same dtype, head dim, causality, mask kind
       // and dropout; with dropout, the same probability, stream and seed.)
+      // Not for f32 gradients of 16-bit operands: that backward recomputes
+      // the forward (the saved output would be f32).
+      const bool wide = specOf(op->getResult(0)).dtype != q.dtype;
       std::vector<int> read(in.begin() + 1, in.end()); // q, k, v[, mask][, seed]
       if (mask)
         read.push_back(*mask);
@@ -1528,7 +1531,7 @@ private:
         read.push_back(*seed);
       Step *forward = nullptr;
       for (Step &f : art_.steps)
-        if (f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.scale == at.scale &&
+        if (!wide && f.kind == Step::Kind::Attention && !f.attention.backward && f.attention.scale == at.scale &&
             f.attention.dropoutP == at.dropoutP && f.attention.dropoutStream == at.dropoutStream &&
             f.symbol == s.symbol && f.operands.size() >= read.size() &&
             std::equal(read.begin(), read.end(), f.operands.end() - std::ptrdiff_t(read.size())))

@@ -116,7 +116,9 @@ def NarrowAttentionPass : Pass<"tensorc-narrow-attention", "mlir::ModuleOp"> {
     scaled_dot_product_attention of f32 operands that are (views and literal
     scalings of) casts from f16/bf16 takes the 16-bit values with
     `out_dtype = f32` (compiler/transforms/NarrowAttention.h): the same f32
-    result, half the bytes read, tensor cores. Run after autodiff.
+    result, half the bytes read, tensor cores. Its backward likewise, given
+    the 16-bit cotangent (f32 gradients; those of scaled operands divided
+    by their factors after it). Run after autodiff.
   }];
   let dependentDialects = ["::tensorc::tc::TCDialect", "::mlir::func::FuncDialect"];
 }

@@ -40,14 +40,15 @@ void CudaSourceBuilder::requireAttentionKernel(const std::string &name, const st
   if (found == attention_.end() || !kinds.count(kernel))
     fail(std::string("cuda codegen: unknown attention kernel ").append(name).append(" ").append(kernel));
   AttentionConfig &config = found->second;
-  if (config.wide && kernel != "FWD")
-    fail("cuda codegen: the f32-output attention " + name + " has a forward kernel only");
+  // The f32-output backward recomputes the forward (its saved output is f32).
+  if (config.wide && kernel == "BWD_Q_SAVED")
+    fail("cuda codegen: the f32-output attention " + name + " has no saved-forward backward");
   config.kernels.insert(kernel);
   // The register-capped dK/dV kernel beside it (the runtime picks by grid
   // size; kernels/Attention.cuh): only where it does not spill much. The
   // runtime expects it by the same rule (runtime/cuda/CudaProgram.cpp).
   static const std::string keys = "BWD_KV", denseKeys = "BWD_KV_DENSE";
-  if (kernel == keys && !config.f32 && config.paddedHeadDim <= 64)
+  if (kernel == keys && !config.f32 && !config.wide && config.paddedHeadDim <= 64)
     config.kernels.insert(denseKeys);
 }
 

@@ -164,7 +164,7 @@ private:
   struct AttentionConfig {
     std::string arguments;       // "T, DP, CAUSAL, MASK" of the macros ("DP, CAUSAL, MASK" for f32)
     bool f32 = false;            // AttentionF32.cuh's kernels (TC_ATTENTION_F32_*)
-    bool wide = false;           // 16-bit operands, f32 output: TC_ATTENTION_WIDE_FWD alone
+    bool wide = false;           // 16-bit operands, f32 output (and gradients): TC_ATTENTION_WIDE_*
     int paddedHeadDim = 0;
     std::set<std::string> kernels; // required
   };

@@ -72,6 +72,9 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   DecomposePassOptions decompose;
   decompose.ops = options.convolutionLibrary ? opsWithConvolutionLibrary : ops;
   decompose.keepFusedAttention = true; // the fused attention kernels
+  // Before decomposing as well: f32 attention with dropout is decomposed
+  // (the f32 kernels draw no dropout), its narrowed form is not.
+  pm.addPass(createNarrowAttentionPass());
   pm.addPass(createDecomposePass(decompose));
   // Attention on upcast 16-bit values (PyTorch's math SDPA) reads them.
   pm.addPass(createNarrowAttentionPass());

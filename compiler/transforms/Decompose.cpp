@@ -394,7 +394,12 @@ const std::map<std::string, Rule> &rules() {
        }},
       // The log-sum-exp from the same scores (CSE shares their product).
       {"scaled_dot_product_attention_with_lse",
-       [](const Context &c) {
+       [](const Context &narrow) {
+         Context c = narrow;
+         if (hasAttr(narrow.attrs(), "out_dtype")) // f32 on the exactly converted 16-bit operands
+           for (size_t i = 0; i < 4; ++i)
+             if (narrow.has(i) && !isBool(narrow.in(i).dtype()))
+               c.args[i] = cast(narrow.in(i), getDType(narrow.attrs(), "out_dtype"));
          DType wide = c.node.results[1].dtype;
          Tensor s = attentionScores(c, 0);
          Tensor lse = squeeze(logSumExpOf(s.dtype() == wide ? s : cast(s, wide), {-1}), {-1});
@@ -461,7 +466,16 @@ const std::map<std::string, Rule> &rules() {
       // along. With dropout, its mask is drawn again (the same seed and
       // stream): dv = dropout(P)^T g, dP = dropout(g v^T).
       {"scaled_dot_product_attention_backward",
-       [](const Context &c) {
+       [](const Context &narrow) {
+         // out_dtype: the f32 gradients of the f32 attention of the exactly
+         // converted 16-bit operands (and cotangent).
+         Context c = narrow;
+         if (hasAttr(narrow.attrs(), "out_dtype")) {
+           DType to = getDType(narrow.attrs(), "out_dtype");
+           for (size_t i = 0; i < 5; ++i)
+             if (narrow.has(i) && !isBool(narrow.in(i).dtype()) && narrow.in(i).dtype() != to)
+               c.args[i] = cast(narrow.in(i), to);
+         }
          const Tensor &g = c.in(0), &q = c.in(1), &k = c.in(2), &v = c.in(3);
          Tensor p = attentionProbabilities(c, 1);
          Tensor dv = matmul(transpose(attentionDropout(c, 7, p, g.shape()), -1, -2), g);

@@ -98,7 +98,6 @@ public:
     return cur;
   }
 
-private:
   std::string fresh(const std::string &base) {
     std::string name = base;
     for (int i = 1; taken_.count(name); ++i)
@@ -106,6 +105,8 @@ private:
     taken_.insert(name);
     return name;
   }
+
+private:
 
   const std::map<std::string, TensorSpec> &values_;
   std::map<std::string, const Node *> byName_;
@@ -121,45 +122,101 @@ Graph narrowAttention(const Graph &graph, int *count) {
   Graph result = graph;
   result.nodes.clear();
   int found = 0;
+  // Results a narrowed backward replaced: (producer, index) -> reference.
+  std::map<std::pair<std::string, int>, std::string> renamed;
+  auto rename = [&](std::string &ref) {
+    ValueRef v = parseValueRef(ref);
+    if (auto it = renamed.find({v.producer, v.index}); it != renamed.end())
+      ref = it->second;
+  };
   for (const TypedNode &tn : analysis.nodes) {
     const Node &n = *tn.node;
     result.nodes.push_back(n);
-    if (n.op != "scaled_dot_product_attention" || hasAttr(n.attrs, "out_dtype") || tn.results[0].dtype != DType::F32)
+    for (Arg &a : result.nodes.back().args)
+      if (a.kind == Arg::Kind::Value)
+        rename(a.value);
+    // The forward (q, k, v[, mask][, seed]) and its backward (grad, q, k, v[,
+    // mask][, out, lse][, seed]): f32, not yet narrowed.
+    const bool backward = n.op == "scaled_dot_product_attention_backward";
+    if ((n.op != "scaled_dot_product_attention" && n.op != "scaled_dot_product_attention_with_lse" && !backward) ||
+        hasAttr(n.attrs, "out_dtype") ||
+        tn.results[0].dtype != DType::F32)
       continue;
-    const size_t operands = n.args.size();
-    bool plain = operands >= 3 && operands <= 4;
-    for (const Arg &a : n.args)
-      plain = plain && a.kind == Arg::Kind::Value;
+    const size_t first = backward ? 1 : 0, maskAt = first + 3, seedAt = backward ? 7 : 4;
+    auto present = [&](size_t i) { return i < n.args.size() && n.args[i].kind == Arg::Kind::Value; };
+    bool plain = n.args.size() <= seedAt + 1;
+    for (size_t i = 0; i < n.args.size(); ++i)
+      plain = plain && (n.args[i].kind == Arg::Kind::Value || (i > maskAt && n.args[i].kind == Arg::Kind::Absent) ||
+                        (i == maskAt && n.args[i].kind == Arg::Kind::Absent));
+    for (size_t i = 0; i < first + 3; ++i)
+      plain = plain && present(i);
     if (!plain)
       continue;
+    // q, k, v (and the backward's cotangent): upcasts of one 16-bit dtype;
+    // v and the cotangent unscaled.
     std::vector<std::optional<Upcast>> traced;
-    for (size_t i = 0; i < 3; ++i)
+    for (size_t i = 0; i < first + 3; ++i)
       traced.push_back(narrower.trace(n.args[i].value));
-    bool ok = traced[0] && traced[1] && traced[2] && traced[1]->dtype == traced[0]->dtype &&
-              traced[2]->dtype == traced[0]->dtype && traced[2]->factor == 1;
+    bool ok = true;
+    for (size_t i = 0; i < traced.size(); ++i)
+      ok = ok && traced[i] && traced[i]->dtype == traced[first]->dtype &&
+           (i == first || i == first + 1 || traced[i]->factor == 1);
     // The mask: bool as it is, an additive one converted from the same
     // 16-bit dtype (the kernels read it in the operands' dtype).
     std::optional<Upcast> mask;
-    bool boolMask = operands == 4 && tn.argTypes[3]->dtype == DType::I1;
-    if (ok && operands == 4 && !boolMask) {
-      mask = narrower.trace(n.args[3].value);
-      ok = mask && mask->dtype == traced[0]->dtype && mask->factor == 1;
+    const bool hasMask = present(maskAt);
+    if (ok && hasMask && tn.argTypes[maskAt]->dtype != DType::I1) {
+      mask = narrower.trace(n.args[maskAt].value);
+      ok = mask && mask->dtype == traced[first]->dtype && mask->factor == 1;
     }
-    const Dim &E = tn.argTypes[0]->shape.back();
+    const Dim &E = tn.argTypes[first]->shape.back();
     if (!ok || (!hasAttr(n.attrs, "scale") && !E.isStatic()))
       continue;
+    Node wide = result.nodes.back(); // (its references renamed)
     result.nodes.pop_back();
-    Node wide = n;
-    for (size_t i = 0; i < 3; ++i)
+    for (size_t i = 0; i < first + 3; ++i)
       wide.args[i] = Arg::ref(narrower.narrowed(n.args[i].value, *traced[i], result.nodes));
     if (mask)
-      wide.args[3] = Arg::ref(narrower.narrowed(n.args[3].value, *mask, result.nodes));
+      wide.args[maskAt] = Arg::ref(narrower.narrowed(n.args[maskAt].value, *mask, result.nodes));
+    // The backward recomputes the forward: a saved f32 output is not read.
+    if (backward && n.args.size() > 6) {
+      wide.args[5] = Arg::absent();
+      wide.args[6] = Arg::absent();
+    }
+    while (!wide.args.empty() && wide.args.back().kind == Arg::Kind::Absent)
+      wide.args.pop_back();
     double scale = hasAttr(n.attrs, "scale") ? getFloat(n.attrs, "scale") : 1.0 / std::sqrt(double(E.value()));
-    wide.attrs["scale"] = scale * traced[0]->factor * traced[1]->factor;
+    const double qFactor = traced[first]->factor, kFactor = traced[first + 1]->factor;
+    wide.attrs["scale"] = scale * qFactor * kFactor;
     wide.attrs["out_dtype"] = DType::F32;
-    result.nodes.push_back(wide);
+    // The backward's gradients are then of q16 and k16 in the rescaled
+    // problem: those of the scaled operands are dq / c_q and dk / c_k.
+    if (backward && (qFactor != 1 || kFactor != 1)) {
+      wide.name = narrower.fresh(n.name + "_narrow");
+      result.nodes.push_back(wide);
+      for (int i = 0; i < 3; ++i) {
+        std::string ref = wide.name + (i ? ":" + std::to_string(i) : "");
+        const double factor = i == 0 ? qFactor : i == 1 ? kFactor : 1.0;
+        if (factor != 1) {
+          Node unscale;
+          unscale.name = narrower.fresh(n.name + (i == 0 ? "_dq" : "_dk"));
+          unscale.op = "mul";
+          Literal l;
+          l.floatValue = 1.0 / factor;
+          l.dtype = DType::F32;
+          unscale.args = {Arg::ref(ref), Arg::lit(l)};
+          result.nodes.push_back(unscale);
+          ref = unscale.name;
+        }
+        renamed[{n.name, i}] = ref;
+      }
+    } else {
+      result.nodes.push_back(wide);
+    }
     ++found;
   }
+  for (std::string &out : result.outputs)
+    rename(out);
   if (count)
     *count = found;
   return result;

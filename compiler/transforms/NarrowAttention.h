@@ -13,8 +13,14 @@
 // into sdpa(view(q16), view(k16), view(v16), m16) {out_dtype = f32, scale
 // times c_q c_k} (views: reshape, transpose, permute; c: literal factors),
 // which the CUDA backend runs on tensor cores at f32 accuracy
-// (kernels/Attention.cuh, TC_ATTENTION_WIDE_FWD). Run after autodiff: the
-// narrowed op has no gradient rule.
+// (kernels/Attention.cuh, TC_ATTENTION_WIDE_FWD). The backward likewise:
+// sdpa_backward(cast(g16), ...) (the cotangent of an output that was cast
+// back to 16 bits, as math SDPA's is) becomes sdpa_backward(g16, q16, k16,
+// v16[, m16][, seed]) {out_dtype = f32}, f32 gradients from the 16-bit
+// kernels with P and dS split in two parts (TC_ATTENTION_WIDE_BWD_*); it
+// recomputes the forward (a saved output is not read). Dropout (the seed)
+// stays as it is: the 16-bit kernels draw the same mask. Run after autodiff:
+// the narrowed forward has no gradient rule.
 #pragma once
 
 #include "compiler/graph/Graph.h"

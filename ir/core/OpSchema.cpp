@@ -125,13 +125,13 @@ std::vector<OpSchema> buildTable() {
        dflt("dropout_p", f(0.0)), dflt("dropout_stream", i(0))});
   add("scaled_dot_product_attention_with_lse", "nn",
       {in("query"), in("key"), in("value"), opt("mask"), opt("seed")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), dflt("dropout_p", f(0.0)),
-       dflt("dropout_stream", i(0))},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), optional("out_dtype", AttrKind::DType),
+       dflt("dropout_p", f(0.0)), dflt("dropout_stream", i(0))},
       true, 2);
   add("scaled_dot_product_attention_backward", "nn",
       {in("grad"), in("query"), in("key"), in("value"), opt("mask"), opt("out"), opt("lse"), opt("seed")},
-      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), dflt("dropout_p", f(0.0)),
-       dflt("dropout_stream", i(0))},
+      {dflt("is_causal", b(false)), optional("scale", AttrKind::Float), optional("out_dtype", AttrKind::DType),
+       dflt("dropout_p", f(0.0)), dflt("dropout_stream", i(0))},
       false, 3);
 
   // Shape ops.

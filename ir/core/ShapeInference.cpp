@@ -534,17 +534,26 @@ std::vector<TensorSpec> inferAttentionBackward(const Operands &ops, const AttrMa
   if (ops.size() > 7)
     forward.push_back(ops[7]);
   TensorSpec out = inferAttention(forward, attrs)[0];
-  check(ops[0].spec && *ops[0].spec == out,
+  // With out_dtype (f32 of 16-bit operands): the gradients are f32 too, and
+  // the cotangent may come in the operands' dtype (an exact conversion of
+  // the f32 one: what tensorc-narrow-attention gives the kernels).
+  const bool wide = attrs.count("out_dtype") != 0;
+  const TensorSpec narrowOut{spec(ops, 1).dtype, out.shape};
+  check(ops[0].spec && (*ops[0].spec == out || (wide && *ops[0].spec == narrowOut)),
         describe(ops[0]) + "; the gradient must have the attention output's type " + out.str());
   // The forward's output and log-sum-exp (scaled_dot_product_attention_with_lse),
   // both or neither.
   bool saved = ops.size() > 5 && ops[5].spec, lse = ops.size() > 6 && ops[6].spec;
   check(saved == lse, "the forward's out and lse are given together or not at all");
+  check(!(wide && saved), "out_dtype: the backward recomputes the forward (no saved out and lse)");
   if (saved) {
     check(*ops[5].spec == out, describe(ops[5]) + "; the saved output must have the type " + out.str());
     check(*ops[6].spec == attentionLse(out),
           describe(ops[6]) + "; the saved log-sum-exp must have the type " + attentionLse(out).str());
   }
+  if (wide)
+    return {TensorSpec{out.dtype, spec(ops, 1).shape}, TensorSpec{out.dtype, spec(ops, 2).shape},
+            TensorSpec{out.dtype, spec(ops, 3).shape}};
   return {spec(ops, 1), spec(ops, 2), spec(ops, 3)};
 }
 

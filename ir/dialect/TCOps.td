@@ -594,7 +594,8 @@ def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_
     operands; +inf for a row with every position masked, which gets no
     probability in the backward), before any dropout. Autodiff uses it when the backward runs as its own program:
     the backward reads the saved `out` and `lse` instead of recomputing the
-    forward (FlashAttention-2's saved statistics).
+    forward (FlashAttention-2's saved statistics). `out_dtype` as
+    `scaled_dot_product_attention`'s (then `out` is f32).
 
     Example:
 
@@ -606,6 +607,7 @@ def TC_ScaledDotProductAttentionWithLseOp : TC_Op<"scaled_dot_product_attention_
                        Variadic<TC_Tensor>:$mask_and_seed,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<TypeAttr>:$out_dtype,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs TC_Tensor:$out, TC_Tensor:$lse);
@@ -628,6 +630,13 @@ def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention
     backend may read them instead of recomputing them. Produced by
     autodiff; not differentiable itself.
 
+    `out_dtype` (f32 only, with f16/bf16 query, key and value): the f32
+    gradients of the forward with that `out_dtype`, i.e. of the f32
+    attention of the operands converted to f32; `grad` is f32 or the
+    operands' dtype (an exact conversion of the f32 cotangent: what
+    `tensorc-narrow-attention` gives it), and `out` and `lse` are not
+    given.
+
     Example:
 
     ```mlir
@@ -639,6 +648,7 @@ def TC_ScaledDotProductAttentionBackwardOp : TC_Op<"scaled_dot_product_attention
                        Optional<TC_Tensor>:$seed,
                        DefaultValuedAttr<BoolAttr, "false">:$is_causal,
                        OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<TypeAttr>:$out_dtype,
                        DefaultValuedAttr<F64Attr, "0.0">:$dropout_p,
                        DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs TC_Tensor:$grad_query, TC_Tensor:$grad_key, TC_Tensor:$grad_value);

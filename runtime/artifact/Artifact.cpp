@@ -500,7 +500,7 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
   if (!at.backward) {
     // f32 of 16-bit operands (the kernels' f32-output forward, out_dtype).
     const ValueDecl &out = a.values[size_t(s.operands[0])];
-    const bool wide = out.dtype == DType::F32 && q.dtype != DType::F32 && !at.saveLse;
+    const bool wide = out.dtype == DType::F32 && q.dtype != DType::F32;
     same(0, wide ? ValueDecl{DType::F32, q.shape, {}} : q, "output");
     if (at.saveLse)
       same(1, rows, "lse");
@@ -508,9 +508,13 @@ void validateAttention(const Artifact &a, const Step &s, const std::string &what
   }
   if (at.savedForward)
     same(9, q, "saved output");
-  same(0, q, "dq");
-  same(1, k, "dk");
-  same(2, v, "dv");
+  // f32 gradients of 16-bit operands (the f32-output forward's backward,
+  // which recomputes that forward: no saved output).
+  const bool wide = a.values[size_t(s.operands[0])].dtype == DType::F32 && q.dtype != DType::F32 && !at.savedForward;
+  auto widened = [&](const ValueDecl &x) { return wide ? ValueDecl{DType::F32, x.shape, {}} : x; };
+  same(0, widened(q), "dq");
+  same(1, widened(k), "dk");
+  same(2, widened(v), "dv");
   same(3, rows, "lse scratch");
   same(4, rows, "delta scratch");
   const ValueDecl &dout = a.values[size_t(s.operands[first - 1])];

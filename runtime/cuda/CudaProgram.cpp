@@ -275,8 +275,10 @@ CudaProgram::CudaProgram(const artifact::Artifact &a, const std::string &where,
       // (codegen/cuda/AttentionKernel.cpp): a third entry, null otherwise.
       if (s.attention.backward) {
         const DType dtype = a.values[size_t(s.operands[6])].dtype; // q
+        // (Not for f32 gradients of 16-bit operands: the f32-output backward.)
+        const bool wide = a.values[size_t(s.operands[0])].dtype != dtype;
         AttentionKernel k{nullptr, attention.back().rows, 0};
-        if (dtype != DType::F32 && s.attention.paddedHeadDim <= 64) {
+        if (dtype != DType::F32 && !wide && s.attention.paddedHeadDim <= 64) {
           const std::string dense = s.symbol + "_bwd_kv_dense";
           k.function = driver_.function(modules_, dense);
           int launch[2];

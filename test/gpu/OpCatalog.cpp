@@ -158,6 +158,62 @@ void addUpcastAttention(std::vector<std::pair<std::string, Graph>> &gs, const st
   gs.emplace_back(name, t.graph());
 }
 
+// Its training step (BERT-like encoders under autocast: math SDPA with
+// dropout): the output cast back to 16 bits, the joint forward + backward
+// of q, k and v; tensorc-narrow-attention gives the backward the 16-bit
+// cotangent and operands with f32 gradients (then cast back, as autodiff
+// of the upcasts has it). And the narrowed backward op itself, f32
+// gradients checked at f32's tolerance (caseTolerance).
+void addUpcastAttentionTraining(std::vector<std::pair<std::string, Graph>> &gs, const std::string &name, DType d,
+                                const Shape_ &batch, int64_t L, int64_t S, int64_t E, bool mask, double p) {
+  auto rows = [&](int64_t n) {
+    Shape_ s = batch;
+    s.push_back(n);
+    s.push_back(E);
+    return s;
+  };
+  Shape_ m = batch;
+  m.back() = int64_t(1); // one mask for every head
+  m.push_back(L);
+  m.push_back(S);
+  AttrMap attrs{{"scale", Attr(1.0)}};
+  if (p > 0) {
+    attrs["dropout_p"] = Attr(p);
+    attrs["dropout_stream"] = Attr(int64_t(2));
+  }
+  {
+    trace::Tracer t(name);
+    const double c = std::pow(double(E), -0.25);
+    auto wide = [&](const trace::Tensor &x) { return trace::cast(x, DType::F32); };
+    trace::Tensor q = t.call("mul", {wide(t.input("q", d, rows(L))), c})[0];
+    trace::Tensor k = t.call("mul", {wide(t.input("k", d, rows(S))), c})[0];
+    trace::Tensor v = wide(t.input("v", d, rows(S)));
+    std::vector<trace::Operand> operands{q, k, v};
+    operands.push_back(mask ? trace::Operand(wide(t.input("mask", d, m))) : trace::Operand(std::monostate{}));
+    if (p > 0)
+      operands.push_back(t.input("seed", DType::I64, {}));
+    trace::Tensor y = t.call("scaled_dot_product_attention", operands, attrs)[0];
+    t.output(trace::cast(y, d));
+    autodiff::AutodiffOptions options;
+    options.wrt = {"q", "k", "v"};
+    gs.emplace_back(name + "_joint", autodiff::buildJointGraph(t.graph(), options).graph);
+  }
+  trace::Tracer t("upcast_attention_backward_op_" + name);
+  std::vector<trace::Operand> operands{t.input("g", d, rows(L)), t.input("q", d, rows(L)), t.input("k", d, rows(S)),
+                                       t.input("v", d, rows(S))};
+  operands.push_back(mask ? trace::Operand(t.input("mask", d, m)) : trace::Operand(std::monostate{}));
+  if (p > 0) {
+    operands.push_back(std::monostate{});
+    operands.push_back(std::monostate{});
+    operands.push_back(t.input("seed", DType::I64, {}));
+  }
+  attrs["out_dtype"] = Attr(DType::F32);
+  attrs["scale"] = Attr(1.0 / std::sqrt(double(E)));
+  for (const trace::Tensor &r : t.call("scaled_dot_product_attention_backward", operands, attrs))
+    t.output(r);
+  gs.emplace_back("upcast_attention_backward_op_" + name, t.graph());
+}
+
 } // namespace
 
 std::vector<std::pair<std::string, Graph>> opGraphs() {
@@ -688,6 +744,10 @@ std::vector<std::pair<std::string, Graph>> backwardGraphs() {
                   opGraph("scaled_dot_product_attention", {{DType::BF16, {2, 2, 70, 64}}, {DType::BF16, {2, 2, 70, 64}},
                                                            {DType::BF16, {2, 2, 70, 64}}},
                           {{"out_dtype", Attr(DType::F32)}}));
+  // Its backward (training): bf16 with a mask and dropout, several tiles,
+  // a head dim off 16; f16 without either.
+  addUpcastAttentionTraining(gs, "train_bf16_mask_dropout", DType::BF16, {2, 3}, 130, 97, 80, true, 0.1);
+  addUpcastAttentionTraining(gs, "train_f16", DType::F16, {2, 2}, 67, 67, 64, false, 0);
   return gs;
 }
 

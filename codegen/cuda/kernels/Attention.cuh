@@ -276,10 +276,10 @@ __device__ __forceinline__ void accumulateProducts(float (*out)[DP / 8][4], cons
     }
   }
 }
-template <typename T, int K, int ROWS, int DP>
+template <typename T, int K, int ROWS, int DP, bool SPLIT = false>
 __device__ __forceinline__ void accumulateProduct(float (*out)[4], const float (*c)[4], Tile<T, ROWS, DP> &m) {
-  accumulateProducts<T, K, 1>(reinterpret_cast<float (*)[DP / 8][4]>(out),
-                              reinterpret_cast<const float (*)[K / 8][4]>(c), m);
+  accumulateProducts<T, K, 1, ROWS, DP, SPLIT>(reinterpret_cast<float (*)[DP / 8][4]>(out),
+                                               reinterpret_cast<const float (*)[K / 8][4]>(c), m);
 }
 
 // x[mt] = a[mt] m^T for MT m-tiles of 16 rows (A fragments in registers,
@@ -764,9 +764,16 @@ __device__ void forward(const T *q, const T *k, const T *v, O *o, float *lse, Sh
 // memory natural log, in registers base 2) too, recomputed with O by a forward pass over the keys, or (SAVED)
 // read with O from the forward kernel's results. dout/o: [BH, L, D] with
 // strides ldo/bho; dq: q's.
-template <typename T, int DP, bool CAUSAL, int MASK, bool SAVED, bool DROP = false>
-__device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, const T *o, T *dq,
+// G: the gradient's type; float with 16-bit T is the backward of the
+// f32-result attention (dout exact in T, as q, k and v): the forward is
+// recomputed with P V in hi + lo parts (f32 O for D) and dS K likewise
+// (dS, like P, has f32's digits; K is exact in T). Not SAVED: the saved
+// output is f32 there.
+template <typename T, int DP, bool CAUSAL, int MASK, bool SAVED, bool DROP = false, typename G = T>
+__device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v, const T *o, G *dq,
                               float *lse, float *delta, Shape s) {
+  constexpr bool SPLIT = !SameType<G, T>::value;
+  static_assert(!(SPLIT && SAVED), "the f32-result backward recomputes the forward");
   constexpr int stages = KeyStages<DP>::count;
   __shared__ Tile<T, kKeys, DP> kss[stages], vss[stages];
   Tile<T, kKeys, DP> &ks = kss[0], &vs = vss[0];
@@ -816,7 +823,7 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
     __syncthreads(); // the stages are free for the key tiles
   } else {
     float m[2] = {-infinity(), -infinity()}, l[2] = {0.0f, 0.0f};
-    forwardRows<T, DP, CAUSAL, MASK, 1, false, DROP>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
+    forwardRows<T, DP, CAUSAL, MASK, 1, SPLIT, DROP>(reinterpret_cast<const u32 (*)[DP / 16][4]>(qa),
                                         reinterpret_cast<float (*)[DP / 8][4]>(acc),
                                         reinterpret_cast<float (*)[2]>(m), reinterpret_cast<float (*)[2]>(l), kss,
                                         vss, k, v, s, row0);
@@ -875,9 +882,9 @@ __device__ void backwardQuery(const T *dout, const T *q, const T *k, const T *v,
                                                               : 0.0f;
         p[nt][e] = pr * (dp[nt][e] - d[e >> 1]); // dS
       }
-    accumulateProduct<T, kKeys>(acc, p, ks); // dQ += dS K
+    accumulateProduct<T, kKeys, kKeys, DP, SPLIT>(acc, p, ks); // dQ += dS K
   });
-  storeRows<T, DP>(dq, acc, s.ldq, row0 + warp * 16, s.L, s.D, s.scale, s.scale);
+  storeRows<G, DP>(dq, acc, s.ldq, row0 + warp * 16, s.L, s.D, s.scale, s.scale);
 }
 
 // Query rows per tile in dkv: fewer for wide heads (registers).
@@ -889,9 +896,12 @@ template <int DP> struct KeyTiling {
 // S^T = K Q^T, P^T = exp2(S^T - lse), dV += P^T dO, dP^T = V dO^T,
 // dS^T = P^T (dP^T - D), dK += dS^T Q.
 // With dropout, dV += dropout(P)^T dO and dP^T = dropout(V dO^T).
-template <typename T, int DP, bool CAUSAL, int MASK, bool DROP = false>
+// G: the gradients' type (float: the f32-result attention's backward; P^T
+// and dS^T then multiply in hi + lo parts).
+template <typename T, int DP, bool CAUSAL, int MASK, bool DROP = false, typename G = T>
 __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, const float *lse,
-                            const float *delta, T *dk, T *dv, Shape s) {
+                            const float *delta, G *dk, G *dv, Shape s) {
+  constexpr bool SPLIT = !SameType<G, T>::value;
   constexpr int BQ = KeyTiling<DP>::queries;
   __shared__ Tile<T, BQ, DP> qss[2], dss[2]; // two stages (fits: BQ is 32 for wide heads)
   __shared__ float lseSs[2][BQ], deltaSs[2][BQ];
@@ -982,8 +992,8 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
           dp[nt][e] = pr * (dp[nt][e] - deltaS[col]);
         }
       }
-    accumulateProduct<T, BQ>(dva, p, ds);  // dV += P^T dO
-    accumulateProduct<T, BQ>(dka, dp, qs); // dK += dS^T Q
+    accumulateProduct<T, BQ, BQ, DP, SPLIT>(dva, p, ds);  // dV += P^T dO
+    accumulateProduct<T, BQ, BQ, DP, SPLIT>(dka, dp, qs); // dK += dS^T Q
     __syncthreads(); // every warp is done with this stage before it is refilled
   }
   if constexpr (CAUSAL && MASK != kNoMask) {
@@ -994,8 +1004,8 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
         for (int j = 0; j < 4; ++j)
           dka[dt][j] = dva[dt][j] = __int_as_float(0x7fffffff);
   }
-  storeRows<T, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
-  storeRows<T, DP>(dv, dva, s.ldv, key0 + warp * 16, s.S, s.D, 1.0f, 1.0f);
+  storeRows<G, DP>(dk, dka, s.ldk, key0 + warp * 16, s.S, s.D, s.scale, s.scale);
+  storeRows<G, DP>(dv, dva, s.ldv, key0 + warp * 16, s.S, s.D, 1.0f, 1.0f);
 }
 
 } // namespace tc_attention
@@ -1061,6 +1071,24 @@ __device__ void backwardKey(const T *dout, const T *q, const T *k, const T *v, c
                           const float *delta, T *dk, T *dv, TC_ATTENTION_SHAPE_PARAMS) {           \
     tc_attention::backwardKey<T, DP, CAUSAL, MASK, DROP>(dout, q, k, v, lse, delta, dk, dv,        \
                                                    TC_ATTENTION_SHAPE_FOR(MASK, T));               \
+  }
+// The backward of the f32-result forward: 16-bit q, k, v and dout (exact
+// conversions of the f32 ones), f32 dq, dk, dv; the forward recomputed.
+#define TC_ATTENTION_WIDE_BWD_Q(NAME, T, DP, CAUSAL, MASK, DROP)                                   \
+  TC_ATTENTION_LAUNCH(NAME##_bwd_q)                                                                \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
+      NAME##_bwd_q(const T *dout, const T *q, const T *k, const T *v, float *dq, float *lse,       \
+                   float *delta, TC_ATTENTION_SHAPE_PARAMS) {                                      \
+    tc_attention::backwardQuery<T, DP, CAUSAL, MASK, false, DROP, float>(                          \
+        dout, q, k, v, nullptr, dq, lse, delta, TC_ATTENTION_SHAPE_FOR(MASK, T));                  \
+  }
+#define TC_ATTENTION_WIDE_BWD_KV(NAME, T, DP, CAUSAL, MASK, DROP)                                  \
+  TC_ATTENTION_LAUNCH(NAME##_bwd_kv)                                                               \
+  extern "C" __global__ void __launch_bounds__(tc_attention::kThreads)                             \
+      NAME##_bwd_kv(const T *dout, const T *q, const T *k, const T *v, const float *lse,           \
+                    const float *delta, float *dk, float *dv, TC_ATTENTION_SHAPE_PARAMS) {         \
+    tc_attention::backwardKey<T, DP, CAUSAL, MASK, DROP, float>(dout, q, k, v, lse, delta, dk, dv, \
+                                                          TC_ATTENTION_SHAPE_FOR(MASK, T));        \
   }
 // All of them (tests).
 #define TC_ATTENTION_KERNELS(NAME, T, DP, CAUSAL, MASK, DROP)                                      \
