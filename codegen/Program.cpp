@@ -994,6 +994,31 @@ private:
     return n.b.create<arith::MinSIOp>(n.loc, n.b.create<arith::MaxSIOp>(n.loc, i, zero), last);
   }
 
+  // Channels-last convolutions (conv2d's channels_last): their operands'
+  // NCHW views, and indices between the two orders.
+  static bool channelsLast(const AttrMap &attrs) {
+    return attrs.count("channels_last") && getBool(attrs, "channels_last");
+  }
+  static TensorSpec channelsFirst(TensorSpec t, bool last) {
+    if (last)
+      t.shape = {t.shape[0], t.shape[3], t.shape[1], t.shape[2]};
+    return t;
+  }
+  // A nest's ivs over a stored output (N, H, W, C) as NCHW (N, C, H, W),
+  // the reduction ivs after them as they are.
+  static SmallVector<Value> nchwIvs(ArrayRef<Value> ivs, bool last) {
+    SmallVector<Value> iv(ivs.begin(), ivs.end());
+    if (last)
+      std::tie(iv[1], iv[2], iv[3]) = std::make_tuple(ivs[3], ivs[1], ivs[2]);
+    return iv;
+  }
+  // NCHW indices (n, c, h, w) as the stored tensor's.
+  static SmallVector<Value> stored(SmallVector<Value> at, bool last) {
+    if (last)
+      return {at[0], at[2], at[3], at[1]};
+    return at;
+  }
+
   // Direct convolution as a reduction nest over (ci, kh, kw):
   // out[n, co, oh, ow] = sum x[n, g*Cig + ci, oh*s - p + kh*d, ...] * w[co, ci, kh, kw] (+ bias[co]).
   void lowerConv2d(Operation *op, const AttrMap &attrs) {
@@ -1005,14 +1030,19 @@ private:
     materialize(w);
     if (bias)
       materialize(*bias);
-    TensorSpec xs = specOf(x), ws = specOf(w), out = specOf(op->getResult(0));
+    // Channels-last operands (x [N, H, W, C], w [O, kH, kW, Cg], y [N, Ho, Wo, O]):
+    // xs, ws and out are their NCHW views (sizes), the nest runs over the
+    // output as stored.
+    const bool last = channelsLast(attrs);
+    TensorSpec xs = channelsFirst(specOf(x), last), ws = channelsFirst(specOf(w), last),
+               out = channelsFirst(specOf(op->getResult(0)), last);
     std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
                          dil = getInts(attrs, "dilation");
     int64_t groups = getInt(attrs, "groups");
     const bool library = options_.convolutionLibrary && !bias;
     if (library)
       chain_ = Chain{}; // a convolution step chains with nothing
-    if (!library && options_.convAsGemm && groups == 1 && out.shape[1].isStatic() && out.shape[2].isStatic() &&
+    if (!library && !last && options_.convAsGemm && groups == 1 && out.shape[1].isStatic() && out.shape[2].isStatic() &&
         out.shape[3].isStatic() && ws.shape[1].isStatic() && ws.shape[2].isStatic() &&
         ws.shape[3].isStatic() && (!bias || specOf(*bias).dtype == out.dtype)) {
       lowerConv2dAsGemm(op, stride, pad, dil);
@@ -1022,11 +1052,14 @@ private:
     int64_t coPerGroup = out.shape[1].value() / groups;
     int64_t cig = ws.shape[1].value();
     NestSpec spec;
-    spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], ws.shape[1], ws.shape[2], ws.shape[3]};
+    spec.space = last ? std::vector<Dim>{out.shape[0], out.shape[2], out.shape[3], out.shape[1], ws.shape[1],
+                                         ws.shape[2], ws.shape[3]}
+                      : std::vector<Dim>{out.shape[0], out.shape[1], out.shape[2], out.shape[3], ws.shape[1],
+                                         ws.shape[2], ws.shape[3]};
     spec.reduced = {false, false, false, false, true, true, true};
     spec.reduction = "sum";
     spec.valueDtype = out.dtype;
-    int v = newProducedValue(out);
+    int v = newProducedValue(specOf(op->getResult(0)));
     std::vector<Value> uses = {x, w};
     if (bias)
       uses.push_back(*bias);
@@ -1036,7 +1069,7 @@ private:
           OpBuilder &b = p.n.b;
           Location loc = p.n.loc;
           auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
-          ArrayRef<Value> iv = p.n.ivs;
+          SmallVector<Value> iv = nchwIvs(p.n.ivs, last);
           Value g = b.create<arith::DivUIOp>(loc, iv[1], c(coPerGroup));
           Value cin = b.create<arith::AddIOp>(loc, b.create<arith::MulIOp>(loc, g, c(cig)), iv[4]);
           auto at = [&](Value o, Value k, int dim) {
@@ -1047,13 +1080,15 @@ private:
           };
           Value ih = at(iv[2], iv[5], 0), iw = at(iv[3], iv[6], 1);
           Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
-          Value xv = p.readAt(x, {iv[0], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
+          Value xv =
+              p.readAt(x, stored({iv[0], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])},
+                                 last));
           xv = b.create<arith::SelectOp>(loc, inside, xv, scalarConstant(b, loc, 0, xs.dtype));
-          Value wv = p.readAt(w, {iv[1], iv[4], iv[5], iv[6]});
+          Value wv = p.readAt(w, stored({iv[1], iv[4], iv[5], iv[6]}, last));
           return emitScalarOp(b, loc, "mul", {}, {xv, wv}, {xs.dtype, ws.dtype}, out.dtype);
         },
         bias ? std::function<Value(Point &, Value)>([=](Point &p, Value acc) {
-          Value bv = p.readAt(*bias, {p.n.ivs[1]});
+          Value bv = p.readAt(*bias, {p.n.ivs[last ? 3 : 1]});
           return emitScalarOp(p.n.b, p.n.loc, "add", {}, {acc, bv}, {out.dtype, specOf(*bias).dtype},
                               out.dtype);
         })
@@ -1084,6 +1119,7 @@ private:
     st.convolution.padding = getInts(attrs, "padding");
     st.convolution.dilation = getInts(attrs, "dilation");
     st.convolution.groups = getInt(attrs, "groups");
+    st.convolution.channelsLast = channelsLast(attrs);
   }
 
   // conv2d's input and weight gradients as direct reduction nests (a
@@ -1095,7 +1131,9 @@ private:
     Value dy = op->getOperand(0), other = op->getOperand(1);
     materialize(dy);
     materialize(other);
-    TensorSpec gs = specOf(dy), os = specOf(other), out = specOf(op->getResult(0));
+    const bool last = channelsLast(attrs); // NCHW views of channels-last operands, as in lowerConv2d
+    TensorSpec gs = channelsFirst(specOf(dy), last), os = channelsFirst(specOf(other), last),
+               out = channelsFirst(specOf(op->getResult(0)), last);
     std::vector<int64_t> stride = getInts(attrs, "stride"), pad = getInts(attrs, "padding"),
                          dil = getInts(attrs, "dilation");
     int64_t groups = getInt(attrs, "groups");
@@ -1103,21 +1141,23 @@ private:
     const TensorSpec &ws = input ? os : out, &xs = input ? out : os;
     int64_t O = ws.shape[0].value(), Cg = ws.shape[1].value(), Og = O / groups;
     NestSpec spec;
+    const TensorSpec stored0 = specOf(op->getResult(0));
+    spec.space = {stored0.shape[0], stored0.shape[1], stored0.shape[2], stored0.shape[3]};
     if (input)
-      spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], Dim::of(Og), ws.shape[2], ws.shape[3]};
+      spec.space.insert(spec.space.end(), {Dim::of(Og), ws.shape[2], ws.shape[3]});
     else
-      spec.space = {out.shape[0], out.shape[1], out.shape[2], out.shape[3], gs.shape[0], gs.shape[2], gs.shape[3]};
+      spec.space.insert(spec.space.end(), {gs.shape[0], gs.shape[2], gs.shape[3]});
     spec.reduced = {false, false, false, false, true, true, true};
     spec.reduction = "sum";
     spec.valueDtype = out.dtype;
     if (options_.convolutionLibrary)
       chain_ = Chain{};
-    int v = newProducedValue(out);
+    int v = newProducedValue(stored0);
     emitNestWith({dy, other}, spec, v, [=](Point &p) {
       OpBuilder &b = p.n.b;
       Location loc = p.n.loc;
       auto c = [&](int64_t k) { return b.create<arith::ConstantIndexOp>(loc, k).getResult(); };
-      ArrayRef<Value> iv = p.n.ivs;
+      SmallVector<Value> iv = nchwIvs(p.n.ivs, last);
       Value zero = scalarConstant(b, loc, 0, out.dtype);
       if (input) {
         Value group = b.create<arith::DivUIOp>(loc, iv[1], c(Cg));
@@ -1138,8 +1178,8 @@ private:
           inside = b.create<arith::AndIOp>(loc, inside, inBounds(p.n, i, gs.shape[size_t(2 + dim)]));
           at.push_back(clampIndex(p.n, i, gs.shape[size_t(2 + dim)]));
         }
-        Value gv = p.readAt(dy, {iv[0], o, at[0], at[1]});
-        Value wv = p.readAt(other, {o, ci, iv[5], iv[6]});
+        Value gv = p.readAt(dy, stored({iv[0], o, at[0], at[1]}, last));
+        Value wv = p.readAt(other, stored({o, ci, iv[5], iv[6]}, last));
         Value prod = emitScalarOp(b, loc, "mul", {}, {gv, wv}, {gs.dtype, ws.dtype}, out.dtype);
         return b.create<arith::SelectOp>(loc, inside, prod, zero).getResult();
       }
@@ -1153,8 +1193,9 @@ private:
       };
       Value ih = at(iv[5], iv[2], 0), iw = at(iv[6], iv[3], 1);
       Value inside = b.create<arith::AndIOp>(loc, inBounds(p.n, ih, xs.shape[2]), inBounds(p.n, iw, xs.shape[3]));
-      Value xv = p.readAt(other, {iv[4], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])});
-      Value gv = p.readAt(dy, {iv[4], iv[0], iv[5], iv[6]});
+      Value xv = p.readAt(
+          other, stored({iv[4], cin, clampIndex(p.n, ih, xs.shape[2]), clampIndex(p.n, iw, xs.shape[3])}, last));
+      Value gv = p.readAt(dy, stored({iv[4], iv[0], iv[5], iv[6]}, last));
       Value prod = emitScalarOp(b, loc, "mul", {}, {gv, xv}, {gs.dtype, xs.dtype}, out.dtype);
       return b.create<arith::SelectOp>(loc, inside, prod, zero).getResult();
     });

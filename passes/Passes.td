@@ -171,4 +171,17 @@ def SimplifyPass : Pass<"tensorc-simplify"> {
   let dependentDialects = ["::tensorc::tc::TCDialect"];
 }
 
+def ChannelsLastPass : Pass<"tensorc-channels-last", "mlir::ModuleOp"> {
+  let summary = "16-bit convolutions on channels-last (NHWC) storage, permutes moved out of the way";
+  let description = [{
+    Rewrites each f16/bf16 conv2d, conv2d_backward_input and
+    conv2d_backward_weight into its `channels_last` form between permutes,
+    then moves the NHWC -> NCHW permutes down through elementwise ops,
+    reductions and concatenations until they cancel against the next
+    convolution's NCHW -> NHWC permute (passes/ChannelsLast.cpp). The CUDA
+    codegen pipeline runs it where cuDNN runs the convolutions.
+  }];
+  let dependentDialects = ["::tensorc::tc::TCDialect"];
+}
+
 #endif // TENSORC_PASSES_TD

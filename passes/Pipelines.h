@@ -14,6 +14,9 @@ struct PipelineOptions {
   // (cuDNN): the gradients stay whole (not one GEMM per kernel tap) and a
   // conv2d's bias becomes an add that fuses with what follows.
   bool convolutionLibrary = true;
+  // CUDA codegen with a convolution library: 16-bit convolutions on NHWC
+  // storage (tensorc-channels-last), what cuDNN's tensor cores read.
+  bool channelsLast = true;
   // CPU: conv2d's gradients as direct reduction nests instead of per-tap
   // GEMMs (what the GPU falls back on without cuDNN: tests check them here).
   bool directConvolutionGradients = false;

@@ -656,20 +656,25 @@ Grads conv2dRule(const GradContext &c) {
                    {"padding", getInts(c.attrs(), "padding")},
                    {"dilation", getInts(c.attrs(), "dilation")},
                    {"groups", getInt(c.attrs(), "groups")}};
+  // Channels-last (N, H, W, C): the spatial dims are 1 and 2, the channels last.
+  const bool last = c.attrs().count("channels_last") && getBool(c.attrs(), "channels_last");
+  const size_t h = last ? 1 : 2;
+  if (last)
+    geometry["channels_last"] = true;
   Tensor g = c.grad();
   Grads out(c.inputs.size());
   if (c.needsGrad[0]) {
     AttrMap attrs = geometry;
-    attrs["input_size"] = std::vector<int64_t>{x.shape()[2].value(), x.shape()[3].value()};
+    attrs["input_size"] = std::vector<int64_t>{x.shape()[h].value(), x.shape()[h + 1].value()};
     out[0] = c.tracer.call("conv2d_backward_input", {g, w}, attrs)[0];
   }
   if (c.needsGrad[1]) {
     AttrMap attrs = geometry;
-    attrs["kernel_size"] = std::vector<int64_t>{w.shape()[2].value(), w.shape()[3].value()};
+    attrs["kernel_size"] = std::vector<int64_t>{w.shape()[h].value(), w.shape()[h + 1].value()};
     out[1] = c.tracer.call("conv2d_backward_weight", {g, x}, attrs)[0];
   }
   if (c.has(2) && c.needsGrad[2])
-    out[2] = sum(g, {0, 2, 3});
+    out[2] = last ? sum(g, {0, 1, 2}) : sum(g, {0, 2, 3});
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include "ir/core/Error.h"
 #include "ir/core/ShapeInference.h"
 
+#include <array>
 #include <cmath>
 
 namespace tensorc::interp {
@@ -211,13 +212,49 @@ std::vector<HostTensor> maxPoolBackward(const OpCall &c) {
   return {std::move(out)};
 }
 
+// A 4-D float tensor with its dims permuted: out.dim(i) = x.dim(perm[i]).
+HostTensor permuted4(const HostTensor &x, const std::array<int64_t, 4> &perm) {
+  const std::vector<int64_t> &s = x.shape();
+  HostTensor out(x.dtype(), {s[size_t(perm[0])], s[size_t(perm[1])], s[size_t(perm[2])], s[size_t(perm[3])]});
+  const int64_t stride[4] = {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+  int64_t i = 0;
+  for (int64_t a = 0; a < out.shape()[0]; ++a)
+    for (int64_t b = 0; b < out.shape()[1]; ++b)
+      for (int64_t c = 0; c < out.shape()[2]; ++c)
+        for (int64_t d = 0; d < out.shape()[3]; ++d)
+          out.setF(i++, x.getF(a * stride[perm[0]] + b * stride[perm[1]] + c * stride[perm[2]] +
+                               d * stride[perm[3]]));
+  return out;
+}
+
+// A convolution kernel on channels-last operands (channels_last): the NCHW
+// kernel on NCHW copies of x/grad and the weight, its result back.
+Kernel channelsLastAware(Kernel nchw) {
+  return [nchw](const OpCall &c) {
+    if (!c.attrs().count("channels_last") || !getBool(c.attrs(), "channels_last"))
+      return nchw(c);
+    std::vector<HostTensor> first;
+    for (size_t i = 0; i < 2; ++i)
+      first.push_back(permuted4(c.arg(i), {0, 3, 1, 2}));
+    OpCall call = c;
+    call.args[0] = &first[0];
+    call.args[1] = &first[1];
+    for (std::vector<int64_t> &shape : call.resultShapes)
+      shape = {shape[0], shape[3], shape[1], shape[2]};
+    std::vector<HostTensor> out = nchw(call);
+    for (HostTensor &t : out)
+      t = permuted4(t, {0, 2, 3, 1});
+    return out;
+  };
+}
+
 } // namespace
 
 void addLinalgKernels(KernelTable &t) {
   t["matmul"] = matmul;
-  t["conv2d"] = conv2d;
-  t["conv2d_backward_input"] = [](const OpCall &c) { return conv2dGradient(c, true); };
-  t["conv2d_backward_weight"] = [](const OpCall &c) { return conv2dGradient(c, false); };
+  t["conv2d"] = channelsLastAware(conv2d);
+  t["conv2d_backward_input"] = channelsLastAware([](const OpCall &c) { return conv2dGradient(c, true); });
+  t["conv2d_backward_weight"] = channelsLastAware([](const OpCall &c) { return conv2dGradient(c, false); });
   t["max_pool2d"] = t["avg_pool2d"] = pool;
   t["max_pool2d_backward"] = maxPoolBackward;
   t["max_pool2d_taps"] = poolTaps;

@@ -76,6 +76,10 @@ void buildCudaCodegenPipeline(mlir::OpPassManager &pm, const PipelineOptions &op
   // (the f32 kernels draw no dropout), its narrowed form is not.
   pm.addPass(createNarrowAttentionPass());
   pm.addPass(createDecomposePass(decompose));
+  // After Decompose: batch norms are elementwise ops and reductions the
+  // permutes move through.
+  if (options.convolutionLibrary && options.channelsLast)
+    pm.addPass(createChannelsLastPass());
   // Attention on upcast 16-bit values (PyTorch's math SDPA) reads them.
   pm.addPass(createNarrowAttentionPass());
   // After autocast and autodiff (the dtypes and both halves' GEMMs final).

@@ -100,6 +100,8 @@ struct ConvTaps {
   explicit ConvTaps(const Context &c)
       : stride(getInts(c.attrs(), "stride")), padding(getInts(c.attrs(), "padding")),
         dilation(getInts(c.attrs(), "dilation")), groups(getInt(c.attrs(), "groups")) {
+    check(!c.attrs().count("channels_last") || !getBool(c.attrs(), "channels_last"),
+          c.node.node->op + ": a channels-last convolution gradient has no decomposition (cuDNN runs it)");
     const bool input = c.node.node->op == "conv2d_backward_input";
     const Shape &g = c.node.argTypes[0]->shape, &x = input ? c.node.results[0].shape : c.node.argTypes[1]->shape,
                 &w = input ? c.node.argTypes[1]->shape : c.node.results[0].shape;
@@ -412,10 +414,14 @@ const std::map<std::string, Rule> &rules() {
       // library's forward without it; the add fuses with what follows).
       {"conv2d",
        [](const Context &c) {
-         Tensor y = conv2d(c.in(0), c.in(1), std::nullopt, getInts(c.attrs(), "stride"),
-                           getInts(c.attrs(), "padding"), getInts(c.attrs(), "dilation"),
-                           getInt(c.attrs(), "groups"));
-         return std::vector{c.has(2) ? y + reshape(c.in(2), {c.in(2).shape()[0].value(), 1, 1}) : y};
+         // The attributes as they are (channels_last too): x, w and no bias.
+         Tensor y = c.in(0).tracer()->call("conv2d", {c.in(0), c.in(1)}, c.attrs())[0];
+         if (!c.has(2))
+           return std::vector{y};
+         // Channels-last output (N, Ho, Wo, O): the bias broadcasts along the last dim.
+         if (c.attrs().count("channels_last") && getBool(c.attrs(), "channels_last"))
+           return std::vector{y + c.in(2)};
+         return std::vector{y + reshape(c.in(2), {c.in(2).shape()[0].value(), 1, 1})};
        }},
       // conv2d's gradients as one GEMM per kernel tap (the old autodiff
       // rule): dx sums each tap's g @ w_tap placed back into the padded

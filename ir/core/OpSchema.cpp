@@ -80,19 +80,22 @@ std::vector<OpSchema> buildTable() {
   // The gradient of embedding's table (autodiff's; not differentiable).
   add("embedding_backward", "nn", {in("grad"), in("indices")},       {req("num_weights", AttrKind::Int), optional("padding_idx", AttrKind::Int)}, false);
   add("dropout", "nn", {in("x"), in("seed")}, {dflt("p", f(0.5)), dflt("stream", i(0))});
+  // channels_last: x (N, H, W, C), weight (O, kH, kW, C / groups), output
+  // (N, Ho, Wo, O) -- the CUDA pipeline's layout for 16-bit convolutions
+  // (tensorc-channels-last), the same arithmetic.
   add("conv2d", "nn", {in("x"), in("weight"), opt("bias")},
       {dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})), dflt("dilation", ints({1, 1})),
-       dflt("groups", i(1))});
+       dflt("groups", i(1)), dflt("channels_last", b(false))});
   // The gradients of conv2d's input and weight (autodiff's; not
   // differentiable themselves): what cuDNN's backward-data and
   // backward-filter convolutions compute.
   add("conv2d_backward_input", "nn", {in("grad"), in("weight")},
       {req("input_size", AttrKind::Ints), dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})),
-       dflt("dilation", ints({1, 1})), dflt("groups", i(1))},
+       dflt("dilation", ints({1, 1})), dflt("groups", i(1)), dflt("channels_last", b(false))},
       false);
   add("conv2d_backward_weight", "nn", {in("grad"), in("x")},
       {req("kernel_size", AttrKind::Ints), dflt("stride", ints({1, 1})), dflt("padding", ints({0, 0})),
-       dflt("dilation", ints({1, 1})), dflt("groups", i(1))},
+       dflt("dilation", ints({1, 1})), dflt("groups", i(1)), dflt("channels_last", b(false))},
       false);
   add("max_pool2d", "nn", {in("x")},
       {req("kernel_size", AttrKind::Ints), optional("stride", AttrKind::Ints),

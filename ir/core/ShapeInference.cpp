@@ -386,6 +386,26 @@ std::vector<TensorSpec> inferConv2dBackwardWeight(const Operands &ops, const Att
                             {staticSize(dy[1]), staticSize(x[1]) / g.groups, kernel[0], kernel[1]});
 }
 
+// channels_last convolutions: the NCHW rule on the operands read as NCHW
+// (N, H, W, C) -> (N, C, H, W), its result back to channels-last order.
+// Rank and staticness are the NCHW rule's checks (a permuted rank-4 shape
+// keeps them); a wrong rank never reaches the permute.
+Shape toChannelsFirst(const Shape &s) { return s.size() == 4 ? Shape{s[0], s[3], s[1], s[2]} : s; }
+Shape toChannelsLast(const Shape &s) { return s.size() == 4 ? Shape{s[0], s[2], s[3], s[1]} : s; }
+template <std::vector<TensorSpec> (*Rule)(const Operands &, const AttrMap &)>
+std::vector<TensorSpec> inferChannelsLastAware(const Operands &ops, const AttrMap &attrs) {
+  if (!getBool(attrs, "channels_last"))
+    return Rule(ops, attrs);
+  Operands first = ops;
+  for (size_t i = 0; i < 2 && i < first.size(); ++i)
+    if (first[i].spec)
+      first[i].spec->shape = toChannelsFirst(first[i].spec->shape);
+  std::vector<TensorSpec> out = Rule(first, attrs);
+  for (TensorSpec &t : out)
+    t.shape = toChannelsLast(t.shape);
+  return out;
+}
+
 std::vector<TensorSpec> inferPool(const Operands &ops, const AttrMap &attrs) {
   requireFloat(ops[0]);
   requireRank(ops[0], 4);
@@ -919,7 +939,7 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["embedding"] = inferEmbedding;
     r["embedding_backward"] = inferEmbeddingBackward;
     r["dropout"] = inferDropout;
-    r["conv2d"] = inferConv2d;
+    r["conv2d"] = inferChannelsLastAware<inferConv2d>;
     r["max_pool2d"] = r["avg_pool2d"] = inferPool;
     r["max_pool2d_backward"] = inferMaxPoolBackward;
     r["max_pool2d_taps"] = inferPoolTaps;
@@ -927,8 +947,8 @@ const std::unordered_map<std::string, Rule> &rules() {
     r["scaled_dot_product_attention"] = inferAttention;
     r["scaled_dot_product_attention_with_lse"] = inferAttentionWithLse;
     r["scaled_dot_product_attention_backward"] = inferAttentionBackward;
-    r["conv2d_backward_input"] = inferConv2dBackwardInput;
-    r["conv2d_backward_weight"] = inferConv2dBackwardWeight;
+    r["conv2d_backward_input"] = inferChannelsLastAware<inferConv2dBackwardInput>;
+    r["conv2d_backward_weight"] = inferChannelsLastAware<inferConv2dBackwardWeight>;
     r["reshape"] = inferReshape;
     r["permute"] = inferPermute;
     r["transpose"] = inferTranspose;

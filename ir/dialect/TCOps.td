@@ -365,6 +365,11 @@ def TC_Conv2dOp : TC_Op<"conv2d"> {
     `Ho = (H + 2*padding[0] - dilation[0]*(kH - 1) - 1) / stride[0] + 1`
     (floor), likewise W. Channels, H and W must be static; N may be
     symbolic. Zero padding. Float dtypes, accumulation in f64.
+    With `channels_last`, the same convolution on channels-last storage:
+    `x` (N, H, W, C), `weight` (O, kH, kW, C / groups), output
+    (N, Ho, Wo, O); the gradients likewise. The CUDA pipeline rewrites
+    16-bit convolutions to it (tensorc-channels-last: cuDNN's tensor-core
+    engines read NHWC without transposing).
 
     Example:
 
@@ -376,7 +381,8 @@ def TC_Conv2dOp : TC_Op<"conv2d"> {
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$stride,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<BoolAttr, "false">:$channels_last);
 }
 
 def TC_Conv2dBackwardInputOp : TC_Op<"conv2d_backward_input"> {
@@ -402,7 +408,8 @@ def TC_Conv2dBackwardInputOp : TC_Op<"conv2d_backward_input"> {
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$stride,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<BoolAttr, "false">:$channels_last);
 }
 
 def TC_Conv2dBackwardWeightOp : TC_Op<"conv2d_backward_weight"> {
@@ -427,7 +434,8 @@ def TC_Conv2dBackwardWeightOp : TC_Op<"conv2d_backward_weight"> {
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$stride,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{0, 0}">:$padding,
                        DefaultValuedAttr<DenseI64ArrayAttr, "{1, 1}">:$dilation,
-                       DefaultValuedAttr<I64Attr, "1">:$groups);
+                       DefaultValuedAttr<I64Attr, "1">:$groups,
+                       DefaultValuedAttr<BoolAttr, "false">:$channels_last);
 }
 
 def TC_MaxPool2dOp : TC_Op<"max_pool2d"> {

@@ -272,7 +272,8 @@ json manifestJson(const Artifact &a) {
                           {"stride", s.convolution.stride},
                           {"padding", s.convolution.padding},
                           {"dilation", s.convolution.dilation},
-                          {"groups", s.convolution.groups}};
+                          {"groups", s.convolution.groups},
+                          {"channels_last", s.convolution.channelsLast}};
     if (s.kind == Step::Kind::Attention) {
       j["symbol"] = s.symbol;
       j["backward"] = s.attention.backward;
@@ -337,10 +338,13 @@ void validateConvolution(const Artifact &a, const Step &s, const std::string &wh
   pair(c.dilation, 1, "dilation");
   check(c.groups >= 1 && c.groups <= (1 << 20), what + ": bad convolution groups");
   const ConvolutionOperands o = convolutionOperands(s);
-  const ValueDecl &y = a.values[size_t(o.y)], &x = a.values[size_t(o.x)], &w = a.values[size_t(o.w)];
+  ValueDecl y = a.values[size_t(o.y)], x = a.values[size_t(o.x)], w = a.values[size_t(o.w)];
   check(isFloat(y.dtype) && y.dtype == x.dtype && y.dtype == w.dtype && y.dtype != DType::F64 &&
             y.shape.size() == 4 && x.shape.size() == 4 && w.shape.size() == 4,
         what + ": convolution operands must be 4-D f32, f16 or bf16 of one dtype");
+  if (c.channelsLast) // checked as their NCHW views
+    for (ValueDecl *v : {&y, &x, &w})
+      v->shape = {v->shape[0], v->shape[3], v->shape[1], v->shape[2]};
   for (const Shape *shape : {&y.shape, &x.shape, &w.shape})
     for (size_t d = shape == &w.shape ? 0 : 1; d < 4; ++d)
       check((*shape)[d].isStatic() && (*shape)[d].value() >= 1, what + ": convolution sizes must be static");
@@ -925,6 +929,7 @@ Artifact parse(const std::string &bytes, const std::string &where) {
         s.convolution.padding = c.at("padding").get<std::vector<int64_t>>();
         s.convolution.dilation = c.at("dilation").get<std::vector<int64_t>>();
         s.convolution.groups = c.at("groups").get<int64_t>();
+        s.convolution.channelsLast = c.at("channels_last").get<bool>();
       }
       if (s.kind == Step::Kind::Loop || s.kind == Step::Kind::Convolution) {
         s.symbol = j.at("symbol").get<std::string>();

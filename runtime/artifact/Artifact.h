@@ -23,7 +23,8 @@ namespace tensorc::artifact {
 // 6: collective steps.
 // 7: scatter-add steps (embedding_backward).
 // 9: attention steps with dropout (a seed operand, new kernel parameters).
-inline constexpr uint32_t kFormatVersion = 9;
+// 10: channels-last convolution steps (older runtimes would read them as NCHW).
+inline constexpr uint32_t kFormatVersion = 10;
 // PNG-style magic: a non-ASCII first byte and CR/LF/EOF catch text-mode copies.
 inline constexpr char kMagic[8] = {'\x89', 'T', 'C', 'X', '\r', '\n', '\x1a', '\n'};
 
@@ -98,12 +99,15 @@ struct AttentionStep {
 // the step's loop kernel (a direct reduction nest, one thread or lane group
 // per output). Operands are the loop kernel's: forward y, x, w; backward
 // input dx, dy, w; backward weight dw, dy, x. Every operand is NCHW (weights
-// [out channels, in channels / groups, kh, kw]) and contiguous.
+// [out channels, in channels / groups, kh, kw]) and contiguous, or with
+// channelsLast every one NHWC (weights [out channels, kh, kw, in channels /
+// groups]): conv2d's channels_last.
 struct ConvolutionStep {
   enum class Direction { Forward, BackwardInput, BackwardWeight };
   Direction direction = Direction::Forward;
   std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
+  bool channelsLast = false;
   // "forward", "backward_input", "backward_weight".
   std::string directionName() const;
 };

@@ -689,7 +689,8 @@ void CudaProgram::setTuner(runtime::Autotuner *tuner, const artifact::Artifact &
                     std::to_string(c.stride[0]) + "x" + std::to_string(c.stride[1]) + " padding=" +
                     std::to_string(c.padding[0]) + "x" + std::to_string(c.padding[1]) + " dilation=" +
                     std::to_string(c.dilation[0]) + "x" + std::to_string(c.dilation[1]) + " dtype=" +
-                    std::string(dtypeName(a.values[size_t(s.operands[0])].dtype)) + (allowTf32_ ? " tf32" : ""))
+                    std::string(dtypeName(a.values[size_t(s.operands[0])].dtype)) + (allowTf32_ ? " tf32" : "") +
+                    (c.channelsLast ? " nhwc" : ""))
               .substr(0, 32);
       continue;
     }
@@ -1053,9 +1054,16 @@ CudaProgram::convolutionShape(const artifact::Artifact &a, size_t si,
                 : c.direction == Direction::BackwardInput ? cudnn::ConvolutionDirection::BackwardData
                                                           : cudnn::ConvolutionDirection::BackwardFilter;
   p.dtype = dtype == DType::F16 ? cudnn::kHalf : dtype == DType::BF16 ? cudnn::kBfloat16 : cudnn::kFloat;
-  p.n = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
-  p.k = w[0], p.r = w[2], p.s = w[3];
-  p.p = y[2], p.q = y[3];
+  if (c.channelsLast) { // NHWC shapes; w [k, r, s, c / groups]
+    p.n = x[0], p.c = x[3], p.h = x[1], p.w = x[2];
+    p.k = w[0], p.r = w[1], p.s = w[2];
+    p.p = y[1], p.q = y[2];
+    p.channelsLast = true;
+  } else {
+    p.n = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
+    p.k = w[0], p.r = w[2], p.s = w[3];
+    p.p = y[2], p.q = y[3];
+  }
   p.groups = c.groups;
   for (size_t i = 0; i < 2; ++i) {
     p.stride[i] = c.stride[i];

@@ -34,9 +34,15 @@ const CudnnConvolutionEngines *CudnnConvolution::engines(const CudnnConvolutionS
     Graph g;
     const std::vector<int64_t> xDims{s.n, s.c, s.h, s.w}, wDims{s.k, s.c / s.groups, s.r, s.s},
         yDims{s.n, s.k, s.p, s.q};
-    Tensor x = g.tensor(s.dtype, xDims, contiguous(xDims), kX);
-    Tensor w = g.tensor(s.dtype, wDims, contiguous(wDims), kW);
-    Tensor y = g.tensor(s.dtype, yDims, contiguous(yDims), kY);
+    // NCHW dims; strides of NCHW or, channels-last, of NHWC storage.
+    auto strides = [&](const std::vector<int64_t> &d) {
+      if (!s.channelsLast)
+        return contiguous(d);
+      return std::vector<int64_t>{d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+    };
+    Tensor x = g.tensor(s.dtype, xDims, strides(xDims), kX);
+    Tensor w = g.tensor(s.dtype, wDims, strides(wDims), kW);
+    Tensor y = g.tensor(s.dtype, yDims, strides(yDims), kY);
     ConvolutionGeometry geometry;
     for (int i = 0; i < 2; ++i) {
       geometry.stride[i] = s.stride[i];

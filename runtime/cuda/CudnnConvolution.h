@@ -25,9 +25,12 @@ struct CudnnConvolutionShape {
   int64_t groups = 1;
   int64_t stride[2] = {1, 1}, padding[2] = {0, 0}, dilation[2] = {1, 1};
   bool allowTf32 = false;
+  // Every tensor NHWC (w [k, r, s, c / groups]) instead of NCHW: the dims
+  // above stay NCHW, the strides say where each element is.
+  bool channelsLast = false;
   auto key() const {
     return std::tie(direction, dtype, n, c, h, w, k, r, s, p, q, groups, stride[0], stride[1], padding[0],
-                    padding[1], dilation[0], dilation[1], allowTf32);
+                    padding[1], dilation[0], dilation[1], allowTf32, channelsLast);
   }
   bool operator<(const CudnnConvolutionShape &o) const { return key() < o.key(); }
 };
@@ -49,8 +52,9 @@ public:
   // The engines for `s`, built on first use; null with `why` when cuDNN is
   // missing or declines the problem.
   const CudnnConvolutionEngines *engines(const CudnnConvolutionShape &s, std::string &why);
-  // Queues the plan: x, w, y are NCHW device tensors (the direction's
-  // output among them); `workspace` holds the plan's workspaceBytes().
+  // Queues the plan: x, w, y are NCHW (or channelsLast: NHWC) device
+  // tensors (the direction's output among them); `workspace` holds the
+  // plan's workspaceBytes().
   static void run(const cudnn::Plan &p, DevicePtr x, DevicePtr w, DevicePtr y, DevicePtr workspace,
                   Stream stream);
 

@@ -512,6 +512,38 @@ std::vector<std::pair<std::string, Graph>> modelGraphs(const std::string &root) 
     Graph g = autodiff::buildTrainingStep(loadModel(root + f)->graph, options).graph;
     gs.emplace_back(g.name, g);
   }
+  // 16-bit inference convolutions run channels-last (tensorc-channels-last):
+  // a ResNet-style block -- 3x3 conv, batch norm, relu, a 1x1 conv with bias
+  // and a residual from the NCHW input, a strided grouped dilated conv, a
+  // depthwise conv, concat, max pooling, a global mean -- in bf16.
+  {
+    trace::Tracer t("channels_last_block");
+    using Ints = std::vector<int64_t>;
+    auto param = [&](const char *name, const std::vector<std::variant<int64_t, std::string>> &shape) {
+      return t.parameter(name, DType::BF16, shape);
+    };
+    trace::Tensor x = param("x", {2, 8, 9, 7});
+    trace::Tensor y = t.call("conv2d", {x, param("w1", {16, 8, 3, 3})}, {{"padding", Attr(Ints{1, 1})}})[0];
+    trace::Tensor yf = t.call("cast", {y}, {{"to", Attr(DType::F32)}})[0];
+    trace::Tensor bn = t.call("batch_norm", {yf, t.input("running_mean", DType::F32, {16}),
+                                             t.input("running_var", DType::F32, {16}),
+                                             t.parameter("gamma", DType::F32, {16}), t.parameter("beta", DType::F32, {16})},
+                              {{"training", Attr(false)}})[0];
+    trace::Tensor r = t.call("cast", {t.call("relu", {bn})[0]}, {{"to", Attr(DType::BF16)}})[0];
+    trace::Tensor y2 = t.call("conv2d", {r, param("w2", {8, 16, 1, 1}), param("b2", {8})})[0];
+    trace::Tensor res = t.call("add", {y2, x})[0];
+    trace::Tensor g = t.call("conv2d", {res, param("w3", {8, 2, 3, 2})},
+                             {{"stride", Attr(Ints{2, 1})}, {"padding", Attr(Ints{1, 2})},
+                              {"dilation", Attr(Ints{1, 2})}, {"groups", Attr(int64_t(4))}})[0];
+    trace::Tensor d = t.call("conv2d", {g, param("w4", {8, 1, 3, 3})},
+                             {{"padding", Attr(Ints{1, 1})}, {"groups", Attr(int64_t(8))}})[0];
+    trace::Tensor cat = t.call("concat", {g, d}, {{"axis", Attr(int64_t(1))}})[0];
+    trace::Tensor pooled = t.call("max_pool2d", {cat}, {{"kernel_size", Attr(Ints{2, 2})}})[0];
+    t.output(t.call("mean", {t.call("cast", {pooled}, {{"to", Attr(DType::F32)}})[0]},
+                    {{"axes", Attr(Ints{2, 3})}})[0]);
+    t.output(cat);
+    gs.emplace_back(t.graph().name, t.graph());
+  }
   return gs;
 }
 
